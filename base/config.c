@@ -1,0 +1,297 @@
+/*
+ * config.c - the one option table. Each row gives the name, the default as
+ * text, a line of documentation, the field's offset and its parser, so the
+ * same table yields defaults, STRATA_* environment overrides, the CLI
+ * flags that map onto it and the printed dump.
+ */
+#include "config.h"
+#include "base.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+typedef enum { OPT_INT, OPT_SIZE, OPT_DOUBLE, OPT_BOOL, OPT_STRING, OPT_ENUM } opt_kind_t;
+
+typedef struct {
+    const char  *name;
+    const char  *dflt;
+    const char  *doc;
+    size_t       offset;
+    opt_kind_t   kind;
+    size_t       len;            /* OPT_STRING: buffer size */
+    const char *const *names;    /* OPT_ENUM: NULL-terminated value names */
+} opt_row_t;
+
+static const char *const log_level_names[] = { "error", "warn", "info", "debug", "trace", NULL };
+static const char *const backend_names[]   = { "auto", "host", "cuda", NULL };
+
+#define OFF(f) offsetof(strata_config_t, f)
+#define STR(f) OPT_STRING, sizeof(((strata_config_t *)0)->f), NULL
+
+static const opt_row_t opt_table[] = {
+    { "log_level",  "warn", "log verbosity: error, warn, info, debug, trace",
+      OFF(log_level), OPT_ENUM, 0, log_level_names },
+    { "backend",    "auto", "memory/engine backend: auto (cuda if a GPU answers, else host), host, cuda",
+      OFF(backend), OPT_ENUM, 0, backend_names },
+    { "shard_size", "0",    "FSDP shard group size S (must divide the world size); 0 = world size",
+      OFF(shard_size), OPT_INT, 0, NULL },
+    { "device_mem", "4G",   "device tier (HBM) budget per rank",
+      OFF(device_mem), OPT_SIZE, 0, NULL },
+    { "host_mem",   "8G",   "pinned-host tier budget per rank",
+      OFF(host_mem), OPT_SIZE, 0, NULL },
+    { "storage_mem", "64G", "storage (HDF5 spill) tier budget per rank",
+      OFF(storage_mem), OPT_SIZE, 0, NULL },
+    { "spill_dir",  "/tmp", "root directory under which each run makes its private spill directory",
+      OFF(spill_dir), STR(spill_dir) },
+    { "chunk_size", "4M",   "copy engines split transfers into chunks of this size",
+      OFF(chunk_size), OPT_SIZE, 0, NULL },
+    { "link_d2h_bw", "0",   "link model: device->host bandwidth in bytes/s (e.g. 2G); 0 = unpaced",
+      OFF(link_d2h_bw), OPT_DOUBLE, 0, NULL },
+    { "link_h2d_bw", "0",   "link model: host->device bandwidth in bytes/s; 0 = unpaced",
+      OFF(link_h2d_bw), OPT_DOUBLE, 0, NULL },
+    { "link_storage_bw", "0", "link model: host<->storage bandwidth in bytes/s; 0 = unpaced",
+      OFF(link_storage_bw), OPT_DOUBLE, 0, NULL },
+    { "link_latency", "0",  "link model: seconds added to every paced copy",
+      OFF(link_latency), OPT_DOUBLE, 0, NULL },
+    { "checksums",  "on",   "storage tier: checksum spilled blocks and verify them on read-back",
+      OFF(checksums), OPT_BOOL, 0, NULL },
+    { "prefetch",   "1",    "all-gather lookahead in units (0 = gather each unit when it runs)",
+      OFF(prefetch), OPT_INT, 0, NULL },
+    { "act_policy", "*=keep", "activation policy per saved name, e.g. qkv=host,mlp_up=storage,*=keep; or auto",
+      OFF(act_policy), STR(act_policy) },
+    { "schedule",   "lhs",  "transfer schedule: lhs (latency-hiding) or naive",
+      OFF(schedule), STR(schedule) },
+    { "threads",    "0",    "compute threads per rank; 0 = the cores this rank may run on",
+      OFF(threads), OPT_INT, 0, NULL },
+    { "comm_check", "on",   "before each collective, check that all ranks pass the same operation, dtype, "
+                            "count and root (one small allreduce); off saves a few microseconds per call",
+      OFF(comm_check), OPT_BOOL, 0, NULL },
+    { NULL, NULL, NULL, 0, 0, 0, NULL }
+};
+
+strata_status_t strata_parse_size(const char *text, size_t *bytes_p)
+{
+    if (!text || !bytes_p) return STRATA_ERR_INVALID;
+    while (isspace((unsigned char)*text)) text++;
+    if (!strcasecmp(text, "inf") || !strcasecmp(text, "unlimited")) {
+        *bytes_p = SIZE_MAX;
+        return STRATA_OK;
+    }
+    if ('-' == *text || '\0' == *text) return STRATA_ERR_CONFIG;
+    errno = 0;
+    char *end = NULL;
+    double v = strtod(text, &end);
+    if (errno || end == text || !isfinite(v) || v < 0) return STRATA_ERR_CONFIG;
+    while (isspace((unsigned char)*end)) end++;
+    double mult = 1;
+    switch (toupper((unsigned char)*end)) {
+    case '\0': break;
+    case 'B': mult = 1; end++; break;
+    case 'K': mult = 1024.0; end++; break;
+    case 'M': mult = 1024.0 * 1024; end++; break;
+    case 'G': mult = 1024.0 * 1024 * 1024; end++; break;
+    case 'T': mult = 1024.0 * 1024 * 1024 * 1024; end++; break;
+    default: return STRATA_ERR_CONFIG;
+    }
+    /* accept "K", "KB", "KiB", "Mi", ... */
+    if ('i' == *end || 'I' == *end) end++;
+    if ('b' == *end || 'B' == *end) end++;
+    while (isspace((unsigned char)*end)) end++;
+    if ('\0' != *end) return STRATA_ERR_CONFIG;
+    double bytes = v * mult;
+    if (bytes >= 18446744073709551616.0) return STRATA_ERR_OVERFLOW;
+    *bytes_p = (size_t)bytes;
+    return STRATA_OK;
+}
+
+const char *strata_format_size(size_t bytes, char *buf, size_t len)
+{
+    static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+    if (SIZE_MAX == bytes) { snprintf(buf, len, "inf"); return buf; }
+    double v = (double)bytes;
+    int u = 0;
+    while (v >= 1024.0 && u < 5) { v /= 1024.0; u++; }
+    if (0 == u) snprintf(buf, len, "%zu B", bytes);
+    else if (v == floor(v)) snprintf(buf, len, "%.0f %s", v, unit[u]);
+    else snprintf(buf, len, "%.1f %s", v, unit[u]);
+    return buf;
+}
+
+static int parse_bool(const char *s, int *out)
+{
+    static const char *const yes[] = { "1", "yes", "on", "true", NULL };
+    static const char *const no[]  = { "0", "no", "off", "false", NULL };
+    for (int i = 0; yes[i]; i++) if (!strcasecmp(s, yes[i])) { *out = 1; return 0; }
+    for (int i = 0; no[i]; i++)  if (!strcasecmp(s, no[i]))  { *out = 0; return 0; }
+    return -1;
+}
+
+/* Names compare case-insensitively with '-' and '_' alike, so --device-mem,
+ * device_mem and DEVICE_MEM all find the same row. */
+static int name_eq(const char *a, const char *b)
+{
+    for (;; a++, b++) {
+        int ca = ('-' == *a) ? '_' : tolower((unsigned char)*a);
+        int cb = ('-' == *b) ? '_' : tolower((unsigned char)*b);
+        if (ca != cb) return 0;
+        if (!ca) return 1;
+    }
+}
+
+static const opt_row_t *find_row(const char *name)
+{
+    for (const opt_row_t *r = opt_table; r->name; r++)
+        if (name_eq(r->name, name)) return r;
+    return NULL;
+}
+
+static strata_status_t set_row(strata_config_t *cfg, const opt_row_t *r,
+                               const char *value, char *errbuf, size_t errlen)
+{
+    char *field = (char *)cfg + r->offset;
+    char *end = NULL;
+    switch (r->kind) {
+    case OPT_INT: {
+        errno = 0;
+        long v = strtol(value, &end, 10);
+        if (errno || end == value || *end || v < 0 || v > 1L << 30) goto bad;
+        *(int *)field = (int)v;
+        return STRATA_OK;
+    }
+    case OPT_SIZE: {
+        size_t v;
+        if (STRATA_OK != strata_parse_size(value, &v)) goto bad;
+        *(size_t *)field = v;
+        return STRATA_OK;
+    }
+    case OPT_DOUBLE: {
+        /* bandwidths read naturally with size units: "2G" = 2 GiB/s */
+        size_t v;
+        errno = 0;
+        double d = strtod(value, &end);
+        if (!errno && end != value && !*end && isfinite(d) && d >= 0) {
+            *(double *)field = d;
+            return STRATA_OK;
+        }
+        if (STRATA_OK != strata_parse_size(value, &v) || SIZE_MAX == v) goto bad;
+        *(double *)field = (double)v;
+        return STRATA_OK;
+    }
+    case OPT_BOOL:
+        if (parse_bool(value, (int *)field)) goto bad;
+        return STRATA_OK;
+    case OPT_STRING:
+        if (strlen(value) >= r->len) {
+            if (errbuf) snprintf(errbuf, errlen, "option %s: value longer than %zu characters",
+                                 r->name, r->len - 1);
+            return STRATA_ERR_CONFIG;
+        }
+        memcpy(field, value, strlen(value) + 1);
+        return STRATA_OK;
+    case OPT_ENUM:
+        for (int i = 0; r->names[i]; i++) {
+            if (!strcasecmp(value, r->names[i])) { *(int *)field = i; return STRATA_OK; }
+        }
+        goto bad;
+    }
+bad:
+    if (errbuf) {
+        const char *expect = "";
+        switch (r->kind) {
+        case OPT_INT:    expect = "a non-negative integer"; break;
+        case OPT_SIZE:   expect = "a size such as 4096, 512M, 4G or inf"; break;
+        case OPT_DOUBLE: expect = "a non-negative number such as 0.5 or 2G"; break;
+        case OPT_BOOL:   expect = "on/off, yes/no, true/false or 1/0"; break;
+        case OPT_ENUM:   expect = "one of the listed names"; break;
+        case OPT_STRING: break;
+        }
+        snprintf(errbuf, errlen, "option %s: cannot parse '%s'; expected %s (%s)",
+                 r->name, value, expect, r->doc);
+    }
+    return STRATA_ERR_CONFIG;
+}
+
+/* STRATA_ + the option name in capitals: device_mem -> STRATA_DEVICE_MEM */
+static void env_name(const char *name, char *buf, size_t len)
+{
+    size_t n = (size_t)snprintf(buf, len, "STRATA_");
+    for (; *name && n + 1 < len; name++) buf[n++] = (char)toupper((unsigned char)*name);
+    buf[n] = '\0';
+}
+
+void strata_config_defaults(strata_config_t *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    for (const opt_row_t *r = opt_table; r->name; r++) {
+        strata_status_t st = set_row(cfg, r, r->dflt, NULL, 0);
+        (void)st;  /* defaults are constants; t/unit_config checks they parse */
+    }
+}
+
+strata_status_t strata_config_set(strata_config_t *cfg, const char *name,
+                                  const char *value, char *errbuf, size_t errlen)
+{
+    if (!cfg || !name || !value) {
+        if (errbuf) snprintf(errbuf, errlen, "strata_config_set: NULL argument");
+        return STRATA_ERR_INVALID;
+    }
+    const opt_row_t *r = find_row(name);
+    if (!r) {
+        if (errbuf) snprintf(errbuf, errlen,
+                             "unknown option '%s' (run 'strata config' for the list)", name);
+        return STRATA_ERR_CONFIG;
+    }
+    return set_row(cfg, r, value, errbuf, errlen);
+}
+
+strata_status_t strata_config_init(strata_config_t *cfg, char *errbuf, size_t errlen)
+{
+    if (!cfg) return STRATA_ERR_INVALID;
+    strata_config_defaults(cfg);
+    strata_status_t first = STRATA_OK;
+    for (const opt_row_t *r = opt_table; r->name; r++) {
+        char env[96];
+        env_name(r->name, env, sizeof env);
+        const char *v = getenv(env);
+        if (!v) continue;
+        char msg[512];
+        strata_status_t st = set_row(cfg, r, v, msg, sizeof msg);
+        if (STRATA_OK != st && STRATA_OK == first) {
+            first = st;
+            if (errbuf) snprintf(errbuf, errlen, "environment %s: %s", env, msg);
+        }
+    }
+    return first;
+}
+
+static void format_value(const strata_config_t *cfg, const opt_row_t *r, char *buf, size_t len)
+{
+    const char *field = (const char *)cfg + r->offset;
+    switch (r->kind) {
+    case OPT_INT:    snprintf(buf, len, "%d", *(const int *)field); break;
+    case OPT_SIZE:   strata_format_size(*(const size_t *)field, buf, len); break;
+    case OPT_DOUBLE: snprintf(buf, len, "%g", *(const double *)field); break;
+    case OPT_BOOL:   snprintf(buf, len, "%s", *(const int *)field ? "on" : "off"); break;
+    case OPT_STRING: snprintf(buf, len, "%s", field); break;
+    case OPT_ENUM:   snprintf(buf, len, "%s", r->names[*(const int *)field]); break;
+    }
+}
+
+void strata_config_print(const strata_config_t *cfg, FILE *out, int verbose)
+{
+    if (!cfg || !out) return;
+    for (const opt_row_t *r = opt_table; r->name; r++) {
+        char val[600];
+        format_value(cfg, r, val, sizeof val);
+        if (verbose) {
+            char env[96];
+            env_name(r->name, env, sizeof env);
+            fprintf(out, "# %s [default %s, env %s]\n", r->doc, r->dflt, env);
+        }
+        fprintf(out, "%-16s = %s\n", r->name, val);
+    }
+}

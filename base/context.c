@@ -1,0 +1,145 @@
+/* context.c - strata_init / strata_finalize: MPI set-up, configuration,
+ * backend choice. */
+#include "config.h"
+#include "base.h"
+#include "comm/comm.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+/* Whether a CUDA device answers. Only the runtime API is used (never the
+ * driver library directly), so a CUDA build runs on machines without a GPU
+ * or driver: cudaGetDeviceCount then fails and we use the host backend. */
+static int cuda_device_count(void)
+{
+#ifdef HAVE_CUDA
+    int n = 0;
+    if (cudaSuccess != cudaGetDeviceCount(&n)) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return n;
+#else
+    return 0;
+#endif
+}
+
+strata_status_t strata_init(MPI_Comm comm, const strata_config_t *cfg,
+                            strata_context_t **ctx_p)
+{
+    strata_status_t st;
+    int inited = 0, finalized = 0, rc;
+
+    if (!ctx_p) return STRATA_ERR_INVALID;
+    MPI_Finalized(&finalized);
+    if (finalized) {
+        strata_log(NULL, STRATA_LOG_ERROR, "strata_init: MPI was already finalized");
+        return STRATA_ERR_STATE;
+    }
+
+    strata_context_t *ctx = calloc(1, sizeof *ctx);
+    if (!ctx) return STRATA_ERR_NOMEM;
+    pthread_mutex_init(&ctx->mpi_lock, NULL);
+    pthread_mutex_init(&ctx->err_lock, NULL);
+
+    if (cfg) {
+        ctx->cfg = *cfg;
+    } else {
+        char msg[512] = "";
+        st = strata_config_init(&ctx->cfg, msg, sizeof msg);
+        if (STRATA_OK != st) {
+            strata_log(NULL, STRATA_LOG_ERROR, "strata_init: %s", msg);
+            goto err_free;
+        }
+    }
+
+    MPI_Initialized(&inited);
+    if (!inited) {
+        rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &ctx->thread_level);
+        if (MPI_SUCCESS != rc) { st = STRATA_ERR_MPI; goto err_free; }
+        ctx->owns_mpi = 1;
+    } else {
+        MPI_Query_thread(&ctx->thread_level);
+    }
+    if (MPI_COMM_NULL == comm) {
+        strata_log(NULL, STRATA_LOG_ERROR, "strata_init: communicator is MPI_COMM_NULL");
+        st = STRATA_ERR_INVALID;
+        goto err_mpi;
+    }
+    rc = MPI_Comm_dup(comm, &ctx->comm);
+    if (MPI_SUCCESS != rc) { st = strata_mpi_error(NULL, rc, "MPI_Comm_dup"); goto err_mpi; }
+    MPI_Comm_rank(ctx->comm, &ctx->rank);
+    MPI_Comm_size(ctx->comm, &ctx->size);
+
+    if (ctx->thread_level < MPI_THREAD_MULTIPLE) {
+        strata_info(ctx, "MPI granted thread level %d (< MULTIPLE): MPI calls are serialised",
+                    ctx->thread_level);
+    }
+
+    int ndev = cuda_device_count();
+    switch (ctx->cfg.backend) {
+    case STRATA_BACKEND_CUDA:
+        if (0 == ndev) {
+            strata_log(ctx, STRATA_LOG_ERROR,
+                       "backend=cuda requested but no CUDA device answers%s; "
+                       "use backend=host or auto",
+#ifdef HAVE_CUDA
+                       ""
+#else
+                       " (this build has no CUDA: configure --with-cuda)"
+#endif
+                       );
+            st = STRATA_ERR_UNSUPPORTED;
+            goto err_comm;
+        }
+        ctx->backend_name = "cuda";
+        break;
+    case STRATA_BACKEND_AUTO:
+        ctx->backend_name = ndev > 0 ? "cuda" : "host";
+        break;
+    default:
+        ctx->backend_name = "host";
+        break;
+    }
+
+    st = comm_init(ctx);
+    if (STRATA_OK != st) goto err_comm;
+
+    strata_debug(ctx, "initialised: %d ranks, backend %s, collectives %s",
+                 ctx->size, ctx->backend_name, ctx->comm_ops->name);
+    *ctx_p = ctx;
+    return STRATA_OK;
+
+err_comm:
+    MPI_Comm_free(&ctx->comm);
+err_mpi:
+    if (ctx->owns_mpi) MPI_Finalize();
+err_free:
+    pthread_mutex_destroy(&ctx->mpi_lock);
+    pthread_mutex_destroy(&ctx->err_lock);
+    free(ctx);
+    return st;
+}
+
+strata_status_t strata_finalize(strata_context_t *ctx)
+{
+    if (!ctx) return STRATA_OK;
+    comm_cleanup(ctx);
+    MPI_Comm_free(&ctx->comm);
+    int owns = ctx->owns_mpi;
+    pthread_mutex_destroy(&ctx->mpi_lock);
+    pthread_mutex_destroy(&ctx->err_lock);
+    free(ctx);
+    if (owns) MPI_Finalize();
+    return STRATA_OK;
+}
+
+int strata_rank(const strata_context_t *ctx) { return ctx ? ctx->rank : -1; }
+int strata_world_size(const strata_context_t *ctx) { return ctx ? ctx->size : 0; }
+const strata_config_t *strata_get_config(const strata_context_t *ctx) { return ctx ? &ctx->cfg : NULL; }
+int strata_thread_level(const strata_context_t *ctx) { return ctx ? ctx->thread_level : -1; }
+const char *strata_backend_name(const strata_context_t *ctx) { return ctx ? ctx->backend_name : "none"; }

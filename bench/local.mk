@@ -1,0 +1,5 @@
+# bench/ - benchmark programs; bench/run launches them.
+noinst_PROGRAMS += bench/comm_bench
+bench_comm_bench_SOURCES = bench/comm_bench.c
+bench_comm_bench_LDADD = libstrata.la
+EXTRA_DIST += bench/run

@@ -1,0 +1,298 @@
+/*
+ * comm.c - the public collectives: argument checks, the cross-rank
+ * agreement check, the 16-bit rule (widen to f32, reduce, round once) and
+ * request completion. Backends only move bytes and sum f32.
+ */
+#include "config.h"
+#include "comm.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const coll_name[] = {
+    "allgather", "reduce_scatter", "allreduce", "broadcast", "barrier"
+};
+
+/* Local argument checks. Returns STRATA_OK or an error recorded on ctx. */
+static strata_status_t check_args(strata_group_t *g, coll_kind_t kind, const void *send,
+                                  const void *recv, size_t count, strata_dtype_t dtype,
+                                  strata_redop_t op, int root)
+{
+    strata_context_t *ctx = g->ctx;
+    const char *fn = coll_name[kind];
+    size_t esz = strata_dtype_size(dtype);
+    size_t total;
+
+    if (COLL_BARRIER == kind) return STRATA_OK;
+    if (0 == esz) {
+        return strata_error(ctx, STRATA_ERR_INVALID, "%s: invalid dtype %d (use STRATA_F32, "
+                            "STRATA_BF16 or STRATA_F16)", fn, (int)dtype);
+    }
+    if ((COLL_REDUCE_SCATTER == kind || COLL_ALLREDUCE == kind) &&
+        ((int)op < 0 || op >= STRATA_REDOP_COUNT)) {
+        return strata_error(ctx, STRATA_ERR_INVALID, "%s: invalid reduction %d (use STRATA_SUM "
+                            "or STRATA_AVG)", fn, (int)op);
+    }
+    if (COLL_BROADCAST == kind && (root < 0 || root >= g->size)) {
+        return strata_error(ctx, STRATA_ERR_INVALID, "broadcast: root %d outside the group "
+                            "of %d ranks", root, g->size);
+    }
+    /* every buffer's byte size must be representable, and each count must
+     * fit MPI's int; the larger of the two buffers is size*count elements */
+    if (strata_mul_size(count, (size_t)g->size, &total) || strata_mul_size(total, esz, &total)) {
+        return strata_error(ctx, STRATA_ERR_OVERFLOW, "%s: %zu elements x %d ranks x %zu bytes "
+                            "overflows size_t", fn, count, g->size, esz);
+    }
+    if (count > INT_MAX) {
+        return strata_error(ctx, STRATA_ERR_OVERFLOW, "%s: count %zu exceeds the MPI limit of "
+                            "%d elements per rank; split the buffer into smaller collectives",
+                            fn, count, INT_MAX);
+    }
+    if (count > 0 && (!send || !recv)) {
+        return strata_error(ctx, STRATA_ERR_INVALID, "%s: %s buffer is NULL with count %zu",
+                            fn, !send ? "send" : "receive", count);
+    }
+    return STRATA_OK;
+}
+
+static uint64_t mix64(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    h *= 0xff51afd7ed558ccdull;
+    return h ^ (h >> 33);
+}
+
+/*
+ * With comm_check on, every rank contributes its signature (operation,
+ * dtype, count, op, root) and whether its own arguments were valid to one
+ * small allreduce, so a rank with bad arguments, or ranks that disagree,
+ * make every rank return an error instead of some entering a collective
+ * that would never complete.
+ */
+static strata_status_t agree(strata_group_t *g, coll_kind_t kind, size_t count,
+                             strata_dtype_t dtype, strata_redop_t op, int root,
+                             strata_status_t local)
+{
+    strata_context_t *ctx = g->ctx;
+    if (!ctx->cfg.comm_check) return local;
+    uint64_t sig = mix64(mix64(mix64(mix64(mix64(0, kind), dtype), count),
+                               COLL_ALLGATHER == kind || COLL_BROADCAST == kind ? 0 : op),
+                         COLL_BROADCAST == kind ? (uint64_t)root : 0);
+    long long v[3] = { (long long)(sig >> 1), -(long long)(sig >> 1), STRATA_OK != local };
+    long long r[3];
+    comm_lock(ctx);
+    int rc = MPI_Allreduce(v, r, 3, MPI_LONG_LONG, MPI_MAX, g->comm);
+    comm_unlock(ctx);
+    if (MPI_SUCCESS != rc) return strata_mpi_error(ctx, rc, "MPI_Allreduce (collective check)");
+    if (STRATA_OK != local) return local;
+    if (r[2]) {
+        return strata_error(ctx, STRATA_ERR_INVALID, "%s: another rank of the group passed "
+                            "invalid arguments (see its message); no data moved", coll_name[kind]);
+    }
+    if (r[0] != -r[1]) {
+        return strata_error(ctx, STRATA_ERR_MISMATCH, "%s: ranks disagree on the operation, "
+                            "dtype, count, reduction or root (this rank: %s, %zu elements); "
+                            "no data moved", coll_name[kind], strata_dtype_name(dtype), count);
+    }
+    return STRATA_OK;
+}
+
+static strata_request_t *request_new(strata_group_t *g, coll_kind_t kind, strata_dtype_t dtype,
+                                     strata_redop_t op)
+{
+    strata_request_t *req = calloc(1, sizeof *req);
+    if (!req) return NULL;
+    req->group = g;
+    req->kind = kind;
+    req->dtype = dtype;
+    req->op = op;
+    req->mpi_req = MPI_REQUEST_NULL;
+    return req;
+}
+
+static void request_free(strata_request_t *req)
+{
+    free(req->stage);
+    free(req);
+}
+
+/* Work done once when the backend part completes: averaging, rounding. */
+static void request_finish(strata_request_t *req)
+{
+    if (req->complete) return;
+    req->complete = 1;
+    if (req->div_pending) {
+        float n = (float)req->group->size;
+        for (size_t i = 0; i < req->result_count; i++) req->result_f32[i] /= n;
+    }
+    if (req->stage) {
+        if (STRATA_BF16 == req->dtype)
+            strata_f32_to_bf16(req->result_f32, req->user_result, req->result_count);
+        else if (STRATA_F16 == req->dtype)
+            strata_f32_to_f16(req->result_f32, req->user_result, req->result_count);
+    }
+}
+
+static void widen(const void *src, float *dst, size_t n, strata_dtype_t dtype)
+{
+    if (STRATA_BF16 == dtype) strata_bf16_to_f32(src, dst, n);
+    else strata_f16_to_f32(src, dst, n);
+}
+
+static strata_status_t start_common(strata_group_t *g, coll_kind_t kind, const void *send,
+                                    void *recv, size_t count, strata_dtype_t dtype,
+                                    strata_redop_t op, int root, strata_request_t **req_p)
+{
+    if (!g) return STRATA_ERR_INVALID;
+    strata_context_t *ctx = g->ctx;
+    if (!req_p) return strata_error(ctx, STRATA_ERR_INVALID, "%s: req_p is NULL", coll_name[kind]);
+
+    strata_status_t st = check_args(g, kind, send, recv, count, dtype, op, root);
+    st = agree(g, kind, count, dtype, op, root, st);
+    if (STRATA_OK != st) return st;
+
+    strata_request_t *req = request_new(g, kind, dtype, op);
+    if (!req) return strata_error(ctx, STRATA_ERR_NOMEM, "%s: cannot allocate a request",
+                                  coll_name[kind]);
+    const comm_backend_t *be = ctx->comm_ops;
+    size_t n = (size_t)g->size;
+    int wide = STRATA_F32 != dtype;
+
+    switch (kind) {
+    case COLL_ALLGATHER:
+        st = be->allgather(g, send, recv, count, dtype, req);
+        break;
+    case COLL_BROADCAST:
+        st = be->broadcast(g, recv, count, dtype, root, req);
+        break;
+    case COLL_BARRIER:
+        st = be->barrier(g, req);
+        break;
+    case COLL_REDUCE_SCATTER:
+    case COLL_ALLREDUCE: {
+        size_t in_count = COLL_REDUCE_SCATTER == kind ? n * count : count;
+        const float *in = send;
+        float *out = recv;
+        if (wide) {
+            /* in_count + count floats; sizes were checked in check_args */
+            req->stage = malloc((in_count + count) * sizeof(float) + 1);
+            if (!req->stage) {
+                request_free(req);
+                return strata_error(ctx, STRATA_ERR_NOMEM, "%s: cannot allocate %zu bytes of "
+                                    "f32 staging for a 16-bit reduction", coll_name[kind],
+                                    (in_count + count) * sizeof(float));
+            }
+            widen(send, req->stage, in_count, dtype);
+            in = req->stage;
+            out = req->stage + in_count;
+        }
+        req->result_f32 = out;
+        req->result_count = count;
+        req->user_result = recv;
+        if (COLL_REDUCE_SCATTER == kind) st = be->reduce_scatter(g, in, out, count, op, req);
+        else st = be->allreduce(g, in, out, count, op, req);
+        break;
+    }
+    }
+    if (STRATA_OK != st) {
+        request_free(req);
+        return st;
+    }
+    *req_p = req;
+    return STRATA_OK;
+}
+
+strata_status_t strata_allgather_start(strata_group_t *g, const void *send, void *recv,
+                                       size_t count, strata_dtype_t dtype,
+                                       strata_request_t **req_p)
+{
+    return start_common(g, COLL_ALLGATHER, send, recv, count, dtype, STRATA_SUM, 0, req_p);
+}
+
+strata_status_t strata_reduce_scatter_start(strata_group_t *g, const void *send, void *recv,
+                                            size_t count, strata_dtype_t dtype,
+                                            strata_redop_t op, strata_request_t **req_p)
+{
+    return start_common(g, COLL_REDUCE_SCATTER, send, recv, count, dtype, op, 0, req_p);
+}
+
+strata_status_t strata_allreduce_start(strata_group_t *g, const void *send, void *recv,
+                                       size_t count, strata_dtype_t dtype, strata_redop_t op,
+                                       strata_request_t **req_p)
+{
+    return start_common(g, COLL_ALLREDUCE, send, recv, count, dtype, op, 0, req_p);
+}
+
+strata_status_t strata_broadcast_start(strata_group_t *g, void *buf, size_t count,
+                                       strata_dtype_t dtype, int root, strata_request_t **req_p)
+{
+    return start_common(g, COLL_BROADCAST, buf, buf, count, dtype, STRATA_SUM, root, req_p);
+}
+
+strata_status_t strata_barrier_start(strata_group_t *g, strata_request_t **req_p)
+{
+    return start_common(g, COLL_BARRIER, NULL, NULL, 0, STRATA_F32, STRATA_SUM, 0, req_p);
+}
+
+strata_status_t strata_request_test(strata_request_t *req, int *done_p)
+{
+    if (!req || !done_p) return STRATA_ERR_INVALID;
+    if (!req->complete) {
+        int done = 0;
+        strata_status_t st = req->group->ctx->comm_ops->test(req, &done);
+        if (STRATA_OK != st) return st;
+        if (done) request_finish(req);
+    }
+    *done_p = req->complete;
+    return STRATA_OK;
+}
+
+strata_status_t strata_request_wait(strata_request_t *req)
+{
+    if (!req) return STRATA_OK;
+    strata_status_t st = STRATA_OK;
+    if (!req->complete) {
+        st = req->group->ctx->comm_ops->wait(req);
+        if (STRATA_OK == st) request_finish(req);
+    }
+    request_free(req);
+    return st;
+}
+
+#define BLOCKING(call)                                   \
+    do {                                                 \
+        strata_request_t *req_ = NULL;                   \
+        strata_status_t st_ = (call);                    \
+        if (STRATA_OK != st_) return st_;                \
+        return strata_request_wait(req_);                \
+    } while (0)
+
+strata_status_t strata_allgather(strata_group_t *g, const void *send, void *recv,
+                                 size_t count, strata_dtype_t dtype)
+{
+    BLOCKING(strata_allgather_start(g, send, recv, count, dtype, &req_));
+}
+
+strata_status_t strata_reduce_scatter(strata_group_t *g, const void *send, void *recv,
+                                      size_t count, strata_dtype_t dtype, strata_redop_t op)
+{
+    BLOCKING(strata_reduce_scatter_start(g, send, recv, count, dtype, op, &req_));
+}
+
+strata_status_t strata_allreduce(strata_group_t *g, const void *send, void *recv,
+                                 size_t count, strata_dtype_t dtype, strata_redop_t op)
+{
+    BLOCKING(strata_allreduce_start(g, send, recv, count, dtype, op, &req_));
+}
+
+strata_status_t strata_broadcast(strata_group_t *g, void *buf, size_t count,
+                                 strata_dtype_t dtype, int root)
+{
+    BLOCKING(strata_broadcast_start(g, buf, count, dtype, root, &req_));
+}
+
+strata_status_t strata_barrier(strata_group_t *g)
+{
+    BLOCKING(strata_barrier_start(g, &req_));
+}

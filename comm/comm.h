@@ -1,0 +1,94 @@
+/*
+ * comm.h - internal interface of the collectives layer.
+ *
+ * The public functions in comm.c check arguments, widen 16-bit reductions
+ * to f32 and dispatch to a backend: an ops table like Open MPI's coll
+ * components. mpi.c is always built; nccl.c where CUDA and NCCL are found.
+ */
+#ifndef STRATA_COMM_H
+#define STRATA_COMM_H
+
+#include "base/base.h"
+
+struct strata_group {
+    strata_context_t *ctx;
+    MPI_Comm          comm;
+    int               rank;
+    int               size;
+    int               is_world;
+    void             *backend_data;   /* e.g. the ncclComm_t of the group */
+};
+
+typedef enum { COLL_ALLGATHER, COLL_REDUCE_SCATTER, COLL_ALLREDUCE,
+               COLL_BROADCAST, COLL_BARRIER } coll_kind_t;
+
+struct strata_request {
+    strata_group_t  *group;
+    coll_kind_t      kind;
+    MPI_Request      mpi_req;
+    void            *backend_data;
+    int              complete;
+    strata_status_t  status;
+    /* finishing work done once, on completion */
+    strata_redop_t   op;
+    strata_dtype_t   dtype;            /* the caller's dtype */
+    size_t           result_count;     /* elements in the result */
+    float           *result_f32;       /* where the backend left an f32 result */
+    void            *user_result;      /* caller's result buffer */
+    float           *stage;            /* owned f32 staging (16-bit reductions) */
+    int              div_pending;      /* backend summed; AVG divides on completion */
+};
+
+/* A collective backend. Reductions always arrive as f32 (the 16-bit rule);
+ * a backend that cannot average natively leaves a sum and sets
+ * req->div_pending. Counts above INT_MAX are refused before dispatch. */
+typedef struct comm_backend {
+    const char *name;
+    strata_status_t (*group_init)(strata_group_t *g);
+    void            (*group_cleanup)(strata_group_t *g);
+    strata_status_t (*allgather)(strata_group_t *g, const void *send, void *recv,
+                                 size_t count, strata_dtype_t dtype, strata_request_t *req);
+    strata_status_t (*reduce_scatter)(strata_group_t *g, const float *send, float *recv,
+                                      size_t count, strata_redop_t op, strata_request_t *req);
+    strata_status_t (*allreduce)(strata_group_t *g, const float *send, float *recv,
+                                 size_t count, strata_redop_t op, strata_request_t *req);
+    strata_status_t (*broadcast)(strata_group_t *g, void *buf, size_t count,
+                                 strata_dtype_t dtype, int root, strata_request_t *req);
+    strata_status_t (*barrier)(strata_group_t *g, strata_request_t *req);
+    /* *done_p = 1 when the backend part of req has finished */
+    strata_status_t (*test)(strata_request_t *req, int *done_p);
+    strata_status_t (*wait)(strata_request_t *req);
+} comm_backend_t;
+
+extern const comm_backend_t comm_mpi_backend;
+#ifdef HAVE_NCCL
+extern const comm_backend_t comm_nccl_backend;
+#endif
+
+/* Context set-up: pick the backend, make the world group. */
+strata_status_t comm_init(strata_context_t *ctx);
+void comm_cleanup(strata_context_t *ctx);
+
+/* Pure geometry of hybrid sharding (testable without MPI): for world size
+ * W and shard size S, rank r's shard group index/rank and replica group
+ * index/rank. Returns -1 when S does not divide W or arguments are bad. */
+typedef struct {
+    int shard_group;    /* which shard group: r / S */
+    int shard_rank;     /* rank inside it: r % S */
+    int replica_group;  /* which replica group: r % S */
+    int replica_rank;   /* rank inside it: r / S */
+    int n_shard_groups; /* W / S */
+} comm_layout_t;
+int comm_group_layout(int world, int shard_size, int rank, comm_layout_t *out);
+
+/* Serialise MPI calls when the granted level is below THREAD_MULTIPLE. */
+static inline void comm_lock(strata_context_t *ctx)
+{
+    if (ctx->thread_level < MPI_THREAD_MULTIPLE) pthread_mutex_lock(&ctx->mpi_lock);
+}
+static inline void comm_unlock(strata_context_t *ctx)
+{
+    if (ctx->thread_level < MPI_THREAD_MULTIPLE) pthread_mutex_unlock(&ctx->mpi_lock);
+}
+
+#endif

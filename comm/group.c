@@ -1,0 +1,115 @@
+/* group.c - shard and replica groups (hybrid sharding). */
+#include "config.h"
+#include "comm.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int comm_group_layout(int world, int shard_size, int rank, comm_layout_t *out)
+{
+    if (!out || world <= 0 || shard_size <= 0 || rank < 0 || rank >= world) return -1;
+    if (0 != world % shard_size) return -1;
+    out->shard_group    = rank / shard_size;
+    out->shard_rank     = rank % shard_size;
+    out->replica_group  = rank % shard_size;
+    out->replica_rank   = rank / shard_size;
+    out->n_shard_groups = world / shard_size;
+    return 0;
+}
+
+static strata_status_t group_from_split(strata_context_t *ctx, int color, int key,
+                                        strata_group_t **g_p)
+{
+    strata_group_t *g = calloc(1, sizeof *g);
+    if (!g) return strata_error(ctx, STRATA_ERR_NOMEM, "cannot allocate a group");
+    g->ctx = ctx;
+    comm_lock(ctx);
+    int rc = MPI_Comm_split(ctx->comm, color, key, &g->comm);
+    if (MPI_SUCCESS == rc) MPI_Comm_set_errhandler(g->comm, MPI_ERRORS_RETURN);
+    comm_unlock(ctx);
+    if (MPI_SUCCESS != rc) {
+        free(g);
+        return strata_mpi_error(ctx, rc, "MPI_Comm_split for a shard/replica group");
+    }
+    MPI_Comm_rank(g->comm, &g->rank);
+    MPI_Comm_size(g->comm, &g->size);
+    strata_status_t st = ctx->comm_ops->group_init(g);
+    if (STRATA_OK != st) {
+        MPI_Comm_free(&g->comm);
+        free(g);
+        return st;
+    }
+    *g_p = g;
+    return STRATA_OK;
+}
+
+strata_status_t strata_group_split(strata_context_t *ctx, int shard_size,
+                                   strata_group_t **shard_p, strata_group_t **replica_p)
+{
+    comm_layout_t lay;
+    if (!ctx || !shard_p || !replica_p) {
+        return strata_error(ctx, STRATA_ERR_INVALID, "strata_group_split: NULL argument");
+    }
+    if (shard_size <= 0 || comm_group_layout(ctx->size, shard_size, ctx->rank, &lay)) {
+        return strata_error(ctx, STRATA_ERR_INVALID,
+                            "shard size %d does not divide the world size %d; "
+                            "choose a divisor of %d (S = %d is plain FSDP, S = 1 plain data parallel)",
+                            shard_size, ctx->size, ctx->size, ctx->size);
+    }
+    strata_group_t *shard = NULL, *replica = NULL;
+    strata_status_t st = group_from_split(ctx, lay.shard_group, lay.shard_rank, &shard);
+    if (STRATA_OK != st) return st;
+    st = group_from_split(ctx, lay.replica_group, lay.replica_rank, &replica);
+    if (STRATA_OK != st) {
+        strata_group_destroy(shard);
+        return st;
+    }
+    *shard_p = shard;
+    *replica_p = replica;
+    return STRATA_OK;
+}
+
+void strata_group_destroy(strata_group_t *g)
+{
+    if (!g || g->is_world) return;
+    g->ctx->comm_ops->group_cleanup(g);
+    MPI_Comm_free(&g->comm);
+    free(g);
+}
+
+strata_group_t *strata_world_group(strata_context_t *ctx) { return ctx ? ctx->world : NULL; }
+int strata_group_rank(const strata_group_t *g) { return g ? g->rank : -1; }
+int strata_group_size(const strata_group_t *g) { return g ? g->size : 0; }
+const char *strata_comm_backend_name(const strata_context_t *ctx)
+{
+    return (ctx && ctx->comm_ops) ? ctx->comm_ops->name : "none";
+}
+
+strata_status_t comm_init(strata_context_t *ctx)
+{
+    ctx->comm_ops = &comm_mpi_backend;
+#ifdef HAVE_NCCL
+    /* NCCL moves device memory; it is chosen only with the cuda backend */
+    if (0 == strcmp(ctx->backend_name, "cuda")) ctx->comm_ops = &comm_nccl_backend;
+#endif
+    MPI_Comm_set_errhandler(ctx->comm, MPI_ERRORS_RETURN);
+    strata_group_t *w = calloc(1, sizeof *w);
+    if (!w) return strata_error(ctx, STRATA_ERR_NOMEM, "cannot allocate the world group");
+    w->ctx = ctx;
+    w->comm = ctx->comm;
+    w->rank = ctx->rank;
+    w->size = ctx->size;
+    w->is_world = 1;
+    strata_status_t st = ctx->comm_ops->group_init(w);
+    if (STRATA_OK != st) { free(w); return st; }
+    ctx->world = w;
+    return STRATA_OK;
+}
+
+void comm_cleanup(strata_context_t *ctx)
+{
+    if (!ctx->world) return;
+    ctx->comm_ops->group_cleanup(ctx->world);
+    free(ctx->world);
+    ctx->world = NULL;
+}

@@ -1,0 +1,277 @@
+/*
+ * strata.h - public API of libstrata: MPI-distributed FSDP training with
+ * memory offload tiers.
+ *
+ * Conventions (every function in this header):
+ *  - returns strata_status_t: 0 is success, negative values are errors;
+ *  - out-parameters end in _p and are written only on success;
+ *  - on failure a message a person can act on is kept per context and read
+ *    with strata_last_error(); functions without a context log it instead;
+ *  - the library never calls exit() or abort() on bad input.
+ */
+#ifndef STRATA_H
+#define STRATA_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <mpi.h>
+
+#include "strata/version.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Status codes                                                              */
+/* ------------------------------------------------------------------------ */
+
+typedef enum {
+    STRATA_OK               =   0,
+    STRATA_INPROGRESS       =   1,  /* nonblocking operation not finished yet */
+    STRATA_ERR_INVALID      =  -1,  /* bad argument (NULL, out of range, ...) */
+    STRATA_ERR_NOMEM        =  -2,  /* the C heap could not satisfy a request */
+    STRATA_ERR_TIER_FULL    =  -3,  /* a tier's byte budget would be exceeded */
+    STRATA_ERR_FRAGMENTED   =  -4,  /* enough bytes free, but not contiguous */
+    STRATA_ERR_OVERFLOW     =  -5,  /* sizes or counts overflow their type */
+    STRATA_ERR_STATE        =  -6,  /* call not valid in the current state */
+    STRATA_ERR_MISMATCH     =  -7,  /* shapes, sizes or dtypes disagree */
+    STRATA_ERR_CONFIG       =  -8,  /* unknown option or unparsable value */
+    STRATA_ERR_MPI          =  -9,  /* an MPI call failed */
+    STRATA_ERR_NCCL         = -10,  /* an NCCL call failed */
+    STRATA_ERR_CUDA         = -11,  /* a CUDA runtime call failed */
+    STRATA_ERR_HDF5         = -12,  /* an HDF5 call failed */
+    STRATA_ERR_IO           = -13,  /* a file system call failed */
+    STRATA_ERR_CHECKSUM     = -14,  /* data read back does not match its checksum */
+    STRATA_ERR_FORMAT       = -15,  /* a file is not in a format strata reads */
+    STRATA_ERR_NOT_FOUND    = -16,  /* a named thing does not exist */
+    STRATA_ERR_UNSUPPORTED  = -17,  /* not available in this build or on this machine */
+    STRATA_ERR_CANCELLED    = -18,  /* operation cancelled (shutdown) */
+    STRATA_ERR_TIMEOUT      = -19,  /* gave up waiting */
+    STRATA_ERR_LAST         = -20
+} strata_status_t;
+
+/* A static, one-line description of a status code; never NULL. */
+const char *strata_strerror(strata_status_t status);
+
+/* ------------------------------------------------------------------------ */
+/* Version                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* The version of the library actually loaded (may differ from the macros in
+ * strata/version.h that the caller was compiled against). */
+void strata_version(int *major_p, int *minor_p, int *patch_p);
+const char *strata_version_string(void);
+
+/* ------------------------------------------------------------------------ */
+/* Element types and reductions                                              */
+/* ------------------------------------------------------------------------ */
+
+typedef enum {
+    STRATA_F32  = 0,
+    STRATA_BF16 = 1,
+    STRATA_F16  = 2,
+    STRATA_DTYPE_COUNT
+} strata_dtype_t;
+
+typedef enum {
+    STRATA_SUM = 0,
+    STRATA_AVG = 1,     /* sum divided by the group size */
+    STRATA_REDOP_COUNT
+} strata_redop_t;
+
+/* Bytes per element (4, 2, 2); 0 for an invalid dtype. */
+size_t strata_dtype_size(strata_dtype_t dtype);
+const char *strata_dtype_name(strata_dtype_t dtype);
+
+/* Conversions between f32 and the 16-bit formats: round to nearest even,
+ * NaN stays NaN, overflow gives infinity. n may be 0; src and dst may not
+ * overlap. */
+void strata_f32_to_bf16(const float *src, uint16_t *dst, size_t n);
+void strata_bf16_to_f32(const uint16_t *src, float *dst, size_t n);
+void strata_f32_to_f16(const float *src, uint16_t *dst, size_t n);
+void strata_f16_to_f32(const uint16_t *src, float *dst, size_t n);
+
+/* ------------------------------------------------------------------------ */
+/* Configuration                                                             */
+/* ------------------------------------------------------------------------ */
+
+typedef enum {
+    STRATA_LOG_ERROR = 0,
+    STRATA_LOG_WARN  = 1,
+    STRATA_LOG_INFO  = 2,
+    STRATA_LOG_DEBUG = 3,
+    STRATA_LOG_TRACE = 4
+} strata_log_level_t;
+
+typedef enum {
+    STRATA_BACKEND_AUTO = 0,  /* cuda when a device answers, else host */
+    STRATA_BACKEND_HOST = 1,
+    STRATA_BACKEND_CUDA = 2
+} strata_backend_kind_t;
+
+/*
+ * All options in one plain struct. Every field has a row in the option
+ * table (name, default, doc, parser); strata_config_print() lists them.
+ * Sizes are bytes, bandwidths bytes per second (0 = unpaced), times seconds.
+ */
+typedef struct strata_config {
+    strata_log_level_t    log_level;
+    strata_backend_kind_t backend;
+    int      shard_size;          /* FSDP group size S; 0 = world size */
+    size_t   device_mem;          /* device tier budget */
+    size_t   host_mem;            /* pinned-host tier budget */
+    size_t   storage_mem;         /* storage tier budget */
+    char     spill_dir[512];      /* root under which the storage tier lives */
+    size_t   chunk_size;          /* copy engines split transfers at this size */
+    double   link_d2h_bw;         /* link model: bytes/s, 0 = off */
+    double   link_h2d_bw;
+    double   link_storage_bw;
+    double   link_latency;        /* seconds added per copy when paced */
+    int      checksums;           /* storage tier: verify blocks on read-back */
+    int      prefetch;            /* all-gather lookahead in units */
+    char     act_policy[512];     /* e.g. "qkv=host,*=keep" or "auto" */
+    char     schedule[16];        /* "lhs" or "naive" */
+    int      threads;             /* compute threads per rank; 0 = affinity */
+    int      comm_check;          /* verify ranks agree on each collective */
+} strata_config_t;
+
+/* Fill *cfg with the defaults, then apply STRATA_<NAME> environment
+ * variables (e.g. STRATA_DEVICE_MEM=512M). On a bad environment value
+ * returns STRATA_ERR_CONFIG and writes a message into errbuf (may be NULL);
+ * *cfg then holds the defaults plus the overrides that parsed. */
+strata_status_t strata_config_init(strata_config_t *cfg, char *errbuf, size_t errlen);
+
+/* Set only the defaults, ignoring the environment. */
+void strata_config_defaults(strata_config_t *cfg);
+
+/* Set one option by name (case-insensitive, '-' and '_' alike) from a
+ * string, as a user types it: sizes accept k/K, M, G, T suffixes (powers of
+ * 1024) and "inf"; booleans accept 1/0/yes/no/on/off/true/false. */
+strata_status_t strata_config_set(strata_config_t *cfg, const char *name,
+                                  const char *value, char *errbuf, size_t errlen);
+
+/* Write one "name = value" line per option, with its doc when verbose. */
+void strata_config_print(const strata_config_t *cfg, FILE *out, int verbose);
+
+/* Parse "512M", "4G", "1.5k", "4096", "inf" into bytes. */
+strata_status_t strata_parse_size(const char *text, size_t *bytes_p);
+/* Format bytes as e.g. "512 MiB" into buf; returns buf. */
+const char *strata_format_size(size_t bytes, char *buf, size_t len);
+
+/* ------------------------------------------------------------------------ */
+/* Context                                                                   */
+/* ------------------------------------------------------------------------ */
+
+typedef struct strata_context strata_context_t;
+
+/*
+ * Create a context over the ranks of comm (duplicated; the caller keeps
+ * ownership of comm). If MPI is not initialised yet, strata_init calls
+ * MPI_Init_thread asking for MPI_THREAD_MULTIPLE and strata_finalize then
+ * calls MPI_Finalize; otherwise MPI is left to the caller. cfg may be NULL
+ * (defaults plus environment). Collective over comm.
+ */
+strata_status_t strata_init(MPI_Comm comm, const strata_config_t *cfg,
+                            strata_context_t **ctx_p);
+/* Release everything the context owns. NULL is a no-op. Collective. */
+strata_status_t strata_finalize(strata_context_t *ctx);
+
+/* The detailed message of the last failed call on ctx ("" if none). */
+const char *strata_last_error(const strata_context_t *ctx);
+int strata_rank(const strata_context_t *ctx);
+int strata_world_size(const strata_context_t *ctx);
+const strata_config_t *strata_get_config(const strata_context_t *ctx);
+/* The MPI thread level granted (MPI_THREAD_SINGLE ... MULTIPLE). */
+int strata_thread_level(const strata_context_t *ctx);
+/* "host" or "cuda": the backend actually in use. */
+const char *strata_backend_name(const strata_context_t *ctx);
+
+/* Log through the context: "[strata r3 INFO] message". Messages above the
+ * configured level are not formatted at all. */
+void strata_log(const strata_context_t *ctx, strata_log_level_t level,
+                const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* ------------------------------------------------------------------------ */
+/* Collectives                                                               */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A group is a set of ranks that run collectives together. The world group
+ * covers every rank of the context. strata_group_split makes the two groups
+ * of hybrid sharding: with S dividing W, rank r is in shard group r / S
+ * (ranks r - r%S ... r - r%S + S-1) and in replica group r % S (ranks with
+ * the same r % S). S = W gives one shard group (plain FSDP) and replica
+ * groups of one rank; S = 1 gives plain data parallelism.
+ */
+typedef struct strata_group strata_group_t;
+typedef struct strata_request strata_request_t;
+
+strata_group_t *strata_world_group(strata_context_t *ctx);
+strata_status_t strata_group_split(strata_context_t *ctx, int shard_size,
+                                   strata_group_t **shard_p,
+                                   strata_group_t **replica_p);
+/* NULL and the world group are no-ops. Collective over the group. */
+void strata_group_destroy(strata_group_t *group);
+int strata_group_rank(const strata_group_t *group);
+int strata_group_size(const strata_group_t *group);
+
+/*
+ * Nonblocking collectives. Each starts the operation and returns a request
+ * in *req_p; the buffers belong to the operation until strata_request_wait
+ * returns (or strata_request_test reports completion). count is elements.
+ *
+ * 16-bit reductions (bf16, f16): the inputs are widened to f32, reduced in
+ * f32 on the wire, and the result rounded once to the 16-bit format. The
+ * error against the exact sum is therefore at most half an ulp of the
+ * 16-bit result plus the f32 summation error (n-1 additions of 2^-24
+ * relative each). This costs twice the bytes of a 16-bit wire format.
+ *
+ *  allgather:      recv[g*count + i] = send_of_rank_g[i]         (recv: size*count)
+ *  reduce_scatter: recv[i] = op_g(send_of_rank_g[rank*count + i]) (send: size*count)
+ *  allreduce:      recv[i] = op_g(send_of_rank_g[i])             (in place if send == recv)
+ *  broadcast:      buf of every rank = buf of root
+ */
+strata_status_t strata_allgather_start(strata_group_t *g, const void *send,
+                                       void *recv, size_t count,
+                                       strata_dtype_t dtype,
+                                       strata_request_t **req_p);
+strata_status_t strata_reduce_scatter_start(strata_group_t *g, const void *send,
+                                            void *recv, size_t count,
+                                            strata_dtype_t dtype, strata_redop_t op,
+                                            strata_request_t **req_p);
+strata_status_t strata_allreduce_start(strata_group_t *g, const void *send,
+                                       void *recv, size_t count,
+                                       strata_dtype_t dtype, strata_redop_t op,
+                                       strata_request_t **req_p);
+strata_status_t strata_broadcast_start(strata_group_t *g, void *buf, size_t count,
+                                       strata_dtype_t dtype, int root,
+                                       strata_request_t **req_p);
+strata_status_t strata_barrier_start(strata_group_t *g, strata_request_t **req_p);
+
+/* *done_p = 1 once complete (the request is then still valid until wait). */
+strata_status_t strata_request_test(strata_request_t *req, int *done_p);
+/* Wait for completion and release the request. NULL is a no-op. */
+strata_status_t strata_request_wait(strata_request_t *req);
+
+/* Blocking conveniences: start + wait. */
+strata_status_t strata_allgather(strata_group_t *g, const void *send, void *recv,
+                                 size_t count, strata_dtype_t dtype);
+strata_status_t strata_reduce_scatter(strata_group_t *g, const void *send, void *recv,
+                                      size_t count, strata_dtype_t dtype,
+                                      strata_redop_t op);
+strata_status_t strata_allreduce(strata_group_t *g, const void *send, void *recv,
+                                 size_t count, strata_dtype_t dtype, strata_redop_t op);
+strata_status_t strata_broadcast(strata_group_t *g, void *buf, size_t count,
+                                 strata_dtype_t dtype, int root);
+strata_status_t strata_barrier(strata_group_t *g);
+
+/* Name of the collective backend in use ("mpi" or "nccl"). */
+const char *strata_comm_backend_name(const strata_context_t *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* STRATA_H */

@@ -1,0 +1,223 @@
+/*
+ * comm_coll.c - every collective, every dtype, in the world group and in
+ * shard/replica groups, checked element by element against values each
+ * rank computes on its own. Run on N ranks by t/comm-np*.t.
+ *
+ *   comm_coll [--max-bytes SIZE] [--shards S1,S2,...]
+ * --max-bytes: the largest per-rank contribution (count x element size)
+ * --shards:    shard sizes to test besides the world group (divisors of W)
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+
+#include "strata.h"
+#include "tap.h"
+
+static int W, R;
+
+/* Raw patterns for the operations that only move data. */
+static uint32_t pat32(int wrank, size_t i) { return (uint32_t)wrank * 2654435761u + (uint32_t)i * 40503u + 1u; }
+static uint16_t pat16(int wrank, size_t i) { return (uint16_t)(pat32(wrank, i) >> 7); }
+
+/* Reduction inputs. f32: small integers, so every sum is exact. 16-bit:
+ * values exactly representable in the format whose sums are not, so the
+ * final rounding is exercised. */
+static float red_val(strata_dtype_t dt, int wrank, size_t j)
+{
+    if (STRATA_F32 == dt) return (float)((wrank * 37 + (int)(j % 1009)) % 211) - 100.0f;
+    int k = (wrank * 13 + (int)(j % 101)) % 17;
+    return STRATA_BF16 == dt ? 1.0f + (float)k / 128.0f : 1.0f + (float)k / 1024.0f;
+}
+
+static void put(strata_dtype_t dt, void *buf, size_t i, float v)
+{
+    if (STRATA_F32 == dt) { ((float *)buf)[i] = v; return; }
+    uint16_t h;
+    if (STRATA_BF16 == dt) strata_f32_to_bf16(&v, &h, 1); else strata_f32_to_f16(&v, &h, 1);
+    ((uint16_t *)buf)[i] = h;
+}
+
+static float get(strata_dtype_t dt, const void *buf, size_t i)
+{
+    if (STRATA_F32 == dt) return ((const float *)buf)[i];
+    float f;
+    if (STRATA_BF16 == dt) strata_bf16_to_f32((const uint16_t *)buf + i, &f, 1);
+    else strata_f16_to_f32((const uint16_t *)buf + i, &f, 1);
+    return f;
+}
+
+/* Half an ulp of the 16-bit format at magnitude x (the rounding bound). */
+static double half_ulp(strata_dtype_t dt, double x)
+{
+    int e;
+    frexp(fabs(x), &e);                        /* |x| in [2^(e-1), 2^e) */
+    int mant_bits = STRATA_BF16 == dt ? 8 : 11; /* with the implicit bit */
+    return ldexp(1.0, e - mant_bits) / 2.0;
+}
+
+/* the world ranks of a group: shard groups are contiguous, replica groups strided */
+typedef struct { const char *name; strata_group_t *g; int base, stride; } grp_t;
+
+static int member(const grp_t *G, int grank) { return G->base + grank * G->stride; }
+
+static void fill_pattern(strata_dtype_t dt, void *buf, int wrank, size_t n)
+{
+    if (STRATA_F32 == dt) for (size_t i = 0; i < n; i++) ((uint32_t *)buf)[i] = pat32(wrank, i);
+    else for (size_t i = 0; i < n; i++) ((uint16_t *)buf)[i] = pat16(wrank, i);
+}
+
+static int check_pattern(strata_dtype_t dt, const void *buf, size_t off, int wrank, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        int good = STRATA_F32 == dt ? ((const uint32_t *)buf)[off + i] == pat32(wrank, i)
+                                    : ((const uint16_t *)buf)[off + i] == pat16(wrank, i);
+        if (!good) { diag("pattern mismatch at %zu (rank %d)", off + i, wrank); return 0; }
+    }
+    return 1;
+}
+
+/* expected reduction of element j over the group, and whether got is within the rule */
+static int check_reduced(strata_dtype_t dt, const grp_t *G, int gsize, strata_redop_t op,
+                         size_t j, float got)
+{
+    double exact = 0;
+    for (int m = 0; m < gsize; m++) exact += red_val(dt, member(G, m), j);
+    if (STRATA_AVG == op) exact /= gsize;
+    if (STRATA_F32 == dt) {
+        /* sums are exact integers; the average is the f32 sum divided by n */
+        float want = STRATA_AVG == op ? (float)(exact * gsize) / (float)gsize : (float)exact;
+        return got == want;
+    }
+    double bound = half_ulp(dt, exact) + gsize * ldexp(fabs(exact), -24);
+    return fabs((double)got - exact) <= bound;
+}
+
+static void test_group(const grp_t *G, size_t max_count[3], int big)
+{
+    int gs = strata_group_size(G->g), gr = strata_group_rank(G->g);
+    for (int d = 0; d < STRATA_DTYPE_COUNT; d++) {
+        strata_dtype_t dt = (strata_dtype_t)d;
+        size_t esz = strata_dtype_size(dt);
+        size_t counts[] = { 0, 1, 3, 1001, 65537, max_count[d] };
+        int ncounts = big ? 6 : 5;
+        for (int c = 0; c < ncounts; c++) {
+            size_t n = counts[c];
+            if (n > max_count[d]) n = max_count[d];
+            unsigned char *send = malloc(gs * n * esz + 1);
+            unsigned char *recv = malloc(gs * n * esz + 1);
+            if (!send || !recv) bail_out("out of memory for %zu elements", gs * n);
+            strata_status_t st;
+            int good;
+
+            /* allgather */
+            fill_pattern(dt, send, R, n);
+            st = strata_allgather(G->g, send, recv, n, dt);
+            good = STRATA_OK == st;
+            for (int g = 0; good && g < gs; g++) good = check_pattern(dt, recv, g * n, member(G, g), n);
+            ok(good, "%s allgather %s count %zu", G->name, strata_dtype_name(dt), n);
+
+            /* reduce-scatter, sum and average */
+            for (int op = 0; op < 2; op++) {
+                for (size_t j = 0; j < gs * n; j++) put(dt, send, j, red_val(dt, R, j));
+                st = strata_reduce_scatter(G->g, send, recv, n, dt, (strata_redop_t)op);
+                good = STRATA_OK == st;
+                for (size_t i = 0; good && i < n; i++) {
+                    good = check_reduced(dt, G, gs, (strata_redop_t)op, gr * n + i, get(dt, recv, i));
+                    if (!good) diag("element %zu: got %g", i, get(dt, recv, i));
+                }
+                ok(good, "%s reduce_scatter %s %s count %zu", G->name, op ? "avg" : "sum",
+                   strata_dtype_name(dt), n);
+            }
+
+            /* allreduce in place, sum and average */
+            for (int op = 0; op < 2; op++) {
+                for (size_t j = 0; j < n; j++) put(dt, recv, j, red_val(dt, R, j));
+                st = strata_allreduce(G->g, recv, recv, n, dt, (strata_redop_t)op);
+                good = STRATA_OK == st;
+                for (size_t i = 0; good && i < n; i++) {
+                    good = check_reduced(dt, G, gs, (strata_redop_t)op, i, get(dt, recv, i));
+                    if (!good) diag("element %zu: got %g", i, get(dt, recv, i));
+                }
+                ok(good, "%s allreduce(in place) %s %s count %zu", G->name, op ? "avg" : "sum",
+                   strata_dtype_name(dt), n);
+            }
+
+            /* broadcast from the last rank of the group */
+            int root = gs - 1;
+            if (gr == root) fill_pattern(dt, recv, member(G, root), n);
+            else memset(recv, 0, n * esz);
+            st = strata_broadcast(G->g, recv, n, dt, root);
+            ok(STRATA_OK == st && check_pattern(dt, recv, 0, member(G, root), n),
+               "%s broadcast %s count %zu root %d", G->name, strata_dtype_name(dt), n, root);
+            free(send);
+            free(recv);
+        }
+    }
+    ok(STRATA_OK == strata_barrier(G->g), "%s barrier", G->name);
+}
+
+int main(int argc, char **argv)
+{
+    size_t max_bytes = 1 << 20;
+    int shards[16], nshards = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--max-bytes") && i + 1 < argc) {
+            if (strata_parse_size(argv[++i], &max_bytes)) { fprintf(stderr, "bad --max-bytes\n"); return 2; }
+        } else if (!strcmp(argv[i], "--shards") && i + 1 < argc) {
+            for (char *p = strtok(argv[++i], ","); p && nshards < 16; p = strtok(NULL, ","))
+                shards[nshards++] = atoi(p);
+        } else {
+            fprintf(stderr, "usage: comm_coll [--max-bytes SIZE] [--shards S1,S2,...]\n");
+            return 2;
+        }
+    }
+
+    int provided;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    tap_use_comm(MPI_COMM_WORLD);
+    MPI_Comm_size(MPI_COMM_WORLD, &W);
+    MPI_Comm_rank(MPI_COMM_WORLD, &R);
+
+    strata_config_t cfg;
+    strata_config_init(&cfg, NULL, 0);
+    strata_context_t *ctx;
+    if (strata_init(MPI_COMM_WORLD, &cfg, &ctx)) bail_out("strata_init failed");
+
+    int valid = 0;
+    for (int s = 0; s < nshards; s++) if (shards[s] > 0 && 0 == W % shards[s]) valid++;
+    /* per dtype: 6 counts x 6 checks, +1 barrier; shard/replica groups 5 counts */
+    plan((3 * 6 * 6 + 1) + valid * 2 * (3 * 5 * 6 + 1));
+
+    size_t max_count[3];
+    for (int d = 0; d < 3; d++) max_count[d] = max_bytes / strata_dtype_size((strata_dtype_t)d);
+
+    grp_t world = { "world", strata_world_group(ctx), 0, 1 };
+    if (0 == R) diag("%d ranks, per-rank contribution up to %zu bytes, MPI thread level %d",
+                     W, max_bytes, strata_thread_level(ctx));
+    test_group(&world, max_count, 1);
+
+    size_t small[3] = { 65537, 65537, 65537 };
+    for (int s = 0; s < nshards; s++) {
+        int S = shards[s];
+        if (S <= 0 || W % S) continue;
+        strata_group_t *sg, *rg;
+        if (strata_group_split(ctx, S, &sg, &rg)) bail_out("group split %d: %s", S, strata_last_error(ctx));
+        char sname[64], rname[64];
+        snprintf(sname, sizeof sname, "shard(S=%d)", S);
+        snprintf(rname, sizeof rname, "replica(S=%d)", S);
+        grp_t shard = { sname, sg, R - R % S, 1 };
+        grp_t replica = { rname, rg, R % S, S };
+        test_group(&shard, small, 0);
+        test_group(&replica, small, 0);
+        strata_group_destroy(sg);
+        strata_group_destroy(rg);
+    }
+
+    int rc = done_testing();
+    strata_finalize(ctx);
+    MPI_Finalize();
+    return rc;
+}

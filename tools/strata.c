@@ -1,0 +1,109 @@
+/*
+ * strata - the command-line tool.
+ *
+ *   strata config [-v] [NAME=VALUE ...]   print the options in effect
+ *   strata version                        library and build information
+ *
+ * Further subcommands (ckpt, trace, plan) join this table as they land.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "strata.h"
+
+typedef struct {
+    const char *name;
+    const char *args;
+    const char *doc;
+    int (*run)(int argc, char **argv);
+} subcommand_t;
+
+static int cmd_config(int argc, char **argv)
+{
+    int verbose = 0;
+    char err[512];
+    strata_config_t cfg;
+    strata_status_t st = strata_config_init(&cfg, err, sizeof err);
+    if (STRATA_OK != st) {
+        fprintf(stderr, "strata config: %s\n", err);
+        return 1;
+    }
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose")) { verbose = 1; continue; }
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            printf("usage: strata config [-v] [NAME=VALUE ...]\n"
+                   "Print every option with its value: defaults, then STRATA_<NAME> environment\n"
+                   "variables, then NAME=VALUE arguments. -v adds each option's documentation.\n");
+            return 0;
+        }
+        char *eq = strchr(argv[i], '=');
+        if (!eq) {
+            fprintf(stderr, "strata config: expected NAME=VALUE, got '%s'\n", argv[i]);
+            return 2;
+        }
+        *eq = '\0';
+        if (STRATA_OK != strata_config_set(&cfg, argv[i], eq + 1, err, sizeof err)) {
+            fprintf(stderr, "strata config: %s\n", err);
+            return 2;
+        }
+    }
+    strata_config_print(&cfg, stdout, verbose);
+    return 0;
+}
+
+static int cmd_version(int argc, char **argv)
+{
+    (void)argc; (void)argv;
+    printf("strata %s (library %s)\n", STRATA_VERSION_STRING, strata_version_string());
+    char mpi[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    MPI_Get_library_version(mpi, &len);
+    char *nl = strchr(mpi, '\n');
+    if (nl) *nl = '\0';
+    printf("MPI: %s\n", mpi);
+#ifdef HAVE_CUDA
+    printf("CUDA: compiled in (cuda backend where a device answers)\n");
+#else
+    printf("CUDA: not compiled in (host backend only)\n");
+#endif
+#ifdef HAVE_NCCL
+    printf("NCCL: compiled in\n");
+#else
+    printf("NCCL: not compiled in\n");
+#endif
+    return 0;
+}
+
+static const subcommand_t subcommands[] = {
+    { "config",  "[-v] [NAME=VALUE ...]", "print the options in effect (defaults + STRATA_* + args)", cmd_config },
+    { "version", "",                      "print library, MPI and build information",                 cmd_version },
+    { NULL, NULL, NULL, NULL }
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: strata COMMAND [ARGS...]\n\n"
+                 "strata %s - MPI-distributed FSDP training with memory offload tiers.\n\n"
+                 "Commands:\n", STRATA_VERSION_STRING);
+    for (const subcommand_t *c = subcommands; c->name; c++)
+        fprintf(out, "  %-8s %-24s %s\n", c->name, c->args, c->doc);
+    fprintf(out, "\nRun 'strata COMMAND --help' for a command's options.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) { usage(stderr); return 2; }
+    if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) return cmd_version(0, NULL);
+    for (const subcommand_t *c = subcommands; c->name; c++)
+        if (!strcmp(argv[1], c->name)) return c->run(argc - 1, argv + 1);
+    fprintf(stderr, "strata: unknown command '%s'\n\n", argv[1]);
+    usage(stderr);
+    return 2;
+}
