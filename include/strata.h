@@ -270,6 +270,11 @@ strata_status_t strata_barrier(strata_group_t *g);
 /* Name of the collective backend in use ("mpi" or "nccl"). */
 const char *strata_comm_backend_name(const strata_context_t *ctx);
 
+/* ------------------------------------------------------------------------ */
+/* Further parts of the API, one header each                                 */
+/* ------------------------------------------------------------------------ */
+#include "strata/tiers.h"     /* memory tiers, blocks, copy engines, events */
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,124 @@
+/*
+ * strata/tiers.h - memory tiers, blocks, copy engines and events.
+ * Included by strata.h; do not include directly.
+ *
+ * Three tiers form one hierarchy: DEVICE (HBM, or on the host backend an
+ * arena of ordinary memory under a hard budget), PINNED_HOST and STORAGE
+ * (an HDF5 spill file per rank). Each tier has a byte budget enforced at
+ * allocation, and accounting per owner tag (current and peak bytes).
+ *
+ * A block is a span of bytes with an owner tag and a residency: the set of
+ * tiers that hold a valid copy. Blocks move only through asynchronous
+ * copies queued on copy engines (d2h, h2d, storage I/O), in FIFO order per
+ * engine; each copy completes an event. A copy into a tier makes that
+ * copy readable only once its event has completed.
+ */
+#ifndef STRATA_TIERS_H
+#define STRATA_TIERS_H
+
+#ifndef STRATA_H
+#error "include strata.h, not strata/tiers.h"
+#endif
+
+typedef enum {
+    STRATA_TIER_DEVICE      = 0,
+    STRATA_TIER_PINNED_HOST = 1,
+    STRATA_TIER_STORAGE     = 2,
+    STRATA_TIER_COUNT
+} strata_tier_t;
+
+typedef enum {
+    STRATA_TAG_PARAM      = 0,
+    STRATA_TAG_GRAD       = 1,
+    STRATA_TAG_OPTIM      = 2,
+    STRATA_TAG_ACTIVATION = 3,
+    STRATA_TAG_WORKSPACE  = 4,
+    STRATA_TAG_COUNT
+} strata_tag_t;
+
+const char *strata_tier_name(strata_tier_t tier);   /* "device", "host", "storage" */
+const char *strata_tag_name(strata_tag_t tag);      /* "param", "grad", ... */
+
+typedef struct strata_block strata_block_t;
+typedef struct strata_event strata_event_t;
+
+/* Per tier accounting, in bytes. */
+typedef struct {
+    size_t budget;
+    size_t used;                       /* allocated now (rounded to alignment) */
+    size_t peak;                       /* highest 'used' since init or reset */
+    size_t used_by_tag[STRATA_TAG_COUNT];
+    size_t peak_by_tag[STRATA_TAG_COUNT];
+    size_t largest_free;               /* largest contiguous free span */
+} strata_tier_usage_t;
+
+/* ---- blocks ------------------------------------------------------------ */
+
+/*
+ * Allocate a block of `bytes` resident in `tier` (DEVICE or PINNED_HOST;
+ * STORAGE-only blocks are created by moving). 256-byte aligned. Fails with
+ * STRATA_ERR_TIER_FULL (message names the tier, the request, the budget and
+ * the bytes in use per tag) or STRATA_ERR_FRAGMENTED; nothing resident is
+ * moved or lost by a failed allocation. bytes may be 0.
+ */
+strata_status_t strata_block_alloc(strata_context_t *ctx, strata_tier_t tier, size_t bytes,
+                                   strata_tag_t tag, strata_block_t **blk_p);
+
+/* Release every copy of the block, waiting for copies in flight first.
+ * NULL is a no-op. */
+strata_status_t strata_block_free(strata_block_t *blk);
+
+size_t strata_block_size(const strata_block_t *blk);
+
+/* Address of the block's copy in a memory tier (DEVICE or PINNED_HOST), or
+ * NULL if that tier holds no valid copy, or a copy into it is in flight. */
+void *strata_block_ptr(const strata_block_t *blk, strata_tier_t tier);
+
+/* Whether `tier` holds a valid copy (in-flight copies do not count). */
+int strata_block_resident(const strata_block_t *blk, strata_tier_t tier);
+
+/*
+ * Queue a copy of the block into `dst` from the nearest valid copy:
+ * DEVICE <-> PINNED_HOST on the d2h/h2d engines, PINNED_HOST <-> STORAGE on
+ * the storage engine; DEVICE <-> STORAGE goes through PINNED_HOST (both
+ * legs queued, the second after the first). Space in dst is allocated now:
+ * a full tier fails here, synchronously, and leaves the block as it was.
+ * With release_src the source copy is freed once the copy has completed
+ * (a move); otherwise both stay valid (a copy). If wait_for is not NULL
+ * the copy starts only after that event completes (cross-engine order).
+ * *ev_p (may be NULL) receives an event completed with the copy; release
+ * it with strata_event_release.
+ */
+strata_status_t strata_block_move(strata_block_t *blk, strata_tier_t dst, int release_src,
+                                  strata_event_t *wait_for, strata_event_t **ev_p);
+
+/* Drop the copy in `tier` (another valid copy must remain). */
+strata_status_t strata_block_evict(strata_block_t *blk, strata_tier_t tier);
+
+/* ---- events ------------------------------------------------------------ */
+
+/* An event that user code completes (e.g. "compute has finished with this
+ * buffer"), for wait_for above. */
+strata_status_t strata_event_create(strata_context_t *ctx, strata_event_t **ev_p);
+strata_status_t strata_event_complete(strata_event_t *ev);
+/* *done_p = 1 when complete. */
+strata_status_t strata_event_query(strata_event_t *ev, int *done_p);
+/* Block until complete; returns the status of the operation (a failed copy
+ * returns its error, e.g. STRATA_ERR_CHECKSUM, and the block keeps its
+ * source copy). */
+strata_status_t strata_event_wait(strata_event_t *ev);
+void strata_event_release(strata_event_t *ev);
+
+/* Wait until every queued copy of every engine has completed. */
+strata_status_t strata_tiers_drain(strata_context_t *ctx);
+
+/* ---- accounting -------------------------------------------------------- */
+
+strata_status_t strata_tier_usage(const strata_context_t *ctx, strata_tier_t tier,
+                                  strata_tier_usage_t *usage_p);
+/* One line: "device 1.2 GiB/4 GiB (peak 3.1 GiB; param 1 GiB, activation 200 MiB) | host ..." */
+const char *strata_tiers_summary(const strata_context_t *ctx, char *buf, size_t len);
+/* Reset the peaks to the current use. */
+void strata_tiers_reset_peaks(strata_context_t *ctx);
+
+#endif
