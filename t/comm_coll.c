@@ -3,9 +3,13 @@
  * shard/replica groups, checked element by element against values each
  * rank computes on its own. Run on N ranks by t/comm-np*.t.
  *
- *   comm_coll [--max-bytes SIZE] [--shards S1,S2,...]
- * --max-bytes: the largest per-rank contribution (count x element size)
- * --shards:    shard sizes to test besides the world group (divisors of W)
+ *   comm_coll [--max-bytes SIZE] [--max-reduce SIZE] [--shards S1,...] [--quick]
+ * --max-bytes:  the largest per-rank contribution (count x element size)
+ * --max-reduce: the same for reductions, whose send buffer is W times that
+ *               (default: --max-bytes); keeps 128-rank runs within memory
+ * --shards:     shard sizes to test besides the world group (divisors of W)
+ * --quick:      fewer counts (0, 1, 1001, max; subgroups without max), for
+ *               heavily oversubscribed runs
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -95,17 +99,22 @@ static int check_reduced(strata_dtype_t dt, const grp_t *G, int gsize, strata_re
     return fabs((double)got - exact) <= bound;
 }
 
-static void test_group(const grp_t *G, size_t max_count[3], int big)
+static int quick;
+
+static void test_group(const grp_t *G, size_t max_count[3], size_t max_reduce[3], int big)
 {
     int gs = strata_group_size(G->g), gr = strata_group_rank(G->g);
     for (int d = 0; d < STRATA_DTYPE_COUNT; d++) {
         strata_dtype_t dt = (strata_dtype_t)d;
         size_t esz = strata_dtype_size(dt);
-        size_t counts[] = { 0, 1, 3, 1001, 65537, max_count[d] };
-        int ncounts = big ? 6 : 5;
+        size_t all_counts[] = { 0, 1, 3, 1001, 65537, max_count[d] };
+        size_t quick_counts[] = { 0, 1, 1001, max_count[d] };
+        size_t *counts = quick ? quick_counts : all_counts;
+        int ncounts = (quick ? 4 : 6) - !big;
         for (int c = 0; c < ncounts; c++) {
             size_t n = counts[c];
             if (n > max_count[d]) n = max_count[d];
+            size_t nred = n > max_reduce[d] ? max_reduce[d] : n;
             unsigned char *send = malloc(gs * n * esz + 1);
             unsigned char *recv = malloc(gs * n * esz + 1);
             if (!send || !recv) bail_out("out of memory for %zu elements", gs * n);
@@ -121,28 +130,28 @@ static void test_group(const grp_t *G, size_t max_count[3], int big)
 
             /* reduce-scatter, sum and average */
             for (int op = 0; op < 2; op++) {
-                for (size_t j = 0; j < gs * n; j++) put(dt, send, j, red_val(dt, R, j));
-                st = strata_reduce_scatter(G->g, send, recv, n, dt, (strata_redop_t)op);
+                for (size_t j = 0; j < gs * nred; j++) put(dt, send, j, red_val(dt, R, j));
+                st = strata_reduce_scatter(G->g, send, recv, nred, dt, (strata_redop_t)op);
                 good = STRATA_OK == st;
-                for (size_t i = 0; good && i < n; i++) {
-                    good = check_reduced(dt, G, gs, (strata_redop_t)op, gr * n + i, get(dt, recv, i));
+                for (size_t i = 0; good && i < nred; i++) {
+                    good = check_reduced(dt, G, gs, (strata_redop_t)op, gr * nred + i, get(dt, recv, i));
                     if (!good) diag("element %zu: got %g", i, get(dt, recv, i));
                 }
                 ok(good, "%s reduce_scatter %s %s count %zu", G->name, op ? "avg" : "sum",
-                   strata_dtype_name(dt), n);
+                   strata_dtype_name(dt), nred);
             }
 
             /* allreduce in place, sum and average */
             for (int op = 0; op < 2; op++) {
-                for (size_t j = 0; j < n; j++) put(dt, recv, j, red_val(dt, R, j));
-                st = strata_allreduce(G->g, recv, recv, n, dt, (strata_redop_t)op);
+                for (size_t j = 0; j < nred; j++) put(dt, recv, j, red_val(dt, R, j));
+                st = strata_allreduce(G->g, recv, recv, nred, dt, (strata_redop_t)op);
                 good = STRATA_OK == st;
-                for (size_t i = 0; good && i < n; i++) {
+                for (size_t i = 0; good && i < nred; i++) {
                     good = check_reduced(dt, G, gs, (strata_redop_t)op, i, get(dt, recv, i));
                     if (!good) diag("element %zu: got %g", i, get(dt, recv, i));
                 }
                 ok(good, "%s allreduce(in place) %s %s count %zu", G->name, op ? "avg" : "sum",
-                   strata_dtype_name(dt), n);
+                   strata_dtype_name(dt), nred);
             }
 
             /* broadcast from the last rank of the group */
@@ -161,16 +170,20 @@ static void test_group(const grp_t *G, size_t max_count[3], int big)
 
 int main(int argc, char **argv)
 {
-    size_t max_bytes = 1 << 20;
+    size_t max_bytes = 1 << 20, max_red_bytes = 0;
     int shards[16], nshards = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--max-bytes") && i + 1 < argc) {
             if (strata_parse_size(argv[++i], &max_bytes)) { fprintf(stderr, "bad --max-bytes\n"); return 2; }
+        } else if (!strcmp(argv[i], "--max-reduce") && i + 1 < argc) {
+            if (strata_parse_size(argv[++i], &max_red_bytes)) { fprintf(stderr, "bad --max-reduce\n"); return 2; }
+        } else if (!strcmp(argv[i], "--quick")) {
+            quick = 1;
         } else if (!strcmp(argv[i], "--shards") && i + 1 < argc) {
             for (char *p = strtok(argv[++i], ","); p && nshards < 16; p = strtok(NULL, ","))
                 shards[nshards++] = atoi(p);
         } else {
-            fprintf(stderr, "usage: comm_coll [--max-bytes SIZE] [--shards S1,S2,...]\n");
+            fprintf(stderr, "usage: comm_coll [--max-bytes SIZE] [--max-reduce SIZE] [--shards S1,...] [--quick]\n");
             return 2;
         }
     }
@@ -188,16 +201,21 @@ int main(int argc, char **argv)
 
     int valid = 0;
     for (int s = 0; s < nshards; s++) if (shards[s] > 0 && 0 == W % shards[s]) valid++;
-    /* per dtype: 6 counts x 6 checks, +1 barrier; shard/replica groups 5 counts */
-    plan((3 * 6 * 6 + 1) + valid * 2 * (3 * 5 * 6 + 1));
+    /* per dtype: counts x 6 checks, +1 barrier; shard/replica groups skip the max count */
+    int nc = quick ? 4 : 6;
+    plan((3 * nc * 6 + 1) + valid * 2 * (3 * (nc - 1) * 6 + 1));
 
-    size_t max_count[3];
-    for (int d = 0; d < 3; d++) max_count[d] = max_bytes / strata_dtype_size((strata_dtype_t)d);
+    if (0 == max_red_bytes) max_red_bytes = max_bytes;
+    size_t max_count[3], max_reduce[3];
+    for (int d = 0; d < 3; d++) {
+        max_count[d] = max_bytes / strata_dtype_size((strata_dtype_t)d);
+        max_reduce[d] = max_red_bytes / strata_dtype_size((strata_dtype_t)d);
+    }
 
     grp_t world = { "world", strata_world_group(ctx), 0, 1 };
     if (0 == R) diag("%d ranks, per-rank contribution up to %zu bytes, MPI thread level %d",
                      W, max_bytes, strata_thread_level(ctx));
-    test_group(&world, max_count, 1);
+    test_group(&world, max_count, max_reduce, 1);
 
     size_t small[3] = { 65537, 65537, 65537 };
     for (int s = 0; s < nshards; s++) {
@@ -210,8 +228,8 @@ int main(int argc, char **argv)
         snprintf(rname, sizeof rname, "replica(S=%d)", S);
         grp_t shard = { sname, sg, R - R % S, 1 };
         grp_t replica = { rname, rg, R % S, S };
-        test_group(&shard, small, 0);
-        test_group(&replica, small, 0);
+        test_group(&shard, small, small, 0);
+        test_group(&replica, small, small, 0);
         strata_group_destroy(sg);
         strata_group_destroy(rg);
     }
