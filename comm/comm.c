@@ -1,7 +1,9 @@
 /*
  * comm.c - the public collectives: argument checks, the cross-rank
  * agreement check, the 16-bit rule (widen to f32, reduce, round once) and
- * request completion. Backends only move bytes and sum f32.
+ * request completion. Backends only move bytes and sum f32, except that
+ * a backend whose buffers the host cannot read (NCCL: device memory)
+ * applies the same 16-bit rule itself through its reduce_wide op.
  */
 #include "config.h"
 #include "comm.h"

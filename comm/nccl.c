@@ -11,9 +11,11 @@
  * caller's buffer. Here the widening and the rounding run on the device
  * (nccl_convert.cu, bit-identical rounding to base/dtype.c) in f32
  * staging allocated and freed on the group's stream (cudaMallocAsync /
- * cudaFreeAsync), so nothing waits on the host. AVG is ncclAvg, which for
- * floats multiplies every contribution by 1/n in f32 and then sums: within
- * (n + 1) f32 ulps of the MPI backend's sum/n, and the same bits when n is
+ * cudaFreeAsync, the device's default pool; this memory is not yet counted
+ * against the device tier's budget), so nothing waits on the host.
+ * AVG is ncclAvg, which for floats multiplies every contribution by 1/n in
+ * f32 and then sums: within (n + 2) f32 ulps (relative to the sum of the
+ * magnitudes / n) of the MPI backend's sum/n, and the same bits when n is
  * a power of two and the summation order agrees.
  *
  * Ordering against the caller: the group's stream is a blocking stream,
@@ -30,6 +32,7 @@
 
 #include <sched.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct {
     ncclComm_t      comm;
@@ -144,16 +147,17 @@ static strata_status_t nccl_group_init(strata_group_t *g)
     /* Every rank takes part in both MPI calls below whatever happened
      * before, so one rank's failure fails the set-up everywhere instead
      * of leaving the others in ncclCommInitRank waiting for it. */
-    struct { int ok; ncclUniqueId id; } msg = { 0 };
+    ncclUniqueId id;
+    memset(&id, 0, sizeof id);
     strata_status_t st = group_prepare(g, ng);
     if (STRATA_OK == st && boot.creates_id) {
-        ncclResult_t r = ncclGetUniqueId(&msg.id);
+        ncclResult_t r = ncclGetUniqueId(&id);
         if (ncclSuccess != r) st = nccl_fail(ctx, r, NULL, "ncclGetUniqueId");
     }
     int local_ok = STRATA_OK == st, all_ok = 0;
     comm_lock(ctx);
     int rc = MPI_Allreduce(&local_ok, &all_ok, 1, MPI_INT, MPI_MIN, g->comm);
-    if (MPI_SUCCESS == rc) rc = MPI_Bcast(&msg, sizeof msg, MPI_BYTE, 0, g->comm);
+    if (MPI_SUCCESS == rc) rc = MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, g->comm);
     comm_unlock(ctx);
     if (STRATA_OK == st && MPI_SUCCESS != rc)
         st = strata_mpi_error(ctx, rc, "MPI_Allreduce/MPI_Bcast (NCCL unique id)");
@@ -162,7 +166,7 @@ static strata_status_t nccl_group_init(strata_group_t *g)
                           "to set up (see its message)", g->size);
     }
     if (STRATA_OK == st) {
-        ncclResult_t r = ncclCommInitRank(&ng->comm, boot.nranks, msg.id, boot.rank);
+        ncclResult_t r = ncclCommInitRank(&ng->comm, boot.nranks, id, boot.rank);
         if (ncclSuccess != r) {
             ng->comm = NULL;
             st = nccl_fail(ctx, r, NULL, "ncclCommInitRank");

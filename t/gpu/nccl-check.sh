@@ -2,9 +2,12 @@
 # t/gpu/nccl-check.sh - device check of the NCCL backend; not part of make check.
 #
 # Run on a machine with at least one CUDA GPU, from anywhere:
-#     sh t/gpu/nccl-check.sh [BUILD_DIR]      (default: build-gpu in the source tree)
-# It configures a CUDA build out of tree (needs CUDA + NCCL + nvcc under
-# /usr/local/cuda, or CUDA_DIR=...), then runs:
+#     sh t/gpu/nccl-check.sh [BUILD_DIR]
+# It builds with CUDA (needs CUDA + NCCL + nvcc under /usr/local/cuda, or
+# CUDA_DIR=...): in the source tree when that is configured already, else
+# out of tree in BUILD_DIR (default build-gpu). Without autoreconf on the
+# device machine, carry the generated files there: configure, Makefile.in,
+# aclocal.m4, config.h.in, build-aux, m4. Then it runs:
 #   1. the host tests of that build (the CUDA build must not break them);
 #   2. t/unit_nccl.t (pure logic) and t/comm_nccl on 1 rank: every collective,
 #      every dtype, on device buffers, world + shard/replica groups;
@@ -15,7 +18,7 @@
 # Exit status 0 only when everything ran and passed.
 set -eu
 src=$(cd "$(dirname "$0")/../.." && pwd)
-build=${1:-$src/build-gpu}
+if [ -z "${1:-}" ] && [ -f "$src/config.status" ]; then build=$src; else build=${1:-$src/build-gpu}; fi
 cuda=${CUDA_DIR:-/usr/local/cuda}
 log=${OUT:-$build}
 mkdir -p "$build" "$log"
