@@ -1,7 +1,9 @@
 /*
  * comm.c - the public collectives: argument checks, the cross-rank
  * agreement check, the 16-bit rule (widen to f32, reduce, round once) and
- * request completion. Backends only move bytes and sum f32.
+ * request completion. Backends only move bytes and sum f32, except that
+ * a backend whose buffers the host cannot read (NCCL: device memory)
+ * applies the same 16-bit rule itself through its reduce_wide op.
  */
 #include "config.h"
 #include "comm.h"
@@ -113,6 +115,8 @@ static strata_request_t *request_new(strata_group_t *g, coll_kind_t kind, strata
 
 static void request_free(strata_request_t *req)
 {
+    const comm_backend_t *be = req->group->ctx->comm_ops;
+    if (be->request_release) be->request_release(req);
     free(req->stage);
     free(req);
 }
@@ -149,6 +153,8 @@ static strata_status_t start_common(strata_group_t *g, coll_kind_t kind, const v
     if (!req_p) return strata_error(ctx, STRATA_ERR_INVALID, "%s: req_p is NULL", coll_name[kind]);
 
     strata_status_t st = check_args(g, kind, send, recv, count, dtype, op, root);
+    if (STRATA_OK == st && COLL_BARRIER != kind && count > 0 && ctx->comm_ops->check_buffers)
+        st = ctx->comm_ops->check_buffers(g, kind, send, recv, count, dtype);
     st = agree(g, kind, count, dtype, op, root, st);
     if (STRATA_OK != st) return st;
 
@@ -174,6 +180,10 @@ static strata_status_t start_common(strata_group_t *g, coll_kind_t kind, const v
         size_t in_count = COLL_REDUCE_SCATTER == kind ? n * count : count;
         const float *in = send;
         float *out = recv;
+        if (wide && be->reduce_wide) {
+            st = be->reduce_wide(g, kind, send, recv, count, dtype, op, req);
+            break;
+        }
         if (wide) {
             /* in_count + count floats; sizes were checked in check_args */
             req->stage = malloc((in_count + count) * sizeof(float) + 1);

@@ -55,6 +55,22 @@ typedef struct comm_backend {
     strata_status_t (*broadcast)(strata_group_t *g, void *buf, size_t count,
                                  strata_dtype_t dtype, int root, strata_request_t *req);
     strata_status_t (*barrier)(strata_group_t *g, strata_request_t *req);
+    /* Optional. Backend-specific checks of the buffers (e.g. that they are
+     * device memory), run with comm.c's argument checks, before the ranks
+     * agree, so a bad buffer on one rank fails the call on all of them. */
+    strata_status_t (*check_buffers)(strata_group_t *g, coll_kind_t kind, const void *send,
+                                     const void *recv, size_t count, strata_dtype_t dtype);
+    /* Optional. A backend whose buffers the host cannot read (device
+     * memory) applies the 16-bit rule itself: widen bf16/f16 to f32, reduce
+     * in f32, round once into recv. NULL: comm.c stages in host memory and
+     * calls reduce_scatter/allreduce with f32. kind is COLL_REDUCE_SCATTER
+     * or COLL_ALLREDUCE; dtype is STRATA_BF16 or STRATA_F16. */
+    strata_status_t (*reduce_wide)(strata_group_t *g, coll_kind_t kind, const void *send,
+                                   void *recv, size_t count, strata_dtype_t dtype,
+                                   strata_redop_t op, strata_request_t *req);
+    /* Optional. Frees req->backend_data (e.g. a cudaEvent); called once
+     * when the request is freed, also after a failed start. */
+    void            (*request_release)(strata_request_t *req);
     /* *done_p = 1 when the backend part of req has finished */
     strata_status_t (*test)(strata_request_t *req, int *done_p);
     strata_status_t (*wait)(strata_request_t *req);

@@ -196,6 +196,7 @@ int main(int argc, char **argv)
 
     strata_config_t cfg;
     strata_config_init(&cfg, NULL, 0);
+    cfg.backend = STRATA_BACKEND_HOST;   /* host buffers; t/comm_nccl.c covers devices */
     strata_context_t *ctx;
     if (strata_init(MPI_COMM_WORLD, &cfg, &ctx)) bail_out("strata_init failed");
 

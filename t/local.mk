@@ -34,3 +34,16 @@ TESTS += \
     t/comm-np1.t t/comm-np2.t t/comm-np3.t t/comm-np4.t t/comm-np8.t \
     t/comm-ucx.t \
     t/comm-np128.t
+
+# NCCL backend: its pure logic everywhere NCCL is built; its collectives on
+# device buffers (skips without a CUDA device; t/gpu/nccl-check.sh runs it
+# on 1 and 2 GPUs).
+dist_check_SCRIPTS += t/comm-nccl-np1.t
+EXTRA_DIST += t/gpu/nccl-check.sh
+if HAVE_NCCL
+check_PROGRAMS += t/unit_nccl.t t/comm_nccl
+t_unit_nccl_t_SOURCES = t/unit_nccl.t.c
+t_unit_nccl_t_LDADD = $(TEST_LDADD)
+t_comm_nccl_LDADD = $(TEST_LDADD) $(CUDA_LIBS)
+TESTS += t/unit_nccl.t t/comm-nccl-np1.t
+endif

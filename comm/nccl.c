@@ -1,0 +1,437 @@
+/*
+ * nccl.c - the NCCL collective backend, chosen with the cuda backend.
+ * Buffers are device memory. Every collective of a group is enqueued on
+ * that group's CUDA stream and a request completes through a cudaEvent
+ * recorded after it: test = cudaEventQuery, wait = polling that query
+ * together with ncclCommGetAsyncError, so a failed peer ends the wait
+ * with an error instead of blocking in cudaEventSynchronize forever.
+ *
+ * The 16-bit rule is the MPI backend's (comm.c): a bf16/f16 reduction is
+ * widened to f32, reduced in f32 on the wire, and rounded once into the
+ * caller's buffer. Here the widening and the rounding run on the device
+ * (nccl_convert.cu, bit-identical rounding to base/dtype.c) in f32
+ * staging allocated and freed on the group's stream (cudaMallocAsync /
+ * cudaFreeAsync, the device's default pool; this memory is not yet counted
+ * against the device tier's budget), so nothing waits on the host.
+ * AVG is ncclAvg, which for floats multiplies every contribution by 1/n in
+ * f32 and then sums: within (n + 2) f32 ulps (relative to the sum of the
+ * magnitudes / n) of the MPI backend's sum/n, and the same bits when n is
+ * a power of two and the summation order agrees.
+ *
+ * Ordering against the caller: the group's stream is a blocking stream,
+ * so it waits for work issued on the legacy default stream; a caller that
+ * produced a buffer on another stream must synchronise with it first.
+ *
+ * Device: each rank drives device (node-local rank % devices), set again
+ * before every call because the current device is per host thread.
+ * Communicators: one per group, bootstrapped with ncclGetUniqueId on the
+ * group's rank 0 and MPI_Bcast over the group's MPI communicator.
+ */
+#include "config.h"
+#include "nccl_backend.h"
+
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    ncclComm_t      comm;
+    cudaStream_t    stream;
+    int             device;
+    float          *barrier_buf;   /* one device float: barrier = allreduce(max) of it */
+    pthread_mutex_t lock;          /* enqueues on one communicator must not interleave */
+} nccl_group_t;
+
+/* ------------------------------------------------------------ errors --- */
+
+static strata_status_t cuda_fail(strata_context_t *ctx, cudaError_t e, const char *what)
+{
+    return strata_error(ctx, STRATA_ERR_CUDA, "%s failed: %s (%s)", what,
+                        cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+static strata_status_t nccl_fail(strata_context_t *ctx, ncclResult_t r, ncclComm_t comm,
+                                 const char *what)
+{
+    const char *detail = ncclGetLastError(comm);
+    int has = detail && *detail;
+    return strata_error(ctx, STRATA_ERR_NCCL, "%s failed: %s%s%s", what, ncclGetErrorString(r),
+                        has ? ": " : "", has ? detail : "");
+}
+
+/* ------------------------------------------------------------ groups --- */
+
+/* The world group asks MPI which ranks share its node; other groups use
+ * the world's device. */
+static strata_status_t pick_device(strata_group_t *g, int *dev_p)
+{
+    strata_context_t *ctx = g->ctx;
+    if (!g->is_world && ctx->world && ctx->world->backend_data) {
+        *dev_p = ((nccl_group_t *)ctx->world->backend_data)->device;
+        return STRATA_OK;
+    }
+    MPI_Comm node;
+    int local = 0, ndev = 0;
+    comm_lock(ctx);
+    int rc = MPI_Comm_split_type(g->comm, MPI_COMM_TYPE_SHARED, g->rank, MPI_INFO_NULL, &node);
+    if (MPI_SUCCESS == rc) {
+        MPI_Comm_rank(node, &local);
+        MPI_Comm_free(&node);
+    }
+    comm_unlock(ctx);
+    if (MPI_SUCCESS != rc) return strata_mpi_error(ctx, rc, "MPI_Comm_split_type (node-local rank)");
+    cudaError_t e = cudaGetDeviceCount(&ndev);
+    if (cudaSuccess != e) return cuda_fail(ctx, e, "cudaGetDeviceCount");
+    int dev = comm_nccl_device(local, ndev);
+    if (dev < 0) {
+        return strata_error(ctx, STRATA_ERR_UNSUPPORTED, "NCCL backend: no CUDA device for node-"
+                            "local rank %d (%d devices); use backend=host", local, ndev);
+    }
+    *dev_p = dev;
+    return STRATA_OK;
+}
+
+/* What a rank can set up alone: device, stream, barrier word, lock. */
+static strata_status_t group_prepare(strata_group_t *g, nccl_group_t *ng)
+{
+    strata_context_t *ctx = g->ctx;
+    strata_status_t st = pick_device(g, &ng->device);
+    if (STRATA_OK != st) return st;
+    cudaError_t e = cudaSetDevice(ng->device);
+    if (cudaSuccess != e) return cuda_fail(ctx, e, "cudaSetDevice");
+    /* collectives gate the compute that waits for them: highest priority */
+    int least = 0, greatest = 0;
+    e = cudaDeviceGetStreamPriorityRange(&least, &greatest);
+    if (cudaSuccess != e) return cuda_fail(ctx, e, "cudaDeviceGetStreamPriorityRange");
+    e = cudaStreamCreateWithPriority(&ng->stream, cudaStreamDefault, greatest);
+    if (cudaSuccess != e) return cuda_fail(ctx, e, "cudaStreamCreateWithPriority (group stream)");
+    e = cudaMalloc((void **)&ng->barrier_buf, sizeof(float));
+    if (cudaSuccess == e) e = cudaMemset(ng->barrier_buf, 0, sizeof(float));
+    if (cudaSuccess != e) return cuda_fail(ctx, e, "cudaMalloc/cudaMemset (barrier word)");
+    return STRATA_OK;
+}
+
+static void group_free(strata_group_t *g, nccl_group_t *ng)
+{
+    strata_context_t *ctx = g->ctx;
+    cudaSetDevice(ng->device);
+    if (ng->comm) {
+        /* finalize flushes outstanding work, destroy frees the resources */
+        ncclResult_t r = ncclCommFinalize(ng->comm);
+        if (ncclSuccess != r) strata_warn(ctx, "ncclCommFinalize: %s", ncclGetErrorString(r));
+        r = ncclCommDestroy(ng->comm);
+        if (ncclSuccess != r) strata_warn(ctx, "ncclCommDestroy: %s", ncclGetErrorString(r));
+    }
+    if (ng->stream) {
+        cudaStreamSynchronize(ng->stream);
+        cudaStreamDestroy(ng->stream);
+    }
+    cudaFree(ng->barrier_buf);
+    (void)cudaGetLastError();
+    pthread_mutex_destroy(&ng->lock);
+    free(ng);
+}
+
+static strata_status_t nccl_group_init(strata_group_t *g)
+{
+    strata_context_t *ctx = g->ctx;
+    comm_nccl_boot_t boot;
+    if (comm_nccl_boot(g->rank, g->size, &boot)) {
+        return strata_error(ctx, STRATA_ERR_INVALID, "NCCL group: rank %d of %d is not a "
+                            "valid member", g->rank, g->size);
+    }
+    nccl_group_t *ng = calloc(1, sizeof *ng);
+    if (!ng) return strata_error(ctx, STRATA_ERR_NOMEM, "cannot allocate NCCL group state");
+    pthread_mutex_init(&ng->lock, NULL);
+
+    /* Every rank takes part in both MPI calls below whatever happened
+     * before, so one rank's failure fails the set-up everywhere instead
+     * of leaving the others in ncclCommInitRank waiting for it. */
+    ncclUniqueId id;
+    memset(&id, 0, sizeof id);
+    strata_status_t st = group_prepare(g, ng);
+    if (STRATA_OK == st && boot.creates_id) {
+        ncclResult_t r = ncclGetUniqueId(&id);
+        if (ncclSuccess != r) st = nccl_fail(ctx, r, NULL, "ncclGetUniqueId");
+    }
+    int local_ok = STRATA_OK == st, all_ok = 0;
+    comm_lock(ctx);
+    int rc = MPI_Allreduce(&local_ok, &all_ok, 1, MPI_INT, MPI_MIN, g->comm);
+    if (MPI_SUCCESS == rc) rc = MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, g->comm);
+    comm_unlock(ctx);
+    if (STRATA_OK == st && MPI_SUCCESS != rc)
+        st = strata_mpi_error(ctx, rc, "MPI_Allreduce/MPI_Bcast (NCCL unique id)");
+    if (STRATA_OK == st && !all_ok) {
+        st = strata_error(ctx, STRATA_ERR_NCCL, "NCCL group of %d ranks: another rank failed "
+                          "to set up (see its message)", g->size);
+    }
+    if (STRATA_OK == st) {
+        ncclResult_t r = ncclCommInitRank(&ng->comm, boot.nranks, id, boot.rank);
+        if (ncclSuccess != r) {
+            ng->comm = NULL;
+            st = nccl_fail(ctx, r, NULL, "ncclCommInitRank");
+        }
+    }
+    if (STRATA_OK != st) {
+        group_free(g, ng);
+        return st;
+    }
+    g->backend_data = ng;
+    strata_debug(ctx, "NCCL group: rank %d of %d on device %d", boot.rank, boot.nranks, ng->device);
+    return STRATA_OK;
+}
+
+static void nccl_group_cleanup(strata_group_t *g)
+{
+    if (!g->backend_data) return;
+    group_free(g, g->backend_data);
+    g->backend_data = NULL;
+}
+
+/* ---------------------------------------------------------- requests --- */
+
+static const char *const kind_name[] = {
+    "allgather", "reduce_scatter", "allreduce", "broadcast", "barrier"
+};
+
+static strata_status_t check_one(strata_context_t *ctx, const void *p, coll_kind_t kind,
+                                 const char *which)
+{
+    struct cudaPointerAttributes a;
+    cudaError_t e = cudaPointerGetAttributes(&a, p);
+    if (cudaSuccess != e) return cuda_fail(ctx, e, "cudaPointerGetAttributes");
+    if (cudaMemoryTypeDevice == a.type || cudaMemoryTypeManaged == a.type) return STRATA_OK;
+    return strata_error(ctx, STRATA_ERR_INVALID, "%s: the %s buffer %p is %s memory, but the "
+                        "NCCL collectives (backend cuda) take device memory; allocate it on "
+                        "the device or run with backend=host", kind_name[kind], which, p,
+                        cudaMemoryTypeHost == a.type ? "pinned host" : "ordinary host");
+}
+
+static strata_status_t nccl_check_buffers(strata_group_t *g, coll_kind_t kind, const void *send,
+                                          const void *recv, size_t count, strata_dtype_t dtype)
+{
+    (void)count; (void)dtype;
+    strata_status_t st = check_one(g->ctx, send, kind, "send");
+    if (STRATA_OK == st && recv != send) st = check_one(g->ctx, recv, kind, "receive");
+    return st;
+}
+
+/* Start a request: device current, completion event made, group locked.
+ * On success the caller must call finish() exactly once. */
+static strata_status_t begin(strata_group_t *g, strata_request_t *req)
+{
+    nccl_group_t *ng = g->backend_data;
+    cudaError_t e = cudaSetDevice(ng->device);
+    if (cudaSuccess != e) return cuda_fail(g->ctx, e, "cudaSetDevice");
+    cudaEvent_t ev;
+    e = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
+    if (cudaSuccess != e) return cuda_fail(g->ctx, e, "cudaEventCreateWithFlags");
+    req->backend_data = ev;
+    pthread_mutex_lock(&ng->lock);
+    return STRATA_OK;
+}
+
+/* End a request started by begin(): record its event after st's work. */
+static strata_status_t finish(strata_group_t *g, strata_request_t *req, strata_status_t st)
+{
+    nccl_group_t *ng = g->backend_data;
+    if (STRATA_OK == st) {
+        cudaError_t e = cudaEventRecord((cudaEvent_t)req->backend_data, ng->stream);
+        if (cudaSuccess != e) st = cuda_fail(g->ctx, e, "cudaEventRecord (collective completion)");
+    }
+    pthread_mutex_unlock(&ng->lock);
+    return st;
+}
+
+static strata_status_t nccl_done(strata_group_t *g, strata_request_t *req, ncclResult_t r,
+                                 const char *what)
+{
+    nccl_group_t *ng = g->backend_data;
+    strata_status_t st = ncclSuccess == r ? STRATA_OK : nccl_fail(g->ctx, r, ng->comm, what);
+    return finish(g, req, st);
+}
+
+static void nccl_request_release(strata_request_t *req)
+{
+    if (req->backend_data) cudaEventDestroy((cudaEvent_t)req->backend_data);
+    req->backend_data = NULL;
+}
+
+/* ------------------------------------------------------- collectives --- */
+
+static strata_status_t bad_dtype(strata_group_t *g, coll_kind_t kind, strata_dtype_t dtype)
+{
+    return strata_error(g->ctx, STRATA_ERR_INVALID, "%s: dtype %d has no NCCL type",
+                        kind_name[kind], (int)dtype);
+}
+
+static strata_status_t nccl_allgather(strata_group_t *g, const void *send, void *recv,
+                                      size_t count, strata_dtype_t dtype, strata_request_t *req)
+{
+    nccl_group_t *ng = g->backend_data;
+    ncclDataType_t t;
+    if (comm_nccl_dtype(dtype, &t)) return bad_dtype(g, COLL_ALLGATHER, dtype);
+    strata_status_t st = begin(g, req);
+    if (STRATA_OK != st) return st;
+    if (0 == count) return finish(g, req, STRATA_OK);
+    return nccl_done(g, req, ncclAllGather(send, recv, count, t, ng->comm, ng->stream),
+                     "ncclAllGather");
+}
+
+static strata_status_t reduce_f32(strata_group_t *g, coll_kind_t kind, const float *send,
+                                  float *recv, size_t count, strata_redop_t op,
+                                  strata_request_t *req)
+{
+    nccl_group_t *ng = g->backend_data;
+    ncclRedOp_t o;
+    if (comm_nccl_op(op, &o)) {
+        return strata_error(g->ctx, STRATA_ERR_INVALID, "%s: reduction %d has no NCCL op",
+                            kind_name[kind], (int)op);
+    }
+    strata_status_t st = begin(g, req);
+    if (STRATA_OK != st) return st;
+    if (0 == count) return finish(g, req, STRATA_OK);
+    if (COLL_REDUCE_SCATTER == kind) {
+        return nccl_done(g, req, ncclReduceScatter(send, recv, count, ncclFloat32, o, ng->comm,
+                                                   ng->stream), "ncclReduceScatter");
+    }
+    return nccl_done(g, req, ncclAllReduce(send, recv, count, ncclFloat32, o, ng->comm,
+                                           ng->stream), "ncclAllReduce");
+}
+
+static strata_status_t nccl_reduce_scatter(strata_group_t *g, const float *send, float *recv,
+                                           size_t count, strata_redop_t op, strata_request_t *req)
+{
+    return reduce_f32(g, COLL_REDUCE_SCATTER, send, recv, count, op, req);
+}
+
+static strata_status_t nccl_allreduce(strata_group_t *g, const float *send, float *recv,
+                                      size_t count, strata_redop_t op, strata_request_t *req)
+{
+    return reduce_f32(g, COLL_ALLREDUCE, send, recv, count, op, req);
+}
+
+/* The 16-bit rule on the device: widen -> f32 collective -> round, all on
+ * the group's stream, staging allocated and freed in stream order. */
+static strata_status_t nccl_reduce_wide(strata_group_t *g, coll_kind_t kind, const void *send,
+                                        void *recv, size_t count, strata_dtype_t dtype,
+                                        strata_redop_t op, strata_request_t *req)
+{
+    strata_context_t *ctx = g->ctx;
+    nccl_group_t *ng = g->backend_data;
+    const char *fn = kind_name[kind];
+    ncclRedOp_t o;
+    size_t bytes;
+    int fmt = STRATA_BF16 == dtype ? COMM_CVT_BF16 : STRATA_F16 == dtype ? COMM_CVT_F16 : 0;
+    if (!fmt) return bad_dtype(g, kind, dtype);
+    if (comm_nccl_op(op, &o)) {
+        return strata_error(ctx, STRATA_ERR_INVALID, "%s: reduction %d has no NCCL op", fn, (int)op);
+    }
+    strata_status_t st = comm_nccl_stage_bytes(kind, count, g->size, &bytes);
+    if (STRATA_OK != st) {
+        return strata_error(ctx, st, "%s: f32 staging for %zu elements x %d ranks does not fit "
+                            "a size_t", fn, count, g->size);
+    }
+    st = begin(g, req);
+    if (STRATA_OK != st) return st;
+    if (0 == count) return finish(g, req, STRATA_OK);
+
+    size_t in_count = COLL_REDUCE_SCATTER == kind ? count * (size_t)g->size : count;
+    float *stage = NULL;
+    cudaError_t e = cudaMallocAsync((void **)&stage, bytes, ng->stream);
+    if (cudaSuccess != e) {
+        strata_error(ctx, STRATA_ERR_CUDA, "%s: cannot allocate %zu bytes of f32 device staging "
+                     "for a 16-bit reduction: %s", fn, bytes, cudaGetErrorString(e));
+        return finish(g, req, STRATA_ERR_CUDA);
+    }
+    float *out = COLL_REDUCE_SCATTER == kind ? stage + in_count : stage;
+    e = comm_cuda_widen(send, stage, in_count, fmt, ng->stream);
+    if (cudaSuccess != e) {
+        st = cuda_fail(ctx, e, "widening kernel (16-bit to f32)");
+    } else {
+        ncclResult_t r = COLL_REDUCE_SCATTER == kind
+            ? ncclReduceScatter(stage, out, count, ncclFloat32, o, ng->comm, ng->stream)
+            : ncclAllReduce(stage, out, count, ncclFloat32, o, ng->comm, ng->stream);
+        if (ncclSuccess != r) {
+            st = nccl_fail(ctx, r, ng->comm, COLL_REDUCE_SCATTER == kind ? "ncclReduceScatter"
+                                                                          : "ncclAllReduce");
+        } else {
+            e = comm_cuda_round(out, recv, count, fmt, ng->stream);
+            if (cudaSuccess != e) st = cuda_fail(ctx, e, "rounding kernel (f32 to 16-bit)");
+        }
+    }
+    /* stream-ordered: released after the work above, whatever its outcome */
+    e = cudaFreeAsync(stage, ng->stream);
+    if (STRATA_OK == st && cudaSuccess != e) st = cuda_fail(ctx, e, "cudaFreeAsync (staging)");
+    return finish(g, req, st);
+}
+
+static strata_status_t nccl_broadcast(strata_group_t *g, void *buf, size_t count,
+                                      strata_dtype_t dtype, int root, strata_request_t *req)
+{
+    nccl_group_t *ng = g->backend_data;
+    ncclDataType_t t;
+    if (comm_nccl_dtype(dtype, &t)) return bad_dtype(g, COLL_BROADCAST, dtype);
+    strata_status_t st = begin(g, req);
+    if (STRATA_OK != st) return st;
+    if (0 == count) return finish(g, req, STRATA_OK);
+    return nccl_done(g, req, ncclBroadcast(buf, buf, count, t, root, ng->comm, ng->stream),
+                     "ncclBroadcast");
+}
+
+static strata_status_t nccl_barrier(strata_group_t *g, strata_request_t *req)
+{
+    nccl_group_t *ng = g->backend_data;
+    strata_status_t st = begin(g, req);
+    if (STRATA_OK != st) return st;
+    /* max of a word that stays 0: completes once every rank has reached it */
+    return nccl_done(g, req, ncclAllReduce(ng->barrier_buf, ng->barrier_buf, 1, ncclFloat32,
+                                           ncclMax, ng->comm, ng->stream), "ncclAllReduce (barrier)");
+}
+
+static strata_status_t nccl_test(strata_request_t *req, int *done_p)
+{
+    strata_group_t *g = req->group;
+    nccl_group_t *ng = g->backend_data;
+    cudaError_t e = cudaEventQuery((cudaEvent_t)req->backend_data);
+    if (cudaSuccess == e) {
+        *done_p = 1;
+        return STRATA_OK;
+    }
+    if (cudaErrorNotReady != e) return cuda_fail(g->ctx, e, "cudaEventQuery (collective completion)");
+    ncclResult_t async = ncclSuccess;
+    ncclResult_t r = ncclCommGetAsyncError(ng->comm, &async);
+    if (ncclSuccess != r) return nccl_fail(g->ctx, r, ng->comm, "ncclCommGetAsyncError");
+    if (ncclSuccess != async && ncclInProgress != async) {
+        return nccl_fail(g->ctx, async, ng->comm, "a collective of this group (asynchronous "
+                         "error; the group's communicator cannot be used any more)");
+    }
+    *done_p = 0;
+    return STRATA_OK;
+}
+
+static strata_status_t nccl_wait(strata_request_t *req)
+{
+    for (;;) {
+        int done = 0;
+        strata_status_t st = nccl_test(req, &done);
+        if (STRATA_OK != st || done) return st;
+        sched_yield();
+    }
+}
+
+const comm_backend_t comm_nccl_backend = {
+    .name            = "nccl",
+    .group_init      = nccl_group_init,
+    .group_cleanup   = nccl_group_cleanup,
+    .allgather       = nccl_allgather,
+    .reduce_scatter  = nccl_reduce_scatter,
+    .allreduce       = nccl_allreduce,
+    .broadcast       = nccl_broadcast,
+    .barrier         = nccl_barrier,
+    .check_buffers   = nccl_check_buffers,
+    .reduce_wide     = nccl_reduce_wide,
+    .request_release = nccl_request_release,
+    .test            = nccl_test,
+    .wait            = nccl_wait,
+};

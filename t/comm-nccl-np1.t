@@ -1,0 +1,3 @@
+#!/bin/sh
+# NCCL collectives on device buffers, 1 rank (skips without a CUDA device).
+exec "$top_srcdir/t/launch" 1 "$top_builddir/t/comm_nccl" --max-bytes 16M --shards 1
