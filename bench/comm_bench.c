@@ -72,7 +72,10 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &W);
     MPI_Comm_rank(MPI_COMM_WORLD, &R);
     strata_context_t *ctx;
-    if (strata_init(MPI_COMM_WORLD, NULL, &ctx)) {
+    strata_config_t cfg;
+    strata_config_init(&cfg, NULL, 0);
+    cfg.backend = STRATA_BACKEND_HOST;   /* the buffers below are host memory */
+    if (strata_init(MPI_COMM_WORLD, &cfg, &ctx)) {
         fprintf(stderr, "comm_bench: strata_init failed\n");
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
