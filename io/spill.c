@@ -17,7 +17,7 @@
 
 struct io_spill {
     char     dir[PATH_MAX];
-    char     path[PATH_MAX];
+    char     path[PATH_MAX + 16];
     hid_t    file;            /* < 0 until io_spill_open */
     int      fd;              /* our own handle for raw data */
     unsigned ndatasets;
