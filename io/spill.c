@@ -118,6 +118,7 @@ strata_status_t io_spill_dataset(io_spill_t *sp, size_t bytes, uint64_t *offset_
         H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER) < 0) goto err_hdf5;
     ds = H5Dcreate2(sp->file, name, H5T_NATIVE_UINT8, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
     if (ds < 0) goto err_hdf5;
+    sp->ndatasets++;              /* the name is taken even if what follows fails */
     haddr_t off = H5Dget_offset(ds);
     if (HADDR_UNDEF == off) goto err_hdf5;
     int rc = posix_fallocate(sp->fd, (off_t)off, (off_t)bytes);
@@ -127,7 +128,6 @@ strata_status_t io_spill_dataset(io_spill_t *sp, size_t bytes, uint64_t *offset_
         st = STRATA_ERR_IO;
         goto err;
     }
-    sp->ndatasets++;
     H5Dclose(ds);
     H5Pclose(dcpl);
     H5Sclose(space);

@@ -154,12 +154,12 @@ static void test_events(strata_context_t *ctx)
     strata_event_t *gate, *ev_a, *ev_c;
     int done = -1;
     strata_block_alloc(ctx, STRATA_TIER_PINNED_HOST, 3 * CHUNK, STRATA_TAG_PARAM, &a);
-    strata_block_alloc(ctx, STRATA_TIER_PINNED_HOST, 100, STRATA_TAG_PARAM, &c);
+    strata_block_alloc(ctx, STRATA_TIER_PINNED_HOST, 2 * CHUNK + 100, STRATA_TAG_PARAM, &c);
     fill(strata_block_ptr(a, STRATA_TIER_PINNED_HOST), 3 * CHUNK, 1);
-    fill(strata_block_ptr(c, STRATA_TIER_PINNED_HOST), 100, 2);
+    fill(strata_block_ptr(c, STRATA_TIER_PINNED_HOST), 2 * CHUNK + 100, 2);
     is_int(strata_event_create(ctx, &gate), STRATA_OK, "user event");
     ok(STRATA_OK == strata_block_move(a, STRATA_TIER_DEVICE, 0, gate, &ev_a), "move waiting on a user event");
-    ok(STRATA_OK == strata_block_move(c, STRATA_TIER_DEVICE, 0, NULL, &ev_c), "a later move on the same engine");
+    ok(STRATA_OK == strata_block_move(c, STRATA_TIER_DEVICE, 0, NULL, &ev_c), "a later move (more than one chunk) on the same engine");
     usleep(50000);
     strata_event_query(ev_a, &done);
     ok(0 == done && NULL == strata_block_ptr(a, STRATA_TIER_DEVICE) &&

@@ -345,6 +345,9 @@ void tiers_op_finish_locked(tiers_state_t *ts, tiers_op_t *op, strata_status_t s
                 if (!(blk->valid & BIT(t))) tiers_block_free_space_locked(blk, (strata_tier_t)t);
             blk->lres = blk->valid;
             blk->failed = 0;
+            /* the failure stops here: later ops must not inherit it */
+            tiers_event_unref_locked(blk->last_ev);
+            blk->last_ev = NULL;
         }
     }
     tiers_event_complete_locked(op->ev, st);
