@@ -220,8 +220,10 @@ static void run_chunk(tiers_state_t *ts, tiers_engine_t *e, tiers_op_t *op)
     pthread_mutex_unlock(&ts->lock);
 
     if (e->bw > 0) {
+        /* a gap shorter than the engine's own wake-up is not idle link
+         * time: a DMA engine would have streamed through it */
         double start = strata_now();
-        if (e->link_free > start) start = e->link_free;
+        if (e->link_free > start - 0.002) start = e->link_free;
         deadline = start + (first ? e->latency : 0) + (double)n / e->bw;
         e->link_free = deadline;
     }
