@@ -33,6 +33,8 @@ strata_status_t io_spill_write(io_spill_t *sp, uint64_t off, const void *buf, si
                                char *msg, size_t msglen);
 strata_status_t io_spill_read(io_spill_t *sp, uint64_t off, void *buf, size_t n,
                               char *msg, size_t msglen);
+/* Hint that [off, off+n) will be read soon (the kernel starts reading). */
+void io_spill_prefetch(io_spill_t *sp, uint64_t off, size_t n);
 strata_status_t io_spill_sync(io_spill_t *sp, char *msg, size_t msglen);
 /* Whether the file was unlinked underneath us (the open handle still works). */
 int io_spill_unlinked(io_spill_t *sp);

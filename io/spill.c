@@ -86,7 +86,15 @@ strata_status_t io_spill_open(io_spill_t *sp, char *msg, size_t msglen)
 {
     if (sp->file >= 0) return STRATA_OK;
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    hid_t f = H5Fcreate(sp->path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    /* page-aligned raw data: a write that starts or ends inside a page
+     * not in the page cache makes the kernel read that page first */
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    if (fapl < 0 || H5Pset_alignment(fapl, 4096, 4096) < 0) {
+        if (fapl >= 0) H5Pclose(fapl);
+        return hdf5_error(msg, msglen, "setting up spill file", sp->path);
+    }
+    hid_t f = H5Fcreate(sp->path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    H5Pclose(fapl);
     if (f < 0) return hdf5_error(msg, msglen, "creating spill file", sp->path);
     int fd = open(sp->path, O_RDWR | O_CLOEXEC);
     if (fd < 0) {
@@ -188,6 +196,12 @@ strata_status_t io_spill_sync(io_spill_t *sp, char *msg, size_t msglen)
         return STRATA_ERR_IO;
     }
     return STRATA_OK;
+}
+
+void io_spill_prefetch(io_spill_t *sp, uint64_t off, size_t n)
+{
+    /* the whole block's read starts now, not chunk by chunk */
+    posix_fadvise(sp->fd, (off_t)off, (off_t)n, POSIX_FADV_WILLNEED);
 }
 
 int io_spill_unlinked(io_spill_t *sp)

@@ -87,10 +87,13 @@ strata_status_t tiers_storage_start(tiers_state_t *ts, tiers_op_t *op)
         s->ds = ds;
         ds->summed = 0;
         pthread_mutex_unlock(&ts->lock);
-    } else if (io_spill_unlinked(ts->spill) && !ts->warned_unlinked) {
+    } else {
+        if (s->ds) io_spill_prefetch(ts->spill, s->ds->offset, blk->bytes);
+        if (io_spill_unlinked(ts->spill) && !ts->warned_unlinked) {
         ts->warned_unlinked = 1;
         strata_warn(ts->ctx, "spill file '%s' was removed while in use; reading spilled "
                     "blocks back through the open handle", io_spill_path(ts->spill));
+        }
     }
     if (ts->checksums) {
         op->hash = XXH3_createState();
