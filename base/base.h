@@ -14,6 +14,7 @@
 
 struct comm_backend;   /* comm/comm.h */
 struct strata_group;
+struct tiers_state;    /* tiers/tiers.h */
 
 #define STRATA_ERRMSG_LEN 1024
 
@@ -27,6 +28,7 @@ struct strata_context {
     const char      *backend_name;   /* "host" or "cuda" */
     const struct comm_backend *comm_ops;
     struct strata_group *world;
+    struct tiers_state *tiers;       /* memory tiers and copy engines */
     pthread_mutex_t  mpi_lock;       /* serialises MPI below THREAD_MULTIPLE */
     pthread_mutex_t  err_lock;
     char             errmsg[STRATA_ERRMSG_LEN];

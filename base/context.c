@@ -3,6 +3,7 @@
 #include "config.h"
 #include "base.h"
 #include "comm/comm.h"
+#include "tiers/tiers.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -108,6 +109,11 @@ strata_status_t strata_init(MPI_Comm comm, const strata_config_t *cfg,
 
     st = comm_init(ctx);
     if (STRATA_OK != st) goto err_comm;
+    st = tiers_init(ctx);
+    if (STRATA_OK != st) {
+        comm_cleanup(ctx);
+        goto err_comm;
+    }
 
     strata_debug(ctx, "initialised: %d ranks, backend %s, collectives %s",
                  ctx->size, ctx->backend_name, ctx->comm_ops->name);
@@ -128,6 +134,7 @@ err_free:
 strata_status_t strata_finalize(strata_context_t *ctx)
 {
     if (!ctx) return STRATA_OK;
+    tiers_cleanup(ctx);
     comm_cleanup(ctx);
     MPI_Comm_free(&ctx->comm);
     int owns = ctx->owns_mpi;

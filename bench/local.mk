@@ -3,3 +3,7 @@ noinst_PROGRAMS += bench/comm_bench
 bench_comm_bench_SOURCES = bench/comm_bench.c
 bench_comm_bench_LDADD = libstrata.la
 EXTRA_DIST += bench/run
+noinst_PROGRAMS += bench/tiers_bench
+bench_tiers_bench_SOURCES = bench/tiers_bench.c
+bench_tiers_bench_CPPFLAGS = $(AM_CPPFLAGS) $(BLAS_CFLAGS)
+bench_tiers_bench_LDADD = libstrata.la $(BLAS_LIBS)

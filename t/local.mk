@@ -47,3 +47,18 @@ t_unit_nccl_t_LDADD = $(TEST_LDADD)
 t_comm_nccl_LDADD = $(TEST_LDADD) $(CUDA_LIBS)
 TESTS += t/unit_nccl.t t/comm-nccl-np1.t
 endif
+
+# tiers (issue 3): single-rank programs; the ones with a context call
+# strata_init, which starts MPI itself.
+check_PROGRAMS += t/tiers_arena.t t/tiers_move.t t/tiers_storage.t t/tiers_link.t t/tiers_cuda.t
+t_tiers_arena_t_SOURCES = t/tiers_arena.t.c
+t_tiers_move_t_SOURCES = t/tiers_move.t.c
+t_tiers_storage_t_SOURCES = t/tiers_storage.t.c
+t_tiers_link_t_SOURCES = t/tiers_link.t.c
+t_tiers_cuda_t_SOURCES = t/tiers_cuda.t.c
+t_tiers_arena_t_LDADD = $(TEST_LDADD)
+t_tiers_move_t_LDADD = $(TEST_LDADD)
+t_tiers_storage_t_LDADD = $(TEST_LDADD) $(HDF5_LIBS)
+t_tiers_link_t_LDADD = $(TEST_LDADD)
+t_tiers_cuda_t_LDADD = $(TEST_LDADD) $(CUDA_LIBS)
+TESTS += t/tiers_arena.t t/tiers_move.t t/tiers_storage.t t/tiers_link.t t/tiers_cuda.t

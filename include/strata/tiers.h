@@ -12,6 +12,16 @@
  * copies queued on copy engines (d2h, h2d, storage I/O), in FIFO order per
  * engine; each copy completes an event. A copy into a tier makes that
  * copy readable only once its event has completed.
+ *
+ * Engine order: FIFO, with one exception so that a large transfer never
+ * holds back an urgent small one for its whole length: between two chunks
+ * (config chunk_size) of a started copy, one copy of at most one chunk
+ * queued behind it, whose dependencies are met, may run first.
+ * Ops on the same block always run in issue order, across engines.
+ *
+ * Blocks and events belong to the context: strata_finalize cancels queued
+ * copies, frees the blocks still allocated, and events must not be used
+ * after it.
  */
 #ifndef STRATA_TIERS_H
 #define STRATA_TIERS_H
@@ -83,16 +93,31 @@ int strata_block_resident(const strata_block_t *blk, strata_tier_t tier);
  * the storage engine; DEVICE <-> STORAGE goes through PINNED_HOST (both
  * legs queued, the second after the first). Space in dst is allocated now:
  * a full tier fails here, synchronously, and leaves the block as it was.
- * With release_src the source copy is freed once the copy has completed
- * (a move); otherwise both stay valid (a copy). If wait_for is not NULL
- * the copy starts only after that event completes (cross-engine order).
+ * With release_src every other copy of the block is freed once the copy
+ * has completed (a move: only dst holds it then); otherwise all copies
+ * stay valid (a copy). Moves are planned against the queued state, so a
+ * prefetch may be queued right behind an offload; when dst already holds
+ * (or is about to hold) the block, nothing is queued and *ev_p is the
+ * event of the block's latest op (release_src is then ignored).
+ * If wait_for is not NULL the copy starts only after that event completes
+ * (cross-engine order; wait_for's status does not matter). A failed op
+ * also fails the ops queued behind it on the same block (with its status)
+ * and the block stays valid where it was.
  * *ev_p (may be NULL) receives an event completed with the copy; release
  * it with strata_event_release.
+ *
+ * Storage failures complete the event with: STRATA_ERR_IO (spill
+ * directory not writable -- returned synchronously by the first move to
+ * STORAGE --, spill file removed underneath, file system full),
+ * STRATA_ERR_HDF5, STRATA_ERR_CHECKSUM (with config checksums, on
+ * read-back). A spill file removed underneath refuses new spills; blocks
+ * already spilled still read back through the open handle.
  */
 strata_status_t strata_block_move(strata_block_t *blk, strata_tier_t dst, int release_src,
                                   strata_event_t *wait_for, strata_event_t **ev_p);
 
-/* Drop the copy in `tier` (another valid copy must remain). */
+/* Drop the copy in `tier` (another valid copy must remain). Waits for
+ * the block's queued ops first. */
 strata_status_t strata_block_evict(strata_block_t *blk, strata_tier_t tier);
 
 /* ---- events ------------------------------------------------------------ */
@@ -109,7 +134,8 @@ strata_status_t strata_event_query(strata_event_t *ev, int *done_p);
 strata_status_t strata_event_wait(strata_event_t *ev);
 void strata_event_release(strata_event_t *ev);
 
-/* Wait until every queued copy of every engine has completed. */
+/* Wait until every queued copy of every engine has completed (a copy
+ * waiting on a user event that is never completed waits forever). */
 strata_status_t strata_tiers_drain(strata_context_t *ctx);
 
 /* ---- accounting -------------------------------------------------------- */

@@ -1,0 +1,278 @@
+/*
+ * tiers_bench.c - copy engine and storage tier bandwidth against a
+ * reference measured in the same run, on the same buffers, interleaved
+ * (engine, reference, engine, ...) so machine noise hits both alike;
+ * medians over the repeats, after one warm-up round.
+ *
+ *   tiers_bench [--json] [--min SIZE] [--max SIZE] [--repeats N] [--fsync]
+ *               [--dir DIR] [--no-interference]
+ *
+ * d2h, h2d: strata_block_move (no link model) vs memcpy between the same
+ *   two pre-faulted arena buffers.
+ * h2s, s2h: the storage tier vs pwrite/pread of the same bytes from the
+ *   same host buffer to a file in the same directory, with the same fsync
+ *   policy; before every timed read both files are written back and
+ *   dropped from the page cache (fdatasync + posix_fadvise DONTNEED).
+ *   Rows with checksums on and off; with --fsync also with fsync on.
+ * interference: sgemm throughput alone vs while d2h copies stream.
+ */
+#include "config.h"
+#include "strata.h"
+#include "tiers/tiers.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#ifdef HAVE_CBLAS
+#include <cblas.h>
+#endif
+
+static int json;
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static void die(strata_context_t *ctx, const char *what)
+{
+    fprintf(stderr, "tiers_bench: %s: %s\n", what, ctx ? strata_last_error(ctx) : "");
+    exit(1);
+}
+
+static double move_time(strata_block_t *b, strata_tier_t dst, strata_context_t *ctx)
+{
+    strata_event_t *ev;
+    double t0 = strata_now();
+    if (STRATA_OK != strata_block_move(b, dst, 0, NULL, &ev)) die(ctx, "move");
+    if (STRATA_OK != strata_event_wait(ev)) die(ctx, "move wait");
+    double t = strata_now() - t0;
+    strata_event_release(ev);
+    return t;
+}
+
+static void row(const char *path, size_t bytes, int checksums, int fsync_on, double t, double ref_t)
+{
+    double gbs = (double)bytes / t / 1e9, ref = (double)bytes / ref_t / 1e9;
+    if (json) {
+        printf("{\"path\":\"%s\",\"bytes\":%zu,\"checksums\":%s,\"fsync\":%s,\"gbs\":%.3f,"
+               "\"ref_gbs\":%.3f,\"ratio\":%.3f}\n", path, bytes, checksums ? "true" : "false",
+               fsync_on ? "true" : "false", gbs, ref, gbs / ref);
+    } else {
+        char s[32];
+        printf("%-4s %10s %9s %5s %9.2f %9.2f %7.2f\n", path, strata_format_size(bytes, s, sizeof s),
+               checksums ? "on" : "off", fsync_on ? "on" : "off", gbs, ref, gbs / ref);
+    }
+    fflush(stdout);
+}
+
+static strata_context_t *make_ctx(size_t max, const char *dir, int checksums)
+{
+    strata_config_t cfg;
+    strata_context_t *ctx;
+    char v[64];
+    strata_config_init(&cfg, NULL, 0);
+    snprintf(v, sizeof v, "%zu", 2 * max + (64u << 20));
+    strata_config_set(&cfg, "device_mem", v, NULL, 0);
+    strata_config_set(&cfg, "host_mem", v, NULL, 0);
+    strata_config_set(&cfg, "spill_dir", dir, NULL, 0);
+    strata_config_set(&cfg, "checksums", checksums ? "on" : "off", NULL, 0);
+    if (STRATA_OK != strata_init(MPI_COMM_WORLD, &cfg, &ctx)) die(NULL, "strata_init");
+    return ctx;
+}
+
+/* d2h and h2d: the engine against memcpy between the same two buffers. */
+static void bench_copies(strata_context_t *ctx, size_t bytes, int repeats)
+{
+    for (int dir = 0; dir < 2; dir++) {
+        strata_tier_t src = dir ? STRATA_TIER_PINNED_HOST : STRATA_TIER_DEVICE;
+        strata_tier_t dst = dir ? STRATA_TIER_DEVICE : STRATA_TIER_PINNED_HOST;
+        strata_block_t *b;
+        if (STRATA_OK != strata_block_alloc(ctx, src, bytes, STRATA_TAG_WORKSPACE, &b)) die(ctx, "alloc");
+        memset(strata_block_ptr(b, src), 0x3c, bytes);
+        double t[64], r[64];
+        for (int i = -1; i < repeats; i++) {          /* i = -1: warm-up, faults the pages */
+            double te = move_time(b, dst, ctx);
+            void *d = strata_block_ptr(b, dst);
+            double t0 = strata_now();
+            memcpy(d, strata_block_ptr(b, src), bytes);
+            double tr = strata_now() - t0;
+            strata_block_evict(b, dst);
+            if (i >= 0) { t[i] = te; r[i] = tr; }
+        }
+        row(dir ? "h2d" : "d2h", bytes, 0, 0, median(t, repeats), median(r, repeats));
+        strata_block_free(b);
+    }
+}
+
+static void drop_cache(int fd)
+{
+    fdatasync(fd);
+    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+}
+
+static void pwrite_all(int fd, const char *p, size_t n, off_t off)
+{
+    while (n > 0) {
+        ssize_t w = pwrite(fd, p, n, off);
+        if (w <= 0) { perror("pwrite"); exit(1); }
+        p += w; n -= (size_t)w; off += w;
+    }
+}
+
+static void pread_all(int fd, char *p, size_t n, off_t off)
+{
+    while (n > 0) {
+        ssize_t r = pread(fd, p, n, off);
+        if (r <= 0) { perror("pread"); exit(1); }
+        p += r; n -= (size_t)r; off += r;
+    }
+}
+
+/* h2s and s2h against pwrite/pread in the same directory. */
+static void bench_storage(strata_context_t *ctx, size_t bytes, int repeats, int checksums, int fsync_on)
+{
+    strata_block_t *b;
+    char spill[4096], ref[4200];
+    tiers_set_spill_fsync(ctx, fsync_on);
+    if (STRATA_OK != strata_block_alloc(ctx, STRATA_TIER_PINNED_HOST, bytes, STRATA_TAG_ACTIVATION, &b))
+        die(ctx, "alloc");
+    memset(strata_block_ptr(b, STRATA_TIER_PINNED_HOST), 0x5a, bytes);
+    move_time(b, STRATA_TIER_STORAGE, ctx);          /* creates the spill file */
+    tiers_spill_path(ctx, spill, sizeof spill);
+    snprintf(ref, sizeof ref, "%s.ref", spill);
+    int rfd = open(ref, O_RDWR | O_CREAT | O_TRUNC, 0600), sfd = open(spill, O_RDONLY);
+    if (rfd < 0 || sfd < 0) { perror("open"); exit(1); }
+    strata_block_evict(b, STRATA_TIER_STORAGE);
+    double tw[64], rw[64], tr[64], rr[64];
+    for (int i = -1; i < repeats; i++) {
+        char *h = strata_block_ptr(b, STRATA_TIER_PINNED_HOST);
+        /* write: engine, then reference */
+        double te = move_time(b, STRATA_TIER_STORAGE, ctx);
+        double t0 = strata_now();
+        pwrite_all(rfd, h, bytes, 0);
+        if (fsync_on) fdatasync(rfd);
+        double tref = strata_now() - t0;
+        /* read: both files cold */
+        strata_block_evict(b, STRATA_TIER_PINNED_HOST);
+        drop_cache(sfd);
+        drop_cache(rfd);
+        double te2 = move_time(b, STRATA_TIER_PINNED_HOST, ctx);
+        h = strata_block_ptr(b, STRATA_TIER_PINNED_HOST);
+        t0 = strata_now();
+        pread_all(rfd, h, bytes, 0);
+        double tref2 = strata_now() - t0;
+        strata_block_evict(b, STRATA_TIER_STORAGE);
+        if (i >= 0) { tw[i] = te; rw[i] = tref; tr[i] = te2; rr[i] = tref2; }
+    }
+    row("h2s", bytes, checksums, fsync_on, median(tw, repeats), median(rw, repeats));
+    row("s2h", bytes, checksums, fsync_on, median(tr, repeats), median(rr, repeats));
+    close(rfd);
+    close(sfd);
+    unlink(ref);
+    strata_block_free(b);
+}
+
+/* ---- interference -------------------------------------------------------- */
+
+#ifdef HAVE_CBLAS
+struct bg { strata_context_t *ctx; strata_block_t *b; volatile int stop; long copies; };
+
+static void *background(void *arg)
+{
+    struct bg *g = arg;
+    while (!g->stop) {
+        move_time(g->b, STRATA_TIER_PINNED_HOST, g->ctx);
+        strata_block_evict(g->b, STRATA_TIER_PINNED_HOST);
+        g->copies++;
+    }
+    return NULL;
+}
+
+static double sgemm_gflops(double seconds)
+{
+    enum { N = 384 };
+    float *a = malloc(sizeof(float) * N * N), *b = malloc(sizeof(float) * N * N),
+          *c = malloc(sizeof(float) * N * N);
+    for (int i = 0; i < N * N; i++) { a[i] = 1.0f / (float)(i + 1); b[i] = 0.5f; c[i] = 0; }
+    long n = 0;
+    double t0 = strata_now(), t;
+    do {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, N, N, 1.0f, a, N, b, N, 0.0f, c, N);
+        n++;
+    } while ((t = strata_now() - t0) < seconds);
+    free(a); free(b); free(c);
+    return 2.0 * N * N * N * (double)n / t / 1e9;
+}
+
+static void bench_interference(strata_context_t *ctx)
+{
+    struct bg g = { .ctx = ctx };
+    if (STRATA_OK != strata_block_alloc(ctx, STRATA_TIER_DEVICE, 64u << 20, STRATA_TAG_WORKSPACE, &g.b))
+        die(ctx, "alloc");
+    memset(strata_block_ptr(g.b, STRATA_TIER_DEVICE), 1, 64u << 20);
+    sgemm_gflops(0.3);                                   /* warm-up */
+    double alone = sgemm_gflops(1.5);
+    pthread_t th;
+    pthread_create(&th, NULL, background, &g);
+    double with = sgemm_gflops(1.5);
+    g.stop = 1;
+    pthread_join(th, NULL);
+    double alone2 = sgemm_gflops(1.5);
+    alone = 0.5 * (alone + alone2);
+    if (json)
+        printf("{\"kind\":\"interference\",\"alone_gflops\":%.2f,\"with_copies_gflops\":%.2f,"
+               "\"slowdown\":%.3f,\"copies\":%ld}\n", alone, with, alone / with, g.copies);
+    else
+        printf("interference: sgemm %.2f GFLOP/s alone, %.2f while %ld x 64 MiB d2h copies streamed "
+               "(slowdown %.2fx)\n", alone, with, g.copies, alone / with);
+    strata_block_free(g.b);
+}
+#endif
+
+int main(int argc, char **argv)
+{
+    int repeats = 5, fsync_both = 0, interference = 1;
+    size_t min = 64u << 10, max = 256u << 20;
+    const char *dir = "/tmp";
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--json")) json = 1;
+        else if (!strcmp(argv[i], "--fsync")) fsync_both = 1;
+        else if (!strcmp(argv[i], "--no-interference")) interference = 0;
+        else if (!strcmp(argv[i], "--repeats") && i + 1 < argc) repeats = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--dir") && i + 1 < argc) dir = argv[++i];
+        else if (!strcmp(argv[i], "--min") && i + 1 < argc) strata_parse_size(argv[++i], &min);
+        else if (!strcmp(argv[i], "--max") && i + 1 < argc) strata_parse_size(argv[++i], &max);
+        else { fprintf(stderr, "usage: tiers_bench [--json] [--min SIZE] [--max SIZE] [--repeats N] "
+                       "[--fsync] [--dir DIR] [--no-interference]\n"); return 2; }
+    }
+    int provided;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    if (repeats < 1) repeats = 1;
+    if (repeats > 64) repeats = 64;
+    if (!json) printf("%-4s %10s %9s %5s %9s %9s %7s\n", "path", "block", "checksums", "fsync",
+                      "GB/s", "ref GB/s", "ratio");
+    for (int cs = 1; cs >= 0; cs--) {
+        strata_context_t *ctx = make_ctx(max, dir, cs);
+        for (size_t n = min; n <= max; n *= 4) {
+            if (cs) bench_copies(ctx, n, repeats);
+            for (int f = 0; f <= fsync_both; f++) bench_storage(ctx, n, repeats, cs, f);
+        }
+#ifdef HAVE_CBLAS
+        if (!cs && interference) bench_interference(ctx);
+#endif
+        strata_finalize(ctx);
+    }
+    MPI_Finalize();
+    return 0;
+}

@@ -1,0 +1,228 @@
+/*
+ * spill.c - the storage tier's file: one HDF5 file per rank, one dataset
+ * per spilled block (see io.h for why the raw bytes move with pwrite/pread).
+ */
+#include "config.h"
+#include "io/io.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <hdf5.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct io_spill {
+    char     dir[PATH_MAX];
+    char     path[PATH_MAX + 16];
+    hid_t    file;            /* < 0 until io_spill_open */
+    int      fd;              /* our own handle for raw data */
+    unsigned ndatasets;
+};
+
+const char *io_spill_path(const io_spill_t *sp) { return sp ? sp->path : ""; }
+const char *io_spill_dir(const io_spill_t *sp) { return sp ? sp->dir : ""; }
+
+strata_status_t io_spill_prepare(const char *root, int rank, io_spill_t **sp_p,
+                                 char *msg, size_t msglen)
+{
+    io_spill_t *sp = calloc(1, sizeof *sp);
+    if (!sp) return STRATA_ERR_NOMEM;
+    sp->file = -1;
+    sp->fd = -1;
+    /* mkdtemp makes the directory with mode 0700 whatever the umask */
+    if ((size_t)snprintf(sp->dir, sizeof sp->dir, "%s/strata-spill-r%d-XXXXXX",
+                         root, rank) >= sizeof sp->dir) {
+        snprintf(msg, msglen, "spill_dir '%s' is too long", root);
+        free(sp);
+        return STRATA_ERR_CONFIG;
+    }
+    if (!mkdtemp(sp->dir)) {
+        int e = errno;
+        snprintf(msg, msglen, "cannot create the storage tier's spill directory under "
+                 "'%s': %s (set spill_dir / STRATA_SPILL_DIR to a writable directory)",
+                 root, strerror(e));
+        free(sp);
+        return STRATA_ERR_IO;
+    }
+    snprintf(sp->path, sizeof sp->path, "%s/spill.h5", sp->dir);
+    /* created 0600 here; HDF5 later truncates it, which keeps the mode */
+    int fd = open(sp->path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        int e = errno;
+        snprintf(msg, msglen, "cannot create spill file '%s': %s", sp->path, strerror(e));
+        rmdir(sp->dir);
+        free(sp);
+        return STRATA_ERR_IO;
+    }
+    close(fd);
+    *sp_p = sp;
+    return STRATA_OK;
+}
+
+/* The innermost HDF5 error message (HDF5's own stack printing is off). */
+static herr_t first_error(unsigned n, const H5E_error2_t *err, void *data)
+{
+    char *buf = data;
+    if (0 == n) snprintf(buf, 256, "%s (%s)", err->desc ? err->desc : "?",
+                         err->func_name ? err->func_name : "?");
+    return 0;
+}
+
+static strata_status_t hdf5_error(char *msg, size_t msglen, const char *what,
+                                  const char *path)
+{
+    char native[256] = "unknown HDF5 error";
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, first_error, native);
+    H5Eclear2(H5E_DEFAULT);
+    snprintf(msg, msglen, "%s '%s' failed: %s", what, path, native);
+    return STRATA_ERR_HDF5;
+}
+
+strata_status_t io_spill_open(io_spill_t *sp, char *msg, size_t msglen)
+{
+    if (sp->file >= 0) return STRATA_OK;
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    /* page-aligned raw data: a write that starts or ends inside a page
+     * not in the page cache makes the kernel read that page first */
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    if (fapl < 0 || H5Pset_alignment(fapl, 4096, 4096) < 0) {
+        if (fapl >= 0) H5Pclose(fapl);
+        return hdf5_error(msg, msglen, "setting up spill file", sp->path);
+    }
+    hid_t f = H5Fcreate(sp->path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    H5Pclose(fapl);
+    if (f < 0) return hdf5_error(msg, msglen, "creating spill file", sp->path);
+    int fd = open(sp->path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        H5Fclose(f);
+        snprintf(msg, msglen, "cannot open spill file '%s': %s", sp->path, strerror(e));
+        return STRATA_ERR_IO;
+    }
+    sp->file = f;
+    sp->fd = fd;
+    return STRATA_OK;
+}
+
+strata_status_t io_spill_dataset(io_spill_t *sp, size_t bytes, uint64_t *offset_p,
+                                 char *msg, size_t msglen)
+{
+    char name[32];
+    strata_status_t st = STRATA_ERR_HDF5;
+    hid_t space = -1, dcpl = -1, ds = -1;
+    hsize_t dim = bytes;
+    snprintf(name, sizeof name, "block%06u", sp->ndatasets);
+    space = H5Screate_simple(1, &dim, NULL);
+    dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    if (space < 0 || dcpl < 0) goto err_hdf5;
+    /* contiguous, allocated now, never filled: the raw bytes get a fixed
+     * offset and creating the dataset writes nothing */
+    if (H5Pset_layout(dcpl, H5D_CONTIGUOUS) < 0 ||
+        H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY) < 0 ||
+        H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER) < 0) goto err_hdf5;
+    ds = H5Dcreate2(sp->file, name, H5T_NATIVE_UINT8, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    if (ds < 0) goto err_hdf5;
+    sp->ndatasets++;              /* the name is taken even if what follows fails */
+    haddr_t off = H5Dget_offset(ds);
+    if (HADDR_UNDEF == off) goto err_hdf5;
+    int rc = posix_fallocate(sp->fd, (off_t)off, (off_t)bytes);
+    if (0 != rc) {
+        snprintf(msg, msglen, "cannot reserve %zu bytes in spill file '%s': %s",
+                 bytes, sp->path, strerror(rc));
+        st = STRATA_ERR_IO;
+        goto err;
+    }
+    H5Dclose(ds);
+    H5Pclose(dcpl);
+    H5Sclose(space);
+    *offset_p = off;
+    return STRATA_OK;
+
+err_hdf5:
+    st = hdf5_error(msg, msglen, "creating a dataset in spill file", sp->path);
+err:
+    if (ds >= 0) H5Dclose(ds);
+    if (dcpl >= 0) H5Pclose(dcpl);
+    if (space >= 0) H5Sclose(space);
+    return st;
+}
+
+strata_status_t io_spill_write(io_spill_t *sp, uint64_t off, const void *buf, size_t n,
+                               char *msg, size_t msglen)
+{
+    const char *p = buf;
+    while (n > 0) {
+        ssize_t w = pwrite(sp->fd, p, n, (off_t)off);
+        if (w < 0 && EINTR == errno) continue;
+        if (w <= 0) {
+            int e = w < 0 ? errno : ENOSPC;
+            snprintf(msg, msglen, "writing spill file '%s': %s", sp->path, strerror(e));
+            return STRATA_ERR_IO;
+        }
+        p += w;
+        off += (uint64_t)w;
+        n -= (size_t)w;
+    }
+    return STRATA_OK;
+}
+
+strata_status_t io_spill_read(io_spill_t *sp, uint64_t off, void *buf, size_t n,
+                              char *msg, size_t msglen)
+{
+    char *p = buf;
+    while (n > 0) {
+        ssize_t r = pread(sp->fd, p, n, (off_t)off);
+        if (r < 0 && EINTR == errno) continue;
+        if (r <= 0) {
+            snprintf(msg, msglen, "reading spill file '%s': %s", sp->path,
+                     r < 0 ? strerror(errno) : "unexpected end of file");
+            return STRATA_ERR_IO;
+        }
+        p += r;
+        off += (uint64_t)r;
+        n -= (size_t)r;
+    }
+    return STRATA_OK;
+}
+
+strata_status_t io_spill_sync(io_spill_t *sp, char *msg, size_t msglen)
+{
+    if (0 != fdatasync(sp->fd)) {
+        snprintf(msg, msglen, "fdatasync of spill file '%s': %s", sp->path, strerror(errno));
+        return STRATA_ERR_IO;
+    }
+    return STRATA_OK;
+}
+
+void io_spill_prefetch(io_spill_t *sp, uint64_t off, size_t n)
+{
+    /* the whole block's read starts now, not chunk by chunk */
+    posix_fadvise(sp->fd, (off_t)off, (off_t)n, POSIX_FADV_WILLNEED);
+}
+
+int io_spill_unlinked(io_spill_t *sp)
+{
+    struct stat st;
+    return sp->fd >= 0 && 0 == fstat(sp->fd, &st) && 0 == st.st_nlink;
+}
+
+void io_spill_close(io_spill_t *sp)
+{
+    if (!sp) return;
+    if (sp->file >= 0) H5Fclose(sp->file);
+    sp->file = -1;
+    if (sp->fd >= 0) close(sp->fd);
+    sp->fd = -1;
+}
+
+void io_spill_remove(io_spill_t *sp)
+{
+    if (!sp) return;
+    unlink(sp->path);
+    rmdir(sp->dir);
+    free(sp);
+}

@@ -1,0 +1,111 @@
+/* tiers_link.t - the link model: a paced copy takes bytes/bandwidth +
+ * latency (within 10%), a paced engine sleeps instead of using the CPU, and
+ * a large paced transfer delays a small urgent one by about one chunk, not
+ * by its whole length. */
+#include "strata.h"
+#include "tiers/tiers.h"
+#include "tap.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#define KiB ((size_t)1024)
+#define MiB (KiB * 1024)
+#define BW  (256.0 * MiB)
+#define LAT 0.02
+
+static double cpu_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* A block whose pages are already touched, so timing sees the link model,
+ * not page faults: allocate, touch and free a block of the same size in the
+ * destination first (best fit returns the same span). */
+static strata_block_t *warm_block(strata_context_t *ctx, strata_tier_t src, strata_tier_t dst, size_t n)
+{
+    strata_block_t *b;
+    strata_block_alloc(ctx, dst, n, STRATA_TAG_WORKSPACE, &b);
+    memset(strata_block_ptr(b, dst), 1, n);
+    strata_block_free(b);
+    if (STRATA_OK != strata_block_alloc(ctx, src, n, STRATA_TAG_WORKSPACE, &b)) bail_out("alloc");
+    memset(strata_block_ptr(b, src), 7, n);
+    return b;
+}
+
+static double timed_move(strata_block_t *b, strata_tier_t dst, double *cpu_p)
+{
+    strata_event_t *ev;
+    double c0 = cpu_now(), t0 = strata_now();
+    strata_block_move(b, dst, 0, NULL, &ev);
+    strata_event_wait(ev);
+    double t = strata_now() - t0;
+    if (cpu_p) *cpu_p = cpu_now() - c0;
+    strata_event_release(ev);
+    return t;
+}
+
+int main(void)
+{
+    strata_config_t cfg;
+    strata_context_t *ctx;
+    char bw[32];
+    strata_config_defaults(&cfg);
+    snprintf(bw, sizeof bw, "%.0f", BW);
+    strata_config_set(&cfg, "device_mem", "256M", NULL, 0);
+    strata_config_set(&cfg, "host_mem", "256M", NULL, 0);
+    strata_config_set(&cfg, "chunk_size", "1M", NULL, 0);
+    strata_config_set(&cfg, "link_d2h_bw", bw, NULL, 0);
+    strata_config_set(&cfg, "link_h2d_bw", bw, NULL, 0);
+    strata_config_set(&cfg, "link_latency", "0.02", NULL, 0);
+    if (STRATA_OK != strata_init(MPI_COMM_WORLD, &cfg, &ctx)) bail_out("strata_init");
+    plan(6);
+
+    /* 64 MiB d2h: 0.25 s + 20 ms */
+    strata_block_t *big = warm_block(ctx, STRATA_TIER_DEVICE, STRATA_TIER_PINNED_HOST, 64 * MiB);
+    double cpu, want = tiers_link_time(64.0 * MiB, BW, LAT);
+    double t = timed_move(big, STRATA_TIER_PINNED_HOST, &cpu);
+    ok(t >= 0.9 * want && t <= 1.1 * want, "paced 64 MiB d2h took %.3f s, model %.3f s (within 10%%)", t, want);
+    ok(cpu < 0.15 * t, "the process used %.3f s of CPU during the %.3f s paced copy (< 15%%)", cpu, t);
+
+    /* small copy: latency dominates */
+    strata_block_t *small = warm_block(ctx, STRATA_TIER_PINNED_HOST, STRATA_TIER_DEVICE, 1 * MiB);
+    want = tiers_link_time(1.0 * MiB, BW, LAT);
+    double ts[3];
+    for (int i = 0; i < 3; i++) {       /* median of three: the machine is shared */
+        ts[i] = timed_move(small, STRATA_TIER_DEVICE, NULL);
+        strata_block_evict(small, STRATA_TIER_DEVICE);
+    }
+    t = ts[0] + ts[1] + ts[2] - fmin(ts[0], fmin(ts[1], ts[2])) - fmax(ts[0], fmax(ts[1], ts[2]));
+    ok(t >= 0.9 * want && t <= 1.1 * want, "paced 1 MiB h2d took %.4f s (median of 3), model %.4f s", t, want);
+
+    /* a small urgent copy queued behind a large one on the same engine */
+    strata_block_evict(big, STRATA_TIER_PINNED_HOST);
+    strata_block_t *urgent = warm_block(ctx, STRATA_TIER_DEVICE, STRATA_TIER_PINNED_HOST, 64 * KiB);
+    strata_event_t *eb, *eu;
+    double t0 = strata_now();
+    strata_block_move(big, STRATA_TIER_PINNED_HOST, 0, NULL, &eb);
+    strata_block_move(urgent, STRATA_TIER_PINNED_HOST, 0, NULL, &eu);
+    strata_event_wait(eu);
+    double tu = strata_now() - t0;
+    int big_done = 1;
+    strata_event_query(eb, &big_done);
+    strata_event_wait(eb);
+    double tb = strata_now() - t0;
+    ok(!big_done, "the small copy completed while the large one was still running");
+    ok(tu < 0.3 * tb, "small copy done after %.3f s, the 64 MiB one after %.3f s", tu, tb);
+    strata_event_release(eb);
+    strata_event_release(eu);
+    ok(0 == memcmp(strata_block_ptr(big, STRATA_TIER_PINNED_HOST), strata_block_ptr(big, STRATA_TIER_DEVICE),
+                   64 * MiB), "interleaved copies are intact");
+    strata_block_free(big);
+    strata_block_free(small);
+    strata_block_free(urgent);
+    strata_finalize(ctx);
+    return done_testing();
+}

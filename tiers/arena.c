@@ -1,0 +1,254 @@
+/*
+ * arena.c - the allocator of the memory tiers and the accounting of every
+ * tier. Pure: it hands out offsets into a region it never touches, so it is
+ * tested without MPI, threads or memory behind it.
+ *
+ * Best fit over an address-ordered list of spans. A freed span merges with
+ * its free neighbours at once, so free space is always in maximal runs and
+ * "enough bytes free but no run large enough" is true fragmentation, which
+ * is reported as such (STRATA_ERR_FRAGMENTED), apart from a full budget
+ * (STRATA_ERR_TIER_FULL).
+ */
+#include "config.h"
+#include "tiers/tiers.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct arena_span {
+    arena_span_t *prev, *next;   /* address order */
+    size_t        off;
+    size_t        size;
+    int           free;
+    strata_tag_t  tag;
+};
+
+/* ---- accounting --------------------------------------------------------- */
+
+int tiers_round(size_t bytes, size_t *out)
+{
+    size_t r;
+    if (strata_add_size(bytes, TIERS_ALIGN - 1, &r)) return -1;
+    *out = r & ~(size_t)(TIERS_ALIGN - 1);
+    return 0;
+}
+
+void tier_acct_add(tier_acct_t *a, strata_tag_t tag, size_t bytes)
+{
+    a->used += bytes;
+    a->used_by_tag[tag] += bytes;
+    if (a->used > a->peak) a->peak = a->used;
+    if (a->used_by_tag[tag] > a->peak_by_tag[tag]) a->peak_by_tag[tag] = a->used_by_tag[tag];
+}
+
+void tier_acct_sub(tier_acct_t *a, strata_tag_t tag, size_t bytes)
+{
+    a->used -= bytes;
+    a->used_by_tag[tag] -= bytes;
+}
+
+void tier_acct_reset_peaks(tier_acct_t *a)
+{
+    a->peak = a->used;
+    memcpy(a->peak_by_tag, a->used_by_tag, sizeof a->peak_by_tag);
+}
+
+void tier_acct_describe(const tier_acct_t *a, char *buf, size_t len)
+{
+    char s[32];
+    int order[STRATA_TAG_COUNT], n = 0;
+    /* largest first: the tag a person should look at comes first */
+    for (int t = 0; t < STRATA_TAG_COUNT; t++) {
+        if (0 == a->used_by_tag[t]) continue;
+        int i = n++;
+        while (i > 0 && a->used_by_tag[order[i - 1]] < a->used_by_tag[t]) {
+            order[i] = order[i - 1];
+            i--;
+        }
+        order[i] = t;
+    }
+    size_t pos = 0;
+    int w = snprintf(buf, len, "in use %s", strata_format_size(a->used, s, sizeof s));
+    if (w < 0) return;
+    pos = (size_t)w < len ? (size_t)w : len;
+    for (int i = 0; i < n && pos < len; i++) {
+        w = snprintf(buf + pos, len - pos, "%s%s %s", 0 == i ? " (" : ", ",
+                     strata_tag_name((strata_tag_t)order[i]),
+                     strata_format_size(a->used_by_tag[order[i]], s, sizeof s));
+        if (w < 0) return;
+        pos += (size_t)w;
+    }
+    if (n > 0 && pos < len) snprintf(buf + pos, len - pos, ")");
+}
+
+static void full_message(const tier_acct_t *a, const char *tier_name, size_t need,
+                         char *msg, size_t msglen)
+{
+    char s1[32], s2[32], use[256];
+    tier_acct_describe(a, use, sizeof use);
+    snprintf(msg, msglen, "%s tier full: need %s, budget %s, %s", tier_name,
+             strata_format_size(need, s1, sizeof s1),
+             strata_format_size(a->budget, s2, sizeof s2), use);
+}
+
+strata_status_t tier_acct_reserve(tier_acct_t *a, const char *tier_name, size_t bytes,
+                                  strata_tag_t tag, char *msg, size_t msglen)
+{
+    size_t r;
+    if (tiers_round(bytes, &r)) return STRATA_ERR_OVERFLOW;
+    if (r > a->budget - a->used) {
+        full_message(a, tier_name, r, msg, msglen);
+        return STRATA_ERR_TIER_FULL;
+    }
+    tier_acct_add(a, tag, r);
+    return STRATA_OK;
+}
+
+/* ---- arena -------------------------------------------------------------- */
+
+int arena_init(arena_t *a, size_t capacity)
+{
+    memset(a, 0, sizeof *a);
+    a->capacity = capacity & ~(size_t)(TIERS_ALIGN - 1);
+    a->acct.budget = a->capacity;
+    if (0 == a->capacity) return 0;
+    arena_span_t *s = calloc(1, sizeof *s);
+    if (!s) return -1;
+    s->size = a->capacity;
+    s->free = 1;
+    a->first = s;
+    a->nspans = 1;
+    return 0;
+}
+
+void arena_cleanup(arena_t *a)
+{
+    arena_span_t *s = a->first;
+    while (s) {
+        arena_span_t *n = s->next;
+        free(s);
+        s = n;
+    }
+    memset(a, 0, sizeof *a);
+}
+
+size_t arena_largest_free(const arena_t *a)
+{
+    size_t m = 0;
+    for (const arena_span_t *s = a->first; s; s = s->next)
+        if (s->free && s->size > m) m = s->size;
+    return m;
+}
+
+size_t arena_total_free(const arena_t *a)
+{
+    return a->capacity - a->acct.used;
+}
+
+/* A zero-byte allocation uses no space; its handle is this marker. */
+static arena_span_t zero_span;
+
+strata_status_t arena_alloc(arena_t *a, const char *tier_name, size_t bytes,
+                            strata_tag_t tag, size_t *off_p, arena_span_t **span_p,
+                            char *msg, size_t msglen)
+{
+    size_t need;
+    if (tiers_round(bytes, &need)) {
+        snprintf(msg, msglen, "%s tier: a request of %zu bytes overflows", tier_name, bytes);
+        return STRATA_ERR_OVERFLOW;
+    }
+    if (0 == need) {
+        *off_p = 0;
+        *span_p = &zero_span;
+        return STRATA_OK;
+    }
+    if (need > a->capacity - a->acct.used) {
+        full_message(&a->acct, tier_name, need, msg, msglen);
+        return STRATA_ERR_TIER_FULL;
+    }
+    arena_span_t *best = NULL;
+    for (arena_span_t *s = a->first; s; s = s->next) {
+        if (s->free && s->size >= need && (!best || s->size < best->size)) {
+            best = s;
+            if (s->size == need) break;
+        }
+    }
+    if (!best) {
+        char s1[32], s2[32], s3[32], s4[32], use[256];
+        tier_acct_describe(&a->acct, use, sizeof use);
+        snprintf(msg, msglen,
+                 "%s tier fragmented: need %s, %s free in total but the largest contiguous "
+                 "span is %s (budget %s, %s)", tier_name,
+                 strata_format_size(need, s1, sizeof s1),
+                 strata_format_size(arena_total_free(a), s2, sizeof s2),
+                 strata_format_size(arena_largest_free(a), s3, sizeof s3),
+                 strata_format_size(a->acct.budget, s4, sizeof s4), use);
+        return STRATA_ERR_FRAGMENTED;
+    }
+    if (best->size > need) {
+        /* split: the allocation takes the front, the rest stays free */
+        arena_span_t *rest = calloc(1, sizeof *rest);
+        if (!rest) {
+            snprintf(msg, msglen, "%s tier: out of host memory for allocator bookkeeping",
+                     tier_name);
+            return STRATA_ERR_NOMEM;
+        }
+        rest->off = best->off + need;
+        rest->size = best->size - need;
+        rest->free = 1;
+        rest->prev = best;
+        rest->next = best->next;
+        if (best->next) best->next->prev = rest;
+        best->next = rest;
+        best->size = need;
+        a->nspans++;
+    }
+    best->free = 0;
+    best->tag = tag;
+    tier_acct_add(&a->acct, tag, need);
+    *off_p = best->off;
+    *span_p = best;
+    return STRATA_OK;
+}
+
+static void merge_next(arena_t *a, arena_span_t *s)
+{
+    arena_span_t *n = s->next;
+    s->size += n->size;
+    s->next = n->next;
+    if (n->next) n->next->prev = s;
+    free(n);
+    a->nspans--;
+}
+
+void arena_free(arena_t *a, arena_span_t *s)
+{
+    if (!s || &zero_span == s) return;
+    tier_acct_sub(&a->acct, s->tag, s->size);
+    s->free = 1;
+    if (s->next && s->next->free) merge_next(a, s);
+    if (s->prev && s->prev->free) merge_next(a, s->prev);
+}
+
+int arena_check(const arena_t *a)
+{
+    size_t off = 0, used = 0, by_tag[STRATA_TAG_COUNT] = { 0 }, n = 0;
+    const arena_span_t *prev = NULL;
+    for (const arena_span_t *s = a->first; s; prev = s, s = s->next) {
+        if (s->off != off || 0 == s->size || s->prev != prev) return -1;
+        if (s->off % TIERS_ALIGN || s->size % TIERS_ALIGN) return -2;
+        if (s->free && prev && prev->free) return -3;      /* not coalesced */
+        if (!s->free) {
+            used += s->size;
+            by_tag[s->tag] += s->size;
+        }
+        off += s->size;
+        n++;
+    }
+    if (off != a->capacity || n != a->nspans) return -4;
+    if (used != a->acct.used) return -5;
+    for (int t = 0; t < STRATA_TAG_COUNT; t++)
+        if (by_tag[t] != a->acct.used_by_tag[t]) return -6;
+    return 0;
+}

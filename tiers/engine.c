@@ -1,0 +1,324 @@
+/*
+ * engine.c - copy engines and events.
+ *
+ * Three engines, one thread each: d2h, h2d and the I/O engine of the
+ * storage tier (the only thread of the process that calls HDF5). Each runs
+ * its queue in issue order, one chunk (config chunk_size) at a time. The
+ * one exception to FIFO: between two chunks of a started copy, one small
+ * copy queued behind it (at most one chunk long, its dependencies met) may
+ * run first, so a large transfer delays an urgent small one by one chunk,
+ * not by its whole length. Head and small copies alternate, so a stream of
+ * small copies cannot starve a large one.
+ *
+ * An op whose dependencies (the block's previous op, the caller's
+ * wait_for event) have not completed holds its engine, as a CUDA stream
+ * waiting on an event does.
+ *
+ * Link model: with a bandwidth set, each chunk occupies the modelled link
+ * for n / bw seconds (plus the latency once per copy) and the engine
+ * sleeps to that absolute deadline with clock_nanosleep, using no CPU.
+ */
+#include "config.h"
+#include "tiers/tiers.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- events ------------------------------------------------------------- */
+
+strata_event_t *tiers_event_new(tiers_state_t *ts)
+{
+    strata_event_t *ev = calloc(1, sizeof *ev);
+    if (!ev) return NULL;
+    ev->ts = ts;
+    ev->refs = 1;
+    return ev;
+}
+
+void tiers_event_complete_locked(strata_event_t *ev, strata_status_t st)
+{
+    ev->done = 1;
+    ev->status = st;
+    pthread_cond_broadcast(&ev->ts->cond);
+}
+
+void tiers_event_unref_locked(strata_event_t *ev)
+{
+    if (ev && 0 == --ev->refs) free(ev);
+}
+
+strata_status_t strata_event_create(strata_context_t *ctx, strata_event_t **ev_p)
+{
+    if (!ctx || !ctx->tiers || !ev_p) return STRATA_ERR_INVALID;
+    strata_event_t *ev = tiers_event_new(ctx->tiers);
+    if (!ev) return strata_error(ctx, STRATA_ERR_NOMEM, "strata_event_create: out of memory");
+    *ev_p = ev;
+    return STRATA_OK;
+}
+
+strata_status_t strata_event_complete(strata_event_t *ev)
+{
+    if (!ev) return STRATA_ERR_INVALID;
+    tiers_state_t *ts = ev->ts;
+    pthread_mutex_lock(&ts->lock);
+    strata_status_t st = STRATA_OK;
+    if (ev->done) st = STRATA_ERR_STATE;
+    else tiers_event_complete_locked(ev, STRATA_OK);
+    pthread_mutex_unlock(&ts->lock);
+    if (STRATA_OK != st)
+        return strata_error(ts->ctx, st, "strata_event_complete: event already complete");
+    return st;
+}
+
+strata_status_t strata_event_query(strata_event_t *ev, int *done_p)
+{
+    if (!ev || !done_p) return STRATA_ERR_INVALID;
+    pthread_mutex_lock(&ev->ts->lock);
+    *done_p = ev->done;
+    pthread_mutex_unlock(&ev->ts->lock);
+    return STRATA_OK;
+}
+
+strata_status_t strata_event_wait(strata_event_t *ev)
+{
+    if (!ev) return STRATA_ERR_INVALID;
+    tiers_state_t *ts = ev->ts;
+    pthread_mutex_lock(&ts->lock);
+    while (!ev->done) pthread_cond_wait(&ts->cond, &ts->lock);
+    strata_status_t st = ev->status;
+    pthread_mutex_unlock(&ts->lock);
+    return st;
+}
+
+void strata_event_release(strata_event_t *ev)
+{
+    if (!ev) return;
+    tiers_state_t *ts = ev->ts;
+    pthread_mutex_lock(&ts->lock);
+    tiers_event_unref_locked(ev);
+    pthread_mutex_unlock(&ts->lock);
+}
+
+strata_status_t strata_tiers_drain(strata_context_t *ctx)
+{
+    if (!ctx || !ctx->tiers) return STRATA_ERR_INVALID;
+    tiers_state_t *ts = ctx->tiers;
+    pthread_mutex_lock(&ts->lock);
+    while (ts->outstanding > 0) pthread_cond_wait(&ts->cond, &ts->lock);
+    pthread_mutex_unlock(&ts->lock);
+    return STRATA_OK;
+}
+
+/* ---- engines ------------------------------------------------------------ */
+
+double tiers_link_time(double bytes, double bw, double latency)
+{
+    if (bw <= 0) return 0;
+    return bytes / bw + latency;
+}
+
+void tiers_enqueue(tiers_state_t *ts, int engine, tiers_op_t *op)
+{
+    tiers_engine_t *e = &ts->eng[engine];
+    op->next = NULL;
+    if (e->tail) e->tail->next = op;
+    else e->head = op;
+    e->tail = op;
+    ts->outstanding++;
+    pthread_cond_broadcast(&ts->cond);
+}
+
+static void unlink_op(tiers_engine_t *e, tiers_op_t *op)
+{
+    tiers_op_t **pp = &e->head, *prev = NULL;
+    while (*pp != op) {
+        prev = *pp;
+        pp = &(*pp)->next;
+    }
+    *pp = op->next;
+    if (e->tail == op) e->tail = prev;
+}
+
+static int deps_ready(const tiers_op_t *op)
+{
+    return (!op->prev || op->prev->done) && (!op->wait_for || op->wait_for->done);
+}
+
+static size_t op_bytes(const tiers_op_t *op)
+{
+    return OP_COPY == op->kind ? op->blk->bytes : 0;
+}
+
+/* The op to give the next chunk to, or NULL when the engine must wait. */
+static tiers_op_t *pick(tiers_state_t *ts, tiers_engine_t *e)
+{
+    tiers_op_t *head = e->head;
+    if (!head) return NULL;
+    if (head->started && !e->overtook) {
+        for (tiers_op_t *o = head->next; o; o = o->next) {
+            if (OP_COPY == o->kind && !o->started && op_bytes(o) <= ts->chunk && deps_ready(o)) {
+                e->overtook = 1;
+                return o;
+            }
+        }
+    }
+    e->overtook = 0;
+    if (!head->started && !deps_ready(head)) return NULL;
+    return head;
+}
+
+static void sleep_until(double t)
+{
+    struct timespec ts;
+    ts.tv_sec = (time_t)t;
+    ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
+    if (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
+    while (EINTR == clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL)) { }
+}
+
+static int is_storage_op(const tiers_op_t *op)
+{
+    return OP_COPY == op->kind &&
+           (STRATA_TIER_STORAGE == op->src || STRATA_TIER_STORAGE == op->dst);
+}
+
+/* Run one chunk of op; called and returns with the lock held. */
+static void run_chunk(tiers_state_t *ts, tiers_engine_t *e, tiers_op_t *op)
+{
+    strata_status_t st = STRATA_OK;
+    if (OP_CALL == op->kind) {
+        op->started = 1;
+        pthread_mutex_unlock(&ts->lock);
+        st = op->fn(op->arg);
+        pthread_mutex_lock(&ts->lock);
+        unlink_op(e, op);
+        tiers_op_finish_locked(ts, op, st);
+        return;
+    }
+    strata_block_t *blk = op->blk;
+    size_t bytes = blk->bytes;
+    int first = !op->started;
+    if (first) {
+        op->started = 1;
+        /* a failed predecessor on the block: the data this op needs is not there */
+        if (op->prev && STRATA_OK != op->prev->status) st = op->prev->status;
+        if (ts->shutdown) st = STRATA_ERR_CANCELLED;
+        if (STRATA_OK != st || op->nocopy) {
+            unlink_op(e, op);
+            tiers_op_finish_locked(ts, op, st);
+            return;
+        }
+    }
+    size_t n = bytes - op->done;
+    if (n > ts->chunk) n = ts->chunk;
+    void *dptr = blk->slot[op->dst].ptr;
+    const void *sptr = blk->slot[op->src].ptr;
+    int storage = is_storage_op(op);
+    double deadline = 0;
+    pthread_mutex_unlock(&ts->lock);
+
+    if (e->bw > 0) {
+        /* a gap shorter than the engine's own wake-up is not idle link
+         * time: a DMA engine would have streamed through it */
+        double start = strata_now();
+        if (e->link_free > start - 0.002) start = e->link_free;
+        deadline = start + (first ? e->latency : 0) + (double)n / e->bw;
+        e->link_free = deadline;
+    }
+    if (storage) {
+        if (first) st = tiers_storage_start(ts, op);
+        if (STRATA_OK == st && n > 0) st = tiers_storage_chunk(ts, op, op->done, n);
+        if (STRATA_OK == st && op->done + n == bytes) st = tiers_storage_finish(ts, op);
+    } else if (n > 0) {
+        st = ts->be->copy(ts, e->kind, e->backend_data, (char *)dptr + op->done,
+                          (const char *)sptr + op->done, n);
+    }
+    if (deadline > 0) sleep_until(deadline);
+
+    pthread_mutex_lock(&ts->lock);
+    op->done += n;
+    if (STRATA_OK == st && op->done < bytes && ts->shutdown) st = STRATA_ERR_CANCELLED;
+    if (STRATA_OK != st || op->done == bytes) {
+        unlink_op(e, op);
+        tiers_op_finish_locked(ts, op, st);
+    }
+}
+
+static void *engine_main(void *arg)
+{
+    tiers_engine_t *e = arg;
+    tiers_state_t *ts = e->ts;
+    pthread_mutex_lock(&ts->lock);
+    for (;;) {
+        if (ts->shutdown) {
+            /* cancel everything not started; a started op stops at its
+             * next chunk boundary inside run_chunk */
+            while (e->head) {
+                tiers_op_t *op = e->head;
+                unlink_op(e, op);
+                tiers_op_finish_locked(ts, op, STRATA_ERR_CANCELLED);
+            }
+            break;
+        }
+        tiers_op_t *op = pick(ts, e);
+        if (!op) {
+            pthread_cond_wait(&ts->cond, &ts->lock);
+            continue;
+        }
+        run_chunk(ts, e, op);
+    }
+    pthread_mutex_unlock(&ts->lock);
+    if (ENG_IO == e->kind) tiers_storage_cleanup(ts);   /* HDF5 close on this thread */
+    return NULL;
+}
+
+strata_status_t tiers_engines_start(tiers_state_t *ts)
+{
+    static const char *const names[ENG_COUNT] = { "d2h", "h2d", "io" };
+    const strata_config_t *cfg = &ts->ctx->cfg;
+    const double bw[ENG_COUNT] = { cfg->link_d2h_bw, cfg->link_h2d_bw, cfg->link_storage_bw };
+    for (int i = 0; i < ENG_COUNT; i++) {
+        tiers_engine_t *e = &ts->eng[i];
+        e->ts = ts;
+        e->kind = i;
+        e->name = names[i];
+        e->bw = bw[i];
+        e->latency = bw[i] > 0 ? cfg->link_latency : 0;
+        strata_status_t st = ts->be->engine_init(ts, i, &e->backend_data);
+        if (STRATA_OK != st) goto err;
+        int rc = pthread_create(&e->thread, NULL, engine_main, e);
+        if (0 != rc) {
+            ts->be->engine_cleanup(ts, i, e->backend_data);
+            strata_error(ts->ctx, STRATA_ERR_NOMEM, "cannot start the %s copy engine thread: %s",
+                         names[i], strerror(rc));
+            goto err;
+        }
+        e->running = 1;
+        if (e->bw > 0) {
+            char s[32];
+            strata_info(ts->ctx, "%s engine paced to %s/s + %.1f us per copy", names[i],
+                        strata_format_size((size_t)e->bw, s, sizeof s), e->latency * 1e6);
+        }
+    }
+    return STRATA_OK;
+err:
+    tiers_engines_stop(ts);
+    return STRATA_ERR_NOMEM;
+}
+
+void tiers_engines_stop(tiers_state_t *ts)
+{
+    pthread_mutex_lock(&ts->lock);
+    ts->shutdown = 1;
+    pthread_cond_broadcast(&ts->cond);
+    pthread_mutex_unlock(&ts->lock);
+    for (int i = 0; i < ENG_COUNT; i++) {
+        tiers_engine_t *e = &ts->eng[i];
+        if (!e->running) continue;
+        pthread_join(e->thread, NULL);
+        ts->be->engine_cleanup(ts, i, e->backend_data);
+        e->running = 0;
+    }
+}

@@ -1,0 +1,13 @@
+# tiers/ - memory tiers, arenas, copy engines, events, the storage policy.
+libstrata_la_SOURCES += \
+    tiers/tiers.h \
+    tiers/arena.c \
+    tiers/tiers.c \
+    tiers/block.c \
+    tiers/engine.c \
+    tiers/storage.c \
+    tiers/host.c
+if HAVE_CUDA
+libstrata_la_SOURCES += tiers/cuda.c
+endif
+EXTRA_DIST += tiers/cuda.c

@@ -1,0 +1,222 @@
+/*
+ * storage.c - the storage tier's policy: when the spill file is made,
+ * which dataset a spilled block goes to, checksums, failures. The file
+ * format is io/'s (io/spill.c). Everything here that touches HDF5 runs on
+ * the I/O engine's thread.
+ *
+ * Datasets are reused: a freed block's dataset goes on a free list and the
+ * next spill takes the smallest free one that holds it and is at most
+ * twice its size, so the step-after-step pattern of equal sizes reuses the
+ * same datasets and the file stops growing after the first step.
+ */
+#include "config.h"
+#include "tiers/tiers.h"
+#include "io/io.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+strata_status_t tiers_storage_prepare(tiers_state_t *ts)
+{
+    char msg[STRATA_ERRMSG_LEN] = "";
+    strata_status_t st = STRATA_OK;
+    pthread_mutex_lock(&ts->lock);
+    if (!ts->spill) {
+        st = io_spill_prepare(ts->ctx->cfg.spill_dir, ts->ctx->rank, &ts->spill,
+                              msg, sizeof msg);
+        if (STRATA_OK == st)
+            strata_info(ts->ctx, "storage tier: spill file %s", io_spill_path(ts->spill));
+    }
+    pthread_mutex_unlock(&ts->lock);
+    if (STRATA_OK != st) return strata_error(ts->ctx, st, "%s", msg);
+    return STRATA_OK;
+}
+
+static spill_ds_t *take_free_ds(tiers_state_t *ts, size_t bytes)
+{
+    spill_ds_t **best = NULL;
+    for (spill_ds_t **pp = &ts->ds_free; *pp; pp = &(*pp)->next) {
+        size_t c = (*pp)->capacity;
+        if (c >= bytes && c / 2 <= bytes && (!best || c < (*best)->capacity)) best = pp;
+    }
+    if (!best) return NULL;
+    spill_ds_t *ds = *best;
+    *best = ds->next;
+    ds->next = NULL;
+    return ds;
+}
+
+strata_status_t tiers_storage_start(tiers_state_t *ts, tiers_op_t *op)
+{
+    char msg[STRATA_ERRMSG_LEN] = "";
+    strata_block_t *blk = op->blk;
+    strata_status_t st;
+    if (0 == blk->bytes) return STRATA_OK;
+    st = io_spill_open(ts->spill, msg, sizeof msg);
+    if (STRATA_OK != st) return strata_error(ts->ctx, st, "%s", msg);
+    tiers_slot_t *s = &blk->slot[STRATA_TIER_STORAGE];
+
+    if (STRATA_TIER_STORAGE == op->dst) {
+        if (io_spill_unlinked(ts->spill))
+            return strata_error(ts->ctx, STRATA_ERR_IO,
+                                "spill file '%s' was removed while in use: new spills are "
+                                "refused (blocks already spilled can still be read back); "
+                                "the block stays in the %s tier",
+                                io_spill_path(ts->spill), strata_tier_name(op->src));
+        pthread_mutex_lock(&ts->lock);
+        spill_ds_t *ds = s->ds;
+        if (!ds) ds = take_free_ds(ts, blk->bytes);
+        pthread_mutex_unlock(&ts->lock);
+        if (!ds) {
+            uint64_t off;
+            st = io_spill_dataset(ts->spill, blk->rounded, &off, msg, sizeof msg);
+            if (STRATA_OK != st)
+                return strata_error(ts->ctx, st, "%s; the block stays in the %s tier", msg,
+                                    strata_tier_name(op->src));
+            ds = calloc(1, sizeof *ds);
+            if (!ds) return strata_error(ts->ctx, STRATA_ERR_NOMEM, "storage tier: out of memory");
+            ds->capacity = blk->rounded;
+            ds->offset = off;
+            pthread_mutex_lock(&ts->lock);
+            ds->all_next = ts->ds_all;
+            ts->ds_all = ds;
+            pthread_mutex_unlock(&ts->lock);
+        }
+        pthread_mutex_lock(&ts->lock);
+        s->ds = ds;
+        ds->summed = 0;
+        pthread_mutex_unlock(&ts->lock);
+    } else {
+        if (s->ds) io_spill_prefetch(ts->spill, s->ds->offset, blk->bytes);
+        if (io_spill_unlinked(ts->spill) && !ts->warned_unlinked) {
+        ts->warned_unlinked = 1;
+        strata_warn(ts->ctx, "spill file '%s' was removed while in use; reading spilled "
+                    "blocks back through the open handle", io_spill_path(ts->spill));
+        }
+    }
+    if (ts->checksums) {
+        op->hash = XXH3_createState();
+        if (!op->hash || XXH_OK != XXH3_64bits_reset(op->hash))
+            return strata_error(ts->ctx, STRATA_ERR_NOMEM, "storage tier: out of memory");
+    }
+    return STRATA_OK;
+}
+
+strata_status_t tiers_storage_chunk(tiers_state_t *ts, tiers_op_t *op, size_t off, size_t n)
+{
+    char msg[STRATA_ERRMSG_LEN] = "";
+    strata_block_t *blk = op->blk;
+    spill_ds_t *ds = blk->slot[STRATA_TIER_STORAGE].ds;
+    char *host = (char *)blk->slot[STRATA_TIER_PINNED_HOST].ptr + off;
+    strata_status_t st;
+    if (STRATA_TIER_STORAGE == op->dst) {
+        st = io_spill_write(ts->spill, ds->offset + off, host, n, msg, sizeof msg);
+        if (STRATA_OK != st)
+            return strata_error(ts->ctx, st, "%s; the block stays in the host tier", msg);
+    } else {
+        st = io_spill_read(ts->spill, ds->offset + off, host, n, msg, sizeof msg);
+        if (STRATA_OK != st)
+            return strata_error(ts->ctx, st, "%s; the block stays in the storage tier", msg);
+    }
+    if (op->hash) XXH3_64bits_update(op->hash, host, n);
+    return STRATA_OK;
+}
+
+strata_status_t tiers_storage_finish(tiers_state_t *ts, tiers_op_t *op)
+{
+    char msg[STRATA_ERRMSG_LEN] = "";
+    strata_block_t *blk = op->blk;
+    spill_ds_t *ds = blk->slot[STRATA_TIER_STORAGE].ds;
+    if (0 == blk->bytes) return STRATA_OK;
+    if (STRATA_TIER_STORAGE == op->dst) {
+        if (ts->spill_fsync) {
+            strata_status_t st = io_spill_sync(ts->spill, msg, sizeof msg);
+            if (STRATA_OK != st)
+                return strata_error(ts->ctx, st, "%s; the block stays in the host tier", msg);
+        }
+        if (op->hash) {
+            ds->checksum = XXH3_64bits_digest(op->hash);
+            ds->summed = 1;
+        }
+        return STRATA_OK;
+    }
+    if (op->hash && ds->summed) {
+        uint64_t got = XXH3_64bits_digest(op->hash);
+        if (got != ds->checksum)
+            return strata_error(ts->ctx, STRATA_ERR_CHECKSUM,
+                                "checksum mismatch reading a %s block of %zu bytes back from "
+                                "spill file '%s' at offset %" PRIu64 ": stored %016" PRIx64
+                                ", read %016" PRIx64 "; the data is not returned and the "
+                                "block stays in the storage tier",
+                                strata_tag_name(blk->tag), blk->bytes,
+                                io_spill_path(ts->spill), ds->offset, ds->checksum, got);
+    }
+    return STRATA_OK;
+}
+
+/* On the I/O thread as it exits: the only HDF5 call of the shutdown. */
+void tiers_storage_cleanup(tiers_state_t *ts)
+{
+    io_spill_close(ts->spill);
+}
+
+/* ---- run a function on the I/O thread ---------------------------------- */
+
+strata_status_t tiers_io_call(strata_context_t *ctx, strata_status_t (*fn)(void *), void *arg)
+{
+    if (!ctx || !ctx->tiers || !fn) return STRATA_ERR_INVALID;
+    tiers_state_t *ts = ctx->tiers;
+    tiers_op_t *op = calloc(1, sizeof *op);
+    if (!op) return STRATA_ERR_NOMEM;
+    pthread_mutex_lock(&ts->lock);
+    op->ev = tiers_event_new(ts);
+    if (!op->ev || ts->shutdown) {
+        strata_status_t st = op->ev ? STRATA_ERR_CANCELLED : STRATA_ERR_NOMEM;
+        tiers_event_unref_locked(op->ev);
+        pthread_mutex_unlock(&ts->lock);
+        free(op);
+        return st;
+    }
+    op->kind = OP_CALL;
+    op->fn = fn;
+    op->arg = arg;
+    strata_event_t *ev = op->ev;
+    ev->refs++;
+    tiers_enqueue(ts, ENG_IO, op);
+    while (!ev->done) pthread_cond_wait(&ts->cond, &ts->lock);
+    strata_status_t st = ev->status;
+    tiers_event_unref_locked(ev);
+    pthread_mutex_unlock(&ts->lock);
+    return st;
+}
+
+/* ---- hooks for tests and the benchmark --------------------------------- */
+
+strata_status_t tiers_spill_path(strata_context_t *ctx, char *buf, size_t len)
+{
+    if (!ctx || !ctx->tiers || !buf) return STRATA_ERR_INVALID;
+    pthread_mutex_lock(&ctx->tiers->lock);
+    snprintf(buf, len, "%s", io_spill_path(ctx->tiers->spill));
+    pthread_mutex_unlock(&ctx->tiers->lock);
+    return STRATA_OK;
+}
+
+strata_status_t tiers_storage_offset(strata_block_t *blk, uint64_t *offset_p)
+{
+    if (!blk || !offset_p) return STRATA_ERR_INVALID;
+    strata_status_t st = STRATA_ERR_STATE;
+    pthread_mutex_lock(&blk->ts->lock);
+    const tiers_slot_t *s = &blk->slot[STRATA_TIER_STORAGE];
+    if ((blk->valid & (1u << STRATA_TIER_STORAGE)) && s->ds) {
+        *offset_p = s->ds->offset;
+        st = STRATA_OK;
+    }
+    pthread_mutex_unlock(&blk->ts->lock);
+    return st;
+}
+
+void tiers_set_spill_fsync(strata_context_t *ctx, int on)
+{
+    if (ctx && ctx->tiers) ctx->tiers->spill_fsync = on;
+}

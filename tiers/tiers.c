@@ -1,0 +1,187 @@
+/*
+ * tiers.c - the tiers of a context: set-up and shutdown (called from
+ * strata_init / strata_finalize), names, accounting queries.
+ */
+#include "config.h"
+#include "tiers/tiers.h"
+#include "io/io.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Budgets of "inf" reserve this much address space (the arena's capacity). */
+#define TIERS_MAX_RESERVE ((size_t)1 << 40)
+
+const char *strata_tier_name(strata_tier_t tier)
+{
+    static const char *const n[STRATA_TIER_COUNT] = { "device", "host", "storage" };
+    return (unsigned)tier < STRATA_TIER_COUNT ? n[tier] : "unknown";
+}
+
+const char *strata_tag_name(strata_tag_t tag)
+{
+    static const char *const n[STRATA_TAG_COUNT] = { "param", "grad", "optim", "activation",
+                                                     "workspace" };
+    return (unsigned)tag < STRATA_TAG_COUNT ? n[tag] : "unknown";
+}
+
+strata_status_t tiers_init(strata_context_t *ctx)
+{
+    const strata_config_t *cfg = &ctx->cfg;
+    strata_status_t st;
+    char s[32];
+    if (0 == cfg->chunk_size)
+        return strata_error(ctx, STRATA_ERR_CONFIG, "chunk_size must be at least 1 byte");
+    tiers_state_t *ts = calloc(1, sizeof *ts);
+    if (!ts) return STRATA_ERR_NOMEM;
+    ts->ctx = ctx;
+    ts->be = &tiers_host_backend;
+#ifdef HAVE_CUDA
+    if (0 == strcmp(ctx->backend_name, "cuda")) ts->be = &tiers_cuda_backend;
+#endif
+    pthread_mutex_init(&ts->lock, NULL);
+    pthread_cond_init(&ts->cond, NULL);
+    ts->chunk = cfg->chunk_size;
+    ts->checksums = cfg->checksums;
+    ts->storage_acct.budget = cfg->storage_mem;
+
+    const size_t budget[2] = { cfg->device_mem, cfg->host_mem };
+    for (int t = 0; t < 2; t++) {
+        size_t cap = budget[t] < TIERS_MAX_RESERVE ? budget[t] : TIERS_MAX_RESERVE;
+        cap &= ~(size_t)(TIERS_ALIGN - 1);
+        if (cap != budget[t] && budget[t] > TIERS_MAX_RESERVE)
+            strata_info(ctx, "%s tier: budget %s capped at %s", strata_tier_name((strata_tier_t)t),
+                        strata_format_size(budget[t], s, sizeof s),
+                        strata_format_size(cap, s, sizeof s));
+        st = ts->be->region_create(ts, (strata_tier_t)t, cap, &ts->base[t]);
+        if (STRATA_OK != st) goto err;
+        ts->capacity[t] = cap;
+        if (arena_init(&ts->arena[t], cap)) {
+            st = strata_error(ctx, STRATA_ERR_NOMEM, "tiers: out of memory");
+            goto err;
+        }
+    }
+    ctx->tiers = ts;
+    st = tiers_engines_start(ts);
+    if (STRATA_OK != st) {
+        ctx->tiers = NULL;
+        goto err;
+    }
+    strata_debug(ctx, "tiers: backend %s, chunk %s, checksums %s", ts->be->name,
+                 strata_format_size(ts->chunk, s, sizeof s), ts->checksums ? "on" : "off");
+    return STRATA_OK;
+
+err:
+    for (int t = 0; t < 2; t++) {
+        arena_cleanup(&ts->arena[t]);
+        if (ts->base[t]) ts->be->region_destroy(ts, (strata_tier_t)t, ts->base[t], ts->capacity[t]);
+    }
+    pthread_mutex_destroy(&ts->lock);
+    pthread_cond_destroy(&ts->cond);
+    free(ts);
+    return st;
+}
+
+void tiers_cleanup(strata_context_t *ctx)
+{
+    tiers_state_t *ts = ctx ? ctx->tiers : NULL;
+    if (!ts) return;
+    /* cancels what is queued; the I/O thread closes the HDF5 file as it exits */
+    tiers_engines_stop(ts);
+    pthread_mutex_lock(&ts->lock);
+    int left = 0;
+    while (ts->blocks) {
+        tiers_block_destroy_locked(ts->blocks);
+        left++;
+    }
+    pthread_mutex_unlock(&ts->lock);
+    if (left) strata_debug(ctx, "tiers: freed %d blocks still allocated at finalize", left);
+    io_spill_remove(ts->spill);
+    for (spill_ds_t *d = ts->ds_all, *n; d; d = n) {
+        n = d->all_next;
+        free(d);
+    }
+    for (int t = 0; t < 2; t++) {
+        arena_cleanup(&ts->arena[t]);
+        ts->be->region_destroy(ts, (strata_tier_t)t, ts->base[t], ts->capacity[t]);
+    }
+    pthread_mutex_destroy(&ts->lock);
+    pthread_cond_destroy(&ts->cond);
+    free(ts);
+    ctx->tiers = NULL;
+}
+
+/* ---- accounting --------------------------------------------------------- */
+
+static const tier_acct_t *acct_of(const tiers_state_t *ts, strata_tier_t tier)
+{
+    return STRATA_TIER_STORAGE == tier ? &ts->storage_acct : &ts->arena[tier].acct;
+}
+
+strata_status_t strata_tier_usage(const strata_context_t *ctx, strata_tier_t tier,
+                                  strata_tier_usage_t *usage_p)
+{
+    if (!ctx || !ctx->tiers || !usage_p || (unsigned)tier >= STRATA_TIER_COUNT)
+        return STRATA_ERR_INVALID;
+    tiers_state_t *ts = ctx->tiers;
+    strata_tier_usage_t u;
+    pthread_mutex_lock(&ts->lock);
+    const tier_acct_t *a = acct_of(ts, tier);
+    u.budget = a->budget;
+    u.used = a->used;
+    u.peak = a->peak;
+    memcpy(u.used_by_tag, a->used_by_tag, sizeof u.used_by_tag);
+    memcpy(u.peak_by_tag, a->peak_by_tag, sizeof u.peak_by_tag);
+    u.largest_free = STRATA_TIER_STORAGE == tier ? a->budget - a->used
+                                                  : arena_largest_free(&ts->arena[tier]);
+    pthread_mutex_unlock(&ts->lock);
+    *usage_p = u;
+    return STRATA_OK;
+}
+
+const char *strata_tiers_summary(const strata_context_t *ctx, char *buf, size_t len)
+{
+    if (!buf || 0 == len) return "";
+    buf[0] = '\0';
+    if (!ctx || !ctx->tiers) return buf;
+    size_t pos = 0;
+    for (int t = 0; t < STRATA_TIER_COUNT && pos < len; t++) {
+        strata_tier_usage_t u;
+        char s1[32], s2[32], s3[32], s4[32];
+        strata_tier_usage(ctx, (strata_tier_t)t, &u);
+        int w = snprintf(buf + pos, len - pos, "%s%s %s/%s (peak %s", t ? " | " : "",
+                         strata_tier_name((strata_tier_t)t),
+                         strata_format_size(u.used, s1, sizeof s1),
+                         strata_format_size(u.budget, s2, sizeof s2),
+                         strata_format_size(u.peak, s3, sizeof s3));
+        if (w < 0) break;
+        pos += (size_t)w;
+        int first = 1;
+        for (int g = 0; g < STRATA_TAG_COUNT && pos < len; g++) {
+            if (0 == u.used_by_tag[g]) continue;
+            w = snprintf(buf + pos, len - pos, "%s%s %s", first ? "; " : ", ",
+                         strata_tag_name((strata_tag_t)g),
+                         strata_format_size(u.used_by_tag[g], s4, sizeof s4));
+            if (w < 0) break;
+            pos += (size_t)w;
+            first = 0;
+        }
+        if (pos < len) {
+            w = snprintf(buf + pos, len - pos, ")");
+            if (w > 0) pos += (size_t)w;
+        }
+    }
+    return buf;
+}
+
+void strata_tiers_reset_peaks(strata_context_t *ctx)
+{
+    if (!ctx || !ctx->tiers) return;
+    tiers_state_t *ts = ctx->tiers;
+    pthread_mutex_lock(&ts->lock);
+    tier_acct_reset_peaks(&ts->arena[0].acct);
+    tier_acct_reset_peaks(&ts->arena[1].acct);
+    tier_acct_reset_peaks(&ts->storage_acct);
+    pthread_mutex_unlock(&ts->lock);
+}

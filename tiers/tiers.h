@@ -1,0 +1,255 @@
+/*
+ * tiers.h - internal interface of the memory tiers: the arena allocator
+ * (pure, testable without MPI), per-tier accounting, the backend ops table,
+ * the copy engines and the block state they change.
+ *
+ * Locking: one mutex per context (tiers_state.lock) guards every queue,
+ * block state, event and accounting record; one condition variable is
+ * broadcast on every event completion and every new queued op. Copies run
+ * with the lock released.
+ */
+#ifndef STRATA_TIERS_INTERNAL_H
+#define STRATA_TIERS_INTERNAL_H
+
+#include "base/base.h"
+
+#include <pthread.h>
+#include <xxhash.h>
+
+#define TIERS_ALIGN 256u
+
+/* ---- accounting (pure) ------------------------------------------------- */
+
+typedef struct {
+    size_t budget;
+    size_t used;
+    size_t peak;
+    size_t used_by_tag[STRATA_TAG_COUNT];
+    size_t peak_by_tag[STRATA_TAG_COUNT];
+} tier_acct_t;
+
+void tier_acct_add(tier_acct_t *a, strata_tag_t tag, size_t bytes);
+void tier_acct_sub(tier_acct_t *a, strata_tag_t tag, size_t bytes);
+void tier_acct_reset_peaks(tier_acct_t *a);
+/* "in use 448 MiB (activation 300 MiB, param 120 MiB, workspace 28 MiB)":
+ * tags with bytes in use, largest first. */
+void tier_acct_describe(const tier_acct_t *a, char *buf, size_t len);
+
+/* Round up to TIERS_ALIGN; -1 on overflow. */
+int tiers_round(size_t bytes, size_t *out);
+
+/* ---- arena (pure: offsets only, no memory behind them) ------------------ */
+
+/* Best fit over an address-ordered list of spans; a freed span merges with
+ * free neighbours at once, so free space is always maximal runs. */
+typedef struct arena_span arena_span_t;
+typedef struct {
+    size_t        capacity;      /* multiple of TIERS_ALIGN */
+    arena_span_t *first;         /* address order */
+    size_t        nspans;
+    tier_acct_t   acct;          /* budget = capacity */
+} arena_t;
+
+int    arena_init(arena_t *a, size_t capacity);    /* -1 on malloc failure */
+void   arena_cleanup(arena_t *a);
+/*
+ * Allocate bytes (rounded to TIERS_ALIGN; 0 allowed and uses no space) for
+ * tag. On success *off_p is the offset, *span_p the handle for arena_free.
+ * Failure: STRATA_ERR_TIER_FULL when the budget would be exceeded,
+ * STRATA_ERR_FRAGMENTED when enough is free in total but no span is large
+ * enough; a message naming `tier_name` is written to msg.
+ */
+strata_status_t arena_alloc(arena_t *a, const char *tier_name, size_t bytes,
+                            strata_tag_t tag, size_t *off_p, arena_span_t **span_p,
+                            char *msg, size_t msglen);
+void   arena_free(arena_t *a, arena_span_t *span);
+size_t arena_largest_free(const arena_t *a);
+size_t arena_total_free(const arena_t *a);
+/* Check the invariants (ordering, no overlap, no two adjacent free spans,
+ * sums match the accounting); 0 when they hold. For tests. */
+int    arena_check(const arena_t *a);
+
+/* Storage budget check with the same wording as the arenas. */
+strata_status_t tier_acct_reserve(tier_acct_t *a, const char *tier_name, size_t bytes,
+                                  strata_tag_t tag, char *msg, size_t msglen);
+
+/* ---- backend ------------------------------------------------------------ */
+
+typedef enum { ENG_D2H = 0, ENG_H2D = 1, ENG_IO = 2, ENG_COUNT } tiers_engine_kind_t;
+
+struct tiers_state;
+
+/* A backend provides the memory of the two memory tiers and the copies
+ * between them (Open MPI style ops table). */
+typedef struct tiers_backend {
+    const char *name;
+    /* Reserve capacity bytes for a memory tier; *base_p never NULL on OK. */
+    strata_status_t (*region_create)(struct tiers_state *ts, strata_tier_t tier,
+                                     size_t capacity, void **base_p);
+    void            (*region_destroy)(struct tiers_state *ts, strata_tier_t tier,
+                                      void *base, size_t capacity);
+    /* Per engine thread set-up (cuda: a stream). */
+    strata_status_t (*engine_init)(struct tiers_state *ts, int engine, void **data_p);
+    void            (*engine_cleanup)(struct tiers_state *ts, int engine, void *data);
+    /* One chunk between DEVICE and PINNED_HOST, on the engine's thread. */
+    strata_status_t (*copy)(struct tiers_state *ts, int engine, void *data,
+                            void *dst, const void *src, size_t n);
+} tiers_backend_t;
+
+extern const tiers_backend_t tiers_host_backend;
+#ifdef HAVE_CUDA
+extern const tiers_backend_t tiers_cuda_backend;
+#endif
+
+/* ---- events, ops, engines ---------------------------------------------- */
+
+struct strata_event {
+    struct tiers_state *ts;
+    int              refs;
+    int              done;
+    strata_status_t  status;
+};
+
+typedef enum { OP_COPY, OP_CALL } tiers_op_kind_t;
+
+typedef struct tiers_op {
+    struct tiers_op  *next;
+    tiers_op_kind_t   kind;
+    strata_block_t   *blk;
+    strata_tier_t     src, dst;
+    unsigned          release_mask;   /* tiers freed when this op succeeds */
+    int               nocopy;         /* dst already holds the data */
+    strata_event_t   *prev;           /* the block's previous op: a failure propagates */
+    strata_event_t   *wait_for;       /* ordering only */
+    strata_event_t   *ev;             /* completed with this op */
+    size_t            done;           /* bytes copied so far */
+    int               started;
+    XXH3_state_t     *hash;
+    struct spill_ds  *ds;             /* storage write: the dataset chosen */
+    /* OP_CALL: run fn(arg) on the engine's thread */
+    strata_status_t (*fn)(void *arg);
+    void             *arg;
+} tiers_op_t;
+
+typedef struct tiers_engine {
+    struct tiers_state *ts;
+    int              kind;            /* tiers_engine_kind_t */
+    const char      *name;
+    pthread_t        thread;
+    int              running;
+    tiers_op_t      *head, *tail;
+    double           bw;              /* link model: bytes/s, 0 = unpaced */
+    double           latency;
+    double           link_free;       /* monotonic time the modelled link is idle again */
+    int              overtook;        /* last chunk went to a small op behind the head */
+    void            *backend_data;
+} tiers_engine_t;
+
+/* ---- storage tier (policy here, format in io/) ------------------------- */
+
+/* A dataset of the spill file, reused by any block that fits. */
+typedef struct spill_ds {
+    struct spill_ds *next;            /* free list */
+    struct spill_ds *all_next;        /* every dataset of the file */
+    size_t           capacity;
+    uint64_t         offset;          /* byte offset of its raw data in the file */
+    uint64_t         checksum;        /* of the block last written into it */
+    int              summed;          /* checksum is set */
+} spill_ds_t;
+
+struct io_spill;
+
+/* ---- blocks ------------------------------------------------------------- */
+
+typedef struct {
+    int            has_space;
+    arena_span_t  *span;              /* memory tiers */
+    void          *ptr;
+    spill_ds_t    *ds;                /* storage: dataset once written */
+    tiers_op_t    *releasing_op;      /* pending op that frees this space */
+} tiers_slot_t;
+
+struct strata_block {
+    struct tiers_state *ts;
+    strata_block_t *prev_blk, *next_blk;    /* every live block of the context */
+    size_t          bytes;
+    size_t          rounded;
+    strata_tag_t    tag;
+    unsigned        valid;            /* tiers holding a readable copy now */
+    unsigned        lres;             /* tiers holding it once every queued op is done */
+    tiers_slot_t    slot[STRATA_TIER_COUNT];
+    strata_event_t *last_ev;          /* the block's latest queued op */
+    int             pending;          /* queued ops not yet completed */
+    int             failed;           /* an op of the current chain failed */
+};
+
+/* ---- the context's tiers ------------------------------------------------ */
+
+typedef struct tiers_state {
+    strata_context_t       *ctx;
+    const tiers_backend_t  *be;
+    pthread_mutex_t         lock;
+    pthread_cond_t          cond;
+    size_t                  chunk;
+    int                     checksums;
+    int                     spill_fsync;
+    /* memory tiers */
+    void                   *base[2];
+    size_t                  capacity[2];
+    arena_t                 arena[2];
+    int                     pinned_locked;
+    /* storage */
+    tier_acct_t             storage_acct;
+    struct io_spill        *spill;            /* NULL until the first spill */
+    spill_ds_t             *ds_free;          /* free datasets */
+    spill_ds_t             *ds_all;
+    int                     warned_unlinked;
+    /* engines */
+    tiers_engine_t          eng[ENG_COUNT];
+    int                     shutdown;
+    size_t                  outstanding;      /* ops queued and not completed */
+    strata_block_t         *blocks;
+    char                    summary[512];
+} tiers_state_t;
+
+/* Context hooks (base/context.c). */
+strata_status_t tiers_init(strata_context_t *ctx);
+void tiers_cleanup(strata_context_t *ctx);
+
+/* engine.c */
+strata_status_t tiers_engines_start(tiers_state_t *ts);
+void tiers_engines_stop(tiers_state_t *ts);          /* cancel queued ops, join */
+void tiers_enqueue(tiers_state_t *ts, int engine, tiers_op_t *op);   /* lock held */
+strata_event_t *tiers_event_new(tiers_state_t *ts);                  /* refs = 1 */
+void tiers_event_complete_locked(strata_event_t *ev, strata_status_t st);
+void tiers_event_unref_locked(strata_event_t *ev);
+double tiers_link_time(double bytes, double bw, double latency);     /* pure */
+
+/* block.c: op completion under the lock (engine.c calls it). */
+void tiers_op_finish_locked(tiers_state_t *ts, tiers_op_t *op, strata_status_t st);
+void tiers_block_free_space_locked(strata_block_t *blk, strata_tier_t tier);
+void tiers_block_destroy_locked(strata_block_t *blk);
+
+/* storage.c: one chunk of a storage op on the I/O thread. */
+strata_status_t tiers_storage_chunk(tiers_state_t *ts, tiers_op_t *op, size_t off, size_t n);
+strata_status_t tiers_storage_start(tiers_state_t *ts, tiers_op_t *op);
+strata_status_t tiers_storage_finish(tiers_state_t *ts, tiers_op_t *op);
+strata_status_t tiers_storage_prepare(tiers_state_t *ts);  /* caller thread: private dir */
+void tiers_storage_cleanup(tiers_state_t *ts);             /* after the engines stopped */
+
+/*
+ * Run fn(arg) on the I/O thread (where every HDF5 call of the process
+ * belongs), after the storage ops queued before it, and wait for it.
+ * For other folders that need HDF5 (checkpoints).
+ */
+strata_status_t tiers_io_call(strata_context_t *ctx, strata_status_t (*fn)(void *), void *arg);
+
+/* For tests and the benchmark: the spill file's path ("" before the first
+ * spill) and the file offset of a block's storage copy. */
+strata_status_t tiers_spill_path(strata_context_t *ctx, char *buf, size_t len);
+strata_status_t tiers_storage_offset(strata_block_t *blk, uint64_t *offset_p);
+/* fdatasync the spill file after every spill (default off: the storage
+ * tier is scratch space; the benchmark measures both). */
+void tiers_set_spill_fsync(strata_context_t *ctx, int on);
+
+#endif
