@@ -37,6 +37,9 @@ struct strata_request {
     void            *user_result;      /* caller's result buffer */
     float           *stage;            /* owned f32 staging (16-bit reductions) */
     int              div_pending;      /* backend summed; AVG divides on completion */
+    int              blocking;         /* started by a blocking wrapper: a backend
+                                        * may run its blocking collective and
+                                        * complete before returning */
 };
 
 /* A collective backend. Reductions always arrive as f32 (the 16-bit rule);

@@ -26,17 +26,24 @@ static strata_status_t mpi_allgather(strata_group_t *g, const void *send, void *
                                      size_t count, strata_dtype_t dtype, strata_request_t *req)
 {
     MPI_Datatype t = mpi_type(dtype);
-    MPI_CALL(g, "MPI_Iallgather", MPI_Iallgather(send, (int)count, t, recv, (int)count, t,
-                                                 g->comm, &req->mpi_req));
+    if (req->blocking)
+        MPI_CALL(g, "MPI_Allgather", MPI_Allgather(send, (int)count, t, recv, (int)count, t, g->comm));
+    else
+        MPI_CALL(g, "MPI_Iallgather", MPI_Iallgather(send, (int)count, t, recv, (int)count, t,
+                                                     g->comm, &req->mpi_req));
     return STRATA_OK;
 }
 
 static strata_status_t mpi_reduce_scatter(strata_group_t *g, const float *send, float *recv,
                                           size_t count, strata_redop_t op, strata_request_t *req)
 {
-    MPI_CALL(g, "MPI_Ireduce_scatter_block",
-             MPI_Ireduce_scatter_block(send, recv, (int)count, MPI_FLOAT, MPI_SUM, g->comm,
-                                       &req->mpi_req));
+    if (req->blocking)
+        MPI_CALL(g, "MPI_Reduce_scatter_block",
+                 MPI_Reduce_scatter_block(send, recv, (int)count, MPI_FLOAT, MPI_SUM, g->comm));
+    else
+        MPI_CALL(g, "MPI_Ireduce_scatter_block",
+                 MPI_Ireduce_scatter_block(send, recv, (int)count, MPI_FLOAT, MPI_SUM, g->comm,
+                                           &req->mpi_req));
     req->div_pending = STRATA_AVG == op;
     return STRATA_OK;
 }
@@ -45,8 +52,11 @@ static strata_status_t mpi_allreduce(strata_group_t *g, const float *send, float
                                      size_t count, strata_redop_t op, strata_request_t *req)
 {
     const void *in = (send == recv) ? MPI_IN_PLACE : (const void *)send;
-    MPI_CALL(g, "MPI_Iallreduce",
-             MPI_Iallreduce(in, recv, (int)count, MPI_FLOAT, MPI_SUM, g->comm, &req->mpi_req));
+    if (req->blocking)
+        MPI_CALL(g, "MPI_Allreduce", MPI_Allreduce(in, recv, (int)count, MPI_FLOAT, MPI_SUM, g->comm));
+    else
+        MPI_CALL(g, "MPI_Iallreduce",
+                 MPI_Iallreduce(in, recv, (int)count, MPI_FLOAT, MPI_SUM, g->comm, &req->mpi_req));
     req->div_pending = STRATA_AVG == op;
     return STRATA_OK;
 }
@@ -54,14 +64,18 @@ static strata_status_t mpi_allreduce(strata_group_t *g, const float *send, float
 static strata_status_t mpi_broadcast(strata_group_t *g, void *buf, size_t count,
                                      strata_dtype_t dtype, int root, strata_request_t *req)
 {
-    MPI_CALL(g, "MPI_Ibcast",
-             MPI_Ibcast(buf, (int)count, mpi_type(dtype), root, g->comm, &req->mpi_req));
+    if (req->blocking)
+        MPI_CALL(g, "MPI_Bcast", MPI_Bcast(buf, (int)count, mpi_type(dtype), root, g->comm));
+    else
+        MPI_CALL(g, "MPI_Ibcast",
+                 MPI_Ibcast(buf, (int)count, mpi_type(dtype), root, g->comm, &req->mpi_req));
     return STRATA_OK;
 }
 
 static strata_status_t mpi_barrier(strata_group_t *g, strata_request_t *req)
 {
-    MPI_CALL(g, "MPI_Ibarrier", MPI_Ibarrier(g->comm, &req->mpi_req));
+    if (req->blocking) MPI_CALL(g, "MPI_Barrier", MPI_Barrier(g->comm));
+    else MPI_CALL(g, "MPI_Ibarrier", MPI_Ibarrier(g->comm, &req->mpi_req));
     return STRATA_OK;
 }
 

@@ -154,6 +154,31 @@ static void test_group(const grp_t *G, size_t max_count[3], size_t max_reduce[3]
                    strata_dtype_name(dt), nred);
             }
 
+            /* nonblocking: an all-gather and a reduce-scatter in flight together,
+             * polled with test, then waited (the path FSDP uses) */
+            {
+                unsigned char *ag = malloc(gs * n * esz + 1), *rs_in = malloc(gs * nred * esz + 1);
+                unsigned char *rs_out = malloc(nred * esz + 1);
+                if (!ag || !rs_in || !rs_out) bail_out("out of memory");
+                fill_pattern(dt, send, R, n);
+                for (size_t j = 0; j < gs * nred; j++) put(dt, rs_in, j, red_val(dt, R, j));
+                strata_request_t *r1 = NULL, *r2 = NULL;
+                good = STRATA_OK == strata_allgather_start(G->g, send, ag, n, dt, &r1);
+                good &= STRATA_OK == strata_reduce_scatter_start(G->g, rs_in, rs_out, nred, dt,
+                                                                 STRATA_AVG, &r2);
+                int d1 = 0;
+                for (int spin = 0; good && spin < 3 && !d1; spin++)
+                    good &= STRATA_OK == strata_request_test(r1, &d1);
+                good &= STRATA_OK == strata_request_wait(r1);
+                good &= STRATA_OK == strata_request_wait(r2);
+                for (int g = 0; good && g < gs; g++) good = check_pattern(dt, ag, g * n, member(G, g), n);
+                for (size_t i = 0; good && i < nred; i++)
+                    good = check_reduced(dt, G, gs, STRATA_AVG, gr * nred + i, get(dt, rs_out, i));
+                ok(good, "%s nonblocking allgather + reduce_scatter %s count %zu", G->name,
+                   strata_dtype_name(dt), n);
+                free(ag); free(rs_in); free(rs_out);
+            }
+
             /* broadcast from the last rank of the group */
             int root = gs - 1;
             if (gr == root) fill_pattern(dt, recv, member(G, root), n);
@@ -202,9 +227,9 @@ int main(int argc, char **argv)
 
     int valid = 0;
     for (int s = 0; s < nshards; s++) if (shards[s] > 0 && 0 == W % shards[s]) valid++;
-    /* per dtype: counts x 6 checks, +1 barrier; shard/replica groups skip the max count */
+    /* per dtype: counts x 7 checks, +1 barrier; shard/replica groups skip the max count */
     int nc = quick ? 4 : 6;
-    plan((3 * nc * 6 + 1) + valid * 2 * (3 * (nc - 1) * 6 + 1));
+    plan((3 * nc * 7 + 1) + valid * 2 * (3 * (nc - 1) * 7 + 1));
 
     if (0 == max_red_bytes) max_red_bytes = max_bytes;
     size_t max_count[3], max_reduce[3];
