@@ -34,3 +34,14 @@ TESTS += \
     t/comm-np1.t t/comm-np2.t t/comm-np3.t t/comm-np4.t t/comm-np8.t \
     t/comm-ucx.t \
     t/comm-np128.t
+
+# checkpoints (io/ckpt_*.c)
+check_PROGRAMS += t/unit_ckpt_geom.t
+t_unit_ckpt_geom_t_SOURCES = t/unit_ckpt_geom.t.c
+t_unit_ckpt_geom_t_LDADD = $(TEST_LDADD)
+TESTS += t/unit_ckpt_geom.t
+check_PROGRAMS += t/ckpt_rt
+t_ckpt_rt_SOURCES = t/ckpt_rt.c t/ckpt_synth.h
+t_ckpt_rt_LDADD = $(TEST_LDADD)
+dist_check_SCRIPTS += t/ckpt-np1.t t/ckpt-np2.t t/ckpt-np4.t
+TESTS += t/ckpt-np1.t t/ckpt-np2.t t/ckpt-np4.t
