@@ -43,5 +43,5 @@ TESTS += t/unit_ckpt_geom.t
 check_PROGRAMS += t/ckpt_rt
 t_ckpt_rt_SOURCES = t/ckpt_rt.c t/ckpt_synth.h
 t_ckpt_rt_LDADD = $(TEST_LDADD)
-dist_check_SCRIPTS += t/ckpt-np1.t t/ckpt-np2.t t/ckpt-np4.t
-TESTS += t/ckpt-np1.t t/ckpt-np2.t t/ckpt-np4.t
+dist_check_SCRIPTS += t/ckpt-np1.t t/ckpt-np2.t t/ckpt-np4.t t/ckpt-reshard.t
+TESTS += t/ckpt-np1.t t/ckpt-np2.t t/ckpt-np4.t t/ckpt-reshard.t
