@@ -37,7 +37,7 @@ typedef struct { char *buf; size_t len; } walk_t;
 static herr_t walk_cb(unsigned n, const H5E_error2_t *err, void *data)
 {
     walk_t *w = data;
-    if (0 == n && err->desc) snprintf(w->buf, w->len, "%s", err->desc);
+    if (!w->buf[0] && err->desc && err->desc[0]) snprintf(w->buf, w->len, "%s", err->desc);
     return 0;
 }
 
@@ -213,9 +213,9 @@ strata_status_t ckpt_open(strata_context_t *ctx, const char *path, MPI_Comm comm
         H5Pset_all_coll_metadata_ops(fapl, 1);
     }
     hid_t fid = H5Fopen(path, H5F_ACC_RDONLY, fapl);
+    if (fid < 0) ckpt_h5_msg(h5msg, sizeof h5msg);   /* before the next call clears the stack */
     H5Pclose(fapl);
     if (fid < 0) {
-        ckpt_h5_msg(h5msg, sizeof h5msg);
         return strata_error(ctx, STRATA_ERR_HDF5,
                             "checkpoint %s cannot be opened by HDF5 (%s); the file is damaged or truncated "
                             "(%zu bytes on disk)", path, h5msg, (size_t)sb.st_size);

@@ -387,8 +387,8 @@ strata_status_t strata_ckpt_write(strata_context_t *ctx, const strata_ckpt_layou
     /* large datasets start on 1 MiB boundaries: whole file-system blocks and
      * stripes for each writer's range */
     H5Pset_alignment(fapl, 1 << 20, 1 << 20);
-    /* small metadata objects go into 1 MiB blocks instead of between the data */
-    H5Pset_meta_block_size(fapl, 1 << 20);
+    /* small metadata objects go into 256 KiB blocks instead of between the data */
+    H5Pset_meta_block_size(fapl, 256 << 10);
     w.dcpl = H5Pcreate(H5P_DATASET_CREATE);
     H5Pset_layout(w.dcpl, H5D_CONTIGUOUS);
     H5Pset_alloc_time(w.dcpl, H5D_ALLOC_TIME_EARLY);
