@@ -443,8 +443,12 @@ strata_status_t ckpt_regions_check(strata_context_t *ctx, const char *file,
  * own large contiguous ranges, which is faster when shards are big. */
 void ckpt_set_transfer(hid_t dxpl)
 {
-    H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE);
     const char *mode = getenv("STRATA_CKPT_MPIO");
+    if (mode && !strcmp(mode, "independent")) {
+        H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_INDEPENDENT);
+        return;
+    }
+    H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE);
     if (!mode || strcmp(mode, "collective"))
         H5Pset_dxpl_mpio_collective_opt(dxpl, H5FD_MPIO_INDIVIDUAL_IO);
 }

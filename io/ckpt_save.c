@@ -363,6 +363,7 @@ strata_status_t strata_ckpt_write(strata_context_t *ctx, const strata_ckpt_layou
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     dir_of(path, dir, sizeof dir);
     hid_t fapl = -1, gmodel = -1, goptim = -1, ghalf = -1, gsum = -1;
+    double t_start = strata_now(), t_data = 0, t_close = 0, t_sync = 0;
 
     if (STRATA_F32 != half) {
         w.half_type = half_file_type(half);
@@ -396,6 +397,7 @@ strata_status_t strata_ckpt_write(strata_context_t *ctx, const strata_ckpt_layou
     w.dxpl = H5Pcreate(H5P_DATASET_XFER);
     ckpt_set_transfer(w.dxpl);
 
+    t_start = strata_now();
     w.fid = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
     if (w.fid < 0) {
         char m[256];
@@ -416,6 +418,7 @@ strata_status_t strata_ckpt_write(strata_context_t *ctx, const strata_ckpt_layou
     ckpt_attr_put_str(gsum, "algorithm", "xxh3_64");
     for (int u = 0; u < layout->nunits && STRATA_OK == st; u++)
         st = write_unit(&w, gmodel, goptim, ghalf, gsum, &layout->units[u]);
+    t_data = strata_now();
 
 out:
     if (gsum >= 0) H5Gclose(gsum);
@@ -424,6 +427,7 @@ out:
     if (gmodel >= 0) H5Gclose(gmodel);
     if (w.fid >= 0 && H5Fclose(w.fid) < 0 && STRATA_OK == st)
         st = h5fail(&w, "closing", tmp);
+    t_close = strata_now();
     if (w.dxpl >= 0) H5Pclose(w.dxpl);
     if (w.dcpl >= 0) H5Pclose(w.dcpl);
     if (fapl >= 0) H5Pclose(fapl);
@@ -438,6 +442,7 @@ out:
     if (w.writes) st = fsync_path(ctx, tmp, 0);
     st = ckpt_agree(ctx, comm, st);
     if (STRATA_OK != st) return st;
+    t_sync = strata_now();
     if (0 == ctx->rank) {
         st = fsync_path(ctx, dir, 1);
         if (STRATA_OK == st && rename(tmp, path))
@@ -445,6 +450,9 @@ out:
                               tmp, path, strerror(errno));
         if (STRATA_OK == st) st = fsync_path(ctx, dir, 1);
     }
+    strata_debug(ctx, "checkpoint %s: %.3f s data, %.3f s close, %.3f s fsync, %.3f s rename (%llu bytes written here)",
+                 path, t_data - t_start, t_close - t_data, t_sync - t_close, strata_now() - t_sync,
+                 (unsigned long long)w.bytes);
     return ckpt_agree(ctx, comm, st);
 }
 
