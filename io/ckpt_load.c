@@ -16,16 +16,26 @@
 #include <string.h>
 #include <xxhash.h>
 
+/* where a load spends its time (debug log) */
+static double t_read, t_hash, t_sync, t_meta;
+
 typedef struct loader {
     strata_context_t *ctx;
     strata_ckpt_layout_t *L;
     const char *file;
     hid_t fid, dxpl;
     MPI_Comm comm;
+    /* The first failure of this rank alone (checksum, memory, read). The
+     * rank keeps taking part in the collective metadata calls without
+     * reading, and the ranks agree once per unit: no barrier per tensor,
+     * so one rank's slow read does not hold up the others' next one. */
+    strata_status_t local;
 } loader_t;
 
-/* Read one tensor's part of this rank's shard into dst (shard-relative
- * pointer already applied), verifying the regions this rank owns. */
+/* Read one tensor's part of this rank's shard, verifying the regions this
+ * rank owns. Returns a structural error (missing dataset, wrong shape or
+ * dtype, bad checksum table): the same on every rank, since all read the
+ * same metadata. Failures of this rank alone go to ld->local. */
 static strata_status_t read_tensor(loader_t *ld, const char *path, const strata_ckpt_param_t *P,
                                    const ckpt_sumtab_t *tab, uint64_t sa, uint64_t sb, float *shard)
 {
@@ -33,6 +43,7 @@ static strata_status_t read_tensor(loader_t *ld, const char *path, const strata_
     strata_status_t st = STRATA_OK;
     hid_t ds = -1, fs = -1, ms = -1;
     float *tmp = NULL;
+    double t0;
     uint64_t numel, lo, hi, ta = 0, tb = 0;
     ckpt_numel(P->ndims, P->dims, &numel);
 
@@ -46,10 +57,9 @@ static strata_status_t read_tensor(loader_t *ld, const char *path, const strata_
     if (STRATA_OK == st && !(e = ckpt_sumtab_find(tab, path)))
         st = strata_error(ctx, STRATA_ERR_FORMAT, "%s: %s has no entry in its unit's checksum table", ld->file, path);
     if (STRATA_OK == st) st = ckpt_regions_check(ctx, ld->file, e, numel);
-    st = ckpt_agree(ctx, ld->comm, st);
     if (STRATA_OK != st) goto out;
 
-    if (ckpt_overlap(sa, sb, P->offset, P->offset + numel, &lo, &hi)) {
+    if (STRATA_OK == ld->local && ckpt_overlap(sa, sb, P->offset, P->offset + numel, &lo, &hi)) {
         ta = lo - P->offset;
         tb = hi - P->offset;
     }
@@ -87,13 +97,17 @@ static strata_status_t read_tensor(loader_t *ld, const char *path, const strata_
         H5Sselect_none(fs);
         H5Sselect_none(ms);
     }
-    if (H5Dread(ds, H5T_NATIVE_FLOAT, ms, fs, ld->dxpl, n ? (void *)buf : (void *)dummy) < 0 &&
+    t0 = strata_now();
+    herr_t rrc = H5Dread(ds, H5T_NATIVE_FLOAT, ms, fs, ld->dxpl, n ? (void *)buf : (void *)dummy);
+    t_read += strata_now() - t0;
+    if (rrc < 0 &&
         STRATA_OK == st) {
         char m[256];
         st = strata_error(ctx, STRATA_ERR_HDF5, "%s: reading elements [%llu, %llu) of %s failed (%s)",
                           ld->file, (unsigned long long)ta, (unsigned long long)te, path,
                           ckpt_h5_msg(m, sizeof m));
     }
+    t0 = strata_now();
     for (int r = r0; STRATA_OK == st && r < r1; r++) {
         const ckpt_region_t *g = &e->regions[r];
         uint64_t h = XXH3_64bits(buf + (g->off - ta), (size_t)g->len * sizeof(float));
@@ -106,7 +120,9 @@ static strata_status_t read_tensor(loader_t *ld, const char *path, const strata_
                               (unsigned long long)g->hash, (unsigned long long)h);
     }
     if (STRATA_OK == st && tmp && tb > ta) memcpy(dst, tmp, (size_t)(tb - ta) * sizeof(float));
-    st = ckpt_agree(ctx, ld->comm, st);
+    t_hash += strata_now() - t0;
+    if (STRATA_OK != st && STRATA_OK == ld->local) ld->local = st;
+    st = STRATA_OK;
 out:
     free(tmp);
     if (ms >= 0) H5Sclose(ms);
@@ -158,6 +174,10 @@ static strata_status_t load_unit(loader_t *ld, strata_ckpt_unit_t *U)
         }
     }
     ckpt_sumtab_free(&tab);
+    if (STRATA_OK == st) st = ld->local;
+    double t0 = strata_now();
+    st = ckpt_agree(ctx, ld->comm, st);
+    t_sync += strata_now() - t0;
     return st;
 }
 
@@ -222,7 +242,9 @@ strata_status_t strata_ckpt_load(strata_context_t *ctx, strata_ckpt_layout_t *la
 
     ckpt_h5quiet_t quiet;
     ckpt_h5_quiet(&quiet);
-    loader_t ld = { ctx, layout, path, -1, -1, ctx->comm };
+    double t_start = strata_now();
+    t_read = t_hash = t_sync = t_meta = 0;
+    loader_t ld = { ctx, layout, path, -1, -1, ctx->comm, STRATA_OK };
     ckpt_header_t hdr;
     st = ckpt_open(ctx, path, ctx->comm, &ld.fid, &hdr);
     st = ckpt_agree(ctx, ctx->comm, st);
@@ -246,5 +268,7 @@ strata_status_t strata_ckpt_load(strata_context_t *ctx, strata_ckpt_layout_t *la
     }
 out:
     ckpt_h5_restore(&quiet);
+    strata_debug(ctx, "load %s: %.3f s in all: %.3f s reading, %.3f s hashing, %.3f s waiting for other ranks",
+                 path, strata_now() - t_start, t_read, t_hash, t_sync);
     return ckpt_agree(ctx, ctx->comm, st);
 }

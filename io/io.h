@@ -146,8 +146,8 @@ strata_status_t ckpt_layout_check(strata_context_t *ctx, MPI_Comm comm,
  * or "..", printable. */
 int ckpt_name_ok(const char *name);
 
-/* Collective transfers; under them each rank does its own I/O unless
- * STRATA_CKPT_MPIO=collective asks MPI-IO to aggregate. */
+/* The data transfer mode: independent unless STRATA_CKPT_MPIO says
+ * collective or individual (see ckpt_h5.c). */
 void ckpt_set_transfer(hid_t dxpl);
 
 /* The step numbers of dir's step-<8+ digits>.h5 files, ascending, into a
