@@ -60,15 +60,25 @@ static void die(const char *what)
 }
 
 /* Raw reference: each rank writes its contiguous part of one file, fsyncs. */
+/* Both sides start from no file: deleting the previous one is not timed
+ * (a checkpoint save makes a new file; rank 0 creates the raw one inside
+ * the timed region, as HDF5 does). */
+static void remove_before(const char *path)
+{
+    if (0 == R) unlink(path);
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
 static double raw_write(const char *path, const char *buf, size_t off, size_t len)
 {
+    remove_before(path);
+    double t0 = MPI_Wtime();
     if (0 == R) {
         int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         if (fd < 0) die("create raw file");
         close(fd);
     }
     MPI_Barrier(MPI_COMM_WORLD);
-    double t0 = MPI_Wtime();
     int fd = open(path, O_WRONLY);
     if (fd < 0) die("open raw file");
     for (size_t done = 0; done < len;) {
@@ -167,7 +177,7 @@ int main(int argc, char **argv)
     snprintf(rawpath, sizeof rawpath, "%s/ckpt-bench-raw-%d.bin", dir, W);
     double ts[51], tw[51], tl[51], tr[51];
     for (int k = 0; k < repeats; k++) {
-        MPI_Barrier(MPI_COMM_WORLD);
+        remove_before(ck);
         double t0 = MPI_Wtime();
         if (strata_ckpt_write(ctx, &L, ck, NULL)) die("strata_ckpt_write");
         ts[k] = slowest(MPI_Wtime() - t0);
