@@ -70,6 +70,11 @@ static const opt_row_t opt_table[] = {
     { "comm_check", "on",   "before each collective, check that all ranks pass the same operation, dtype, "
                             "count and root (one small allreduce); off saves a few microseconds per call",
       OFF(comm_check), OPT_BOOL, 0, NULL },
+    { "ckpt_keep",  "3",    "checkpoints kept in the checkpoint directory (the newest K; older ones are "
+                            "deleted once a new one is complete); 0 keeps all",
+      OFF(ckpt_keep), OPT_INT, 0, NULL },
+    { "ckpt_dir",   "checkpoints", "directory for step-<8 digits>.h5 checkpoints and the latest pointer",
+      OFF(ckpt_dir), STR(ckpt_dir) },
     { NULL, NULL, NULL, 0, 0, 0, NULL }
 };
 

@@ -2,6 +2,9 @@
 noinst_PROGRAMS += bench/comm_bench
 bench_comm_bench_SOURCES = bench/comm_bench.c
 bench_comm_bench_LDADD = libstrata.la
+noinst_PROGRAMS += bench/ckpt_bench
+bench_ckpt_bench_SOURCES = bench/ckpt_bench.c
+bench_ckpt_bench_LDADD = libstrata.la
 EXTRA_DIST += bench/run
 noinst_PROGRAMS += bench/tiers_bench
 bench_tiers_bench_SOURCES = bench/tiers_bench.c

@@ -135,6 +135,8 @@ typedef struct strata_config {
     char     schedule[16];        /* "lhs" or "naive" */
     int      threads;             /* compute threads per rank; 0 = affinity */
     int      comm_check;          /* verify ranks agree on each collective */
+    int      ckpt_keep;           /* checkpoints kept in a directory (newest K) */
+    char     ckpt_dir[512];       /* where training writes checkpoints */
 } strata_config_t;
 
 /* Fill *cfg with the defaults, then apply STRATA_<NAME> environment
@@ -274,6 +276,7 @@ const char *strata_comm_backend_name(const strata_context_t *ctx);
 /* Further parts of the API, one header each                                 */
 /* ------------------------------------------------------------------------ */
 #include "strata/tiers.h"     /* memory tiers, blocks, copy engines, events */
+#include "strata/ckpt.h"      /* HDF5 checkpoints: save, load with resharding, verify */
 
 #ifdef __cplusplus
 }

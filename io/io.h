@@ -1,6 +1,6 @@
 /*
- * io.h - internal interface of the HDF5 layer. Here: the storage tier's
- * spill file. Checkpoints (another issue) will add to this header.
+ * io.h - internal header of io/, the HDF5 layer: the storage tier's spill
+ * file (io/spill.c) and checkpoints (io/ckpt_*.c). Not installed.
  *
  * The spill file is one HDF5 file per rank in a private directory (0700,
  * file 0600). Each spilled block lives in a 1-D uint8 dataset with
@@ -14,7 +14,14 @@
 #ifndef STRATA_IO_H
 #define STRATA_IO_H
 
+#include <stdint.h>
+#include <hdf5.h>
+
 #include "base/base.h"
+
+/* ======================================================================== */
+/* The storage tier's spill file (io/spill.c)                                */
+/* ======================================================================== */
 
 typedef struct io_spill io_spill_t;
 
@@ -45,5 +52,153 @@ void io_spill_close(io_spill_t *sp);
 void io_spill_remove(io_spill_t *sp);
 const char *io_spill_path(const io_spill_t *sp);
 const char *io_spill_dir(const io_spill_t *sp);
+
+/* ======================================================================== */
+/* Checkpoints (io/ckpt_*.c)                                                 */
+/* ======================================================================== */
+
+/* A box (hyperslab block) of a row-major tensor: start and count per dim. */
+typedef struct ckpt_box {
+    uint64_t start[STRATA_CKPT_MAX_DIMS];
+    uint64_t count[STRATA_CKPT_MAX_DIMS];
+} ckpt_box_t;
+
+/* A flat range of an n-d tensor needs at most 2n-1 boxes (3 for a matrix:
+ * partial first row, whole rows, partial last row). */
+#define CKPT_MAX_BOXES (2 * STRATA_CKPT_MAX_DIMS - 1)
+
+/*
+ * Decompose the flat element range [a, b) of a row-major tensor of shape
+ * dims[0..ndims-1] into boxes whose union is exactly the range, in flat
+ * order, disjoint, at most 2*ndims-1 of them. Writes the boxes into
+ * boxes[CKPT_MAX_BOXES] and returns their number (0 for an empty range), or
+ * -1 for bad arguments (ndims out of 1..MAX_DIMS, b > numel, a > b, a zero
+ * dim with a nonempty range). Pure.
+ */
+int ckpt_range_boxes(int ndims, const uint64_t *dims, uint64_t a, uint64_t b,
+                     ckpt_box_t *boxes);
+
+/* Product of dims into *numel; -1 on overflow or a bad ndims. Pure. */
+int ckpt_numel(int ndims, const uint64_t *dims, uint64_t *numel);
+
+/* Intersection of [a, b) and [c, d) into [*lo, *hi); returns 1 when it is
+ * not empty, else 0 (and *lo = *hi). Pure. */
+static inline int ckpt_overlap(uint64_t a, uint64_t b, uint64_t c, uint64_t d,
+                               uint64_t *lo, uint64_t *hi)
+{
+    uint64_t l = a > c ? a : c, h = b < d ? b : d;
+    if (l >= h) { *lo = *hi = l; return 0; }
+    *lo = l;
+    *hi = h;
+    return 1;
+}
+
+/* ---- HDF5 plumbing shared by save, load and the inspectors (ckpt_h5.c) */
+
+/* Switch HDF5's automatic error printing off and back: failures become
+ * strata messages instead of stack dumps on stderr. */
+typedef struct ckpt_h5quiet {
+    H5E_auto2_t func;
+    void       *data;
+} ckpt_h5quiet_t;
+void ckpt_h5_quiet(ckpt_h5quiet_t *q);
+void ckpt_h5_restore(const ckpt_h5quiet_t *q);
+/* The most specific message on HDF5's current error stack (or ""). */
+const char *ckpt_h5_msg(char *buf, size_t len);
+
+/* Attributes. Writes are collective under collective metadata writes: every
+ * rank passes the same values. Reads validate class, size and shape first:
+ * 0 = read, -1 = missing, -2 = wrong type, shape or size. */
+int ckpt_attr_put_str(hid_t obj, const char *name, const char *value);
+int ckpt_attr_put_i64(hid_t obj, const char *name, int64_t value);
+int ckpt_attr_put_u64(hid_t obj, const char *name, uint64_t value);
+int ckpt_attr_put_f64(hid_t obj, const char *name, double value);
+int ckpt_attr_get_str(hid_t obj, const char *name, char *buf, size_t len);
+int ckpt_attr_get_i64(hid_t obj, const char *name, int64_t *value);
+int ckpt_attr_get_f64(hid_t obj, const char *name, double *value);
+
+/* The root attributes every reader checks. */
+typedef struct ckpt_header {
+    char     format[64];
+    int64_t  version;
+    char     strata_version[64];
+    char     created[64];
+    int64_t  world_size;
+    int64_t  shard_size;
+    uint64_t step;
+} ckpt_header_t;
+
+/*
+ * Open a checkpoint read-only and check its header: comm is MPI_COMM_NULL
+ * for a single-process open (sec2 driver), else every rank of comm opens it
+ * through MPI-IO with collective metadata reads. Errors name the file:
+ * NOT_FOUND (missing), FORMAT (not HDF5, not a strata checkpoint, unknown
+ * version, bad attribute), HDF5 (HDF5 could not open it, e.g. truncated).
+ */
+strata_status_t ckpt_open(strata_context_t *ctx, const char *path, MPI_Comm comm,
+                          hid_t *file_p, ckpt_header_t *hdr);
+
+/* One checksummed region of a tensor: elements [off, off+len) in the
+ * tensor's row-major order, written by shard rank `writer`. */
+typedef struct ckpt_region {
+    uint64_t off, len, hash;
+    int      writer;
+} ckpt_region_t;
+
+typedef struct ckpt_sumtab_entry {
+    char          *path;       /* "/model/u/p", "/optim/u/p/exp_avg", ... */
+    int            nregions;   /* regions with len > 0, sorted by off */
+    ckpt_region_t *regions;
+} ckpt_sumtab_entry_t;
+
+/* The checksum table of one unit (dataset /checksums/<unit>). */
+typedef struct ckpt_sumtab {
+    int                  ntensors;
+    ckpt_sumtab_entry_t *t;
+} ckpt_sumtab_t;
+
+/* Read and validate /checksums/<unit> (dxpl: H5P_DEFAULT or a collective
+ * transfer list; all ranks then read all of it). */
+strata_status_t ckpt_sumtab_read(strata_context_t *ctx, const char *file, hid_t fid,
+                                 const char *unit, hid_t dxpl, ckpt_sumtab_t *tab);
+void ckpt_sumtab_free(ckpt_sumtab_t *tab);
+const ckpt_sumtab_entry_t *ckpt_sumtab_find(const ckpt_sumtab_t *tab, const char *path);
+/* The regions must tile [0, numel) exactly: no gap, no overlap. */
+strata_status_t ckpt_regions_check(strata_context_t *ctx, const char *file,
+                                   const ckpt_sumtab_entry_t *e, uint64_t numel);
+
+/* Select the flat range [a, b) of a row-major dataspace (none if empty). */
+int ckpt_select_range(hid_t space, int ndims, const uint64_t *dims, uint64_t a, uint64_t b);
+
+/* Check a dataset's type and shape: class float of 4 bytes when want_f32,
+ * and exactly ndims/dims. MISMATCH names file and dataset. */
+strata_status_t ckpt_check_dataset(strata_context_t *ctx, const char *file, const char *path,
+                                   hid_t dset, int ndims, const uint64_t *dims);
+
+/* Every rank leaves with the same status and message: the first failing
+ * rank's (lowest status, then lowest rank). Collective over comm. */
+strata_status_t ckpt_agree(strata_context_t *ctx, MPI_Comm comm, strata_status_t st);
+
+/* Check a caller's layout (names, sizes, overlaps, pointers, S, W, this
+ * rank's place) and that every rank of comm passes the same structure.
+ * Collective; every rank returns the same status. */
+strata_status_t ckpt_layout_check(strata_context_t *ctx, MPI_Comm comm,
+                                  const strata_ckpt_layout_t *layout, const char *what);
+
+/* Names usable as HDF5 link names: 1..MAX_NAME-1 bytes, no '/', not "."
+ * or "..", printable. */
+int ckpt_name_ok(const char *name);
+
+/* The data transfer mode: independent unless STRATA_CKPT_MPIO says
+ * collective or individual (see ckpt_h5.c). */
+void ckpt_set_transfer(hid_t dxpl);
+
+/* The step numbers of dir's step-<8+ digits>.h5 files, ascending, into a
+ * malloc'ed *steps_p; returns their number, -1 if dir cannot be read. */
+int ckpt_list_steps(const char *dir, long long **steps_p);
+
+/* Test hook: STRATA_TEST_CKPT_KILL_AFTER=BYTES makes rank 1 raise SIGKILL
+ * once it has written that many bytes of tensor data in a save. */
+#define CKPT_KILL_ENV "STRATA_TEST_CKPT_KILL_AFTER"
 
 #endif

@@ -1,4 +1,10 @@
-# io/ - HDF5: the storage tier's spill file format.
+# io/ - HDF5: the storage tier's spill file (spill.c) and checkpoints (ckpt_*.c).
 libstrata_la_SOURCES += \
     io/io.h \
-    io/spill.c
+    io/spill.c \
+    io/ckpt_geom.c \
+    io/ckpt_h5.c \
+    io/ckpt_layout.c \
+    io/ckpt_save.c \
+    io/ckpt_load.c \
+    io/ckpt_inspect.c

@@ -62,3 +62,17 @@ t_tiers_storage_t_LDADD = $(TEST_LDADD) $(HDF5_LIBS)
 t_tiers_link_t_LDADD = $(TEST_LDADD)
 t_tiers_cuda_t_LDADD = $(TEST_LDADD) $(CUDA_LIBS)
 TESTS += t/tiers_arena.t t/tiers_move.t t/tiers_storage.t t/tiers_link.t t/tiers_cuda.t
+# checkpoints (io/ckpt_*.c)
+check_PROGRAMS += t/unit_ckpt_geom.t
+t_unit_ckpt_geom_t_SOURCES = t/unit_ckpt_geom.t.c
+t_unit_ckpt_geom_t_LDADD = $(TEST_LDADD)
+TESTS += t/unit_ckpt_geom.t
+check_PROGRAMS += t/ckpt_rt t/ckpt_bad
+t_ckpt_bad_SOURCES = t/ckpt_bad.c t/ckpt_synth.h
+t_ckpt_bad_LDADD = $(TEST_LDADD) $(HDF5_LIBS)
+t_ckpt_rt_SOURCES = t/ckpt_rt.c t/ckpt_synth.h
+t_ckpt_rt_LDADD = $(TEST_LDADD)
+dist_check_SCRIPTS += t/ckpt-np1.t t/ckpt-np2.t t/ckpt-np4.t t/ckpt-reshard.t t/ckpt-bad.t t/ckpt-kill.t t/ckpt-cli.t t/ckpt-h5dump.t
+TESTS += t/ckpt-np1.t t/ckpt-np2.t t/ckpt-np4.t t/ckpt-reshard.t t/ckpt-bad.t t/ckpt-kill.t t/ckpt-cli.t t/ckpt-h5dump.t
+# h5dump, when configure found it, for t/ckpt-h5dump.t
+AM_TESTS_ENVIRONMENT += H5DUMP='$(H5DUMP)'; export H5DUMP;

@@ -3,6 +3,7 @@
  *
  *   strata config [-v] [NAME=VALUE ...]   print the options in effect
  *   strata version                        library and build information
+ *   strata ckpt info|verify|diff ...      inspect checkpoints (tools/ckpt_cmd.c)
  *
  * Further subcommands (ckpt, trace, plan) join this table as they land.
  */
@@ -77,9 +78,12 @@ static int cmd_version(int argc, char **argv)
     return 0;
 }
 
+int strata_cmd_ckpt(int argc, char **argv);   /* tools/ckpt_cmd.c */
+
 static const subcommand_t subcommands[] = {
     { "config",  "[-v] [NAME=VALUE ...]", "print the options in effect (defaults + STRATA_* + args)", cmd_config },
     { "version", "",                      "print library, MPI and build information",                 cmd_version },
+    { "ckpt",    "info|verify|diff FILE...", "inspect, verify (checksums) and compare HDF5 checkpoints", strata_cmd_ckpt },
     { NULL, NULL, NULL, NULL }
 };
 

@@ -1,0 +1,223 @@
+/*
+ * ckpt_bench.c - checkpoint save and load against raw parallel file I/O of
+ * the same size in the same directory, in the same run, interleaved
+ * (save, raw write, load, raw read) over the repeats; medians reported.
+ *
+ *   ckpt_bench [--json] [--header] [--bytes SIZE] [--repeats N] [--dir DIR]
+ *
+ * SIZE is the model + optimizer state (fp32 parameters, exp_avg,
+ * exp_avg_sq: three equal parts), default 1G. Raw reference: every rank
+ * pwrite()s / pread()s its own contiguous 1/W of one file. Both sides
+ * fsync before a write counts as done, and both drop their file from the
+ * page cache (posix_fadvise DONTNEED) before a timed read. A time is the
+ * slowest rank's; GB/s are 1e9 bytes per second of state bytes.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "strata.h"
+
+#define NUNITS 4
+
+static int W, R;
+static strata_context_t *ctx;
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static double slowest(double t)
+{
+    double m;
+    MPI_Allreduce(&t, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return m;
+}
+
+static void drop_cache(const char *path)
+{
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return;
+    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    close(fd);
+}
+
+static void die(const char *what)
+{
+    fprintf(stderr, "ckpt_bench rank %d: %s: %s\n", R, what, ctx ? strata_last_error(ctx) : strerror(errno));
+    MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+/* Raw reference: each rank writes its contiguous part of one file, fsyncs. */
+/* Both sides start from no file: deleting the previous one is not timed
+ * (a checkpoint save makes a new file; rank 0 creates the raw one inside
+ * the timed region, as HDF5 does). */
+static void remove_before(const char *path)
+{
+    if (0 == R) unlink(path);
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
+static double raw_write(const char *path, const char *buf, size_t off, size_t len)
+{
+    remove_before(path);
+    double t0 = MPI_Wtime();
+    if (0 == R) {
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0) die("create raw file");
+        close(fd);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    int fd = open(path, O_WRONLY);
+    if (fd < 0) die("open raw file");
+    for (size_t done = 0; done < len;) {
+        ssize_t n = pwrite(fd, buf + done, len - done, (off_t)(off + done));
+        if (n <= 0) die("pwrite");
+        done += (size_t)n;
+    }
+    if (fsync(fd)) die("fsync");
+    close(fd);
+    return slowest(MPI_Wtime() - t0);
+}
+
+static double raw_read(const char *path, char *buf, size_t off, size_t len)
+{
+    drop_cache(path);
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) die("open raw file");
+    for (size_t done = 0; done < len;) {
+        ssize_t n = pread(fd, buf + done, len - done, (off_t)(off + done));
+        if (n <= 0) die("pread");
+        done += (size_t)n;
+    }
+    close(fd);
+    return slowest(MPI_Wtime() - t0);
+}
+
+int main(int argc, char **argv)
+{
+    int json = 0, header = 0, repeats = 3;
+    size_t bytes = (size_t)1 << 30;
+    const char *dir = "/tmp";
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--json")) json = 1;
+        else if (!strcmp(argv[i], "--header")) header = 1;
+        else if (!strcmp(argv[i], "--repeats") && i + 1 < argc) repeats = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--bytes") && i + 1 < argc) strata_parse_size(argv[++i], &bytes);
+        else if (!strcmp(argv[i], "--dir") && i + 1 < argc) dir = argv[++i];
+        else {
+            fprintf(stderr, "usage: ckpt_bench [--json] [--header] [--bytes SIZE] [--repeats N] [--dir DIR]\n");
+            return 2;
+        }
+    }
+    if (repeats < 1 || repeats > 51) repeats = 3;
+    int provided;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_size(MPI_COMM_WORLD, &W);
+    MPI_Comm_rank(MPI_COMM_WORLD, &R);
+    if (strata_init(MPI_COMM_WORLD, NULL, &ctx)) die("strata_init");
+
+    /* NUNITS units, each a [rows, 1000] matrix and a 1-d tail whose sizes
+     * are not multiples of W: shards cut rows and span both parameters */
+    uint64_t per_unit = bytes / 12 / NUNITS;      /* parameter elements per unit */
+    if (per_unit < 2000) per_unit = 2000;
+    strata_ckpt_unit_t units[NUNITS];
+    strata_ckpt_param_t params[NUNITS][2];
+    strata_ckpt_state_t states[NUNITS][2];
+    strata_ckpt_scalar_t scalars[NUNITS][1];
+    static const char *const unames[NUNITS] = { "block.0", "block.1", "block.2", "block.3" };
+    size_t shard_total = 0;
+    for (int u = 0; u < NUNITS; u++) {
+        uint64_t rows = per_unit * 9 / 10 / 1000, tail = per_unit - rows * 1000 + 7;
+        params[u][0] = (strata_ckpt_param_t){ "w", 2, { rows, 1000 }, 0 };
+        params[u][1] = (strata_ckpt_param_t){ "b", 1, { tail }, rows * 1000 };
+        uint64_t n = rows * 1000 + tail, npad = (n + (uint64_t)W - 1) / (uint64_t)W * (uint64_t)W;
+        size_t len = (size_t)(npad / (uint64_t)W);
+        float *sh = malloc(len * sizeof(float)), *m = malloc(len * sizeof(float)), *v = malloc(len * sizeof(float));
+        if (!sh || !m || !v) die("malloc");
+        for (size_t i = 0; i < len; i++) {
+            sh[i] = (float)(i % 1000) * 0.001f + (float)R;
+            m[i] = -sh[i];
+            v[i] = sh[i] * sh[i];
+        }
+        states[u][0] = (strata_ckpt_state_t){ "exp_avg", m };
+        states[u][1] = (strata_ckpt_state_t){ "exp_avg_sq", v };
+        scalars[u][0] = (strata_ckpt_scalar_t){ "step", 1 };
+        units[u] = (strata_ckpt_unit_t){ unames[u], npad, 2, params[u], sh, 2, states[u], 1, scalars[u] };
+        shard_total += 3 * len * sizeof(float);
+    }
+    strata_ckpt_layout_t L = { NUNITS, units, W, R, 0, W, { 1, 0, NULL, 0 }, 0, NULL };
+    size_t state_bytes = 0;
+    MPI_Allreduce(&shard_total, &state_bytes, 1, MPI_UNSIGNED_LONG, MPI_SUM, MPI_COMM_WORLD);
+
+    /* raw reference: the same bytes, each rank one contiguous part */
+    size_t raw_len = shard_total;
+    size_t raw_off = 0;
+    MPI_Exscan(&raw_len, &raw_off, 1, MPI_UNSIGNED_LONG, MPI_SUM, MPI_COMM_WORLD);
+    if (0 == R) raw_off = 0;
+    char *raw = malloc(raw_len);
+    if (!raw) die("malloc raw");
+    memset(raw, 0x3c, raw_len);
+
+    char ck[4096], rawpath[4096];
+    snprintf(ck, sizeof ck, "%s/ckpt-bench-%d.h5", dir, W);
+    snprintf(rawpath, sizeof rawpath, "%s/ckpt-bench-raw-%d.bin", dir, W);
+    double ts[51], tw[51], tl[51], tr[51];
+    for (int k = 0; k < repeats; k++) {
+        remove_before(ck);
+        double t0 = MPI_Wtime();
+        if (strata_ckpt_write(ctx, &L, ck, NULL)) die("strata_ckpt_write");
+        ts[k] = slowest(MPI_Wtime() - t0);
+        tw[k] = raw_write(rawpath, raw, raw_off, raw_len);
+
+        drop_cache(ck);
+        MPI_Barrier(MPI_COMM_WORLD);
+        t0 = MPI_Wtime();
+        if (strata_ckpt_load(ctx, &L, ck)) die("strata_ckpt_load");
+        tl[k] = slowest(MPI_Wtime() - t0);
+        tr[k] = raw_read(rawpath, raw, raw_off, raw_len);
+    }
+    if (0 == R) {
+        unlink(ck);
+        unlink(rawpath);
+    }
+    double gb = (double)state_bytes / 1e9;
+    double save = gb / median(ts, repeats), rw = gb / median(tw, repeats);
+    double load = gb / median(tl, repeats), rr = gb / median(tr, repeats);
+    if (0 == R) {
+        if (json) {
+            printf("{\"ranks\":%d,\"bytes\":%zu,\"save_gbs\":%.4f,\"raw_write_gbs\":%.4f,\"save_ratio\":%.4f,"
+                   "\"load_gbs\":%.4f,\"raw_read_gbs\":%.4f,\"load_ratio\":%.4f,\"repeats\":%d}\n",
+                   W, state_bytes, save, rw, save / rw, load, rr, load / rr, repeats);
+        } else {
+            if (header)
+                printf("%5s %12s %9s %9s %7s %9s %9s %7s   (GB/s, medians of %d)\n", "ranks", "bytes",
+                       "save", "raw_wr", "ratio", "load", "raw_rd", "ratio", repeats);
+            printf("%5d %12zu %9.3f %9.3f %7.2f %9.3f %9.3f %7.2f\n", W, state_bytes, save, rw, save / rw,
+                   load, rr, load / rr);
+        }
+        fflush(stdout);
+    }
+    for (int u = 0; u < NUNITS; u++) {
+        free(units[u].shard);
+        free(states[u][0].shard);
+        free(states[u][1].shard);
+    }
+    free(raw);
+    strata_finalize(ctx);
+    MPI_Finalize();
+    return 0;
+}

@@ -1,0 +1,274 @@
+/*
+ * ckpt_load.c - collective checkpoint reads with resharding.
+ *
+ * Each rank reads exactly the elements of its new shard from the full
+ * tensors, whatever S and W wrote the file. Checksums: every recorded
+ * region (one old writer's part of a tensor) is verified by the one
+ * replica-0 rank whose new range contains the region's first element; that
+ * rank extends its read to the region's end. With unchanged S and W the
+ * regions are the shards themselves and nothing extra is read.
+ */
+#include "config.h"
+#include "base/base.h"
+#include "io/io.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+/* where a load spends its time (debug log) */
+static double t_read, t_hash, t_sync, t_meta;
+
+typedef struct loader {
+    strata_context_t *ctx;
+    strata_ckpt_layout_t *L;
+    const char *file;
+    hid_t fid, dxpl;
+    MPI_Comm comm;
+    /* The first failure of this rank alone (checksum, memory, read). The
+     * rank keeps taking part in the collective metadata calls without
+     * reading, and the ranks agree once per unit: no barrier per tensor,
+     * so one rank's slow read does not hold up the others' next one. */
+    strata_status_t local;
+} loader_t;
+
+/* Read one tensor's part of this rank's shard, verifying the regions this
+ * rank owns. Returns a structural error (missing dataset, wrong shape or
+ * dtype, bad checksum table): the same on every rank, since all read the
+ * same metadata. Failures of this rank alone go to ld->local. */
+static strata_status_t read_tensor(loader_t *ld, const char *path, const strata_ckpt_param_t *P,
+                                   const ckpt_sumtab_t *tab, uint64_t sa, uint64_t sb, float *shard)
+{
+    strata_context_t *ctx = ld->ctx;
+    strata_status_t st = STRATA_OK;
+    hid_t ds = -1, fs = -1, ms = -1;
+    float *tmp = NULL;
+    double t0;
+    uint64_t numel, lo, hi, ta = 0, tb = 0;
+    ckpt_numel(P->ndims, P->dims, &numel);
+
+    /* structure: the same answer on every rank (same metadata) */
+    if (H5Lexists(ld->fid, path, H5P_DEFAULT) <= 0 || (ds = H5Dopen2(ld->fid, path, H5P_DEFAULT)) < 0) {
+        H5Eclear2(H5E_DEFAULT);
+        st = strata_error(ctx, STRATA_ERR_NOT_FOUND, "%s: dataset %s is missing", ld->file, path);
+    }
+    if (STRATA_OK == st) st = ckpt_check_dataset(ctx, ld->file, path, ds, P->ndims, P->dims);
+    const ckpt_sumtab_entry_t *e = NULL;
+    if (STRATA_OK == st && !(e = ckpt_sumtab_find(tab, path)))
+        st = strata_error(ctx, STRATA_ERR_FORMAT, "%s: %s has no entry in its unit's checksum table", ld->file, path);
+    if (STRATA_OK == st) st = ckpt_regions_check(ctx, ld->file, e, numel);
+    if (STRATA_OK != st) goto out;
+
+    if (STRATA_OK == ld->local && ckpt_overlap(sa, sb, P->offset, P->offset + numel, &lo, &hi)) {
+        ta = lo - P->offset;
+        tb = hi - P->offset;
+    }
+    /* regions to verify: those that start inside [ta, tb) (replica 0 only) */
+    int r0 = 0, r1 = 0;
+    uint64_t te = tb;
+    if (0 == ld->L->replica && tb > ta) {
+        while (r0 < e->nregions && e->regions[r0].off < ta) r0++;
+        r1 = r0;
+        while (r1 < e->nregions && e->regions[r1].off < tb) r1++;
+        if (r1 > r0) {
+            const ckpt_region_t *last = &e->regions[r1 - 1];
+            if (last->off + last->len > te) te = last->off + last->len;
+        }
+    }
+    float *dst = tb > ta ? shard + (P->offset + ta - sa) : NULL;
+    float *buf = dst;
+    if (te > tb) {
+        tmp = malloc((size_t)(te - ta) * sizeof(float));
+        if (!tmp)
+            st = strata_error(ctx, STRATA_ERR_NOMEM, "%s: no memory to verify %s (%llu elements)",
+                              ld->file, path, (unsigned long long)(te - ta));
+        else buf = tmp;
+    }
+    if (STRATA_OK != st) te = ta = tb = 0;   /* still take part in the collective read */
+
+    hsize_t n = te - ta, mdim = n ? n : 1;
+    static float dummy[1];
+    fs = H5Dget_space(ds);
+    ms = H5Screate_simple(1, &mdim, NULL);
+    if (fs < 0 || ms < 0 || ckpt_select_range(fs, P->ndims, P->dims, ta, te) < 0 ||
+        (0 == n && H5Sselect_none(ms) < 0)) {
+        st = strata_error(ctx, STRATA_ERR_HDF5, "%s: cannot select the part of %s to read", ld->file, path);
+        n = 0;
+        H5Sselect_none(fs);
+        H5Sselect_none(ms);
+    }
+    t0 = strata_now();
+    herr_t rrc = H5Dread(ds, H5T_NATIVE_FLOAT, ms, fs, ld->dxpl, n ? (void *)buf : (void *)dummy);
+    t_read += strata_now() - t0;
+    if (rrc < 0 &&
+        STRATA_OK == st) {
+        char m[256];
+        st = strata_error(ctx, STRATA_ERR_HDF5, "%s: reading elements [%llu, %llu) of %s failed (%s)",
+                          ld->file, (unsigned long long)ta, (unsigned long long)te, path,
+                          ckpt_h5_msg(m, sizeof m));
+    }
+    t0 = strata_now();
+    for (int r = r0; STRATA_OK == st && r < r1; r++) {
+        const ckpt_region_t *g = &e->regions[r];
+        uint64_t h = XXH3_64bits(buf + (g->off - ta), (size_t)g->len * sizeof(float));
+        if (h != g->hash)
+            st = strata_error(ctx, STRATA_ERR_CHECKSUM,
+                              "%s: checksum mismatch in %s, elements [%llu, %llu) written by shard rank %d: "
+                              "stored xxh3 %016llx, computed %016llx; the file is corrupt",
+                              ld->file, path, (unsigned long long)g->off,
+                              (unsigned long long)(g->off + g->len), g->writer,
+                              (unsigned long long)g->hash, (unsigned long long)h);
+    }
+    if (STRATA_OK == st && tmp && tb > ta) memcpy(dst, tmp, (size_t)(tb - ta) * sizeof(float));
+    t_hash += strata_now() - t0;
+    if (STRATA_OK != st && STRATA_OK == ld->local) ld->local = st;
+    st = STRATA_OK;
+out:
+    free(tmp);
+    if (ms >= 0) H5Sclose(ms);
+    if (fs >= 0) H5Sclose(fs);
+    if (ds >= 0) H5Dclose(ds);
+    return st;
+}
+
+static strata_status_t load_unit(loader_t *ld, strata_ckpt_unit_t *U)
+{
+    strata_context_t *ctx = ld->ctx;
+    const strata_ckpt_layout_t *L = ld->L;
+    ckpt_sumtab_t tab;
+    uint64_t sa, sb;
+    strata_ckpt_shard_range(U->npad, L->shard_size, L->shard_rank, &sa, &sb);
+    size_t len = (size_t)(sb - sa);
+
+    /* padding and any gap between parameters read as zero */
+    memset(U->shard, 0, len * sizeof(float));
+    for (int k = 0; k < U->nstates; k++) memset(U->states[k].shard, 0, len * sizeof(float));
+
+    strata_status_t st = ckpt_sumtab_read(ctx, ld->file, ld->fid, U->name, ld->dxpl, &tab);
+    st = ckpt_agree(ctx, ld->comm, st);
+    if (STRATA_OK != st) return st;
+
+    char path[3 * STRATA_CKPT_MAX_NAME + 32];
+    if (U->nscalars) {
+        snprintf(path, sizeof path, "/optim/%s", U->name);
+        hid_t g = H5Lexists(ld->fid, "/optim", H5P_DEFAULT) > 0 && H5Lexists(ld->fid, path, H5P_DEFAULT) > 0
+                ? H5Gopen2(ld->fid, path, H5P_DEFAULT) : -1;
+        if (g < 0) st = strata_error(ctx, STRATA_ERR_NOT_FOUND, "%s: group %s is missing", ld->file, path);
+        for (int k = 0; STRATA_OK == st && k < U->nscalars; k++) {
+            int rc = ckpt_attr_get_f64(g, U->scalars[k].name, &U->scalars[k].value);
+            if (rc)
+                st = strata_error(ctx, -1 == rc ? STRATA_ERR_NOT_FOUND : STRATA_ERR_FORMAT,
+                                  "%s: optimizer scalar %s (attribute of %s) is %s", ld->file,
+                                  U->scalars[k].name, path, -1 == rc ? "missing" : "not a number");
+        }
+        if (g >= 0) H5Gclose(g);
+        H5Eclear2(H5E_DEFAULT);
+    }
+    for (int p = 0; STRATA_OK == st && p < U->nparams; p++) {
+        const strata_ckpt_param_t *P = &U->params[p];
+        snprintf(path, sizeof path, "/model/%s/%s", U->name, P->name);
+        st = read_tensor(ld, path, P, &tab, sa, sb, U->shard);
+        for (int k = 0; STRATA_OK == st && k < U->nstates; k++) {
+            snprintf(path, sizeof path, "/optim/%s/%s/%s", U->name, P->name, U->states[k].name);
+            st = read_tensor(ld, path, P, &tab, sa, sb, U->states[k].shard);
+        }
+    }
+    ckpt_sumtab_free(&tab);
+    if (STRATA_OK == st) st = ld->local;
+    double t0 = strata_now();
+    st = ckpt_agree(ctx, ld->comm, st);
+    t_sync += strata_now() - t0;
+    return st;
+}
+
+static strata_status_t load_train(loader_t *ld)
+{
+    strata_context_t *ctx = ld->ctx;
+    strata_ckpt_train_t *T = &ld->L->train;
+    strata_status_t st = STRATA_OK;
+    hid_t g = H5Gopen2(ld->fid, "/train", H5P_DEFAULT), ds = -1, sp = -1, ty = -1;
+    int64_t step = 0, pos = 0;
+    if (g < 0 || ckpt_attr_get_i64(g, "step", &step) || ckpt_attr_get_i64(g, "data_position", &pos) ||
+        step < 0 || pos < 0) {
+        st = strata_error(ctx, STRATA_ERR_FORMAT, "%s: /train lacks valid step and data_position attributes",
+                          ld->file);
+        goto out;
+    }
+    if (T->rng_len) {
+        hsize_t n = 0;
+        if (H5Lexists(g, "rng", H5P_DEFAULT) <= 0 || (ds = H5Dopen2(g, "rng", H5P_DEFAULT)) < 0) {
+            st = strata_error(ctx, STRATA_ERR_NOT_FOUND, "%s: dataset /train/rng is missing", ld->file);
+            goto out;
+        }
+        sp = H5Dget_space(ds);
+        ty = H5Dget_type(ds);
+        if (sp < 0 || ty < 0 || H5T_INTEGER != H5Tget_class(ty) || 1 != H5Tget_size(ty) ||
+            1 != H5Sget_simple_extent_ndims(sp) || H5Sget_simple_extent_dims(sp, &n, NULL) < 0 ||
+            n != T->rng_len) {
+            st = strata_error(ctx, STRATA_ERR_MISMATCH,
+                              "%s: /train/rng holds %llu bytes but the caller's RNG state has %zu",
+                              ld->file, (unsigned long long)n, T->rng_len);
+            goto out;
+        }
+        if (H5Dread(ds, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, ld->dxpl, T->rng) < 0) {
+            char m[256];
+            st = strata_error(ctx, STRATA_ERR_HDF5, "%s: reading /train/rng failed (%s)", ld->file,
+                              ckpt_h5_msg(m, sizeof m));
+            goto out;
+        }
+    }
+    T->step = (uint64_t)step;
+    T->data_pos = (uint64_t)pos;
+out:
+    H5Eclear2(H5E_DEFAULT);
+    if (ty >= 0) H5Tclose(ty);
+    if (sp >= 0) H5Sclose(sp);
+    if (ds >= 0) H5Dclose(ds);
+    if (g >= 0) H5Gclose(g);
+    return st;
+}
+
+strata_status_t strata_ckpt_load(strata_context_t *ctx, strata_ckpt_layout_t *layout,
+                                 const char *path)
+{
+    if (!ctx) return STRATA_ERR_INVALID;
+    strata_status_t st = STRATA_OK;
+    if (!path || !path[0])
+        st = strata_error(ctx, STRATA_ERR_INVALID, "strata_ckpt_load: path is NULL or empty");
+    st = ckpt_agree(ctx, ctx->comm, st);
+    if (STRATA_OK != st) return st;
+    st = ckpt_layout_check(ctx, ctx->comm, layout, path);
+    if (STRATA_OK != st) return st;
+
+    ckpt_h5quiet_t quiet;
+    ckpt_h5_quiet(&quiet);
+    double t_start = strata_now();
+    t_read = t_hash = t_sync = t_meta = 0;
+    loader_t ld = { ctx, layout, path, -1, -1, ctx->comm, STRATA_OK };
+    ckpt_header_t hdr;
+    st = ckpt_open(ctx, path, ctx->comm, &ld.fid, &hdr);
+    st = ckpt_agree(ctx, ctx->comm, st);
+    if (STRATA_OK != st) {
+        if (ld.fid >= 0) H5Fclose(ld.fid);
+        goto out;
+    }
+    ld.dxpl = H5Pcreate(H5P_DATASET_XFER);
+    ckpt_set_transfer(ld.dxpl);
+    strata_debug(ctx, "loading %s: step %llu written by %lld ranks (S=%lld), reading with W=%d S=%d",
+                 path, (unsigned long long)hdr.step, (long long)hdr.world_size,
+                 (long long)hdr.shard_size, layout->world_size, layout->shard_size);
+    st = load_train(&ld);
+    st = ckpt_agree(ctx, ctx->comm, st);
+    for (int u = 0; STRATA_OK == st && u < layout->nunits; u++)
+        st = load_unit(&ld, &layout->units[u]);
+    H5Pclose(ld.dxpl);
+    if (H5Fclose(ld.fid) < 0 && STRATA_OK == st) {
+        char m[256];
+        st = strata_error(ctx, STRATA_ERR_HDF5, "%s: closing failed (%s)", path, ckpt_h5_msg(m, sizeof m));
+    }
+out:
+    ckpt_h5_restore(&quiet);
+    strata_debug(ctx, "load %s: %.3f s in all: %.3f s reading, %.3f s hashing, %.3f s waiting for other ranks",
+                 path, strata_now() - t_start, t_read, t_hash, t_sync);
+    return ckpt_agree(ctx, ctx->comm, st);
+}

@@ -1,0 +1,581 @@
+/*
+ * ckpt_save.c - collective, atomic checkpoint writes.
+ *
+ * All ranks open one file through MPI-IO with collective metadata; every
+ * dataset is created by all ranks together and each replica-0 rank writes
+ * the hyperslabs its flat shard covers (others select none). Each writer
+ * hashes what it wrote (XXH3) and records {offset, length, hash} per tensor
+ * in /checksums/<unit>, so any reader can verify any region. The file is
+ * written as NAME.tmp, closed, fsync'ed and only then renamed.
+ */
+#include "config.h"
+#include "base/base.h"
+#include "io/io.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+typedef struct writer {
+    strata_context_t *ctx;
+    const strata_ckpt_layout_t *L;
+    const char *file;          /* the final name, for messages */
+    hid_t  fid, dcpl, dxpl;
+    hid_t  half_type;          /* file type of the 16-bit copy, or -1 */
+    const char *half_group;    /* "model_bf16" / "model_f16" */
+    strata_dtype_t half;
+    int    rank, writes;       /* writes: this rank is in replica 0 */
+    uint16_t *half_buf;        /* shard-sized conversion buffer */
+    uint64_t bytes, kill_after;
+} writer_t;
+
+static strata_status_t h5fail(writer_t *w, const char *what, const char *obj)
+{
+    char m[256];
+    return strata_error(w->ctx, STRATA_ERR_HDF5, "%s: %s %s failed (%s)", w->file, what, obj,
+                        ckpt_h5_msg(m, sizeof m));
+}
+
+/* A 16-bit float file type HDF5 converts like any float (h5dump shows the
+ * values): bf16 = sign 15, exponent 7..14, mantissa 0..6, bias 127;
+ * f16 = IEEE binary16. */
+static hid_t half_file_type(strata_dtype_t dt)
+{
+    hid_t t = H5Tcopy(H5T_IEEE_F32LE);
+    if (t < 0) return t;
+    int bf = STRATA_BF16 == dt;
+    if (H5Tset_fields(t, 15, bf ? 7 : 10, bf ? 8 : 5, 0, bf ? 7 : 10) < 0 ||
+        H5Tset_precision(t, 16) < 0 || H5Tset_size(t, 2) < 0 ||
+        H5Tset_ebias(t, bf ? 127 : 15) < 0) {
+        H5Tclose(t);
+        return -1;
+    }
+    return t;
+}
+
+static hid_t create_dataset(writer_t *w, hid_t parent, const char *name, hid_t type,
+                            int ndims, const uint64_t *dims)
+{
+    hsize_t d[STRATA_CKPT_MAX_DIMS];
+    for (int i = 0; i < ndims; i++) d[i] = dims[i];
+    hid_t sp = H5Screate_simple(ndims, d, NULL);
+    if (sp < 0) return -1;
+    hid_t ds = H5Dcreate2(parent, name, type, sp, H5P_DEFAULT, w->dcpl, H5P_DEFAULT);
+    H5Sclose(sp);
+    return ds;
+}
+
+/*
+ * Write elements [ta, tb) of a tensor (row-major positions) from buf; an
+ * empty range still takes part in the collective write. The hash of the
+ * bytes written goes into row[0..2] = {offset, length, xxh3}.
+ */
+static strata_status_t write_range(writer_t *w, hid_t ds, const char *path, hid_t memtype,
+                                   size_t esize, int ndims, const uint64_t *dims,
+                                   uint64_t ta, uint64_t tb, const void *buf, uint64_t *row)
+{
+    strata_status_t st = STRATA_OK;
+    hid_t fs = H5Dget_space(ds);
+    hsize_t n = tb - ta;
+    hsize_t mdim = n ? n : 1;
+    hid_t ms = H5Screate_simple(1, &mdim, NULL);
+    static const float dummy[1];
+    if (fs < 0 || ms < 0 || ckpt_select_range(fs, ndims, dims, ta, tb) < 0 ||
+        (0 == n && H5Sselect_none(ms) < 0)) {
+        st = h5fail(w, "selecting the hyperslabs of", path);
+        goto out;
+    }
+    if (H5Dwrite(ds, memtype, ms, fs, w->dxpl, n ? buf : (const void *)dummy) < 0) {
+        st = h5fail(w, "writing", path);
+        goto out;
+    }
+    row[0] = ta;
+    row[1] = n;
+    row[2] = n ? XXH3_64bits(buf, (size_t)n * esize) : 0;
+    w->bytes += (uint64_t)n * esize;
+    /* test hook: die in the middle of a save, as a node failure would */
+    if (w->kill_after && 1 == w->rank && w->bytes >= w->kill_after) raise(SIGKILL);
+out:
+    if (fs >= 0) H5Sclose(fs);
+    if (ms >= 0) H5Sclose(ms);
+    return st;
+}
+
+static hid_t make_group(hid_t parent, const char *name)
+{
+    return H5Gcreate2(parent, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+}
+
+/* The checksum table of a unit: (S, T, 3) u64; writer s fills row s. */
+static strata_status_t write_sumtab(writer_t *w, hid_t gsum, const strata_ckpt_unit_t *U,
+                                    char **paths, int T, const uint64_t *rows)
+{
+    const strata_ckpt_layout_t *L = w->L;
+    strata_status_t st = STRATA_OK;
+    hsize_t dims[3] = { (hsize_t)L->shard_size, (hsize_t)T, 3 };
+    hid_t sp = H5Screate_simple(3, dims, NULL), ds = -1, ms = -1, st_t = -1, asp = -1, a = -1;
+    char *flat = NULL;
+    ds = H5Dcreate2(gsum, U->name, H5T_STD_U64LE, sp, H5P_DEFAULT, w->dcpl, H5P_DEFAULT);
+    if (ds < 0) { st = h5fail(w, "creating the checksum table of", U->name); goto out; }
+    hsize_t start[3] = { (hsize_t)L->shard_rank, 0, 0 }, count[3] = { 1, (hsize_t)T, 3 };
+    hsize_t mdim = (hsize_t)T * 3;
+    ms = H5Screate_simple(1, &mdim, NULL);
+    if (w->writes) H5Sselect_hyperslab(sp, H5S_SELECT_SET, start, NULL, count, NULL);
+    else {
+        H5Sselect_none(sp);
+        H5Sselect_none(ms);
+    }
+    if (H5Dwrite(ds, H5T_NATIVE_UINT64, ms, sp, w->dxpl, rows) < 0) {
+        st = h5fail(w, "writing the checksum table of", U->name);
+        goto out;
+    }
+    size_t slen = 2;
+    for (int i = 0; i < T; i++) if (strlen(paths[i]) + 1 > slen) slen = strlen(paths[i]) + 1;
+    flat = calloc((size_t)T, slen);
+    if (!flat) { st = strata_error(w->ctx, STRATA_ERR_NOMEM, "checkpoint: no memory for tensor names"); goto out; }
+    for (int i = 0; i < T; i++) memcpy(flat + (size_t)i * slen, paths[i], strlen(paths[i]));
+    hsize_t nt = (hsize_t)T;
+    st_t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(st_t, slen);
+    H5Tset_strpad(st_t, H5T_STR_NULLPAD);
+    asp = H5Screate_simple(1, &nt, NULL);
+    a = H5Acreate2(ds, "tensors", st_t, asp, H5P_DEFAULT, H5P_DEFAULT);
+    if (a < 0 || H5Awrite(a, st_t, flat) < 0 ||
+        ckpt_attr_put_str(ds, "columns", "offset,length,xxh3_64") < 0)
+        st = h5fail(w, "writing the tensor names of the checksum table of", U->name);
+out:
+    free(flat);
+    if (a >= 0) H5Aclose(a);
+    if (asp >= 0) H5Sclose(asp);
+    if (st_t >= 0) H5Tclose(st_t);
+    if (ms >= 0) H5Sclose(ms);
+    if (ds >= 0) H5Dclose(ds);
+    if (sp >= 0) H5Sclose(sp);
+    return st;
+}
+
+static strata_status_t write_unit(writer_t *w, hid_t gmodel, hid_t goptim, hid_t ghalf,
+                                  hid_t gsum, const strata_ckpt_unit_t *U)
+{
+    const strata_ckpt_layout_t *L = w->L;
+    strata_status_t st = STRATA_OK;
+    uint64_t sa, sb;
+    strata_ckpt_shard_range(U->npad, L->shard_size, L->shard_rank, &sa, &sb);
+    int per = 1 + U->nstates + (w->half_type >= 0 ? 1 : 0);
+    int T = U->nparams * per, t = 0;
+    char **paths = calloc((size_t)T, sizeof *paths);
+    uint64_t *rows = calloc((size_t)T * 3, sizeof *rows);
+    hid_t gm = -1, go = -1, gh = -1, gp = -1, ds = -1;
+    if (!paths || !rows) { st = strata_error(w->ctx, STRATA_ERR_NOMEM, "checkpoint: no memory"); goto out; }
+
+    if ((gm = make_group(gmodel, U->name)) < 0 || (go = make_group(goptim, U->name)) < 0 ||
+        (ghalf >= 0 && (gh = make_group(ghalf, U->name)) < 0)) {
+        st = h5fail(w, "creating the groups of unit", U->name);
+        goto out;
+    }
+    for (int k = 0; k < U->nscalars; k++) {
+        if (ckpt_attr_put_f64(go, U->scalars[k].name, U->scalars[k].value) < 0) {
+            st = h5fail(w, "writing optimizer scalar", U->scalars[k].name);
+            goto out;
+        }
+    }
+    for (int p = 0; p < U->nparams; p++) {
+        const strata_ckpt_param_t *P = &U->params[p];
+        uint64_t numel, lo, hi, ta = 0, tb = 0;
+        ckpt_numel(P->ndims, P->dims, &numel);
+        /* the part of this tensor in my shard, in tensor positions */
+        if (w->writes && ckpt_overlap(sa, sb, P->offset, P->offset + numel, &lo, &hi)) {
+            ta = lo - P->offset;
+            tb = hi - P->offset;
+        }
+        size_t at = (size_t)(P->offset + ta - sa);   /* where it starts in my shard */
+        char path[3 * STRATA_CKPT_MAX_NAME + 32];
+
+        snprintf(path, sizeof path, "/model/%s/%s", U->name, P->name);
+        if (!(paths[t] = strdup(path))) { st = STRATA_ERR_NOMEM; goto out; }
+        if ((ds = create_dataset(w, gm, P->name, H5T_IEEE_F32LE, P->ndims, P->dims)) < 0) {
+            st = h5fail(w, "creating", path);
+            goto out;
+        }
+        st = write_range(w, ds, path, H5T_NATIVE_FLOAT, 4, P->ndims, P->dims, ta, tb,
+                         U->shard + (tb > ta ? at : 0), rows + 3 * t++);
+        H5Dclose(ds);
+        ds = -1;
+        if (STRATA_OK != st) goto out;
+
+        if (U->nstates) {
+            if ((gp = make_group(go, P->name)) < 0) { st = h5fail(w, "creating the group of", path); goto out; }
+            for (int k = 0; k < U->nstates; k++) {
+                snprintf(path, sizeof path, "/optim/%s/%s/%s", U->name, P->name, U->states[k].name);
+                if (!(paths[t] = strdup(path))) { st = STRATA_ERR_NOMEM; goto out; }
+                if ((ds = create_dataset(w, gp, U->states[k].name, H5T_IEEE_F32LE, P->ndims, P->dims)) < 0) {
+                    st = h5fail(w, "creating", path);
+                    goto out;
+                }
+                st = write_range(w, ds, path, H5T_NATIVE_FLOAT, 4, P->ndims, P->dims, ta, tb,
+                                 U->states[k].shard + (tb > ta ? at : 0), rows + 3 * t++);
+                H5Dclose(ds);
+                ds = -1;
+                if (STRATA_OK != st) goto out;
+            }
+            H5Gclose(gp);
+            gp = -1;
+        }
+        if (gh >= 0) {
+            snprintf(path, sizeof path, "/%s/%s/%s", w->half_group, U->name, P->name);
+            if (!(paths[t] = strdup(path))) { st = STRATA_ERR_NOMEM; goto out; }
+            if (tb > ta && STRATA_BF16 == w->half) strata_f32_to_bf16(U->shard + at, w->half_buf, (size_t)(tb - ta));
+            else if (tb > ta) strata_f32_to_f16(U->shard + at, w->half_buf, (size_t)(tb - ta));
+            if ((ds = create_dataset(w, gh, P->name, w->half_type, P->ndims, P->dims)) < 0) {
+                st = h5fail(w, "creating", path);
+                goto out;
+            }
+            st = write_range(w, ds, path, w->half_type, 2, P->ndims, P->dims, ta, tb, w->half_buf,
+                             rows + 3 * t++);
+            H5Dclose(ds);
+            ds = -1;
+            if (STRATA_OK != st) goto out;
+        }
+    }
+    st = write_sumtab(w, gsum, U, paths, T, rows);
+out:
+    if (STRATA_ERR_NOMEM == st && !w->ctx->errmsg[0])
+        strata_error(w->ctx, st, "checkpoint: no memory for tensor paths");
+    if (ds >= 0) H5Dclose(ds);
+    if (gp >= 0) H5Gclose(gp);
+    if (gh >= 0) H5Gclose(gh);
+    if (go >= 0) H5Gclose(go);
+    if (gm >= 0) H5Gclose(gm);
+    for (int i = 0; paths && i < T; i++) free(paths[i]);
+    free(paths);
+    free(rows);
+    return st;
+}
+
+static strata_status_t write_header(writer_t *w)
+{
+    const strata_ckpt_layout_t *L = w->L;
+    char created[64] = "";
+    if (0 == w->rank) {
+        time_t now = time(NULL);
+        struct tm tm;
+        gmtime_r(&now, &tm);
+        strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    }
+    /* collective metadata writes need the same value on every rank */
+    MPI_Bcast(created, sizeof created, MPI_CHAR, 0, w->ctx->comm);
+    hid_t f = w->fid;
+    if (ckpt_attr_put_str(f, "format", STRATA_CKPT_FORMAT) < 0 ||
+        ckpt_attr_put_i64(f, "format_version", STRATA_CKPT_VERSION) < 0 ||
+        ckpt_attr_put_str(f, "strata_version", strata_version_string()) < 0 ||
+        ckpt_attr_put_i64(f, "world_size", L->world_size) < 0 ||
+        ckpt_attr_put_i64(f, "shard_size", L->shard_size) < 0 ||
+        ckpt_attr_put_str(f, "created", created) < 0 ||
+        ckpt_attr_put_str(f, "checksum", "xxh3_64") < 0)
+        return h5fail(w, "writing", "the root attributes");
+    for (int i = 0; i < L->nconfig; i++) {
+        char name[STRATA_CKPT_MAX_NAME + 8];
+        snprintf(name, sizeof name, "config.%s", L->config[i].key);
+        if (ckpt_attr_put_str(f, name, L->config[i].value) < 0) return h5fail(w, "writing attribute", name);
+    }
+
+    strata_status_t st = STRATA_OK;
+    hid_t g = make_group(f, "train"), sp = -1, ds = -1;
+    if (g < 0 || ckpt_attr_put_i64(g, "step", (int64_t)L->train.step) < 0 ||
+        ckpt_attr_put_i64(g, "data_position", (int64_t)L->train.data_pos) < 0) {
+        st = h5fail(w, "writing", "/train");
+        goto out;
+    }
+    if (L->train.rng_len) {
+        hsize_t n = L->train.rng_len;
+        sp = H5Screate_simple(1, &n, NULL);
+        ds = H5Dcreate2(g, "rng", H5T_STD_U8LE, sp, H5P_DEFAULT, w->dcpl, H5P_DEFAULT);
+        if (0 != w->rank) H5Sselect_none(sp);   /* one writer; the rest take part */
+        if (ds < 0 || H5Dwrite(ds, H5T_NATIVE_UINT8, sp, sp, w->dxpl, L->train.rng) < 0)
+            st = h5fail(w, "writing", "/train/rng");
+    }
+out:
+    if (ds >= 0) H5Dclose(ds);
+    if (sp >= 0) H5Sclose(sp);
+    if (g >= 0) H5Gclose(g);
+    return st;
+}
+
+static strata_status_t fsync_path(strata_context_t *ctx, const char *path, int dir)
+{
+    int fd = open(path, O_RDONLY | (dir ? O_DIRECTORY : 0));
+    if (fd < 0) return strata_error(ctx, STRATA_ERR_IO, "checkpoint: cannot open %s to fsync it: %s",
+                                    path, strerror(errno));
+    int rc = fsync(fd);
+    int e = errno;
+    close(fd);
+    if (rc) return strata_error(ctx, STRATA_ERR_IO, "checkpoint: fsync %s failed: %s", path, strerror(e));
+    return STRATA_OK;
+}
+
+static void dir_of(const char *path, char *dir, size_t len)
+{
+    snprintf(dir, len, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash) snprintf(dir, len, ".");
+    else if (slash == dir) dir[1] = '\0';
+    else *slash = '\0';
+}
+
+strata_status_t strata_ckpt_write(strata_context_t *ctx, const strata_ckpt_layout_t *layout,
+                                  const char *path, const strata_ckpt_save_opts_t *opts)
+{
+    if (!ctx) return STRATA_ERR_INVALID;
+    MPI_Comm comm = ctx->comm;
+    strata_status_t st = STRATA_OK;
+    if (!path || !path[0] || strlen(path) > 4000)
+        st = strata_error(ctx, STRATA_ERR_INVALID, "strata_ckpt_write: path is NULL, empty or too long");
+    st = ckpt_agree(ctx, comm, st);
+    if (STRATA_OK != st) return st;
+    st = ckpt_layout_check(ctx, comm, layout, path);
+    if (STRATA_OK != st) return st;
+    strata_dtype_t half = opts ? opts->half_copy : STRATA_F32;
+    if (STRATA_F32 != half && STRATA_BF16 != half && STRATA_F16 != half)
+        return strata_error(ctx, STRATA_ERR_INVALID, "%s: half_copy must be f32 (none), bf16 or f16", path);
+
+    ckpt_h5quiet_t quiet;
+    ckpt_h5_quiet(&quiet);
+    writer_t w;
+    memset(&w, 0, sizeof w);
+    w.ctx = ctx;
+    w.L = layout;
+    w.file = path;
+    w.rank = ctx->rank;
+    w.writes = 0 == layout->replica;
+    w.half = half;
+    w.fid = w.dcpl = w.dxpl = w.half_type = -1;
+    const char *kill = getenv(CKPT_KILL_ENV);
+    if (kill) w.kill_after = strtoull(kill, NULL, 10);
+
+    char tmp[4096 + 8], dir[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    dir_of(path, dir, sizeof dir);
+    hid_t fapl = -1, gmodel = -1, goptim = -1, ghalf = -1, gsum = -1;
+    double t_start = strata_now(), t_data = 0, t_close = 0, t_sync = 0;
+
+    if (STRATA_F32 != half) {
+        w.half_type = half_file_type(half);
+        w.half_group = STRATA_BF16 == half ? "model_bf16" : "model_f16";
+        size_t most = 1;
+        for (int u = 0; u < layout->nunits; u++) {
+            size_t len = (size_t)(layout->units[u].npad / (uint64_t)layout->shard_size);
+            if (len > most) most = len;
+        }
+        w.half_buf = malloc(most * sizeof(uint16_t));
+        if (w.half_type < 0 || !w.half_buf)
+            st = strata_error(ctx, STRATA_ERR_NOMEM, "%s: no memory for the %s copy buffer",
+                              path, strata_dtype_name(half));
+    }
+    st = ckpt_agree(ctx, comm, st);
+    if (STRATA_OK != st) goto out;
+
+    fapl = H5Pcreate(H5P_FILE_ACCESS);
+    H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL);
+    H5Pset_all_coll_metadata_ops(fapl, 1);
+    H5Pset_coll_metadata_write(fapl, 1);
+    /* large datasets start on 1 MiB boundaries: whole file-system blocks and
+     * stripes for each writer's range */
+    H5Pset_alignment(fapl, 1 << 20, 1 << 20);
+    /* small metadata objects go into 256 KiB blocks instead of between the data */
+    H5Pset_meta_block_size(fapl, 256 << 10);
+    w.dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_layout(w.dcpl, H5D_CONTIGUOUS);
+    H5Pset_alloc_time(w.dcpl, H5D_ALLOC_TIME_EARLY);
+    H5Pset_fill_time(w.dcpl, H5D_FILL_TIME_NEVER);   /* every element is written */
+    w.dxpl = H5Pcreate(H5P_DATASET_XFER);
+    ckpt_set_transfer(w.dxpl);
+
+    t_start = strata_now();
+    w.fid = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    if (w.fid < 0) {
+        char m[256];
+        st = strata_error(ctx, STRATA_ERR_HDF5, "checkpoint: cannot create %s (%s); is the directory writable?",
+                          tmp, ckpt_h5_msg(m, sizeof m));
+        goto out;
+    }
+    st = write_header(&w);
+    if (STRATA_OK != st) goto out;
+    gmodel = make_group(w.fid, "model");
+    goptim = make_group(w.fid, "optim");
+    gsum = make_group(w.fid, "checksums");
+    if (w.half_type >= 0) ghalf = make_group(w.fid, w.half_group);
+    if (gmodel < 0 || goptim < 0 || gsum < 0 || (w.half_type >= 0 && ghalf < 0)) {
+        st = h5fail(&w, "creating", "the top-level groups");
+        goto out;
+    }
+    ckpt_attr_put_str(gsum, "algorithm", "xxh3_64");
+    for (int u = 0; u < layout->nunits && STRATA_OK == st; u++)
+        st = write_unit(&w, gmodel, goptim, ghalf, gsum, &layout->units[u]);
+    t_data = strata_now();
+
+out:
+    if (gsum >= 0) H5Gclose(gsum);
+    if (ghalf >= 0) H5Gclose(ghalf);
+    if (goptim >= 0) H5Gclose(goptim);
+    if (gmodel >= 0) H5Gclose(gmodel);
+    if (w.fid >= 0 && H5Fclose(w.fid) < 0 && STRATA_OK == st)
+        st = h5fail(&w, "closing", tmp);
+    t_close = strata_now();
+    if (w.dxpl >= 0) H5Pclose(w.dxpl);
+    if (w.dcpl >= 0) H5Pclose(w.dcpl);
+    if (fapl >= 0) H5Pclose(fapl);
+    if (w.half_type >= 0) H5Tclose(w.half_type);
+    free(w.half_buf);
+    ckpt_h5_restore(&quiet);
+    st = ckpt_agree(ctx, comm, st);
+    if (STRATA_OK != st) return st;
+
+    /* durable before visible: every writer flushes what it wrote, then
+     * rank 0 makes the name point at complete data */
+    if (w.writes) st = fsync_path(ctx, tmp, 0);
+    st = ckpt_agree(ctx, comm, st);
+    if (STRATA_OK != st) return st;
+    t_sync = strata_now();
+    if (0 == ctx->rank) {
+        st = fsync_path(ctx, dir, 1);
+        if (STRATA_OK == st && rename(tmp, path))
+            st = strata_error(ctx, STRATA_ERR_IO, "checkpoint: rename %s -> %s failed: %s",
+                              tmp, path, strerror(errno));
+        if (STRATA_OK == st) st = fsync_path(ctx, dir, 1);
+    }
+    strata_debug(ctx, "checkpoint %s: %.3f s data, %.3f s close, %.3f s fsync, %.3f s rename (%llu bytes written here)",
+                 path, t_data - t_start, t_close - t_data, t_sync - t_close, strata_now() - t_sync,
+                 (unsigned long long)w.bytes);
+    return ckpt_agree(ctx, comm, st);
+}
+
+/* ------------------------------------------------ directory rotation --- */
+
+/* step-<digits>.h5 -> step number; -1 for anything else. */
+static long long step_of(const char *name)
+{
+    if (strncmp(name, "step-", 5)) return -1;
+    const char *p = name + 5;
+    long long v = 0;
+    int nd = 0;
+    for (; *p >= '0' && *p <= '9'; p++, nd++) {
+        if (v > (1LL << 55)) return -1;
+        v = v * 10 + (*p - '0');
+    }
+    if (nd < 8 || strcmp(p, ".h5")) return -1;
+    return v;
+}
+
+int ckpt_list_steps(const char *dir, long long **steps_p)
+{
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    int n = 0, cap = 0;
+    long long *v = NULL;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        long long s = step_of(e->d_name);
+        if (s < 0) continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 16;
+            long long *nv = realloc(v, (size_t)cap * sizeof *v);
+            if (!nv) { free(v); closedir(d); return -1; }
+            v = nv;
+        }
+        v[n++] = s;
+    }
+    closedir(d);
+    for (int i = 1; i < n; i++)           /* insertion sort, ascending */
+        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            long long t = v[j]; v[j] = v[j - 1]; v[j - 1] = t;
+        }
+    *steps_p = v;
+    return n;
+}
+
+/* Point dir/latest at name (latest.tmp + fsync + rename + fsync dir). */
+static strata_status_t write_latest(strata_context_t *ctx, const char *dir, const char *name)
+{
+    char tmp[4200], fin[4200];
+    snprintf(tmp, sizeof tmp, "%s/latest.tmp", dir);
+    snprintf(fin, sizeof fin, "%s/latest", dir);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) return strata_error(ctx, STRATA_ERR_IO, "checkpoint: cannot write %s: %s", tmp, strerror(errno));
+    char line[300];
+    int n = snprintf(line, sizeof line, "%s\n", name);
+    int bad = write(fd, line, (size_t)n) != n || fsync(fd);
+    int e = errno;
+    close(fd);
+    if (bad) return strata_error(ctx, STRATA_ERR_IO, "checkpoint: writing %s failed: %s", tmp, strerror(e));
+    if (rename(tmp, fin))
+        return strata_error(ctx, STRATA_ERR_IO, "checkpoint: rename %s -> %s failed: %s", tmp, fin, strerror(errno));
+    return fsync_path(ctx, dir, 1);
+}
+
+/* Delete all but the newest keep checkpoints, never `current`, and stale
+ * step-*.h5.tmp files of saves that died. Runs after the new file is
+ * complete, so a failure here loses nothing. */
+static void prune(strata_context_t *ctx, const char *dir, int keep, long long current)
+{
+    long long *steps = NULL;
+    int n = ckpt_list_steps(dir, &steps);
+    char path[4200];
+    for (int i = 0; n > 0 && keep > 0 && i < n - keep; i++) {
+        if (steps[i] == current) continue;
+        snprintf(path, sizeof path, "%s/step-%08lld.h5", dir, steps[i]);
+        if (unlink(path) && ENOENT != errno)
+            strata_warn(ctx, "checkpoint: cannot delete old %s: %s", path, strerror(errno));
+        else strata_info(ctx, "checkpoint: deleted old %s (keeping the newest %d)", path, keep);
+    }
+    free(steps);
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        size_t l = strlen(e->d_name);
+        if (l > 4 && !strcmp(e->d_name + l - 4, ".tmp") && !strncmp(e->d_name, "step-", 5)) {
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            unlink(path);
+        }
+    }
+    if (d) closedir(d);
+}
+
+strata_status_t strata_ckpt_save(strata_context_t *ctx, const strata_ckpt_layout_t *layout,
+                                 const char *dir, const strata_ckpt_save_opts_t *opts,
+                                 char *path_p, size_t len)
+{
+    if (!ctx) return STRATA_ERR_INVALID;
+    strata_status_t st = STRATA_OK;
+    char path[4200], name[64];
+    if (!dir || !dir[0] || strlen(dir) > 4000 || !layout)
+        st = strata_error(ctx, STRATA_ERR_INVALID, "strata_ckpt_save: directory or layout missing, or path too long");
+    st = ckpt_agree(ctx, ctx->comm, st);
+    if (STRATA_OK != st) return st;
+    snprintf(name, sizeof name, "step-%08llu.h5", (unsigned long long)layout->train.step);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (0 == ctx->rank && mkdir(dir, 0755) && EEXIST != errno)
+        st = strata_error(ctx, STRATA_ERR_IO, "checkpoint: cannot create directory %s: %s", dir, strerror(errno));
+    st = ckpt_agree(ctx, ctx->comm, st);
+    if (STRATA_OK != st) return st;
+
+    st = strata_ckpt_write(ctx, layout, path, opts);
+    if (STRATA_OK != st) return st;
+    if (0 == ctx->rank) {
+        st = write_latest(ctx, dir, name);
+        int keep = opts && opts->keep ? opts->keep : ctx->cfg.ckpt_keep;
+        if (STRATA_OK == st && keep > 0) prune(ctx, dir, keep, (long long)layout->train.step);
+    }
+    st = ckpt_agree(ctx, ctx->comm, st);
+    if (STRATA_OK == st && path_p) {
+        if (strlen(path) >= len) return strata_error(ctx, STRATA_ERR_INVALID, "checkpoint path %s longer than the %zu-byte buffer", path, len);
+        memcpy(path_p, path, strlen(path) + 1);
+    }
+    return st;
+}
