@@ -13,7 +13,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* ------------------------------------------------------------ errors --- */
 
@@ -458,6 +460,61 @@ void ckpt_set_transfer(hid_t dxpl)
 }
 
 
+int ckpt_direct_enabled(void)
+{
+    const char *v = getenv(CKPT_DIRECT_ENV);
+    return !v || !(!strcmp(v, "0") || !strcasecmp(v, "off") || !strcasecmp(v, "no") ||
+                   !strcasecmp(v, "false"));
+}
+
+uint64_t ckpt_raw_offset(hid_t ds, hid_t memtype, uint64_t nbytes)
+{
+    uint64_t off = UINT64_MAX;
+    hid_t dcpl = H5Dget_create_plist(ds), t = H5Dget_type(ds);
+    if (dcpl >= 0 && t >= 0 && H5D_CONTIGUOUS == H5Pget_layout(dcpl) && 0 == H5Pget_nfilters(dcpl) &&
+        0 == H5Pget_external_count(dcpl) && H5Tequal(t, memtype) > 0 &&
+        (hsize_t)nbytes == H5Dget_storage_size(ds)) {
+        haddr_t a = H5Dget_offset(ds);
+        uint64_t end;
+        if (HADDR_UNDEF != a && !__builtin_add_overflow((uint64_t)a, nbytes, &end) &&
+            end <= (uint64_t)INT64_MAX)
+            off = (uint64_t)a;
+    }
+    H5Eclear2(H5E_DEFAULT);
+    if (t >= 0) H5Tclose(t);
+    if (dcpl >= 0) H5Pclose(dcpl);
+    return off;
+}
+
+int ckpt_pwrite_full(int fd, const void *buf, size_t n, uint64_t off)
+{
+    const char *p = buf;
+    while (n > 0) {
+        ssize_t k = pwrite(fd, p, n, (off_t)off);
+        if (k < 0 && EINTR == errno) continue;
+        if (k < 0) return errno;
+        if (0 == k) return ENOSPC;
+        p += k;
+        off += (uint64_t)k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+int ckpt_pread_full(int fd, void *buf, size_t n, uint64_t off)
+{
+    char *p = buf;
+    while (n > 0) {
+        ssize_t k = pread(fd, p, n, (off_t)off);
+        if (k < 0 && EINTR == errno) continue;
+        if (k < 0) return errno;
+        if (0 == k) return -1;
+        p += k;
+        off += (uint64_t)k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
 
 int ckpt_select_range(hid_t space, int ndims, const uint64_t *dims, uint64_t a, uint64_t b)
 {

@@ -7,6 +7,12 @@
  * hashes what it wrote (XXH3) and records {offset, length, hash} per tensor
  * in /checksums/<unit>, so any reader can verify any region. The file is
  * written as NAME.tmp, closed, fsync'ed and only then renamed.
+ *
+ * Per unit: all ranks create the unit's datasets together (collective
+ * metadata, storage allocated at creation, never filled), then each writer
+ * pwrite()s its parts at the datasets' file offsets on its own descriptor,
+ * hashing each chunk just before it is copied (see io.h, "Direct raw data
+ * transfers"), then the unit's checksum table is written through HDF5.
  */
 #include "config.h"
 #include "base/base.h"
@@ -34,7 +40,29 @@ typedef struct writer {
     int    rank, writes;       /* writes: this rank is in replica 0 */
     uint16_t *half_buf;        /* shard-sized conversion buffer */
     uint64_t bytes, kill_after;
+    const char *tmp;           /* the file being written */
+    int    direct;             /* tensor bytes go through fd, not H5Dwrite */
+    int    fd;                 /* this writer's descriptor of tmp, or -1 */
+    XXH3_state_t *hash;
+    /* the first failure of a direct write on this rank: the rank keeps
+     * taking part in the collective calls, and all agree at the end */
+    strata_status_t local;
 } writer_t;
+
+/* A tensor part written directly once its unit's datasets exist: nbytes
+ * from src at file offset foff; its checksum goes into row[2]. */
+typedef struct wpiece {
+    uint64_t    foff;
+    const void *src;
+    size_t      nbytes;
+    uint64_t   *row;
+    const char *path;
+} wpiece_t;
+
+/* Bytes hashed and then written per pwrite: small enough that the hash
+ * leaves them in cache for the copy into the page cache, large enough that
+ * the syscalls cost nothing. */
+#define WRITE_CHUNK ((size_t)8 << 20)
 
 static strata_status_t h5fail(writer_t *w, const char *what, const char *obj)
 {
@@ -108,6 +136,57 @@ out:
     return st;
 }
 
+/*
+ * Elements [ta, tb) of a newly created dataset, from buf: queued for the
+ * direct write when the dataset's bytes are one plain range of the file,
+ * else written through HDF5 now. The decision depends on metadata only, so
+ * every rank makes the same one (collective transfer modes need that).
+ */
+static strata_status_t put_tensor(writer_t *w, hid_t ds, const char *path, hid_t memtype,
+                                  size_t esize, int ndims, const uint64_t *dims, uint64_t ta,
+                                  uint64_t tb, const void *buf, uint64_t *row, wpiece_t *pieces,
+                                  int *npieces)
+{
+    uint64_t numel = 0;
+    ckpt_numel(ndims, dims, &numel);
+    uint64_t foff = w->direct ? ckpt_raw_offset(ds, memtype, numel * esize) : UINT64_MAX;
+    if (UINT64_MAX == foff)
+        return write_range(w, ds, path, memtype, esize, ndims, dims, ta, tb, buf, row);
+    row[0] = ta;
+    row[1] = tb - ta;
+    row[2] = 0;
+    if (tb > ta)
+        pieces[(*npieces)++] = (wpiece_t){ foff + ta * esize, buf, (size_t)(tb - ta) * esize, row, path };
+    return STRATA_OK;
+}
+
+/* The direct writes of one unit. A failure stops this rank's writes and is
+ * kept in w->local (reported after the collective calls). */
+static void write_pieces(writer_t *w, const wpiece_t *pc, int n)
+{
+    for (int i = 0; i < n && STRATA_OK == w->local; i++) {
+        XXH3_64bits_reset(w->hash);
+        for (size_t done = 0; done < pc[i].nbytes;) {
+            size_t k = pc[i].nbytes - done < WRITE_CHUNK ? pc[i].nbytes - done : WRITE_CHUNK;
+            const char *p = (const char *)pc[i].src + done;
+            XXH3_64bits_update(w->hash, p, k);
+            int e = ckpt_pwrite_full(w->fd, p, k, pc[i].foff + done);
+            if (e) {
+                w->local = strata_error(w->ctx, STRATA_ERR_IO,
+                                        "%s: writing %zu bytes of %s at offset %llu of %s failed: %s",
+                                        w->file, k, pc[i].path, (unsigned long long)(pc[i].foff + done),
+                                        w->tmp, strerror(e));
+                break;
+            }
+            done += k;
+            w->bytes += k;
+            /* test hook: die in the middle of a save, as a node failure would */
+            if (w->kill_after && 1 == w->rank && w->bytes >= w->kill_after) raise(SIGKILL);
+        }
+        pc[i].row[2] = XXH3_64bits_digest(w->hash);
+    }
+}
+
 static hid_t make_group(hid_t parent, const char *name)
 {
     return H5Gcreate2(parent, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
@@ -172,8 +251,10 @@ static strata_status_t write_unit(writer_t *w, hid_t gmodel, hid_t goptim, hid_t
     int T = U->nparams * per, t = 0;
     char **paths = calloc((size_t)T, sizeof *paths);
     uint64_t *rows = calloc((size_t)T * 3, sizeof *rows);
+    wpiece_t *pieces = calloc((size_t)T, sizeof *pieces);
+    int np = 0;
     hid_t gm = -1, go = -1, gh = -1, gp = -1, ds = -1;
-    if (!paths || !rows) { st = strata_error(w->ctx, STRATA_ERR_NOMEM, "checkpoint: no memory"); goto out; }
+    if (!paths || !rows || !pieces) { st = strata_error(w->ctx, STRATA_ERR_NOMEM, "checkpoint: no memory"); goto out; }
 
     if ((gm = make_group(gmodel, U->name)) < 0 || (go = make_group(goptim, U->name)) < 0 ||
         (ghalf >= 0 && (gh = make_group(ghalf, U->name)) < 0)) {
@@ -186,6 +267,9 @@ static strata_status_t write_unit(writer_t *w, hid_t gmodel, hid_t goptim, hid_t
             goto out;
         }
     }
+    /* the 16-bit copy of the whole shard, read by the writes below */
+    if (gh >= 0 && w->writes && STRATA_BF16 == w->half) strata_f32_to_bf16(U->shard, w->half_buf, (size_t)(sb - sa));
+    else if (gh >= 0 && w->writes) strata_f32_to_f16(U->shard, w->half_buf, (size_t)(sb - sa));
     for (int p = 0; p < U->nparams; p++) {
         const strata_ckpt_param_t *P = &U->params[p];
         uint64_t numel, lo, hi, ta = 0, tb = 0;
@@ -204,8 +288,9 @@ static strata_status_t write_unit(writer_t *w, hid_t gmodel, hid_t goptim, hid_t
             st = h5fail(w, "creating", path);
             goto out;
         }
-        st = write_range(w, ds, path, H5T_NATIVE_FLOAT, 4, P->ndims, P->dims, ta, tb,
-                         U->shard + (tb > ta ? at : 0), rows + 3 * t++);
+        st = put_tensor(w, ds, paths[t], H5T_NATIVE_FLOAT, 4, P->ndims, P->dims, ta, tb,
+                        U->shard + (tb > ta ? at : 0), rows + 3 * t, pieces, &np);
+        t++;
         H5Dclose(ds);
         ds = -1;
         if (STRATA_OK != st) goto out;
@@ -219,8 +304,9 @@ static strata_status_t write_unit(writer_t *w, hid_t gmodel, hid_t goptim, hid_t
                     st = h5fail(w, "creating", path);
                     goto out;
                 }
-                st = write_range(w, ds, path, H5T_NATIVE_FLOAT, 4, P->ndims, P->dims, ta, tb,
-                                 U->states[k].shard + (tb > ta ? at : 0), rows + 3 * t++);
+                st = put_tensor(w, ds, paths[t], H5T_NATIVE_FLOAT, 4, P->ndims, P->dims, ta, tb,
+                                U->states[k].shard + (tb > ta ? at : 0), rows + 3 * t, pieces, &np);
+                t++;
                 H5Dclose(ds);
                 ds = -1;
                 if (STRATA_OK != st) goto out;
@@ -231,19 +317,19 @@ static strata_status_t write_unit(writer_t *w, hid_t gmodel, hid_t goptim, hid_t
         if (gh >= 0) {
             snprintf(path, sizeof path, "/%s/%s/%s", w->half_group, U->name, P->name);
             if (!(paths[t] = strdup(path))) { st = STRATA_ERR_NOMEM; goto out; }
-            if (tb > ta && STRATA_BF16 == w->half) strata_f32_to_bf16(U->shard + at, w->half_buf, (size_t)(tb - ta));
-            else if (tb > ta) strata_f32_to_f16(U->shard + at, w->half_buf, (size_t)(tb - ta));
             if ((ds = create_dataset(w, gh, P->name, w->half_type, P->ndims, P->dims)) < 0) {
                 st = h5fail(w, "creating", path);
                 goto out;
             }
-            st = write_range(w, ds, path, w->half_type, 2, P->ndims, P->dims, ta, tb, w->half_buf,
-                             rows + 3 * t++);
+            st = put_tensor(w, ds, paths[t], w->half_type, 2, P->ndims, P->dims, ta, tb,
+                            w->half_buf + (tb > ta ? at : 0), rows + 3 * t, pieces, &np);
+            t++;
             H5Dclose(ds);
             ds = -1;
             if (STRATA_OK != st) goto out;
         }
     }
+    write_pieces(w, pieces, np);
     st = write_sumtab(w, gsum, U, paths, T, rows);
 out:
     if (STRATA_ERR_NOMEM == st && !w->ctx->errmsg[0])
@@ -256,6 +342,7 @@ out:
     for (int i = 0; paths && i < T; i++) free(paths[i]);
     free(paths);
     free(rows);
+    free(pieces);
     return st;
 }
 
@@ -356,12 +443,15 @@ strata_status_t strata_ckpt_write(strata_context_t *ctx, const strata_ckpt_layou
     w.writes = 0 == layout->replica;
     w.half = half;
     w.fid = w.dcpl = w.dxpl = w.half_type = -1;
+    w.fd = -1;
+    w.direct = ckpt_direct_enabled();
     const char *kill = getenv(CKPT_KILL_ENV);
     if (kill) w.kill_after = strtoull(kill, NULL, 10);
 
     char tmp[4096 + 8], dir[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     dir_of(path, dir, sizeof dir);
+    w.tmp = tmp;
     hid_t fapl = -1, gmodel = -1, goptim = -1, ghalf = -1, gsum = -1;
     double t_start = strata_now(), t_data = 0, t_close = 0, t_sync = 0;
 
@@ -378,6 +468,8 @@ strata_status_t strata_ckpt_write(strata_context_t *ctx, const strata_ckpt_layou
             st = strata_error(ctx, STRATA_ERR_NOMEM, "%s: no memory for the %s copy buffer",
                               path, strata_dtype_name(half));
     }
+    if (STRATA_OK == st && !(w.hash = XXH3_createState()))
+        st = strata_error(ctx, STRATA_ERR_NOMEM, "%s: no memory for a hash state", path);
     st = ckpt_agree(ctx, comm, st);
     if (STRATA_OK != st) goto out;
 
@@ -405,6 +497,12 @@ strata_status_t strata_ckpt_write(strata_context_t *ctx, const strata_ckpt_layou
                           tmp, ckpt_h5_msg(m, sizeof m));
         goto out;
     }
+    /* the writers' own descriptors for the direct writes; the file exists
+     * on every rank once the collective create has returned */
+    if (w.direct && w.writes && (w.fd = open(tmp, O_WRONLY | O_CLOEXEC)) < 0)
+        st = strata_error(ctx, STRATA_ERR_IO, "checkpoint: cannot open %s for writing: %s", tmp, strerror(errno));
+    st = ckpt_agree(ctx, comm, st);
+    if (STRATA_OK != st) goto out;
     st = write_header(&w);
     if (STRATA_OK != st) goto out;
     gmodel = make_group(w.fid, "model");
@@ -428,6 +526,8 @@ out:
     if (w.fid >= 0 && H5Fclose(w.fid) < 0 && STRATA_OK == st)
         st = h5fail(&w, "closing", tmp);
     t_close = strata_now();
+    if (STRATA_OK == st) st = w.local;
+    if (w.hash) XXH3_freeState(w.hash);
     if (w.dxpl >= 0) H5Pclose(w.dxpl);
     if (w.dcpl >= 0) H5Pclose(w.dcpl);
     if (fapl >= 0) H5Pclose(fapl);
@@ -435,11 +535,20 @@ out:
     free(w.half_buf);
     ckpt_h5_restore(&quiet);
     st = ckpt_agree(ctx, comm, st);
-    if (STRATA_OK != st) return st;
+    if (STRATA_OK != st) {
+        if (w.fd >= 0) close(w.fd);
+        return st;
+    }
 
-    /* durable before visible: every writer flushes what it wrote, then
-     * rank 0 makes the name point at complete data */
-    if (w.writes) st = fsync_path(ctx, tmp, 0);
+    /* durable before visible: every writer flushes what it wrote (after
+     * HDF5's close wrote the metadata), then rank 0 makes the name point at
+     * complete data */
+    if (w.fd >= 0) {
+        if (fsync(w.fd))
+            st = strata_error(ctx, STRATA_ERR_IO, "checkpoint: fsync %s failed: %s", tmp, strerror(errno));
+        if (close(w.fd) && STRATA_OK == st)
+            st = strata_error(ctx, STRATA_ERR_IO, "checkpoint: close %s failed: %s", tmp, strerror(errno));
+    } else if (w.writes) st = fsync_path(ctx, tmp, 0);
     st = ckpt_agree(ctx, comm, st);
     if (STRATA_OK != st) return st;
     t_sync = strata_now();

@@ -193,6 +193,34 @@ int ckpt_name_ok(const char *name);
  * collective or individual (see ckpt_h5.c). */
 void ckpt_set_transfer(hid_t dxpl);
 
+/* ---- Direct raw data transfers (ckpt_h5.c)
+ *
+ * Tensor bytes move with pread/pwrite on a POSIX descriptor of the file at
+ * the dataset's file offset, in one large call per tensor part, while HDF5
+ * (through MPI-IO) handles all metadata. MPI-IO splits reads into ~1.5 MB
+ * requests and adds per-call overhead; a direct transfer runs at the file
+ * system's speed (bench/run ckpt). Only datasets whose raw bytes are one
+ * plain, allocated byte range of the element type are moved this way; any
+ * other dataset (chunked, filtered, external, another byte order: files
+ * from outside) goes through H5Dread/H5Dwrite. The raw ranges are disjoint
+ * from everything HDF5 writes once the dataset is allocated, so the two
+ * never overlap. STRATA_CKPT_DIRECT=0 (or off) forces the HDF5 transfers
+ * (for tests and for file systems where MPI-IO does better). */
+#define CKPT_DIRECT_ENV "STRATA_CKPT_DIRECT"
+int ckpt_direct_enabled(void);
+
+/* The file offset of dataset ds's raw bytes when they can be moved
+ * directly: contiguous layout, no filters, no external files, storage of
+ * exactly nbytes allocated, file type equal to memtype (so bytes need no
+ * conversion). UINT64_MAX otherwise. */
+uint64_t ckpt_raw_offset(hid_t ds, hid_t memtype, uint64_t nbytes);
+
+/* Whole-buffer pwrite/pread at off, retrying short transfers and EINTR.
+ * 0 on success, else an errno value; pread gives -1 when the file ends
+ * before n bytes. */
+int ckpt_pwrite_full(int fd, const void *buf, size_t n, uint64_t off);
+int ckpt_pread_full(int fd, void *buf, size_t n, uint64_t off);
+
 /* The step numbers of dir's step-<8+ digits>.h5 files, ascending, into a
  * malloc'ed *steps_p; returns their number, -1 if dir cannot be read. */
 int ckpt_list_steps(const char *dir, long long **steps_p);
