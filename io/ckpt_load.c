@@ -7,17 +7,42 @@
  * replica-0 rank whose new range contains the region's first element; that
  * rank extends its read to the region's end. With unchanged S and W the
  * regions are the shards themselves and nothing extra is read.
+ *
+ * Per unit: all ranks open and check the unit's datasets (collective
+ * metadata reads), then each rank pread()s its parts at the datasets' file
+ * offsets on its own descriptor, in large calls, hashing each chunk while
+ * it is still in cache (see io.h, "Direct raw data transfers"). Datasets
+ * that are not plain byte ranges of fp32 are read with H5Dread.
  */
 #include "config.h"
 #include "base/base.h"
 #include "io/io.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <xxhash.h>
 
 /* where a load spends its time (debug log) */
 static double t_read, t_hash, t_sync, t_meta;
+static uint64_t n_direct, n_hdf5;       /* bytes read each way */
+
+/* A tensor part read directly once its unit's datasets are checked:
+ * elements [ta, te) at file offset foff (of element 0) into buf; regions
+ * r0..r1-1 of e are verified; when buf is a temporary (the read extends
+ * past this rank's range to finish a region), elements [ta, tb) are copied
+ * to dst afterwards. */
+typedef struct rpiece {
+    uint64_t foff, ta, tb, te;
+    float   *buf, *tmp, *dst;
+    const ckpt_sumtab_entry_t *e;
+    int      r0, r1;
+} rpiece_t;
+
+/* Bytes per pread: hashed right after they arrive, while in cache. */
+#define READ_CHUNK ((size_t)8 << 20)
 
 typedef struct loader {
     strata_context_t *ctx;
@@ -25,6 +50,10 @@ typedef struct loader {
     const char *file;
     hid_t fid, dxpl;
     MPI_Comm comm;
+    int direct, fd;            /* direct reads through fd */
+    XXH3_state_t *hash;
+    rpiece_t *pieces;          /* this unit's direct reads */
+    int npieces;
     /* The first failure of this rank alone (checksum, memory, read). The
      * rank keeps taking part in the collective metadata calls without
      * reading, and the ranks agree once per unit: no barrier per tensor,
@@ -32,8 +61,21 @@ typedef struct loader {
     strata_status_t local;
 } loader_t;
 
+static strata_status_t checksum_error(loader_t *ld, const ckpt_sumtab_entry_t *e, const ckpt_region_t *g,
+                                      uint64_t h)
+{
+    return strata_error(ld->ctx, STRATA_ERR_CHECKSUM,
+                        "%s: checksum mismatch in %s, elements [%llu, %llu) written by shard rank %d: "
+                        "stored xxh3 %016llx, computed %016llx; the file is corrupt",
+                        ld->file, e->path, (unsigned long long)g->off,
+                        (unsigned long long)(g->off + g->len), g->writer,
+                        (unsigned long long)g->hash, (unsigned long long)h);
+}
+
 /* Read one tensor's part of this rank's shard, verifying the regions this
- * rank owns. Returns a structural error (missing dataset, wrong shape or
+ * rank owns: queued as a direct read when the dataset is a plain byte
+ * range of fp32 (ld->pieces; read by read_pieces), else read now with
+ * H5Dread. Returns a structural error (missing dataset, wrong shape or
  * dtype, bad checksum table): the same on every rank, since all read the
  * same metadata. Failures of this rank alone go to ld->local. */
 static strata_status_t read_tensor(loader_t *ld, const char *path, const strata_ckpt_param_t *P,
@@ -58,6 +100,8 @@ static strata_status_t read_tensor(loader_t *ld, const char *path, const strata_
         st = strata_error(ctx, STRATA_ERR_FORMAT, "%s: %s has no entry in its unit's checksum table", ld->file, path);
     if (STRATA_OK == st) st = ckpt_regions_check(ctx, ld->file, e, numel);
     if (STRATA_OK != st) goto out;
+    /* metadata only, so the same choice on every rank */
+    uint64_t foff = ld->direct ? ckpt_raw_offset(ds, H5T_NATIVE_FLOAT, numel * sizeof(float)) : UINT64_MAX;
 
     if (STRATA_OK == ld->local && ckpt_overlap(sa, sb, P->offset, P->offset + numel, &lo, &hi)) {
         ta = lo - P->offset;
@@ -86,6 +130,12 @@ static strata_status_t read_tensor(loader_t *ld, const char *path, const strata_
     }
     if (STRATA_OK != st) te = ta = tb = 0;   /* still take part in the collective read */
 
+    if (UINT64_MAX != foff) {
+        if (te > ta)
+            ld->pieces[ld->npieces++] = (rpiece_t){ foff, ta, tb, te, buf, tmp, dst, e, r0, r1 };
+        tmp = NULL;                          /* the piece owns it */
+        goto done;
+    }
     hsize_t n = te - ta, mdim = n ? n : 1;
     static float dummy[1];
     fs = H5Dget_space(ds);
@@ -100,6 +150,7 @@ static strata_status_t read_tensor(loader_t *ld, const char *path, const strata_
     t0 = strata_now();
     herr_t rrc = H5Dread(ds, H5T_NATIVE_FLOAT, ms, fs, ld->dxpl, n ? (void *)buf : (void *)dummy);
     t_read += strata_now() - t0;
+    n_hdf5 += n * sizeof(float);
     if (rrc < 0 &&
         STRATA_OK == st) {
         char m[256];
@@ -111,16 +162,11 @@ static strata_status_t read_tensor(loader_t *ld, const char *path, const strata_
     for (int r = r0; STRATA_OK == st && r < r1; r++) {
         const ckpt_region_t *g = &e->regions[r];
         uint64_t h = XXH3_64bits(buf + (g->off - ta), (size_t)g->len * sizeof(float));
-        if (h != g->hash)
-            st = strata_error(ctx, STRATA_ERR_CHECKSUM,
-                              "%s: checksum mismatch in %s, elements [%llu, %llu) written by shard rank %d: "
-                              "stored xxh3 %016llx, computed %016llx; the file is corrupt",
-                              ld->file, path, (unsigned long long)g->off,
-                              (unsigned long long)(g->off + g->len), g->writer,
-                              (unsigned long long)g->hash, (unsigned long long)h);
+        if (h != g->hash) st = checksum_error(ld, e, g, h);
     }
     if (STRATA_OK == st && tmp && tb > ta) memcpy(dst, tmp, (size_t)(tb - ta) * sizeof(float));
     t_hash += strata_now() - t0;
+done:
     if (STRATA_OK != st && STRATA_OK == ld->local) ld->local = st;
     st = STRATA_OK;
 out:
@@ -131,6 +177,92 @@ out:
     return st;
 }
 
+/* The direct reads of one unit, each in chunks hashed as they arrive. A
+ * failure stops this rank's reads and goes to ld->local. */
+static void read_pieces(loader_t *ld)
+{
+    for (int i = 0; i < ld->npieces && STRATA_OK == ld->local; i++) {
+        rpiece_t *pc = &ld->pieces[i];
+        const ckpt_sumtab_entry_t *e = pc->e;
+        strata_status_t st = STRATA_OK;
+        int r = pc->r0;
+        XXH3_64bits_reset(ld->hash);
+        for (uint64_t at = pc->ta; STRATA_OK == st && at < pc->te;) {
+            uint64_t end = pc->te - at > READ_CHUNK / sizeof(float) ? at + READ_CHUNK / sizeof(float) : pc->te;
+            uint64_t off = pc->foff + at * sizeof(float);
+            double t0 = strata_now();
+            int err = ckpt_pread_full(ld->fd, pc->buf + (at - pc->ta), (size_t)(end - at) * sizeof(float), off);
+            t_read += strata_now() - t0;
+            n_direct += (end - at) * sizeof(float);
+            if (err) {
+                st = strata_error(ld->ctx, STRATA_ERR_IO, "%s: reading elements [%llu, %llu) of %s at offset %llu failed: %s",
+                                  ld->file, (unsigned long long)at, (unsigned long long)end, e->path,
+                                  (unsigned long long)off,
+                                  err < 0 ? "the file ends before them (truncated?)" : strerror(err));
+                break;
+            }
+            /* hash the parts of the regions being verified that just arrived */
+            t0 = strata_now();
+            for (uint64_t h = at; r < pc->r1;) {
+                const ckpt_region_t *g = &e->regions[r];
+                uint64_t gend = g->off + g->len;
+                uint64_t lo = h > g->off ? h : g->off, hi = gend < end ? gend : end;
+                if (lo >= end) break;
+                XXH3_64bits_update(ld->hash, pc->buf + (lo - pc->ta), (size_t)(hi - lo) * sizeof(float));
+                if (hi < gend) break;              /* continues in the next chunk */
+                uint64_t got = XXH3_64bits_digest(ld->hash);
+                if (got != g->hash) {
+                    st = checksum_error(ld, e, g, got);
+                    break;
+                }
+                XXH3_64bits_reset(ld->hash);
+                h = gend;
+                r++;
+            }
+            t_hash += strata_now() - t0;
+            at = end;
+        }
+        if (STRATA_OK == st && pc->tmp && pc->tb > pc->ta)
+            memcpy(pc->dst, pc->tmp, (size_t)(pc->tb - pc->ta) * sizeof(float));
+        if (STRATA_OK != st) ld->local = st;
+    }
+    for (int i = 0; i < ld->npieces; i++) free(ld->pieces[i].tmp);
+    ld->npieces = 0;
+}
+
+typedef struct span { uint64_t lo, hi; } span_t;
+
+static int span_cmp(const void *x, const void *y)
+{
+    const span_t *a = x, *b = y;
+    return (a->lo > b->lo) - (a->lo < b->lo);
+}
+
+/* Zero the elements of shard [sa, sb) of v that no parameter covers
+ * (padding, gaps between parameters); the reads overwrite the rest, so the
+ * whole shard need not be cleared first. -1 without memory. */
+static int zero_uncovered(const strata_ckpt_unit_t *U, uint64_t sa, uint64_t sb, float *v)
+{
+    span_t *sp = malloc(((size_t)U->nparams + 1) * sizeof *sp);
+    if (!sp) return -1;
+    int n = 0;
+    for (int p = 0; p < U->nparams; p++) {
+        uint64_t numel = 0, lo, hi;
+        ckpt_numel(U->params[p].ndims, U->params[p].dims, &numel);
+        if (ckpt_overlap(sa, sb, U->params[p].offset, U->params[p].offset + numel, &lo, &hi))
+            sp[n++] = (span_t){ lo, hi };
+    }
+    qsort(sp, (size_t)n, sizeof *sp, span_cmp);
+    uint64_t at = sa;
+    for (int i = 0; i <= n; i++) {
+        uint64_t next = i < n ? sp[i].lo : sb;
+        if (next > at) memset(v + (at - sa), 0, (size_t)(next - at) * sizeof(float));
+        if (i < n && sp[i].hi > at) at = sp[i].hi;
+    }
+    free(sp);
+    return 0;
+}
+
 static strata_status_t load_unit(loader_t *ld, strata_ckpt_unit_t *U)
 {
     strata_context_t *ctx = ld->ctx;
@@ -138,15 +270,23 @@ static strata_status_t load_unit(loader_t *ld, strata_ckpt_unit_t *U)
     ckpt_sumtab_t tab;
     uint64_t sa, sb;
     strata_ckpt_shard_range(U->npad, L->shard_size, L->shard_rank, &sa, &sb);
-    size_t len = (size_t)(sb - sa);
 
     /* padding and any gap between parameters read as zero */
-    memset(U->shard, 0, len * sizeof(float));
-    for (int k = 0; k < U->nstates; k++) memset(U->states[k].shard, 0, len * sizeof(float));
+    int zero_rc = zero_uncovered(U, sa, sb, U->shard);
+    for (int k = 0; k < U->nstates; k++) zero_rc |= zero_uncovered(U, sa, sb, U->states[k].shard);
 
     strata_status_t st = ckpt_sumtab_read(ctx, ld->file, ld->fid, U->name, ld->dxpl, &tab);
+    ld->npieces = 0;
+    ld->pieces = STRATA_OK == st ? calloc((size_t)U->nparams * (size_t)(1 + U->nstates), sizeof *ld->pieces) : NULL;
+    if (STRATA_OK == st && (zero_rc || !ld->pieces))
+        st = strata_error(ctx, STRATA_ERR_NOMEM, "%s: no memory to plan the reads of unit %s", ld->file, U->name);
     st = ckpt_agree(ctx, ld->comm, st);
-    if (STRATA_OK != st) return st;
+    if (STRATA_OK != st) {
+        free(ld->pieces);
+        ld->pieces = NULL;
+        ckpt_sumtab_free(&tab);
+        return st;
+    }
 
     char path[3 * STRATA_CKPT_MAX_NAME + 32];
     if (U->nscalars) {
@@ -173,6 +313,10 @@ static strata_status_t load_unit(loader_t *ld, strata_ckpt_unit_t *U)
             st = read_tensor(ld, path, P, &tab, sa, sb, U->states[k].shard);
         }
     }
+    if (STRATA_OK != st && STRATA_OK == ld->local) ld->local = st;   /* skips the reads */
+    read_pieces(ld);
+    free(ld->pieces);
+    ld->pieces = NULL;
     ckpt_sumtab_free(&tab);
     if (STRATA_OK == st) st = ld->local;
     double t0 = strata_now();
@@ -244,9 +388,16 @@ strata_status_t strata_ckpt_load(strata_context_t *ctx, strata_ckpt_layout_t *la
     ckpt_h5_quiet(&quiet);
     double t_start = strata_now();
     t_read = t_hash = t_sync = t_meta = 0;
-    loader_t ld = { ctx, layout, path, -1, -1, ctx->comm, STRATA_OK };
+    n_direct = n_hdf5 = 0;
+    loader_t ld = { .ctx = ctx, .L = layout, .file = path, .fid = -1, .dxpl = -1, .comm = ctx->comm,
+                    .direct = ckpt_direct_enabled(), .fd = -1, .local = STRATA_OK };
     ckpt_header_t hdr;
     st = ckpt_open(ctx, path, ctx->comm, &ld.fid, &hdr);
+    /* this rank's descriptor for the direct reads */
+    if (STRATA_OK == st && ld.direct && (ld.fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+        st = strata_error(ctx, STRATA_ERR_IO, "checkpoint %s: cannot open it for reading: %s", path, strerror(errno));
+    if (STRATA_OK == st && ld.direct && !(ld.hash = XXH3_createState()))
+        st = strata_error(ctx, STRATA_ERR_NOMEM, "checkpoint %s: no memory for a hash state", path);
     st = ckpt_agree(ctx, ctx->comm, st);
     if (STRATA_OK != st) {
         if (ld.fid >= 0) H5Fclose(ld.fid);
@@ -267,8 +418,11 @@ strata_status_t strata_ckpt_load(strata_context_t *ctx, strata_ckpt_layout_t *la
         st = strata_error(ctx, STRATA_ERR_HDF5, "%s: closing failed (%s)", path, ckpt_h5_msg(m, sizeof m));
     }
 out:
+    if (ld.fd >= 0) close(ld.fd);
+    if (ld.hash) XXH3_freeState(ld.hash);
     ckpt_h5_restore(&quiet);
-    strata_debug(ctx, "load %s: %.3f s in all: %.3f s reading, %.3f s hashing, %.3f s waiting for other ranks",
-                 path, strata_now() - t_start, t_read, t_hash, t_sync);
+    strata_debug(ctx, "load %s: %.3f s in all: %.3f s reading (%llu bytes directly, %llu through HDF5), "
+                 "%.3f s hashing, %.3f s waiting for other ranks", path, strata_now() - t_start, t_read,
+                 (unsigned long long)n_direct, (unsigned long long)n_hdf5, t_hash, t_sync);
     return ckpt_agree(ctx, ctx->comm, st);
 }

@@ -39,7 +39,7 @@ typedef struct writer {
     strata_dtype_t half;
     int    rank, writes;       /* writes: this rank is in replica 0 */
     uint16_t *half_buf;        /* shard-sized conversion buffer */
-    uint64_t bytes, kill_after;
+    uint64_t bytes, kill_after, direct_bytes;
     const char *tmp;           /* the file being written */
     int    direct;             /* tensor bytes go through fd, not H5Dwrite */
     int    fd;                 /* this writer's descriptor of tmp, or -1 */
@@ -180,6 +180,7 @@ static void write_pieces(writer_t *w, const wpiece_t *pc, int n)
             }
             done += k;
             w->bytes += k;
+            w->direct_bytes += k;
             /* test hook: die in the middle of a save, as a node failure would */
             if (w->kill_after && 1 == w->rank && w->bytes >= w->kill_after) raise(SIGKILL);
         }
@@ -559,9 +560,9 @@ out:
                               tmp, path, strerror(errno));
         if (STRATA_OK == st) st = fsync_path(ctx, dir, 1);
     }
-    strata_debug(ctx, "checkpoint %s: %.3f s data, %.3f s close, %.3f s fsync, %.3f s rename (%llu bytes written here)",
+    strata_debug(ctx, "checkpoint %s: %.3f s data, %.3f s close, %.3f s fsync, %.3f s rename (%llu bytes written here, %llu directly)",
                  path, t_data - t_start, t_close - t_data, t_sync - t_close, strata_now() - t_sync,
-                 (unsigned long long)w.bytes);
+                 (unsigned long long)w.bytes, (unsigned long long)w.direct_bytes);
     return ckpt_agree(ctx, comm, st);
 }
 
