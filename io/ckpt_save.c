@@ -44,6 +44,8 @@ typedef struct writer {
     int    direct;             /* tensor bytes go through fd, not H5Dwrite */
     int    fd;                 /* this writer's descriptor of tmp, or -1 */
     XXH3_state_t *hash;
+    struct wpiece *pieces;     /* the direct writes of all units */
+    int    npieces;
     /* the first failure of a direct write on this rank: the rank keeps
      * taking part in the collective calls, and all agree at the end */
     strata_status_t local;
@@ -144,8 +146,7 @@ out:
  */
 static strata_status_t put_tensor(writer_t *w, hid_t ds, const char *path, hid_t memtype,
                                   size_t esize, int ndims, const uint64_t *dims, uint64_t ta,
-                                  uint64_t tb, const void *buf, uint64_t *row, wpiece_t *pieces,
-                                  int *npieces)
+                                  uint64_t tb, const void *buf, uint64_t *row)
 {
     uint64_t numel = 0;
     ckpt_numel(ndims, dims, &numel);
@@ -156,14 +157,16 @@ static strata_status_t put_tensor(writer_t *w, hid_t ds, const char *path, hid_t
     row[1] = tb - ta;
     row[2] = 0;
     if (tb > ta)
-        pieces[(*npieces)++] = (wpiece_t){ foff + ta * esize, buf, (size_t)(tb - ta) * esize, row, path };
+        w->pieces[w->npieces++] = (wpiece_t){ foff + ta * esize, buf, (size_t)(tb - ta) * esize, row, path };
     return STRATA_OK;
 }
 
-/* The direct writes of one unit. A failure stops this rank's writes and is
- * kept in w->local (reported after the collective calls). */
-static void write_pieces(writer_t *w, const wpiece_t *pc, int n)
+/* The direct writes. A failure stops this rank's writes and is kept in
+ * w->local (reported after the collective calls). */
+static void write_pieces(writer_t *w)
 {
+    const wpiece_t *pc = w->pieces;
+    int n = w->npieces;
     for (int i = 0; i < n && STRATA_OK == w->local; i++) {
         XXH3_64bits_reset(w->hash);
         for (size_t done = 0; done < pc[i].nbytes;) {
@@ -241,21 +244,43 @@ out:
     return st;
 }
 
-static strata_status_t write_unit(writer_t *w, hid_t gmodel, hid_t goptim, hid_t ghalf,
-                                  hid_t gsum, const strata_ckpt_unit_t *U)
+/* A unit's tensors between the phases of a save: their paths and checksum
+ * rows (written last, once the direct writes have hashed their bytes). */
+typedef struct uplan {
+    int        T;
+    char     **paths;
+    uint64_t  *rows;
+} uplan_t;
+
+static int unit_tensors(const writer_t *w, const strata_ckpt_unit_t *U)
+{
+    return U->nparams * (1 + U->nstates + (w->half_type >= 0 ? 1 : 0));
+}
+
+static void uplan_free(uplan_t *up)
+{
+    for (int i = 0; up->paths && i < up->T; i++) free(up->paths[i]);
+    free(up->paths);
+    free(up->rows);
+    memset(up, 0, sizeof *up);
+}
+
+/* Create a unit's groups, scalars and datasets (collective); queue this
+ * rank's direct writes in w->pieces, or write through HDF5 now where a
+ * dataset cannot take them. half: this unit's part of the 16-bit buffer. */
+static strata_status_t create_unit(writer_t *w, hid_t gmodel, hid_t goptim, hid_t ghalf,
+                                   const strata_ckpt_unit_t *U, uint16_t *half, uplan_t *up)
 {
     const strata_ckpt_layout_t *L = w->L;
     strata_status_t st = STRATA_OK;
     uint64_t sa, sb;
     strata_ckpt_shard_range(U->npad, L->shard_size, L->shard_rank, &sa, &sb);
-    int per = 1 + U->nstates + (w->half_type >= 0 ? 1 : 0);
-    int T = U->nparams * per, t = 0;
-    char **paths = calloc((size_t)T, sizeof *paths);
-    uint64_t *rows = calloc((size_t)T * 3, sizeof *rows);
-    wpiece_t *pieces = calloc((size_t)T, sizeof *pieces);
-    int np = 0;
+    int T = unit_tensors(w, U), t = 0;
+    char **paths = up->paths = calloc((size_t)T, sizeof *paths);
+    uint64_t *rows = up->rows = calloc((size_t)T * 3, sizeof *rows);
+    up->T = T;
     hid_t gm = -1, go = -1, gh = -1, gp = -1, ds = -1;
-    if (!paths || !rows || !pieces) { st = strata_error(w->ctx, STRATA_ERR_NOMEM, "checkpoint: no memory"); goto out; }
+    if (!paths || !rows) { st = strata_error(w->ctx, STRATA_ERR_NOMEM, "checkpoint: no memory"); goto out; }
 
     if ((gm = make_group(gmodel, U->name)) < 0 || (go = make_group(goptim, U->name)) < 0 ||
         (ghalf >= 0 && (gh = make_group(ghalf, U->name)) < 0)) {
@@ -269,8 +294,8 @@ static strata_status_t write_unit(writer_t *w, hid_t gmodel, hid_t goptim, hid_t
         }
     }
     /* the 16-bit copy of the whole shard, read by the writes below */
-    if (gh >= 0 && w->writes && STRATA_BF16 == w->half) strata_f32_to_bf16(U->shard, w->half_buf, (size_t)(sb - sa));
-    else if (gh >= 0 && w->writes) strata_f32_to_f16(U->shard, w->half_buf, (size_t)(sb - sa));
+    if (gh >= 0 && w->writes && STRATA_BF16 == w->half) strata_f32_to_bf16(U->shard, half, (size_t)(sb - sa));
+    else if (gh >= 0 && w->writes) strata_f32_to_f16(U->shard, half, (size_t)(sb - sa));
     for (int p = 0; p < U->nparams; p++) {
         const strata_ckpt_param_t *P = &U->params[p];
         uint64_t numel, lo, hi, ta = 0, tb = 0;
@@ -290,7 +315,7 @@ static strata_status_t write_unit(writer_t *w, hid_t gmodel, hid_t goptim, hid_t
             goto out;
         }
         st = put_tensor(w, ds, paths[t], H5T_NATIVE_FLOAT, 4, P->ndims, P->dims, ta, tb,
-                        U->shard + (tb > ta ? at : 0), rows + 3 * t, pieces, &np);
+                        U->shard + (tb > ta ? at : 0), rows + 3 * t);
         t++;
         H5Dclose(ds);
         ds = -1;
@@ -306,7 +331,7 @@ static strata_status_t write_unit(writer_t *w, hid_t gmodel, hid_t goptim, hid_t
                     goto out;
                 }
                 st = put_tensor(w, ds, paths[t], H5T_NATIVE_FLOAT, 4, P->ndims, P->dims, ta, tb,
-                                U->states[k].shard + (tb > ta ? at : 0), rows + 3 * t, pieces, &np);
+                                U->states[k].shard + (tb > ta ? at : 0), rows + 3 * t);
                 t++;
                 H5Dclose(ds);
                 ds = -1;
@@ -323,15 +348,13 @@ static strata_status_t write_unit(writer_t *w, hid_t gmodel, hid_t goptim, hid_t
                 goto out;
             }
             st = put_tensor(w, ds, paths[t], w->half_type, 2, P->ndims, P->dims, ta, tb,
-                            w->half_buf + (tb > ta ? at : 0), rows + 3 * t, pieces, &np);
+                            half + (tb > ta ? at : 0), rows + 3 * t);
             t++;
             H5Dclose(ds);
             ds = -1;
             if (STRATA_OK != st) goto out;
         }
     }
-    write_pieces(w, pieces, np);
-    st = write_sumtab(w, gsum, U, paths, T, rows);
 out:
     if (STRATA_ERR_NOMEM == st && !w->ctx->errmsg[0])
         strata_error(w->ctx, st, "checkpoint: no memory for tensor paths");
@@ -340,10 +363,6 @@ out:
     if (gh >= 0) H5Gclose(gh);
     if (go >= 0) H5Gclose(go);
     if (gm >= 0) H5Gclose(gm);
-    for (int i = 0; paths && i < T; i++) free(paths[i]);
-    free(paths);
-    free(rows);
-    free(pieces);
     return st;
 }
 
@@ -454,23 +473,27 @@ strata_status_t strata_ckpt_write(strata_context_t *ctx, const strata_ckpt_layou
     dir_of(path, dir, sizeof dir);
     w.tmp = tmp;
     hid_t fapl = -1, gmodel = -1, goptim = -1, ghalf = -1, gsum = -1;
-    double t_start = strata_now(), t_data = 0, t_close = 0, t_sync = 0;
+    double t_start = strata_now(), t_meta = 0, t_data = 0, t_close = 0, t_sync = 0;
+    uplan_t *plans = NULL;
 
     if (STRATA_F32 != half) {
+        /* the 16-bit copies of all shards stay until the direct writes */
         w.half_type = half_file_type(half);
         w.half_group = STRATA_BF16 == half ? "model_bf16" : "model_f16";
-        size_t most = 1;
-        for (int u = 0; u < layout->nunits; u++) {
-            size_t len = (size_t)(layout->units[u].npad / (uint64_t)layout->shard_size);
-            if (len > most) most = len;
-        }
-        w.half_buf = malloc(most * sizeof(uint16_t));
+        size_t total = 1;
+        for (int u = 0; u < layout->nunits; u++)
+            total += (size_t)(layout->units[u].npad / (uint64_t)layout->shard_size);
+        w.half_buf = malloc(total * sizeof(uint16_t));
         if (w.half_type < 0 || !w.half_buf)
             st = strata_error(ctx, STRATA_ERR_NOMEM, "%s: no memory for the %s copy buffer",
                               path, strata_dtype_name(half));
     }
-    if (STRATA_OK == st && !(w.hash = XXH3_createState()))
-        st = strata_error(ctx, STRATA_ERR_NOMEM, "%s: no memory for a hash state", path);
+    size_t ntensors = 0;
+    for (int u = 0; u < layout->nunits; u++) ntensors += (size_t)unit_tensors(&w, &layout->units[u]);
+    plans = calloc(layout->nunits > 0 ? (size_t)layout->nunits : 1, sizeof *plans);
+    w.pieces = calloc(ntensors ? ntensors : 1, sizeof *w.pieces);
+    if (STRATA_OK == st && (!(w.hash = XXH3_createState()) || !plans || !w.pieces))
+        st = strata_error(ctx, STRATA_ERR_NOMEM, "%s: no memory to plan the writes", path);
     st = ckpt_agree(ctx, comm, st);
     if (STRATA_OK != st) goto out;
 
@@ -515,9 +538,21 @@ strata_status_t strata_ckpt_write(strata_context_t *ctx, const strata_ckpt_layou
         goto out;
     }
     ckpt_attr_put_str(gsum, "algorithm", "xxh3_64");
-    for (int u = 0; u < layout->nunits && STRATA_OK == st; u++)
-        st = write_unit(&w, gmodel, goptim, ghalf, gsum, &layout->units[u]);
+    /* Three phases, so that the direct writes of all units run without a
+     * collective call between them (one rank's slow write does not hold
+     * up the others' next one): create every dataset; write; then the
+     * checksum tables, which need the hashes of the writes. */
+    size_t hoff = 0;
+    for (int u = 0; u < layout->nunits && STRATA_OK == st; u++) {
+        const strata_ckpt_unit_t *U = &layout->units[u];
+        st = create_unit(&w, gmodel, goptim, ghalf, U, w.half_buf ? w.half_buf + hoff : NULL, &plans[u]);
+        hoff += (size_t)(U->npad / (uint64_t)layout->shard_size);
+    }
+    t_meta = strata_now();
+    if (STRATA_OK == st) write_pieces(&w);
     t_data = strata_now();
+    for (int u = 0; u < layout->nunits && STRATA_OK == st; u++)
+        st = write_sumtab(&w, gsum, &layout->units[u], plans[u].paths, plans[u].T, plans[u].rows);
 
 out:
     if (gsum >= 0) H5Gclose(gsum);
@@ -529,6 +564,9 @@ out:
     t_close = strata_now();
     if (STRATA_OK == st) st = w.local;
     if (w.hash) XXH3_freeState(w.hash);
+    for (int u = 0; plans && u < layout->nunits; u++) uplan_free(&plans[u]);
+    free(plans);
+    free(w.pieces);
     if (w.dxpl >= 0) H5Pclose(w.dxpl);
     if (w.dcpl >= 0) H5Pclose(w.dcpl);
     if (fapl >= 0) H5Pclose(fapl);
@@ -560,8 +598,8 @@ out:
                               tmp, path, strerror(errno));
         if (STRATA_OK == st) st = fsync_path(ctx, dir, 1);
     }
-    strata_debug(ctx, "checkpoint %s: %.3f s data, %.3f s close, %.3f s fsync, %.3f s rename (%llu bytes written here, %llu directly)",
-                 path, t_data - t_start, t_close - t_data, t_sync - t_close, strata_now() - t_sync,
+    strata_debug(ctx, "checkpoint %s: %.3f s creating, %.3f s data, %.3f s close, %.3f s fsync, %.3f s rename (%llu bytes written here, %llu directly)",
+                 path, t_meta - t_start, t_data - t_meta, t_close - t_data, t_sync - t_close, strata_now() - t_sync,
                  (unsigned long long)w.bytes, (unsigned long long)w.direct_bytes);
     return ckpt_agree(ctx, comm, st);
 }
