@@ -274,7 +274,11 @@ static int zero_uncovered(const strata_ckpt_unit_t *U, uint64_t sa, uint64_t sb,
     return 0;
 }
 
-static strata_status_t load_unit(loader_t *ld, strata_ckpt_unit_t *U)
+/* A unit's metadata: its checksum table (into *tab, kept until the reads
+ * are done), scalars, and every dataset opened and checked, this rank's
+ * reads queued (or done through HDF5 where a dataset needs it). Returns a
+ * structural error, the same on every rank. */
+static strata_status_t plan_unit(loader_t *ld, strata_ckpt_unit_t *U, ckpt_sumtab_t *tabp)
 {
     strata_context_t *ctx = ld->ctx;
     const strata_ckpt_layout_t *L = ld->L;
@@ -287,17 +291,11 @@ static strata_status_t load_unit(loader_t *ld, strata_ckpt_unit_t *U)
     for (int k = 0; k < U->nstates; k++) zero_rc |= zero_uncovered(U, sa, sb, U->states[k].shard);
 
     strata_status_t st = ckpt_sumtab_read(ctx, ld->file, ld->fid, U->name, ld->dxpl, &tab);
-    ld->npieces = 0;
-    ld->pieces = STRATA_OK == st ? calloc((size_t)U->nparams * (size_t)(1 + U->nstates), sizeof *ld->pieces) : NULL;
-    if (STRATA_OK == st && (zero_rc || !ld->pieces))
+    if (STRATA_OK == st) *tabp = tab;
+    if (STRATA_OK == st && zero_rc)
         st = strata_error(ctx, STRATA_ERR_NOMEM, "%s: no memory to plan the reads of unit %s", ld->file, U->name);
     st = ckpt_agree(ctx, ld->comm, st);
-    if (STRATA_OK != st) {
-        free(ld->pieces);
-        ld->pieces = NULL;
-        ckpt_sumtab_free(&tab);
-        return st;
-    }
+    if (STRATA_OK != st) return st;
 
     char path[3 * STRATA_CKPT_MAX_NAME + 32];
     if (U->nscalars) {
@@ -324,15 +322,6 @@ static strata_status_t load_unit(loader_t *ld, strata_ckpt_unit_t *U)
             st = read_tensor(ld, path, P, &tab, sa, sb, U->states[k].shard);
         }
     }
-    if (STRATA_OK != st && STRATA_OK == ld->local) ld->local = st;   /* skips the reads */
-    read_pieces(ld);
-    free(ld->pieces);
-    ld->pieces = NULL;
-    ckpt_sumtab_free(&tab);
-    if (STRATA_OK == st) st = ld->local;
-    double t0 = strata_now();
-    st = ckpt_agree(ctx, ld->comm, st);
-    t_sync += strata_now() - t0;
     return st;
 }
 
@@ -403,6 +392,7 @@ strata_status_t strata_ckpt_load(strata_context_t *ctx, strata_ckpt_layout_t *la
     loader_t ld = { .ctx = ctx, .L = layout, .file = path, .fid = -1, .dxpl = -1, .comm = ctx->comm,
                     .direct = ckpt_direct_enabled(), .fd = -1, .local = STRATA_OK };
     ckpt_header_t hdr;
+    ckpt_sumtab_t *tabs = NULL;
     st = ckpt_open(ctx, path, ctx->comm, &ld.fid, &hdr);
     /* this rank's descriptor for the direct reads */
     if (STRATA_OK == st && ld.direct && (ld.fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
@@ -420,9 +410,30 @@ strata_status_t strata_ckpt_load(strata_context_t *ctx, strata_ckpt_layout_t *la
                  path, (unsigned long long)hdr.step, (long long)hdr.world_size,
                  (long long)hdr.shard_size, layout->world_size, layout->shard_size);
     st = load_train(&ld);
+    /* Two phases, so that the direct reads of all units run without a
+     * collective call between them (one rank's slow read does not hold up
+     * the others' next one): all metadata, then all reads. */
+    size_t ntensors = 0;
+    for (int u = 0; u < layout->nunits; u++)
+        ntensors += (size_t)layout->units[u].nparams * (size_t)(1 + layout->units[u].nstates);
+    tabs = calloc(layout->nunits > 0 ? (size_t)layout->nunits : 1, sizeof *tabs);
+    ld.pieces = calloc(ntensors ? ntensors : 1, sizeof *ld.pieces);
+    if (STRATA_OK == st && (!tabs || !ld.pieces))
+        st = strata_error(ctx, STRATA_ERR_NOMEM, "%s: no memory to plan the reads", path);
     st = ckpt_agree(ctx, ctx->comm, st);
+    double t0 = strata_now();
     for (int u = 0; STRATA_OK == st && u < layout->nunits; u++)
-        st = load_unit(&ld, &layout->units[u]);
+        st = plan_unit(&ld, &layout->units[u], &tabs[u]);
+    t_meta = strata_now() - t0;
+    if (STRATA_OK != st && STRATA_OK == ld.local) ld.local = st;   /* skips the reads */
+    if (ld.pieces) read_pieces(&ld);
+    if (STRATA_OK == st) st = ld.local;
+    t0 = strata_now();
+    st = ckpt_agree(ctx, ctx->comm, st);
+    t_sync += strata_now() - t0;
+    for (int u = 0; tabs && u < layout->nunits; u++) ckpt_sumtab_free(&tabs[u]);
+    free(tabs);
+    free(ld.pieces);
     H5Pclose(ld.dxpl);
     if (H5Fclose(ld.fid) < 0 && STRATA_OK == st) {
         char m[256];
@@ -432,8 +443,8 @@ out:
     if (ld.fd >= 0) close(ld.fd);
     if (ld.hash) XXH3_freeState(ld.hash);
     ckpt_h5_restore(&quiet);
-    strata_debug(ctx, "load %s: %.3f s in all: %.3f s reading (%llu bytes directly, %llu through HDF5), "
-                 "%.3f s hashing, %.3f s waiting for other ranks", path, strata_now() - t_start, t_read,
+    strata_debug(ctx, "load %s: %.3f s in all: %.3f s metadata, %.3f s reading (%llu bytes directly, %llu through HDF5), "
+                 "%.3f s hashing, %.3f s waiting for other ranks", path, strata_now() - t_start, t_meta, t_read,
                  (unsigned long long)n_direct, (unsigned long long)n_hdf5, t_hash, t_sync);
     return ckpt_agree(ctx, ctx->comm, st);
 }
