@@ -42,8 +42,7 @@ typedef struct rpiece {
 } rpiece_t;
 
 /* Bytes per pread: hashed right after they arrive, while in cache. */
-static size_t read_chunk_x(void) { const char *v = getenv("STRATA_X_CHUNK"); return v ? (size_t)strtoull(v, NULL, 10) : ((size_t)8 << 20); }
-#define READ_CHUNK read_chunk_x()
+#define READ_CHUNK ((size_t)8 << 20)
 
 typedef struct loader {
     strata_context_t *ctx;
@@ -182,16 +181,6 @@ out:
  * failure stops this rank's reads and goes to ld->local. */
 static void read_pieces(loader_t *ld)
 {
-    /* Ask for all of them at once: each piece alone would be one
-     * synchronous read-ahead at a new place in the file, leaving the disk
-     * idle while it is copied and hashed; announced together they keep
-     * the disk's queue full (a single large read gets that from the
-     * kernel's read-ahead pipeline). */
-    for (int i = 0; getenv("STRATA_X_NOFADV") == NULL && i < ld->npieces && STRATA_OK == ld->local; i++) {
-        rpiece_t *pc = &ld->pieces[i];
-        posix_fadvise(ld->fd, (off_t)(pc->foff + pc->ta * sizeof(float)),
-                      (off_t)((pc->te - pc->ta) * sizeof(float)), POSIX_FADV_WILLNEED);
-    }
     for (int i = 0; i < ld->npieces && STRATA_OK == ld->local; i++) {
         rpiece_t *pc = &ld->pieces[i];
         const ckpt_sumtab_entry_t *e = pc->e;
