@@ -370,12 +370,12 @@ strata_status_t strata_ckpt_load(strata_context_t *ctx, strata_ckpt_layout_t *la
         st = strata_error(ctx, STRATA_ERR_INVALID, "strata_ckpt_load: path is NULL or empty");
     st = ckpt_agree(ctx, ctx->comm, st);
     if (STRATA_OK != st) return st;
+    double t_start = strata_now(), t_open = 0, t_close = 0;
     st = ckpt_layout_check(ctx, ctx->comm, layout, path);
     if (STRATA_OK != st) return st;
 
     ckpt_h5quiet_t quiet;
     ckpt_h5_quiet(&quiet);
-    double t_start = strata_now();
     t_read = t_hash = t_sync = t_meta = 0;
     n_direct = n_hdf5 = 0;
     loader_t ld = { .ctx = ctx, .L = layout, .file = path, .fid = -1, .dxpl = -1, .comm = ctx->comm,
@@ -393,6 +393,7 @@ strata_status_t strata_ckpt_load(strata_context_t *ctx, strata_ckpt_layout_t *la
         if (ld.fid >= 0) H5Fclose(ld.fid);
         goto out;
     }
+    t_open = strata_now() - t_start;
     ld.dxpl = H5Pcreate(H5P_DATASET_XFER);
     ckpt_set_transfer(ld.dxpl);
     strata_debug(ctx, "loading %s: step %llu written by %lld ranks (S=%lld), reading with W=%d S=%d",
@@ -424,16 +425,19 @@ strata_status_t strata_ckpt_load(strata_context_t *ctx, strata_ckpt_layout_t *la
     free(tabs);
     free(ld.pieces);
     H5Pclose(ld.dxpl);
+    t0 = strata_now();
     if (H5Fclose(ld.fid) < 0 && STRATA_OK == st) {
         char m[256];
         st = strata_error(ctx, STRATA_ERR_HDF5, "%s: closing failed (%s)", path, ckpt_h5_msg(m, sizeof m));
     }
+    t_close = strata_now() - t0;
 out:
     if (ld.fd >= 0) close(ld.fd);
     if (ld.hash) XXH3_freeState(ld.hash);
     ckpt_h5_restore(&quiet);
-    strata_debug(ctx, "load %s: %.3f s in all: %.3f s metadata, %.3f s reading (%llu bytes directly, %llu through HDF5), "
-                 "%.3f s hashing, %.3f s waiting for other ranks", path, strata_now() - t_start, t_meta, t_read,
-                 (unsigned long long)n_direct, (unsigned long long)n_hdf5, t_hash, t_sync);
+    strata_debug(ctx, "load %s: %.3f s in all: %.3f s opening, %.3f s metadata, %.3f s reading (%llu bytes directly, "
+                 "%llu through HDF5), %.3f s hashing, %.3f s waiting for other ranks, %.3f s closing", path,
+                 strata_now() - t_start, t_open, t_meta, t_read, (unsigned long long)n_direct,
+                 (unsigned long long)n_hdf5, t_hash, t_sync, t_close);
     return ckpt_agree(ctx, ctx->comm, st);
 }
