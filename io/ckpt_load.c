@@ -20,6 +20,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -177,30 +178,105 @@ out:
     return st;
 }
 
-/* The direct reads of one unit, each in chunks hashed as they arrive. A
- * failure stops this rank's reads and goes to ld->local. */
+/*
+ * The direct reads run on a helper thread while this thread hashes what
+ * has arrived: read and hash in turn, the disk would sit idle during every
+ * hash (measured on one process: 2.4 GB/s read+hash in turn, 2.9 GB/s
+ * reading alone). The helper only calls pread (no HDF5: not thread-safe)
+ * and publishes how many chunks are complete; both sides walk the same
+ * chunk sequence (every piece in READ_CHUNK steps). The helper reads into
+ * the final buffers, so it needs no back-pressure.
+ */
+typedef struct reader {
+    const loader_t *ld;
+    pthread_mutex_t mu;
+    pthread_cond_t  cv;
+    size_t done;               /* chunks complete */
+    int    err;                /* pread's failure (errno, -1 end of file) at chunk `done` */
+    int    stop;               /* the hashing side gave up */
+} reader_t;
+
+static uint64_t chunk_end(const rpiece_t *pc, uint64_t at)
+{
+    uint64_t n = READ_CHUNK / sizeof(float);
+    return pc->te - at > n ? at + n : pc->te;
+}
+
+static int read_chunk(const loader_t *ld, const rpiece_t *pc, uint64_t at)
+{
+    return ckpt_pread_full(ld->fd, pc->buf + (at - pc->ta), (size_t)(chunk_end(pc, at) - at) * sizeof(float),
+                           pc->foff + at * sizeof(float));
+}
+
+static void *reader_main(void *arg)
+{
+    reader_t *rd = arg;
+    const loader_t *ld = rd->ld;
+    for (int i = 0; i < ld->npieces; i++) {
+        const rpiece_t *pc = &ld->pieces[i];
+        for (uint64_t at = pc->ta; at < pc->te; at = chunk_end(pc, at)) {
+            int err = read_chunk(ld, pc, at);
+            pthread_mutex_lock(&rd->mu);
+            int stop = rd->stop;
+            if (err) rd->err = err;
+            else rd->done++;
+            pthread_cond_signal(&rd->cv);
+            pthread_mutex_unlock(&rd->mu);
+            if (err || stop) return NULL;
+        }
+    }
+    return NULL;
+}
+
+/* Wait for chunk k (threaded) or read it here; 0 or pread's failure. */
+static int await_chunk(reader_t *rd, int threaded, const rpiece_t *pc, uint64_t at, size_t k)
+{
+    if (!threaded) return read_chunk(rd->ld, pc, at);
+    int err = 0;
+    pthread_mutex_lock(&rd->mu);
+    while (rd->done <= k && !rd->err) pthread_cond_wait(&rd->cv, &rd->mu);
+    if (rd->done <= k) err = rd->err;
+    pthread_mutex_unlock(&rd->mu);
+    return err;
+}
+
+/* All direct reads, each piece's verified regions hashed chunk by chunk
+ * as they arrive. A failure stops this rank's reads and goes to
+ * ld->local. */
 static void read_pieces(loader_t *ld)
 {
+    reader_t rd = { .ld = ld };
+    pthread_t th;
+    int threaded = STRATA_OK == ld->local && ld->npieces > 0 && 0 == pthread_mutex_init(&rd.mu, NULL);
+    if (threaded && pthread_cond_init(&rd.cv, NULL)) {
+        pthread_mutex_destroy(&rd.mu);
+        threaded = 0;
+    }
+    if (threaded && pthread_create(&th, NULL, reader_main, &rd)) {   /* then read here, in turn */
+        pthread_cond_destroy(&rd.cv);
+        pthread_mutex_destroy(&rd.mu);
+        threaded = 0;
+    }
+    size_t k = 0;
     for (int i = 0; i < ld->npieces && STRATA_OK == ld->local; i++) {
         rpiece_t *pc = &ld->pieces[i];
         const ckpt_sumtab_entry_t *e = pc->e;
         strata_status_t st = STRATA_OK;
         int r = pc->r0;
         XXH3_64bits_reset(ld->hash);
-        for (uint64_t at = pc->ta; STRATA_OK == st && at < pc->te;) {
-            uint64_t end = pc->te - at > READ_CHUNK / sizeof(float) ? at + READ_CHUNK / sizeof(float) : pc->te;
-            uint64_t off = pc->foff + at * sizeof(float);
+        for (uint64_t at = pc->ta; STRATA_OK == st && at < pc->te; k++) {
+            uint64_t end = chunk_end(pc, at);
             double t0 = strata_now();
-            int err = ckpt_pread_full(ld->fd, pc->buf + (at - pc->ta), (size_t)(end - at) * sizeof(float), off);
+            int err = await_chunk(&rd, threaded, pc, at, k);
             t_read += strata_now() - t0;
-            n_direct += (end - at) * sizeof(float);
             if (err) {
                 st = strata_error(ld->ctx, STRATA_ERR_IO, "%s: reading elements [%llu, %llu) of %s at offset %llu failed: %s",
                                   ld->file, (unsigned long long)at, (unsigned long long)end, e->path,
-                                  (unsigned long long)off,
+                                  (unsigned long long)(pc->foff + at * sizeof(float)),
                                   err < 0 ? "the file ends before them (truncated?)" : strerror(err));
                 break;
             }
+            n_direct += (end - at) * sizeof(float);
             /* hash the parts of the regions being verified that just arrived */
             t0 = strata_now();
             for (uint64_t h = at; r < pc->r1;) {
@@ -225,6 +301,14 @@ static void read_pieces(loader_t *ld)
         if (STRATA_OK == st && pc->tmp && pc->tb > pc->ta)
             memcpy(pc->dst, pc->tmp, (size_t)(pc->tb - pc->ta) * sizeof(float));
         if (STRATA_OK != st) ld->local = st;
+    }
+    if (threaded) {
+        pthread_mutex_lock(&rd.mu);
+        rd.stop = 1;
+        pthread_mutex_unlock(&rd.mu);
+        pthread_join(th, NULL);
+        pthread_cond_destroy(&rd.cv);
+        pthread_mutex_destroy(&rd.mu);
     }
     for (int i = 0; i < ld->npieces; i++) free(ld->pieces[i].tmp);
     ld->npieces = 0;
