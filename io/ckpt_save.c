@@ -548,6 +548,11 @@ strata_status_t strata_ckpt_write(strata_context_t *ctx, const strata_ckpt_layou
         st = create_unit(&w, gmodel, goptim, ghalf, U, w.half_buf ? w.half_buf + hoff : NULL, &plans[u]);
         hoff += (size_t)(U->npad / (uint64_t)layout->shard_size);
     }
+    /* Everyone agrees the datasets exist before anyone writes: a
+     * collective HDF5 write may still be in progress on another rank
+     * (MPI-IO aggregators read-modify-write file ranges spanning the raw
+     * data around metadata blocks), and must not overlap our writes. */
+    st = ckpt_agree(ctx, comm, st);
     t_meta = strata_now();
     if (STRATA_OK == st) write_pieces(&w);
     t_data = strata_now();

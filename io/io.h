@@ -203,9 +203,14 @@ void ckpt_set_transfer(hid_t dxpl);
  * plain, allocated byte range of the element type are moved this way; any
  * other dataset (chunked, filtered, external, another byte order: files
  * from outside) goes through H5Dread/H5Dwrite. The raw ranges are disjoint
- * from everything HDF5 writes once the dataset is allocated, so the two
- * never overlap. STRATA_CKPT_DIRECT=0 (or off) forces the HDF5 transfers
- * (for tests and for file systems where MPI-IO does better). */
+ * from everything HDF5 writes once the dataset is allocated; a save still
+ * agrees (a barrier) after the last collective create and before the
+ * first raw write, because MPI-IO may read-modify-write whole ranges
+ * around metadata inside a collective call still running on another rank.
+ * Like MPI-IO itself, this needs a file system on which one process's
+ * write is seen by the next read of another (local, Lustre, GPFS).
+ * STRATA_CKPT_DIRECT=0 (or off) forces the HDF5 transfers (for tests and
+ * for file systems where MPI-IO does better). */
 #define CKPT_DIRECT_ENV "STRATA_CKPT_DIRECT"
 int ckpt_direct_enabled(void);
 
