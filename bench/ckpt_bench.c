@@ -172,9 +172,13 @@ int main(int argc, char **argv)
     if (!raw) die("malloc raw");
     memset(raw, 0x3c, raw_len);
 
+    /* names of this run only (rank 0's pid): runs sharing a directory
+     * must not delete or overwrite each other's files */
+    long pid = (long)getpid();
+    MPI_Bcast(&pid, 1, MPI_LONG, 0, MPI_COMM_WORLD);
     char ck[4096], rawpath[4096];
-    snprintf(ck, sizeof ck, "%s/ckpt-bench-%d.h5", dir, W);
-    snprintf(rawpath, sizeof rawpath, "%s/ckpt-bench-raw-%d.bin", dir, W);
+    snprintf(ck, sizeof ck, "%s/ckpt-bench-%d-%ld.h5", dir, W, pid);
+    snprintf(rawpath, sizeof rawpath, "%s/ckpt-bench-raw-%d-%ld.bin", dir, W, pid);
     double ts[51], tw[51], tl[51], tr[51];
     for (int k = 0; k < repeats; k++) {
         remove_before(ck);
