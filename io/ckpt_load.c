@@ -24,7 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 /* where a load spends its time (debug log) */
 static double t_read, t_hash, t_sync, t_meta;
@@ -52,7 +51,7 @@ typedef struct loader {
     hid_t fid, dxpl;
     MPI_Comm comm;
     int direct, fd;            /* direct reads through fd */
-    XXH3_state_t *hash;
+    ckpt_hash_t *hash;
     rpiece_t *pieces;          /* this unit's direct reads */
     int npieces;
     /* The first failure of this rank alone (checksum, memory, read). The
@@ -162,7 +161,7 @@ static strata_status_t read_tensor(loader_t *ld, const char *path, const strata_
     t0 = strata_now();
     for (int r = r0; STRATA_OK == st && r < r1; r++) {
         const ckpt_region_t *g = &e->regions[r];
-        uint64_t h = XXH3_64bits(buf + (g->off - ta), (size_t)g->len * sizeof(float));
+        uint64_t h = ckpt_hash64(buf + (g->off - ta), (size_t)g->len * sizeof(float));
         if (h != g->hash) st = checksum_error(ld, e, g, h);
     }
     if (STRATA_OK == st && tmp && tb > ta) memcpy(dst, tmp, (size_t)(tb - ta) * sizeof(float));
@@ -263,7 +262,7 @@ static void read_pieces(loader_t *ld)
         const ckpt_sumtab_entry_t *e = pc->e;
         strata_status_t st = STRATA_OK;
         int r = pc->r0;
-        XXH3_64bits_reset(ld->hash);
+        ckpt_hash_reset(ld->hash);
         for (uint64_t at = pc->ta; STRATA_OK == st && at < pc->te; k++) {
             uint64_t end = chunk_end(pc, at);
             double t0 = strata_now();
@@ -284,14 +283,14 @@ static void read_pieces(loader_t *ld)
                 uint64_t gend = g->off + g->len;
                 uint64_t lo = h > g->off ? h : g->off, hi = gend < end ? gend : end;
                 if (lo >= end) break;
-                XXH3_64bits_update(ld->hash, pc->buf + (lo - pc->ta), (size_t)(hi - lo) * sizeof(float));
+                ckpt_hash_update(ld->hash, pc->buf + (lo - pc->ta), (size_t)(hi - lo) * sizeof(float));
                 if (hi < gend) break;              /* continues in the next chunk */
-                uint64_t got = XXH3_64bits_digest(ld->hash);
+                uint64_t got = ckpt_hash_digest(ld->hash);
                 if (got != g->hash) {
                     st = checksum_error(ld, e, g, got);
                     break;
                 }
-                XXH3_64bits_reset(ld->hash);
+                ckpt_hash_reset(ld->hash);
                 h = gend;
                 r++;
             }
@@ -470,7 +469,7 @@ strata_status_t strata_ckpt_load(strata_context_t *ctx, strata_ckpt_layout_t *la
     /* this rank's descriptor for the direct reads */
     if (STRATA_OK == st && ld.direct && (ld.fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
         st = strata_error(ctx, STRATA_ERR_IO, "checkpoint %s: cannot open it for reading: %s", path, strerror(errno));
-    if (STRATA_OK == st && ld.direct && !(ld.hash = XXH3_createState()))
+    if (STRATA_OK == st && ld.direct && !(ld.hash = ckpt_hash_new()))
         st = strata_error(ctx, STRATA_ERR_NOMEM, "checkpoint %s: no memory for a hash state", path);
     st = ckpt_agree(ctx, ctx->comm, st);
     if (STRATA_OK != st) {
@@ -517,7 +516,7 @@ strata_status_t strata_ckpt_load(strata_context_t *ctx, strata_ckpt_layout_t *la
     t_close = strata_now() - t0;
 out:
     if (ld.fd >= 0) close(ld.fd);
-    if (ld.hash) XXH3_freeState(ld.hash);
+    if (ld.hash) ckpt_hash_free(ld.hash);
     ckpt_h5_restore(&quiet);
     strata_debug(ctx, "load %s: %.3f s in all: %.3f s opening, %.3f s metadata, %.3f s reading (%llu bytes directly, "
                  "%llu through HDF5), %.3f s hashing, %.3f s waiting for other ranks, %.3f s closing", path,

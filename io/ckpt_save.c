@@ -29,7 +29,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 typedef struct writer {
     strata_context_t *ctx;
@@ -45,7 +44,7 @@ typedef struct writer {
     const char *tmp;           /* the file being written */
     int    direct;             /* tensor bytes go through fd, not H5Dwrite */
     int    fd;                 /* this writer's descriptor of tmp, or -1 */
-    XXH3_state_t *hash;
+    ckpt_hash_t *hash;
     struct wpiece *pieces;     /* the direct writes of all units */
     int    npieces;
     /* the first failure of a direct write on this rank: the rank keeps
@@ -130,7 +129,7 @@ static strata_status_t write_range(writer_t *w, hid_t ds, const char *path, hid_
     }
     row[0] = ta;
     row[1] = n;
-    row[2] = n ? XXH3_64bits(buf, (size_t)n * esize) : 0;
+    row[2] = n ? ckpt_hash64(buf, (size_t)n * esize) : 0;
     w->bytes += (uint64_t)n * esize;
     /* test hook: die in the middle of a save, as a node failure would */
     if (w->kill_after && 1 == w->rank && w->bytes >= w->kill_after) raise(SIGKILL);
@@ -170,11 +169,11 @@ static void write_pieces(writer_t *w)
     const wpiece_t *pc = w->pieces;
     int n = w->npieces;
     for (int i = 0; i < n && STRATA_OK == w->local; i++) {
-        XXH3_64bits_reset(w->hash);
+        ckpt_hash_reset(w->hash);
         for (size_t done = 0; done < pc[i].nbytes;) {
             size_t k = pc[i].nbytes - done < WRITE_CHUNK ? pc[i].nbytes - done : WRITE_CHUNK;
             const char *p = (const char *)pc[i].src + done;
-            XXH3_64bits_update(w->hash, p, k);
+            ckpt_hash_update(w->hash, p, k);
             int e = ckpt_pwrite_full(w->fd, p, k, pc[i].foff + done);
             if (e) {
                 w->local = strata_error(w->ctx, STRATA_ERR_IO,
@@ -195,7 +194,7 @@ static void write_pieces(writer_t *w)
             /* test hook: die in the middle of a save, as a node failure would */
             if (w->kill_after && 1 == w->rank && w->bytes >= w->kill_after) raise(SIGKILL);
         }
-        pc[i].row[2] = XXH3_64bits_digest(w->hash);
+        pc[i].row[2] = ckpt_hash_digest(w->hash);
     }
 }
 
@@ -500,7 +499,7 @@ strata_status_t strata_ckpt_write(strata_context_t *ctx, const strata_ckpt_layou
     for (int u = 0; u < layout->nunits; u++) ntensors += (size_t)unit_tensors(&w, &layout->units[u]);
     plans = calloc(layout->nunits > 0 ? (size_t)layout->nunits : 1, sizeof *plans);
     w.pieces = calloc(ntensors ? ntensors : 1, sizeof *w.pieces);
-    if (STRATA_OK == st && (!(w.hash = XXH3_createState()) || !plans || !w.pieces))
+    if (STRATA_OK == st && (!(w.hash = ckpt_hash_new()) || !plans || !w.pieces))
         st = strata_error(ctx, STRATA_ERR_NOMEM, "%s: no memory to plan the writes", path);
     st = ckpt_agree(ctx, comm, st);
     if (STRATA_OK != st) goto out;
@@ -576,7 +575,7 @@ out:
         st = h5fail(&w, "closing", tmp);
     t_close = strata_now();
     if (STRATA_OK == st) st = w.local;
-    if (w.hash) XXH3_freeState(w.hash);
+    if (w.hash) ckpt_hash_free(w.hash);
     for (int u = 0; plans && u < layout->nunits; u++) uplan_free(&plans[u]);
     free(plans);
     free(w.pieces);

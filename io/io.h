@@ -226,6 +226,17 @@ uint64_t ckpt_raw_offset(hid_t ds, hid_t memtype, uint64_t nbytes);
 int ckpt_pwrite_full(int fd, const void *buf, size_t n, uint64_t off);
 int ckpt_pread_full(int fd, void *buf, size_t n, uint64_t off);
 
+/* ---- The checkpoint hash (ckpt_hash.c): XXH3-64, seed 0, the same values
+ * as libxxhash's XXH3_64bits, on AVX2 where the CPU has it. A state
+ * hashes one stream: reset, update..., digest. */
+typedef struct ckpt_hash ckpt_hash_t;
+ckpt_hash_t *ckpt_hash_new(void);              /* NULL without memory */
+void ckpt_hash_free(ckpt_hash_t *h);           /* NULL-safe */
+void ckpt_hash_reset(ckpt_hash_t *h);
+void ckpt_hash_update(ckpt_hash_t *h, const void *p, size_t n);
+uint64_t ckpt_hash_digest(const ckpt_hash_t *h);
+uint64_t ckpt_hash64(const void *p, size_t n);
+
 /* The step numbers of dir's step-<8+ digits>.h5 files, ascending, into a
  * malloc'ed *steps_p; returns their number, -1 if dir cannot be read. */
 int ckpt_list_steps(const char *dir, long long **steps_p);

@@ -4,6 +4,8 @@ libstrata_la_SOURCES += \
     io/spill.c \
     io/ckpt_geom.c \
     io/ckpt_h5.c \
+    io/ckpt_hash.c \
+    io/ckpt_hash_avx2.c \
     io/ckpt_layout.c \
     io/ckpt_save.c \
     io/ckpt_load.c \

@@ -67,6 +67,13 @@ check_PROGRAMS += t/unit_ckpt_geom.t
 t_unit_ckpt_geom_t_SOURCES = t/unit_ckpt_geom.t.c
 t_unit_ckpt_geom_t_LDADD = $(TEST_LDADD)
 TESTS += t/unit_ckpt_geom.t
+check_PROGRAMS += t/unit_ckpt_hash.t
+t_unit_ckpt_hash_t_SOURCES = t/unit_ckpt_hash.t.c
+t_unit_ckpt_hash_t_LDADD = $(TEST_LDADD) $(XXHASH_LIBS)
+TESTS += t/unit_ckpt_hash.t
+# the same with libxxhash's generic build forced
+dist_check_SCRIPTS += t/ckpt-hash-generic.t
+TESTS += t/ckpt-hash-generic.t
 check_PROGRAMS += t/ckpt_rt t/ckpt_bad
 t_ckpt_bad_SOURCES = t/ckpt_bad.c t/ckpt_synth.h
 t_ckpt_bad_LDADD = $(TEST_LDADD) $(HDF5_LIBS)
