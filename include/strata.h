@@ -274,6 +274,7 @@ const char *strata_comm_backend_name(const strata_context_t *ctx);
 /* Further parts of the API, one header each                                 */
 /* ------------------------------------------------------------------------ */
 #include "strata/tiers.h"     /* memory tiers, blocks, copy engines, events */
+#include "strata/fsdp.h"      /* sharded models: units, the step, the optimizer */
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,302 @@
+/*
+ * progress.c - the collectives of the step: all-gathers of flat parameters
+ * and the gradient reductions (reduce-scatter over the shard group, then
+ * allreduce over the replica group), and what drives them forward.
+ *
+ * Open MPI advances a nonblocking collective only inside MPI calls of the
+ * process. Two things make those calls while compute runs: an optional
+ * progress thread that tests every request in flight (sleeping on a
+ * condition variable when nothing is in flight, polling every
+ * PROGRESS_US otherwise), and strata_call_progress, which callbacks may
+ * call between chunks of work. Every MPI call of a model is made under
+ * m->lock, so MPI_THREAD_SERIALIZED would suffice.
+ *
+ * Order: the gathers and reduce-scatters are started by the main thread in
+ * program order, the same on every rank. The replica allreduces are started
+ * as reduce-scatters complete, which may be seen in a different order on
+ * different ranks; they are therefore started strictly in unit order
+ * (m->next_ar downwards) so every rank issues them in the same order.
+ */
+#include "config.h"
+#include "fsdp.h"
+
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#define PROGRESS_US 50
+
+static int reduce_wide(const strata_model_t *m)
+{
+    return STRATA_F32 != m->opts.reduce_dtype;
+}
+
+/* Advance one unit's gradient reduction as far as it goes without waiting. */
+static strata_status_t grad_advance(strata_model_t *m, strata_unit_t *u, int block)
+{
+    strata_status_t st;
+    int done;
+    if (GRAD_RS == u->rstate || GRAD_AR == u->rstate) {
+        if (block) {
+            st = strata_request_wait(u->rreq);
+            u->rreq = NULL;
+            if (STRATA_OK != st) return st;
+        } else {
+            st = strata_request_test(u->rreq, &done);
+            if (STRATA_OK != st) return st;
+            if (!done) return STRATA_OK;
+            st = strata_request_wait(u->rreq);
+            u->rreq = NULL;
+            if (STRATA_OK != st) return st;
+        }
+        m->inflight--;
+        if (GRAD_RS == u->rstate) {
+            /* the full gradient was only the send buffer */
+            fsdp_buf_free(&u->grad);
+            fsdp_buf_free(&u->rs_send);
+            u->rstate = GRAD_RS_DONE;
+        } else {
+            u->rstate = GRAD_AR;   /* finished below */
+            goto arrived;
+        }
+    }
+    if (GRAD_RS_DONE == u->rstate && m->next_ar == u->index) {
+        m->next_ar--;
+        if (m->n_replicas > 1) {
+            void *buf = reduce_wide(m) ? u->rs_recv.ptr : u->grad_shard.ptr;
+            st = strata_allreduce_start(m->replica, buf, buf, u->shard_len, m->opts.reduce_dtype,
+                                        STRATA_AVG, &u->rreq);
+            if (STRATA_OK != st) return st;
+            u->rstate = GRAD_AR;
+            m->inflight++;
+            pthread_cond_signal(&m->cond);
+            return STRATA_OK;
+        }
+        goto arrived;
+    }
+    return STRATA_OK;
+
+arrived:
+    if (reduce_wide(m)) {
+        if (STRATA_BF16 == m->opts.reduce_dtype)
+            strata_bf16_to_f32(u->rs_recv.ptr, u->grad_shard.ptr, u->shard_len);
+        else
+            strata_f16_to_f32(u->rs_recv.ptr, u->grad_shard.ptr, u->shard_len);
+        fsdp_buf_free(&u->rs_recv);
+    }
+    u->rstate = GRAD_ARRIVED;
+    return STRATA_OK;
+}
+
+static strata_status_t gather_advance(strata_model_t *m, strata_unit_t *u, int block)
+{
+    strata_status_t st;
+    int done = 1;
+    if (GATHER_INFLIGHT != u->gstate) return STRATA_OK;
+    if (!block) {
+        st = strata_request_test(u->greq, &done);
+        if (STRATA_OK != st) return st;
+        if (!done) return STRATA_OK;
+    }
+    st = strata_request_wait(u->greq);
+    u->greq = NULL;
+    m->inflight--;
+    fsdp_buf_free(&u->gsend);
+    if (STRATA_OK != st) return st;
+    u->gstate = GATHER_READY;
+    return STRATA_OK;
+}
+
+strata_status_t fsdp_poll_locked(strata_model_t *m)
+{
+    strata_status_t st = STRATA_OK;
+    for (int i = 0; i < m->nunits && m->inflight; i++) {
+        strata_status_t s = gather_advance(m, m->units[i], 0);
+        if (STRATA_OK == st) st = s;
+    }
+    /* descending: the order in which replica allreduces must start */
+    for (int i = m->nunits - 1; i >= 0; i--) {
+        strata_unit_t *u = m->units[i];
+        if (GRAD_IDLE == u->rstate || GRAD_ARRIVED <= u->rstate) continue;
+        strata_status_t s = grad_advance(m, u, 0);
+        if (STRATA_OK == st) st = s;
+    }
+    return st;
+}
+
+static void *progress_main(void *arg)
+{
+    strata_model_t *m = arg;
+    pthread_mutex_lock(&m->lock);
+    while (!m->progress_stop) {
+        if (!m->inflight) {
+            pthread_cond_wait(&m->cond, &m->lock);
+            continue;
+        }
+        fsdp_poll_locked(m);   /* errors surface again when the owner waits */
+        pthread_mutex_unlock(&m->lock);
+        struct timespec ts = { 0, PROGRESS_US * 1000L };
+        nanosleep(&ts, NULL);
+        pthread_mutex_lock(&m->lock);
+    }
+    pthread_mutex_unlock(&m->lock);
+    return NULL;
+}
+
+strata_status_t fsdp_progress_start(strata_model_t *m)
+{
+    if (!m->opts.progress_thread || m->progress_running) return STRATA_OK;
+    m->progress_stop = 0;
+    int rc = pthread_create(&m->progress, NULL, progress_main, m);
+    if (rc) return strata_error(m->ctx, STRATA_ERR_NOMEM, "cannot start the progress thread: %s",
+                                strerror(rc));
+    m->progress_running = 1;
+    return STRATA_OK;
+}
+
+void fsdp_progress_stop(strata_model_t *m)
+{
+    if (!m->progress_running) return;
+    pthread_mutex_lock(&m->lock);
+    m->progress_stop = 1;
+    pthread_cond_signal(&m->cond);
+    pthread_mutex_unlock(&m->lock);
+    pthread_join(m->progress, NULL);
+    m->progress_running = 0;
+}
+
+strata_status_t fsdp_gather_start(strata_model_t *m, strata_unit_t *u)
+{
+    strata_status_t st;
+    strata_dtype_t dt = m->opts.compute_dtype;
+    size_t esz = strata_dtype_size(dt);
+    if (GATHER_NONE != u->gstate) return STRATA_OK;
+    st = fsdp_buf_alloc(m->ctx, STRATA_TIER_DEVICE, STRATA_TAG_PARAM, u->npad * esz, 0,
+                        &u->gathered);
+    if (STRATA_OK != st) return st;
+    const void *send = u->master.ptr;
+    if (STRATA_BF16 == dt) {
+        st = fsdp_buf_alloc(m->ctx, STRATA_TIER_DEVICE, STRATA_TAG_WORKSPACE,
+                            u->shard_len * esz, 0, &u->gsend);
+        if (STRATA_OK != st) goto err;
+        strata_f32_to_bf16(u->master.ptr, u->gsend.ptr, u->shard_len);
+        send = u->gsend.ptr;
+    }
+    pthread_mutex_lock(&m->lock);
+    st = strata_allgather_start(m->shard, send, u->gathered.ptr, u->shard_len, dt, &u->greq);
+    if (STRATA_OK == st) {
+        u->gstate = GATHER_INFLIGHT;
+        m->inflight++;
+        pthread_cond_signal(&m->cond);
+    }
+    pthread_mutex_unlock(&m->lock);
+    if (STRATA_OK != st) goto err;
+    return STRATA_OK;
+err:
+    fsdp_buf_free(&u->gsend);
+    fsdp_buf_free(&u->gathered);
+    return st;
+}
+
+strata_status_t fsdp_gather_wait(strata_model_t *m, strata_unit_t *u)
+{
+    strata_status_t st = STRATA_OK;
+    if (GATHER_NONE == u->gstate) st = fsdp_gather_start(m, u);
+    if (STRATA_OK != st) return st;
+    if (GATHER_READY == u->gstate) return STRATA_OK;
+    double t0 = strata_now();
+    pthread_mutex_lock(&m->lock);
+    st = gather_advance(m, u, 1);
+    pthread_mutex_unlock(&m->lock);
+    m->exposed_s += strata_now() - t0;
+    return st;
+}
+
+void fsdp_gather_release(strata_unit_t *u)
+{
+    if (GATHER_READY != u->gstate) return;
+    fsdp_buf_free(&u->gathered);
+    u->gstate = GATHER_NONE;
+}
+
+strata_status_t fsdp_reduce_start(strata_model_t *m, strata_unit_t *u)
+{
+    strata_status_t st;
+    strata_dtype_t rd = m->opts.reduce_dtype;
+    size_t esz = strata_dtype_size(rd);
+    const void *send = u->grad.ptr;
+    void *recv = u->grad_shard.ptr;
+    if (reduce_wide(m)) {
+        st = fsdp_buf_alloc(m->ctx, STRATA_TIER_DEVICE, STRATA_TAG_GRAD, u->npad * esz, 0,
+                            &u->rs_send);
+        if (STRATA_OK != st) return st;
+        st = fsdp_buf_alloc(m->ctx, STRATA_TIER_DEVICE, STRATA_TAG_GRAD, u->shard_len * esz, 0,
+                            &u->rs_recv);
+        if (STRATA_OK != st) {
+            fsdp_buf_free(&u->rs_send);
+            return st;
+        }
+        if (STRATA_BF16 == rd) strata_f32_to_bf16(u->grad.ptr, u->rs_send.ptr, u->npad);
+        else strata_f32_to_f16(u->grad.ptr, u->rs_send.ptr, u->npad);
+        send = u->rs_send.ptr;
+        recv = u->rs_recv.ptr;
+    }
+    pthread_mutex_lock(&m->lock);
+    st = strata_reduce_scatter_start(m->shard, send, recv, u->shard_len, rd, STRATA_AVG, &u->rreq);
+    if (STRATA_OK == st) {
+        u->rstate = GRAD_RS;
+        m->inflight++;
+        pthread_cond_signal(&m->cond);
+    }
+    pthread_mutex_unlock(&m->lock);
+    if (STRATA_OK != st) {
+        fsdp_buf_free(&u->rs_send);
+        fsdp_buf_free(&u->rs_recv);
+    }
+    return st;
+}
+
+strata_status_t fsdp_reduce_wait(strata_model_t *m, strata_unit_t *u)
+{
+    strata_status_t st = STRATA_OK;
+    if (GRAD_ARRIVED <= u->rstate) return STRATA_OK;
+    if (GRAD_IDLE == u->rstate)
+        return strata_error(m->ctx, STRATA_ERR_STATE, "unit '%s': no gradient reduction was "
+                            "started", u->name);
+    double t0 = strata_now();
+    pthread_mutex_lock(&m->lock);
+    /* units above u start their allreduces first; their waits are part of u's */
+    for (int i = m->nunits - 1; i >= u->index && STRATA_OK == st; i--) {
+        strata_unit_t *v = m->units[i];
+        while (STRATA_OK == st && GRAD_ARRIVED > v->rstate && GRAD_IDLE != v->rstate) {
+            fsdp_grad_state_t prev = v->rstate;
+            st = grad_advance(m, v, 1);
+            /* stuck behind a unit whose reduction never started: report below */
+            if (GRAD_RS_DONE == prev && GRAD_RS_DONE == v->rstate) break;
+        }
+    }
+    pthread_mutex_unlock(&m->lock);
+    m->exposed_s += strata_now() - t0;
+    if (STRATA_OK == st && GRAD_ARRIVED > u->rstate)
+        st = strata_error(m->ctx, STRATA_ERR_STATE, "unit '%s': gradient reduction stalled",
+                          u->name);
+    return st;
+}
+
+void fsdp_drain(strata_model_t *m)
+{
+    pthread_mutex_lock(&m->lock);
+    for (int i = m->nunits - 1; i >= 0; i--) {
+        strata_unit_t *u = m->units[i];
+        if (GATHER_INFLIGHT == u->gstate) gather_advance(m, u, 1);
+        if (u->rreq) {
+            strata_request_wait(u->rreq);
+            u->rreq = NULL;
+            m->inflight--;
+        }
+        u->rstate = GRAD_IDLE;
+        fsdp_buf_free(&u->rs_send);
+        fsdp_buf_free(&u->rs_recv);
+    }
+    pthread_mutex_unlock(&m->lock);
+}
