@@ -129,7 +129,6 @@ struct strata_model {
     fsdp_phase_t        phase;
     int                 n_micro, micro;     /* micro = index of the next forward */
     int                 prefetch;
-    int                 next_ar;            /* replica allreduces start in this unit order */
     fsdp_buf_t         *acts;               /* acts[u] = unit u's input; acts[L] = output */
     fsdp_buf_t         *gacts;              /* gacts[u] = d/d acts[u] */
     void               *batch;
@@ -184,6 +183,9 @@ strata_status_t fsdp_gather_wait(strata_model_t *m, strata_unit_t *u);
 void fsdp_gather_release(strata_unit_t *u);
 /* Start the reduction of unit u's gradient (last micro-batch). */
 strata_status_t fsdp_reduce_start(strata_model_t *m, strata_unit_t *u);
+/* Hybrid sharding: wait for u's reduce-scatter and start its allreduce
+ * over the replica group (main thread, program order). No-op otherwise. */
+strata_status_t fsdp_reduce_replicas(strata_model_t *m, strata_unit_t *u);
 /* Block until unit u's gradient has arrived in grad_shard. */
 strata_status_t fsdp_reduce_wait(strata_model_t *m, strata_unit_t *u);
 /* Wait for everything in flight (error paths, destroy). */

@@ -11,11 +11,13 @@
  * call between chunks of work. Every MPI call of a model is made under
  * m->lock, so MPI_THREAD_SERIALIZED would suffice.
  *
- * Order: the gathers and reduce-scatters are started by the main thread in
- * program order, the same on every rank. The replica allreduces are started
- * as reduce-scatters complete, which may be seen in a different order on
- * different ranks; they are therefore started strictly in unit order
- * (m->next_ar downwards) so every rank issues them in the same order.
+ * Order: every collective is STARTED by the main thread at a fixed point of
+ * the program, the same on every rank; the progress thread and
+ * strata_call_progress only test. Starting may block (cfg.comm_check makes
+ * each start a small blocking allreduce), and two threads starting
+ * collectives on two communicators in timing-dependent order can deadlock
+ * across ranks. So the replica allreduce of unit u (hybrid sharding) starts
+ * after the backward of unit u-1, not when its reduce-scatter completes.
  */
 #include "config.h"
 #include "fsdp.h"
@@ -31,52 +33,31 @@ static int reduce_wide(const strata_model_t *m)
     return STRATA_F32 != m->opts.reduce_dtype;
 }
 
-/* Advance one unit's gradient reduction as far as it goes without waiting. */
+/* Finish whichever gradient collective of u is in flight, if it is done
+ * (or, with block, once it is). Only completes; never starts one. */
 static strata_status_t grad_advance(strata_model_t *m, strata_unit_t *u, int block)
 {
     strata_status_t st;
-    int done;
-    if (GRAD_RS == u->rstate || GRAD_AR == u->rstate) {
-        if (block) {
-            st = strata_request_wait(u->rreq);
-            u->rreq = NULL;
-            if (STRATA_OK != st) return st;
-        } else {
-            st = strata_request_test(u->rreq, &done);
-            if (STRATA_OK != st) return st;
-            if (!done) return STRATA_OK;
-            st = strata_request_wait(u->rreq);
-            u->rreq = NULL;
-            if (STRATA_OK != st) return st;
-        }
-        m->inflight--;
-        if (GRAD_RS == u->rstate) {
-            /* the full gradient was only the send buffer */
-            fsdp_buf_free(&u->grad);
-            fsdp_buf_free(&u->rs_send);
-            u->rstate = GRAD_RS_DONE;
-        } else {
-            u->rstate = GRAD_AR;   /* finished below */
-            goto arrived;
-        }
+    int done = 1;
+    if (GRAD_RS != u->rstate && GRAD_AR != u->rstate) return STRATA_OK;
+    if (!block) {
+        st = strata_request_test(u->rreq, &done);
+        if (STRATA_OK != st) return st;
+        if (!done) return STRATA_OK;
     }
-    if (GRAD_RS_DONE == u->rstate && m->next_ar == u->index) {
-        m->next_ar--;
+    st = strata_request_wait(u->rreq);
+    u->rreq = NULL;
+    m->inflight--;
+    if (STRATA_OK != st) return st;
+    if (GRAD_RS == u->rstate) {
+        /* the full gradient was only the send buffer */
+        fsdp_buf_free(&u->grad);
+        fsdp_buf_free(&u->rs_send);
         if (m->n_replicas > 1) {
-            void *buf = reduce_wide(m) ? u->rs_recv.ptr : u->grad_shard.ptr;
-            st = strata_allreduce_start(m->replica, buf, buf, u->shard_len, m->opts.reduce_dtype,
-                                        STRATA_AVG, &u->rreq);
-            if (STRATA_OK != st) return st;
-            u->rstate = GRAD_AR;
-            m->inflight++;
-            pthread_cond_signal(&m->cond);
+            u->rstate = GRAD_RS_DONE;   /* the main thread starts the allreduce */
             return STRATA_OK;
         }
-        goto arrived;
     }
-    return STRATA_OK;
-
-arrived:
     if (reduce_wide(m)) {
         if (STRATA_BF16 == m->opts.reduce_dtype)
             strata_bf16_to_f32(u->rs_recv.ptr, u->grad_shard.ptr, u->shard_len);
@@ -111,15 +92,9 @@ strata_status_t fsdp_poll_locked(strata_model_t *m)
 {
     strata_status_t st = STRATA_OK;
     for (int i = 0; i < m->nunits && m->inflight; i++) {
-        strata_status_t s = gather_advance(m, m->units[i], 0);
-        if (STRATA_OK == st) st = s;
-    }
-    /* descending: the order in which replica allreduces must start */
-    for (int i = m->nunits - 1; i >= 0; i--) {
-        strata_unit_t *u = m->units[i];
-        if (GRAD_IDLE == u->rstate || GRAD_ARRIVED <= u->rstate) continue;
-        strata_status_t s = grad_advance(m, u, 0);
-        if (STRATA_OK == st) st = s;
+        strata_status_t s1 = gather_advance(m, m->units[i], 0);
+        strata_status_t s2 = grad_advance(m, m->units[i], 0);
+        if (STRATA_OK == st) st = STRATA_OK != s1 ? s1 : s2;
     }
     return st;
 }
@@ -256,25 +231,39 @@ strata_status_t fsdp_reduce_start(strata_model_t *m, strata_unit_t *u)
     return st;
 }
 
-strata_status_t fsdp_reduce_wait(strata_model_t *m, strata_unit_t *u)
+strata_status_t fsdp_reduce_replicas(strata_model_t *m, strata_unit_t *u)
 {
     strata_status_t st = STRATA_OK;
-    if (GRAD_ARRIVED <= u->rstate) return STRATA_OK;
+    if (m->n_replicas < 2 || GRAD_ARRIVED <= u->rstate || GRAD_AR == u->rstate) return STRATA_OK;
     if (GRAD_IDLE == u->rstate)
         return strata_error(m->ctx, STRATA_ERR_STATE, "unit '%s': no gradient reduction was "
                             "started", u->name);
     double t0 = strata_now();
     pthread_mutex_lock(&m->lock);
-    /* units above u start their allreduces first; their waits are part of u's */
-    for (int i = m->nunits - 1; i >= u->index && STRATA_OK == st; i--) {
-        strata_unit_t *v = m->units[i];
-        while (STRATA_OK == st && GRAD_ARRIVED > v->rstate && GRAD_IDLE != v->rstate) {
-            fsdp_grad_state_t prev = v->rstate;
-            st = grad_advance(m, v, 1);
-            /* stuck behind a unit whose reduction never started: report below */
-            if (GRAD_RS_DONE == prev && GRAD_RS_DONE == v->rstate) break;
+    if (GRAD_RS == u->rstate) st = grad_advance(m, u, 1);
+    if (STRATA_OK == st && GRAD_RS_DONE == u->rstate) {
+        void *buf = reduce_wide(m) ? u->rs_recv.ptr : u->grad_shard.ptr;
+        st = strata_allreduce_start(m->replica, buf, buf, u->shard_len, m->opts.reduce_dtype,
+                                    STRATA_AVG, &u->rreq);
+        if (STRATA_OK == st) {
+            u->rstate = GRAD_AR;
+            m->inflight++;
+            pthread_cond_signal(&m->cond);
         }
     }
+    pthread_mutex_unlock(&m->lock);
+    m->exposed_s += strata_now() - t0;
+    return st;
+}
+
+strata_status_t fsdp_reduce_wait(strata_model_t *m, strata_unit_t *u)
+{
+    strata_status_t st = fsdp_reduce_replicas(m, u);
+    if (STRATA_OK != st || GRAD_ARRIVED <= u->rstate) return st;
+    double t0 = strata_now();
+    pthread_mutex_lock(&m->lock);
+    while (STRATA_OK == st && (GRAD_RS == u->rstate || GRAD_AR == u->rstate))
+        st = grad_advance(m, u, 1);
     pthread_mutex_unlock(&m->lock);
     m->exposed_s += strata_now() - t0;
     if (STRATA_OK == st && GRAD_ARRIVED > u->rstate)

@@ -102,7 +102,6 @@ strata_status_t strata_model_step_begin(strata_model_t *m, int n_micro)
     m->n_micro = n_micro;
     m->micro = 0;
     m->phase = PHASE_STEP;
-    m->next_ar = m->nunits - 1;
     m->compute_s = m->exposed_s = m->optim_s = 0;
     m->t_step0 = strata_now();
     for (int i = 0; i < m->nunits; i++) m->units[i]->rstate = GRAD_IDLE;
@@ -218,6 +217,9 @@ strata_status_t strata_model_backward(strata_model_t *m, const void *grad_out, s
             fsdp_gather_release(u);
         if (last) {
             st = fsdp_reduce_start(m, u);
+            if (STRATA_OK != st) goto fail;
+            /* hybrid: the unit above had a whole backward to reduce-scatter */
+            if (ui + 1 < L) st = fsdp_reduce_replicas(m, m->units[ui + 1]);
             if (STRATA_OK != st) goto fail;
             /* units whose gradients already arrived may step now */
             if (0 == pthread_mutex_trylock(&m->lock)) {
