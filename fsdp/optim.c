@@ -14,7 +14,7 @@
 #include <sched.h>
 #include <stdlib.h>
 
-#define PAR_MIN   (1u << 16)   /* below this one thread is faster than spawning */
+#define PAR_MIN   (1u << 20)   /* below this one thread beats spawning (threads start per call) */
 #define MAX_THR   64
 #define NORM_CHUNK 4096
 

@@ -26,7 +26,19 @@
 #include <string.h>
 #include <time.h>
 
-#define PROGRESS_US 50
+#define PROGRESS_US 50   /* progress thread: poll interval while something is in flight */
+#define WAIT_US     20   /* a blocked wait tests, then sleeps this long with the lock released */
+
+/* Sleep with the lock released: the progress thread (or nothing) runs
+ * meanwhile, and on an oversubscribed machine the other ranks get the core
+ * instead of a spinning MPI_Wait. Called with m->lock held. */
+static void nap(strata_model_t *m)
+{
+    struct timespec ts = { 0, WAIT_US * 1000L };
+    pthread_mutex_unlock(&m->lock);
+    nanosleep(&ts, NULL);
+    pthread_mutex_lock(&m->lock);
+}
 
 static int reduce_wide(const strata_model_t *m)
 {
@@ -157,6 +169,9 @@ strata_status_t fsdp_gather_start(strata_model_t *m, strata_unit_t *u)
         strata_f32_to_bf16(u->master.ptr, u->gsend.ptr, u->shard_len);
         send = u->gsend.ptr;
     }
+    /* starting is communication time too (it may wait for the lock, and
+     * the first rounds of a collective may run inside the start) */
+    double t0 = strata_now();
     pthread_mutex_lock(&m->lock);
     st = strata_allgather_start(m->shard, send, u->gathered.ptr, u->shard_len, dt, &u->greq);
     if (STRATA_OK == st) {
@@ -165,6 +180,7 @@ strata_status_t fsdp_gather_start(strata_model_t *m, strata_unit_t *u)
         pthread_cond_signal(&m->cond);
     }
     pthread_mutex_unlock(&m->lock);
+    m->exposed_s += strata_now() - t0;
     if (STRATA_OK != st) goto err;
     return STRATA_OK;
 err:
@@ -181,9 +197,17 @@ strata_status_t fsdp_gather_wait(strata_model_t *m, strata_unit_t *u)
     if (GATHER_READY == u->gstate) return STRATA_OK;
     double t0 = strata_now();
     pthread_mutex_lock(&m->lock);
-    st = gather_advance(m, u, 1);
+    /* the state, not the request, is tested after every nap: the progress
+     * thread may have completed and released the request meanwhile */
+    while (STRATA_OK == st && GATHER_INFLIGHT == u->gstate) {
+        st = gather_advance(m, u, 0);
+        if (STRATA_OK == st && GATHER_INFLIGHT == u->gstate) nap(m);
+    }
     pthread_mutex_unlock(&m->lock);
     m->exposed_s += strata_now() - t0;
+    if (STRATA_OK == st && GATHER_READY != u->gstate)
+        st = strata_error(m->ctx, STRATA_ERR_STATE, "unit '%s': all-gather failed earlier",
+                          u->name);
     return st;
 }
 
@@ -216,6 +240,7 @@ strata_status_t fsdp_reduce_start(strata_model_t *m, strata_unit_t *u)
         send = u->rs_send.ptr;
         recv = u->rs_recv.ptr;
     }
+    double t0 = strata_now();
     pthread_mutex_lock(&m->lock);
     st = strata_reduce_scatter_start(m->shard, send, recv, u->shard_len, rd, STRATA_AVG, &u->rreq);
     if (STRATA_OK == st) {
@@ -224,6 +249,7 @@ strata_status_t fsdp_reduce_start(strata_model_t *m, strata_unit_t *u)
         pthread_cond_signal(&m->cond);
     }
     pthread_mutex_unlock(&m->lock);
+    m->exposed_s += strata_now() - t0;
     if (STRATA_OK != st) {
         fsdp_buf_free(&u->rs_send);
         fsdp_buf_free(&u->rs_recv);
@@ -240,7 +266,10 @@ strata_status_t fsdp_reduce_replicas(strata_model_t *m, strata_unit_t *u)
                             "started", u->name);
     double t0 = strata_now();
     pthread_mutex_lock(&m->lock);
-    if (GRAD_RS == u->rstate) st = grad_advance(m, u, 1);
+    while (STRATA_OK == st && GRAD_RS == u->rstate) {
+        st = grad_advance(m, u, 0);
+        if (STRATA_OK == st && GRAD_RS == u->rstate) nap(m);
+    }
     if (STRATA_OK == st && GRAD_RS_DONE == u->rstate) {
         void *buf = reduce_wide(m) ? u->rs_recv.ptr : u->grad_shard.ptr;
         st = strata_allreduce_start(m->replica, buf, buf, u->shard_len, m->opts.reduce_dtype,
@@ -262,8 +291,10 @@ strata_status_t fsdp_reduce_wait(strata_model_t *m, strata_unit_t *u)
     if (STRATA_OK != st || GRAD_ARRIVED <= u->rstate) return st;
     double t0 = strata_now();
     pthread_mutex_lock(&m->lock);
-    while (STRATA_OK == st && (GRAD_RS == u->rstate || GRAD_AR == u->rstate))
-        st = grad_advance(m, u, 1);
+    while (STRATA_OK == st && (GRAD_RS == u->rstate || GRAD_AR == u->rstate)) {
+        st = grad_advance(m, u, 0);
+        if (STRATA_OK == st && (GRAD_RS == u->rstate || GRAD_AR == u->rstate)) nap(m);
+    }
     pthread_mutex_unlock(&m->lock);
     m->exposed_s += strata_now() - t0;
     if (STRATA_OK == st && GRAD_ARRIVED > u->rstate)

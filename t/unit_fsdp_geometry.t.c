@@ -94,7 +94,7 @@ static void test_optim(void)
        "AdamW state names are exp_avg, exp_avg_sq");
 
     /* threads change nothing, bit for bit */
-    size_t n = (1u << 18) + 77;
+    size_t n = (1u << 21) + 77;
     float *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b), *gg = malloc(n * sizeof *gg);
     float *s0 = calloc(n, sizeof *s0), *s1 = calloc(n, sizeof *s1);
     float *t0 = calloc(n, sizeof *t0), *t1 = calloc(n, sizeof *t1);
