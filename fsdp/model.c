@@ -380,6 +380,12 @@ strata_status_t fsdp_model_set_scalars(strata_model_t *m, const fsdp_scalars_t *
         return strata_error(m->ctx, STRATA_ERR_MISMATCH, "the checkpoint's optimizer (%s) is "
                             "not the model's (%s)", s->optimizer ? "sgd" : "adamw",
                             m->opts.optimizer ? "sgd" : "adamw");
+    strata_model_opts_t o = m->opts;
+    o.momentum = s->momentum;
+    if (fsdp_optim_nstate(&o) != fsdp_optim_nstate(&m->opts))
+        return strata_error(m->ctx, STRATA_ERR_MISMATCH, "momentum %g would change the number "
+                            "of optimizer state buffers; build the model with the same "
+                            "momentum setting", s->momentum);
     m->step_count = s->step;
     m->opts.lr = s->lr;
     m->opts.beta1 = s->beta1;

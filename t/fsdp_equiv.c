@@ -13,7 +13,8 @@
  *    element of its tensor) of the single-process run whose one batch holds
  *    all M x W micro-batches;
  *  - a second run with the same seed is bitwise identical, and so are runs
- *    with prefetch off and with reshard-after-forward off;
+ *    with prefetch off, with reshard-after-forward off and with the
+ *    optimizer state in pinned host;
  *  - bf16 compute with bf16 reduction trains close to the f32 result.
  * --quick (the 128-rank case) keeps only SGD/AdamW at M = 2 and the bitwise rerun.
  */
@@ -38,6 +39,7 @@ typedef struct {
     int prefetch;        /* -1: from the config */
     int reshard;
     int bf16;
+    int host;            /* optimizer state in the pinned-host tier */
 } run_t;
 
 /* Train on ctx (all its ranks) and return every parameter, concatenated in
@@ -58,6 +60,7 @@ static float *train(strata_context_t *ctx, const run_t *r, int batch, int accum,
     o.progress_thread = progress;
     o.reshard_after_forward = r->reshard;
     if (r->bf16) o.compute_dtype = o.reduce_dtype = STRATA_BF16;
+    o.optim_on_host = r->host;
     o.seed = 42;
     strata_status_t st = strata_model_create(ctx, &o, &model);
     if (STRATA_OK == st) st = mlp_build(model, &mlp, L, D);
@@ -151,7 +154,7 @@ int main(int argc, char **argv)
     };
     const run_t *cases = quick ? cases_quick : cases_full;
     int ncases = quick ? 2 : 4;
-    plan(2 * ncases + (quick ? 1 : 4));
+    plan(2 * ncases + (quick ? 1 : 5));
 
     strata_config_t cfg;
     strata_config_init(&cfg, NULL, 0);
@@ -215,6 +218,12 @@ int main(int argc, char **argv)
         norsh = train(ctx, &nr, B, nr.accum, R, W, NULL, &n);
         ok(first && norsh && !memcmp(first, norsh, n * sizeof *first),
            "reshard-after-forward off gives bitwise the same parameters");
+        run_t hst = last;
+        hst.host = 1;
+        float *onhost = train(ctx, &hst, B, hst.accum, R, W, NULL, &n);
+        ok(first && onhost && !memcmp(first, onhost, n * sizeof *first),
+           "optimizer state in pinned host gives bitwise the same parameters");
+        free(onhost);
         run_t b16 = last;
         b16.bf16 = 1;
         bf = train(ctx, &b16, B, b16.accum, R, W, NULL, &n);

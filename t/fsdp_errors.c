@@ -121,7 +121,7 @@ int main(int argc, char **argv)
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_size(MPI_COMM_WORLD, &W);
     tap_use_comm(MPI_COMM_WORLD);
-    plan(24);
+    plan(26);
 
     strata_config_t cfg;
     strata_config_init(&cfg, NULL, 0);
@@ -211,6 +211,21 @@ int main(int argc, char **argv)
     }
     mode = GOOD;
     ok(STRATA_OK == one_step(m), "a good step runs after the failed ones");
+
+    /* eval: the same output as a training forward, and not inside a step */
+    float ev[2 * F];
+    const void *eo;
+    size_t eb = 0;
+    strata_status_t est = strata_model_eval(m, xin, sizeof xin, NULL, &eo, &eb);
+    if (STRATA_OK == est) memcpy(ev, eo, sizeof ev);
+    strata_model_step_begin(m, 1);
+    strata_model_forward(m, xin, sizeof xin, NULL, &out, &ob);
+    ok(STRATA_OK == est && sizeof ev == eb && ob == eb && !memcmp(ev, out, eb),
+       "eval gives the training forward's output");
+    EXPECT(strata_model_eval(m, xin, sizeof xin, NULL, &eo, &eb), STRATA_ERR_STATE,
+           "inside a training step", "eval inside a step: STRATA_ERR_STATE");
+    strata_model_backward(m, dout, ob);
+    strata_model_step_end(m);
     float w[F];
     strata_unit_t *u0 = strata_model_unit(m, 0);
     EXPECT(strata_unit_read_param(u0, 0, w, F + 1), STRATA_ERR_INVALID, "exactly",

@@ -222,7 +222,8 @@ strata_status_t strata_model_stats(const strata_model_t *model, strata_model_sta
  *                       returns (the same bytes in forward and backward).
  *  strata_call_output   forward: allocate the unit's output of `bytes`
  *                       (call exactly once; it becomes the next unit's
- *                       input). Backward: the same output, read-only.
+ *                       input); valid until the unit's backward returns.
+ *  strata_call_forward_output  backward: that same output, read-only.
  *  strata_call_grad_output  backward: d(loss)/d(output), read-only; NULL
  *                       with 0 bytes for the last unit when backward got
  *                       no grad_out.
