@@ -29,20 +29,48 @@
 #define PROGRESS_US 50   /* progress thread: poll interval while something is in flight */
 #define WAIT_US     20   /* a blocked wait tests, then sleeps this long with the lock released */
 
-/* Sleep with the lock released: the progress thread (or nothing) runs
- * meanwhile, and on an oversubscribed machine the other ranks get the core
- * instead of a spinning MPI_Wait. Called with m->lock held. */
-static void nap(strata_model_t *m)
+/* One round of a blocked wait, called with m->lock held: the first
+ * SPIN_TESTS rounds only let go of the lock (a collective about to finish
+ * is caught within microseconds); later ones sleep with the lock released,
+ * so on an oversubscribed machine the other ranks get the core instead of
+ * a spinning MPI_Wait. */
+#define SPIN_TESTS 64
+static void nap(strata_model_t *m, int *round)
 {
-    struct timespec ts = { 0, WAIT_US * 1000L };
     pthread_mutex_unlock(&m->lock);
-    nanosleep(&ts, NULL);
+    if (++*round > SPIN_TESTS) {
+        struct timespec ts = { 0, WAIT_US * 1000L };
+        nanosleep(&ts, NULL);
+    }
     pthread_mutex_lock(&m->lock);
 }
 
 static int reduce_wide(const strata_model_t *m)
 {
     return STRATA_F32 != m->opts.reduce_dtype;
+}
+
+/* u's gradient shard is final: back to f32 if it travelled in 16 bits. */
+static void arrived(strata_model_t *m, strata_unit_t *u)
+{
+    if (reduce_wide(m)) {
+        if (STRATA_BF16 == m->opts.reduce_dtype)
+            strata_bf16_to_f32(u->rs_recv.ptr, u->grad_shard.ptr, u->shard_len);
+        else
+            strata_f16_to_f32(u->rs_recv.ptr, u->grad_shard.ptr, u->shard_len);
+        fsdp_buf_free(&u->rs_recv);
+    }
+    u->rstate = GRAD_ARRIVED;
+}
+
+/* The reduce-scatter of u is complete. */
+static void rs_done(strata_model_t *m, strata_unit_t *u)
+{
+    /* the full gradient was only the send buffer */
+    fsdp_buf_free(&u->grad);
+    fsdp_buf_free(&u->rs_send);
+    if (m->n_replicas > 1) u->rstate = GRAD_RS_DONE;   /* the main thread starts the allreduce */
+    else arrived(m, u);
 }
 
 /* Finish whichever gradient collective of u is in flight, if it is done
@@ -61,23 +89,8 @@ static strata_status_t grad_advance(strata_model_t *m, strata_unit_t *u, int blo
     u->rreq = NULL;
     m->inflight--;
     if (STRATA_OK != st) return st;
-    if (GRAD_RS == u->rstate) {
-        /* the full gradient was only the send buffer */
-        fsdp_buf_free(&u->grad);
-        fsdp_buf_free(&u->rs_send);
-        if (m->n_replicas > 1) {
-            u->rstate = GRAD_RS_DONE;   /* the main thread starts the allreduce */
-            return STRATA_OK;
-        }
-    }
-    if (reduce_wide(m)) {
-        if (STRATA_BF16 == m->opts.reduce_dtype)
-            strata_bf16_to_f32(u->rs_recv.ptr, u->grad_shard.ptr, u->shard_len);
-        else
-            strata_f16_to_f32(u->rs_recv.ptr, u->grad_shard.ptr, u->shard_len);
-        fsdp_buf_free(&u->rs_recv);
-    }
-    u->rstate = GRAD_ARRIVED;
+    if (GRAD_RS == u->rstate) rs_done(m, u);
+    else arrived(m, u);
     return STRATA_OK;
 }
 
@@ -169,6 +182,12 @@ strata_status_t fsdp_gather_start(strata_model_t *m, strata_unit_t *u)
         strata_f32_to_bf16(u->master.ptr, u->gsend.ptr, u->shard_len);
         send = u->gsend.ptr;
     }
+    if (1 == m->S) {   /* a group of one: the shard is the whole vector */
+        memcpy(u->gathered.ptr, send, u->npad * esz);
+        fsdp_buf_free(&u->gsend);
+        u->gstate = GATHER_READY;
+        return STRATA_OK;
+    }
     /* starting is communication time too (it may wait for the lock, and
      * the first rounds of a collective may run inside the start) */
     double t0 = strata_now();
@@ -199,9 +218,10 @@ strata_status_t fsdp_gather_wait(strata_model_t *m, strata_unit_t *u)
     pthread_mutex_lock(&m->lock);
     /* the state, not the request, is tested after every nap: the progress
      * thread may have completed and released the request meanwhile */
+    int round = 0;
     while (STRATA_OK == st && GATHER_INFLIGHT == u->gstate) {
         st = gather_advance(m, u, 0);
-        if (STRATA_OK == st && GATHER_INFLIGHT == u->gstate) nap(m);
+        if (STRATA_OK == st && GATHER_INFLIGHT == u->gstate) nap(m, &round);
     }
     pthread_mutex_unlock(&m->lock);
     m->exposed_s += strata_now() - t0;
@@ -240,6 +260,13 @@ strata_status_t fsdp_reduce_start(strata_model_t *m, strata_unit_t *u)
         send = u->rs_send.ptr;
         recv = u->rs_recv.ptr;
     }
+    if (1 == m->S) {   /* a group of one: the average is the gradient itself */
+        memcpy(recv, send, u->shard_len * esz);
+        pthread_mutex_lock(&m->lock);
+        rs_done(m, u);
+        pthread_mutex_unlock(&m->lock);
+        return STRATA_OK;
+    }
     double t0 = strata_now();
     pthread_mutex_lock(&m->lock);
     st = strata_reduce_scatter_start(m->shard, send, recv, u->shard_len, rd, STRATA_AVG, &u->rreq);
@@ -266,9 +293,10 @@ strata_status_t fsdp_reduce_replicas(strata_model_t *m, strata_unit_t *u)
                             "started", u->name);
     double t0 = strata_now();
     pthread_mutex_lock(&m->lock);
+    int round = 0;
     while (STRATA_OK == st && GRAD_RS == u->rstate) {
         st = grad_advance(m, u, 0);
-        if (STRATA_OK == st && GRAD_RS == u->rstate) nap(m);
+        if (STRATA_OK == st && GRAD_RS == u->rstate) nap(m, &round);
     }
     if (STRATA_OK == st && GRAD_RS_DONE == u->rstate) {
         void *buf = reduce_wide(m) ? u->rs_recv.ptr : u->grad_shard.ptr;
@@ -291,9 +319,10 @@ strata_status_t fsdp_reduce_wait(strata_model_t *m, strata_unit_t *u)
     if (STRATA_OK != st || GRAD_ARRIVED <= u->rstate) return st;
     double t0 = strata_now();
     pthread_mutex_lock(&m->lock);
+    int round = 0;
     while (STRATA_OK == st && (GRAD_RS == u->rstate || GRAD_AR == u->rstate)) {
         st = grad_advance(m, u, 0);
-        if (STRATA_OK == st && (GRAD_RS == u->rstate || GRAD_AR == u->rstate)) nap(m);
+        if (STRATA_OK == st && (GRAD_RS == u->rstate || GRAD_AR == u->rstate)) nap(m, &round);
     }
     pthread_mutex_unlock(&m->lock);
     m->exposed_s += strata_now() - t0;

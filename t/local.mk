@@ -44,10 +44,12 @@ t_fsdp_equiv_LDADD = $(TEST_LDADD)
 t_fsdp_errors_SOURCES = t/fsdp_errors.c examples/mlp/mlp_model.c
 t_fsdp_errors_LDADD = $(TEST_LDADD)
 dist_check_SCRIPTS += \
-    t/fsdp-np1.t t/fsdp-np2.t t/fsdp-np3.t t/fsdp-np4.t t/fsdp-np4-s2.t t/fsdp-np8.t \
+    t/fsdp-np1.t t/fsdp-np2.t t/fsdp-np2-s1.t t/fsdp-np3.t t/fsdp-np4.t t/fsdp-np4-s2.t \
+    t/fsdp-np8.t \
     t/fsdp-np128.t t/fsdp-errors.t
 TESTS += \
     t/unit_fsdp_geometry.t \
     t/fsdp-errors.t \
-    t/fsdp-np1.t t/fsdp-np2.t t/fsdp-np3.t t/fsdp-np4.t t/fsdp-np4-s2.t t/fsdp-np8.t \
+    t/fsdp-np1.t t/fsdp-np2.t t/fsdp-np2-s1.t t/fsdp-np3.t t/fsdp-np4.t t/fsdp-np4-s2.t \
+    t/fsdp-np8.t \
     t/fsdp-np128.t
