@@ -23,7 +23,7 @@
 #define WIDTH  256
 #define BATCH  32
 
-static int CHUNK = 4;        /* rows between strata_call_progress calls; 0 = none */
+static int CHUNK = 16;       /* rows between strata_call_progress calls; 0 = none */
 static int PTHREAD = 1;      /* progress thread */
 
 static int cmp_double(const void *a, const void *b)

@@ -26,7 +26,7 @@
 #include <string.h>
 #include <time.h>
 
-#define PROGRESS_US 50   /* progress thread: poll interval while something is in flight */
+#define PROGRESS_US 200  /* progress thread: poll interval while something is in flight */
 #define WAIT_US     20   /* a blocked wait tests, then sleeps this long with the lock released */
 
 /* One round of a blocked wait, called with m->lock held: the first

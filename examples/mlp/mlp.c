@@ -84,7 +84,7 @@ int main(int argc, char **argv)
 
     strata_context_t *ctx = NULL;
     strata_model_t *model = NULL;
-    mlp_t mlp = { .chunk_rows = 4 };
+    mlp_t mlp = { .chunk_rows = 16 };
     strata_status_t st = strata_init(MPI_COMM_WORLD, &cfg, &ctx);
     if (STRATA_OK != st) {
         fprintf(stderr, "mlp: strata_init: %s\n", strata_strerror(st));
