@@ -97,7 +97,7 @@ static int run(setup_t *s, int k, int measure, int W, int R)
 
 int main(int argc, char **argv)
 {
-    int json = 0, header = 0, steps = 4, rounds = 6, W, R, provided;
+    int json = 0, header = 0, steps = 2, rounds = 12, W, R, provided;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json")) json = 1;
         else if (!strcmp(argv[i], "--header")) header = 1;
