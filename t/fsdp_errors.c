@@ -11,6 +11,7 @@
 
 #include "strata.h"
 #include "tap.h"
+#include "fsdp/fsdp.h"   /* the enumeration checkpoints use */
 
 enum { GOOD, OVERRUN_OUT, NO_OUTPUT, OUTPUT_TWICE, OVERRUN_SAVE, SAVED_UNKNOWN, OVERRUN_GIN };
 static int mode = GOOD;
@@ -121,7 +122,7 @@ int main(int argc, char **argv)
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_size(MPI_COMM_WORLD, &W);
     tap_use_comm(MPI_COMM_WORLD);
-    plan(26);
+    plan(28);
 
     strata_config_t cfg;
     strata_config_init(&cfg, NULL, 0);
@@ -228,6 +229,24 @@ int main(int argc, char **argv)
     strata_model_step_end(m);
     float w[F];
     strata_unit_t *u0 = strata_model_unit(m, 0);
+
+    /* the checkpoint view: the master shard is the slice fsdp_shard_range names */
+    fsdp_geom_t g;
+    fsdp_scalars_t sc;
+    size_t soff, slen;
+    fsdp_model_geom(m, &g);
+    fsdp_model_scalars(m, &sc);
+    int geo = STRATA_OK == strata_unit_read_param(u0, 0, w, F) &&
+              0 == fsdp_shard_range(F, g.S, g.shard_rank, &soff, &slen) && g.S == W &&
+              g.n_replicas == 1 && 0 == g.replica_index;
+    const float *ms = fsdp_unit_master(u0);
+    for (size_t i = 0; geo && i < slen; i++)
+        geo = ms[i] == (soff + i < F ? w[soff + i] : 0.0f);
+    ok(geo, "the master shard holds elements [s*Npad/S, (s+1)*Npad/S) of the flat vector");
+    ok(2 == fsdp_optim_nstate(&(strata_model_opts_t){ .optimizer = STRATA_OPTIM_ADAMW }) &&
+       fsdp_unit_state(u0, 0) && fsdp_unit_state(u0, 1) && !fsdp_unit_state(u0, 2) &&
+       sc.step >= 1 && sc.optimizer == STRATA_OPTIM_ADAMW && sc.beta2 > 0.99f,
+       "optimizer state shards and scalars are enumerable (step %d)", sc.step);
     EXPECT(strata_unit_read_param(u0, 0, w, F + 1), STRATA_ERR_INVALID, "exactly",
            "read_param with a wrong element count");
     strata_model_destroy(m);

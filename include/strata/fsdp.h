@@ -33,6 +33,16 @@
  * device tier (so cfg.device_mem bounds them all; exceeding it fails with
  * STRATA_ERR_TIER_FULL and a message naming the need and the use per tag).
  *
+ * Threads and progress: Open MPI advances a nonblocking collective only
+ * inside MPI calls. With opts.progress_thread (default) each model runs one
+ * thread that tests the collectives in flight every 200 us and sleeps on a
+ * condition variable when none are; callbacks may also call
+ * strata_call_progress between chunks of work. Every collective is started
+ * by the calling thread in program order (the same on every rank); the
+ * progress thread only tests. Waits spin briefly, then sleep in 20 us naps
+ * so oversubscribed ranks give their core away instead of spinning.
+ * Callbacks run on the thread that called forward/backward.
+ *
  * Collective calls: create/finalize/destroy, step_begin/forward/backward/
  * step_end and read_param are collective over the context's ranks, in the
  * same order on every rank. A callback that fails on some ranks only leaves
