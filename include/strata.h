@@ -277,6 +277,7 @@ const char *strata_comm_backend_name(const strata_context_t *ctx);
 /* ------------------------------------------------------------------------ */
 #include "strata/tiers.h"     /* memory tiers, blocks, copy engines, events */
 #include "strata/ckpt.h"      /* HDF5 checkpoints: save, load with resharding, verify */
+#include "strata/fsdp.h"      /* sharded models: units, the step, the optimizer */
 
 #ifdef __cplusplus
 }
