@@ -33,9 +33,9 @@ float fsdp_normal(uint64_t seed, uint64_t stream, uint64_t i);
 /* ---- memory (mem.c) -------------------------------------------------------- */
 
 /* The one door through which the runtime gets memory that callbacks or
- * shards use. Now posix_memalign plus accounting; at merge time the body
- * becomes strata_block_alloc. Callers never see which. */
-typedef struct fsdp_mem fsdp_mem_t;
+ * shards use: a tiers block resident in the given tier, so the tier's
+ * budget and per-tag accounting cover every buffer. */
+typedef strata_block_t fsdp_mem_t;
 typedef struct fsdp_mem_stats {
     size_t budget[STRATA_TIER_COUNT];
     size_t used[STRATA_TIER_COUNT];
@@ -46,7 +46,7 @@ typedef struct fsdp_mem_stats {
 strata_status_t fsdp_mem_alloc(strata_context_t *ctx, strata_tier_t tier, strata_tag_t tag,
                                size_t bytes, void **ptr_p, fsdp_mem_t **h_p);
 void fsdp_mem_free(fsdp_mem_t *h);
-/* Accounting of the whole process (all models of the context). */
+/* Accounting of the context's tiers (all models of the context). */
 void fsdp_mem_stats(strata_context_t *ctx, fsdp_mem_stats_t *st);
 
 /* ---- model ------------------------------------------------------------------ */
