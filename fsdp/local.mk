@@ -4,6 +4,7 @@ libstrata_la_SOURCES += \
     fsdp/fsdp.h \
     fsdp/geometry.c \
     fsdp/mem.c \
+    fsdp/ckpt.c \
     fsdp/call.c \
     fsdp/model.c \
     fsdp/progress.c \

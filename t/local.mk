@@ -94,3 +94,10 @@ TESTS += \
     t/fsdp-np1.t t/fsdp-np2.t t/fsdp-np2-s1.t t/fsdp-np3.t t/fsdp-np4.t t/fsdp-np4-s2.t \
     t/fsdp-np8.t \
     t/fsdp-np128.t
+
+# model checkpoints (fsdp/ckpt.c): resume and resharding through the model API
+check_PROGRAMS += t/fsdp_ckpt
+t_fsdp_ckpt_SOURCES = t/fsdp_ckpt.c examples/mlp/mlp_model.c
+t_fsdp_ckpt_LDADD = $(TEST_LDADD)
+dist_check_SCRIPTS += t/fsdp-ckpt.t
+TESTS += t/fsdp-ckpt.t

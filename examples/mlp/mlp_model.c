@@ -181,7 +181,7 @@ strata_status_t mlp_train(strata_model_t *model, const mlp_t *mlp, const mlp_tra
     for (int s = 0; s < a->steps && STRATA_OK == st; s++) {
         if (STRATA_OK != (st = strata_model_step_begin(model, a->accum))) break;
         for (int m = 0; m < a->accum; m++) {
-            uint64_t first = (((uint64_t)s * a->accum + m) * a->data_ranks + a->data_rank) *
+            uint64_t first = (((uint64_t)(a->first_step + s) * a->accum + m) * a->data_ranks + a->data_rank) *
                              (uint64_t)a->batch;
             const void *out;
             size_t out_bytes;

@@ -25,6 +25,7 @@ typedef struct {
     uint64_t data_seed;
     int      data_rank;  /* which slice of the global batch this rank takes */
     int      data_ranks; /* how many slices (the world size) */
+    int      first_step; /* data of step first_step comes first (resuming) */
 } mlp_train_t;
 
 /* Register the units and their parameters (W ~ N(0, 1/width), b = 0). */
@@ -34,7 +35,7 @@ strata_status_t mlp_build(strata_model_t *model, mlp_t *mlp, int layers, int wid
  * function of x. Each sample depends only on (seed, index). */
 void mlp_data(uint64_t seed, uint64_t first, int n, int width, float *x, float *y);
 
-/* Train a.steps steps. Step s, micro-batch m, rank r takes the samples
+/* Train a.steps steps, numbered from a.first_step. Step s, micro-batch m, rank r takes the samples
  * starting at ((s*accum + m)*data_ranks + r)*batch, so a run on W ranks and
  * a run on one rank with batch W*accum*b (accum 1) see the same samples
  * per step. *loss_p (may be NULL): this rank's mean loss of the last

@@ -212,6 +212,33 @@ typedef struct {
 } strata_model_stats_t;
 strata_status_t strata_model_stats(const strata_model_t *model, strata_model_stats_t *stats_p);
 
+/* ---- checkpoints (fsdp/ckpt.c, format in docs/checkpoint-format.md) -------- */
+
+/* What a model checkpoint carries besides the model and optimizer state. */
+typedef struct strata_model_ckpt {
+    uint64_t data_pos;                /* caller's position in its data stream */
+    void    *rng;                     /* caller's RNG state, rng_len bytes (may be NULL) */
+    size_t   rng_len;
+    int      nconfig;                 /* model configuration, saved as attributes */
+    const strata_ckpt_kv_t *config;
+    strata_dtype_t half_copy;         /* also write bf16/f16 copies (STRATA_F32: none) */
+    int      keep;                    /* checkpoints kept; 0 = ckpt_keep option */
+} strata_model_ckpt_t;
+
+/* Save the model's shards and optimizer state into dir/step-<8 digits>.h5
+ * (the step is the number of completed optimizer steps), atomically, and
+ * update dir/latest. Collective; only between steps. path (may be NULL)
+ * receives the file written. info may be NULL. */
+strata_status_t strata_model_save(strata_model_t *model, const char *dir,
+                                  const strata_model_ckpt_t *info, char *path, size_t len);
+/* Load a checkpoint written with any world or shard size into the model
+ * (same units and parameter shapes), restoring the optimizer state and step
+ * count; info->data_pos and info->rng (rng_len bytes, must match the file)
+ * are filled when info is not NULL. Collective; only between steps. On
+ * failure the model's values are unspecified: load again or rebuild it. */
+strata_status_t strata_model_load(strata_model_t *model, const char *path,
+                                  strata_model_ckpt_t *info);
+
 /* ---- inside a callback ------------------------------------------------------------ */
 
 /*
