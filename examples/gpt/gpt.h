@@ -148,8 +148,10 @@ typedef struct gpt_workspace {
     size_t  n;      /* its size in floats */
 } gpt_workspace;
 
-/* Floats of scratch that any unit's forward or backward needs for (B, T). */
+/* Floats of scratch that any unit's forward or backward needs for (B, T),
+ * and what one unit needs (embed: 0). */
 size_t gpt_workspace_floats(const gpt_config *cfg, int B, int T);
+size_t gpt_unit_workspace_floats(const gpt_config *cfg, int unit, int B, int T);
 
 /* Threads for the matrix products: n <= 0 means the number of cores this
  * process may run on (sched_getaffinity), so ranks that mpirun binds to

@@ -262,6 +262,15 @@ size_t gpt_workspace_floats(const gpt_config *cfg, int B, int T)
     return a > b ? a : b;
 }
 
+size_t gpt_unit_workspace_floats(const gpt_config *cfg, int unit, int B, int T)
+{
+    switch (gpt_unit_kind_of(cfg, unit)) {
+    case GPT_UNIT_EMBED: return 0;
+    case GPT_UNIT_HEAD:  return head_ws(cfg, B, T);
+    default:             return block_ws(cfg, B, T);
+    }
+}
+
 double gpt_flops_per_token(const gpt_config *cfg, int T)
 {
     double C = cfg->dim, L = cfg->n_layer;
