@@ -68,7 +68,7 @@ int64_t gpt_add_heldout_pairs(int64_t n, int *a, int *b)
      * are spread over all magnitudes instead of starting at 000+000 */
     int64_t got = 0;
     for (int64_t k = 0; k < 1000000 && got < n; k++) {
-        int64_t p = (k * 999983) % 1000000;         /* 999983 is prime */
+        int64_t p = (k * 619471 + 4321) % 1000000;   /* 619471: odd, not a multiple of 5 */
         int x = (int)(p / 1000), y = (int)(p % 1000);
         if (gpt_add_is_heldout(x, y)) {
             a[got] = x;

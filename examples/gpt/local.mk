@@ -19,10 +19,12 @@ examples_gpt_gpt_ref_train_LDADD = $(GPT_LDADD)
 
 # Tests: the programs live in t/ beside the others; they are listed here so
 # that they exist only where CBLAS does.
-check_PROGRAMS += t/gpt_grad.t t/gpt_ref.t
+check_PROGRAMS += t/gpt_grad.t t/gpt_ref.t t/gpt_data.t
 t_gpt_grad_t_SOURCES = t/gpt_grad.t.c
 t_gpt_ref_t_SOURCES = t/gpt_ref.t.c
+t_gpt_data_t_SOURCES = t/gpt_data.t.c
 t_gpt_grad_t_LDADD = $(GPT_LDADD) t/libtap.a
 t_gpt_ref_t_LDADD = $(GPT_LDADD) t/libtap.a
-TESTS += t/gpt_grad.t t/gpt_ref.t
+t_gpt_data_t_LDADD = $(GPT_LDADD) t/libtap.a
+TESTS += t/gpt_grad.t t/gpt_ref.t t/gpt_data.t
 endif
