@@ -196,12 +196,20 @@ void gpt_attention_backward(float *dqkv, float *dP, const float *dout,
 #define GELU_S 0.7978845608028654f     /* sqrt(2/pi) */
 #define GELU_K 0.044715f
 
+/* tanh through one expf: glibc's tanhf (expm1f inside) took a third of a
+ * training step; this costs a fifth of that. Absolute error ~1e-7, which
+ * is what GELU's 0.5 x (1 + tanh) sees; expf overflowing to inf gives 1. */
+static inline float fast_tanhf(float u)
+{
+    return 1.0f - 2.0f / (1.0f + expf(2.0f * u));
+}
+
 void gpt_gelu_forward(float *y, const float *x, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         float xi = x[i];
         float u = GELU_S * (xi + GELU_K * xi * xi * xi);
-        y[i] = 0.5f * xi * (1.0f + tanhf(u));
+        y[i] = 0.5f * xi * (1.0f + fast_tanhf(u));
     }
 }
 
@@ -210,7 +218,7 @@ void gpt_gelu_backward(float *dx, const float *x, const float *dy, size_t n)
     for (size_t i = 0; i < n; i++) {
         float xi = x[i];
         float u = GELU_S * (xi + GELU_K * xi * xi * xi);
-        float t = tanhf(u);
+        float t = fast_tanhf(u);
         float du = GELU_S * (1.0f + 3.0f * GELU_K * xi * xi);
         float g = 0.5f * (1.0f + t) + 0.5f * xi * (1.0f - t * t) * du;
         dx[i] = dy[i] * g;
