@@ -298,6 +298,23 @@ static void test_validate(void)
     is_int(gpt_config_validate(NULL, NULL, 0), STRATA_ERR_INVALID, "NULL config refused");
 }
 
+/* OpenBLAS's own query, where the BLAS is OpenBLAS */
+int openblas_get_num_threads(void) __attribute__((weak));
+
+static void test_threads(void)
+{
+    int cores = gpt_affinity_cores();
+    ok(1 <= cores && cores == gpt_threads_init(0),
+       "threads default to the %d core(s) this process may run on", cores);
+    int n = gpt_threads_init(2);
+    if (NULL != openblas_get_num_threads)
+        ok(2 == n && 2 == openblas_get_num_threads(), "OpenBLAS now runs %d threads",
+           openblas_get_num_threads());
+    else
+        ok(2 == n && NULL != getenv("OPENBLAS_NUM_THREADS"), "OPENBLAS_NUM_THREADS set");
+    gpt_threads_init(1);
+}
+
 int main(void)
 {
     for (int u = 0; u < NU; u++) np[u] = gpt_unit_params(&cfg, u, info[u]);
@@ -308,9 +325,10 @@ int main(void)
     tok[4] = tok[1];                                        /* a repeated token */
     int ngrads = 0;
     for (int u = 0; u < NU; u++) ngrads += np[u];
-    plan(1 + ngrads + 1 + 5 + 9 + 11);
+    plan(1 + ngrads + 1 + 5 + 9 + 11 + 2);
     test_against_reference();
     test_params();
     test_validate();
+    test_threads();
     return done_testing();
 }
