@@ -113,13 +113,15 @@ void gpt_param_init(const gpt_param_info *p, uint64_t seed, int unit, int index,
  *                           the affine output is recomputed in the backward,
  *                           so the block's backward never needs its input
  *   ln1_mean/_rstd,
- *   ln2_mean/_rstd  B*T
+ *   ln2_mean/_rstd  B*T     (the backward reads rstd only; mean is kept for
+ *                           inspection and may be dropped by a policy)
  *   qkv             B*T*3C  q | k | v per token
  *   attn_probs      B*H*T*T softmax(q k^T / sqrt(C/H)), causal (upper part 0)
  *   attn_out        B*T*C   heads concatenated, before the output projection
  *   mlp_up          B*T*4C  fc output before GELU
  *   mlp_act         B*T*4C  after GELU
- * The embedding and head units save nothing (see gpt_head_forward). */
+ * In all 14*B*T*C + B*H*T*T + 4*B*T floats per block. The embedding and
+ * head units save nothing (see gpt_head_forward). */
 enum {
     GPT_S_LN1 = 0, GPT_S_LN1_MEAN, GPT_S_LN1_RSTD, GPT_S_QKV, GPT_S_ATTN_PROBS,
     GPT_S_ATTN_OUT, GPT_S_LN2, GPT_S_LN2_MEAN, GPT_S_LN2_RSTD, GPT_S_MLP_UP,
@@ -171,8 +173,8 @@ double gpt_flops_per_token(const gpt_config *cfg, int T);
 /* Units                                                                    */
 /* ------------------------------------------------------------------------ */
 
-/* All return STRATA_ERR_INVALID on a bad shape or a NULL buffer, and
- * STRATA_ERR_INVALID when ws is smaller than gpt_workspace_floats(). */
+/* All return STRATA_ERR_INVALID on a bad shape, a NULL buffer, or a ws
+ * smaller than gpt_unit_workspace_floats(); nothing is written then. */
 
 /* tokens [B*T] (0..255) -> x_out [B*T*C]. */
 strata_status_t gpt_embed_forward(const gpt_config *cfg, int B, int T,
@@ -278,7 +280,11 @@ typedef struct gpt_data gpt_data;   /* opaque */
  * faster (carries run in reading order). Pairs are split train/held-out by
  * a fixed hash of (a, b) (gpt_add_is_heldout): about 10% held out. Rows
  * are examples packed end to end from position 0; targets are only the
- * answer digits and the newline (others < 0). */
+ * answer digits and the newline (others < 0). With T = 13 every row is
+ * exactly one example at fixed positions, which learns fastest: 4 layers,
+ * dim 128, batch 64, lr 1e-3 reached 88% held-out accuracy after 1000
+ * steps and 99.7% after 1500 (gpt_ref_train); longer rows pack several
+ * examples at varying offsets and learn more slowly per example. */
 strata_status_t gpt_data_addition(gpt_data **data_p);
 /* Any file at byte level; the last val_frac (0 < val_frac < 1) is the
  * validation split. Fails with a message in why for a missing file or one

@@ -334,11 +334,12 @@ strata_status_t gpt_embed_backward(const gpt_config *cfg, int B, int T,
         return STRATA_ERR_INVALID;
     const int C = cfg->dim;
     float *dwte = dparams[GPT_P_WTE], *dwpe = dparams[GPT_P_WPE];
+    for (size_t i = 0; i < (size_t)B * T; i++)      /* all checked before any write */
+        if (0 > tokens[i] || GPT_VOCAB <= tokens[i])
+            return STRATA_ERR_INVALID;
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++) {
             size_t i = (size_t)b * T + t;
-            if (0 > tokens[i] || GPT_VOCAB <= tokens[i])
-                return STRATA_ERR_INVALID;
             float *e = dwte + (size_t)tokens[i] * C, *p = dwpe + (size_t)t * C;
             const float *g = dx + i * C;
             for (int c = 0; c < C; c++) {
