@@ -87,6 +87,7 @@ static void test_addition_rows(void)
 {
     gpt_data *d = NULL;
     is_int(gpt_data_addition(&d), STRATA_OK, "addition data created");
+    is_int(gpt_data_seq_hint(d), 13, "addition is made for rows of 13 tokens");
     int32_t in[ROWS * T], tg[ROWS * T], in2[ROWS * T], tg2[ROWS * T];
     long seen = 0, bad = 0;
     for (int step = 0; step < 200; step++) {
@@ -222,7 +223,7 @@ static void test_shakespeare(void)
 
 int main(void)
 {
-    plan(4 + 4 + 10 + 8 + 2);
+    plan(4 + 4 + 11 + 8 + 2);
     test_format();
     test_split();
     test_addition_rows();

@@ -227,6 +227,11 @@ int gpt_data_is_addition(const gpt_data *data)
     return data->addition;
 }
 
+int gpt_data_seq_hint(const gpt_data *data)
+{
+    return data->addition ? GPT_ADD_LEN : 0;
+}
+
 size_t gpt_data_split_bytes(const gpt_data *data, gpt_split split)
 {
     if (data->addition)

@@ -284,7 +284,8 @@ typedef struct gpt_data gpt_data;   /* opaque */
  * exactly one example at fixed positions, which learns fastest: 4 layers,
  * dim 128, batch 64, lr 1e-3 reached 88% held-out accuracy after 1000
  * steps and 99.7% after 1500 (gpt_ref_train); longer rows pack several
- * examples at varying offsets and learn more slowly per example. */
+ * examples at varying offsets and learn far more slowly (see
+ * gpt_data_seq_hint). */
 strata_status_t gpt_data_addition(gpt_data **data_p);
 /* Any file at byte level; the last val_frac (0 < val_frac < 1) is the
  * validation split. Fails with a message in why for a missing file or one
@@ -293,6 +294,11 @@ strata_status_t gpt_data_text(const char *path, double val_frac, int T,
                               gpt_data **data_p, char *why, size_t why_len);
 void gpt_data_destroy(gpt_data *data);
 int  gpt_data_is_addition(const gpt_data *data);
+/* The sequence length a task is made for: GPT_ADD_LEN (13) for addition,
+ * 0 (any) for text. A trainer should default to it: the same 4-layer
+ * model that reaches 99.7% at T = 13 stayed at 0% (loss 1.38) after 2500
+ * steps of batch 8 at T = 64. */
+int  gpt_data_seq_hint(const gpt_data *data);
 /* Bytes in a split (text data); 0 for the addition task. */
 size_t gpt_data_split_bytes(const gpt_data *data, gpt_split split);
 

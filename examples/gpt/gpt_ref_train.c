@@ -5,7 +5,7 @@
  * FSDP runtime, and as the reference the runtime's losses can be compared
  * against. Not installed.
  *
- *   gpt_ref_train [--layers 4 --dim 128 --heads 4 --seq 64 --batch 8]
+ *   gpt_ref_train [--layers 4 --dim 128 --heads 4 --seq 13|64 --batch 8]
  *                 [--steps 300 --lr 1e-3 --seed 1 --threads N]
  *                 [--data FILE] [--eval-every N --eval-n 500]
  *
@@ -26,7 +26,7 @@
 typedef struct {
     gpt_config cfg;
     int        batch, steps, threads, log_every, eval_every, eval_n, val_batches;
-    int        warmup;
+    int        warmup, seq_given;
     double     lr, wd, clip;
     uint64_t   seed;
     const char *data;
@@ -39,7 +39,8 @@ static void usage(FILE *f)
         "  --layers N      transformer blocks (4)\n"
         "  --dim N         model width (128)\n"
         "  --heads N       attention heads (4)\n"
-        "  --seq N         sequence length (64)\n"
+        "  --seq N         sequence length (addition: 13, one example per row;\n"
+        "                  --data: 64)\n"
         "  --batch N       rows per step (8)\n"
         "  --steps N       optimizer steps (300)\n"
         "  --lr X          peak AdamW learning rate (1e-3); linear warmup, cosine to lr/10\n"
@@ -58,7 +59,7 @@ static void usage(FILE *f)
 
 static int parse(int argc, char **argv, options *o)
 {
-    *o = (options){ .cfg = { 4, 128, 4, 64 }, .batch = 8, .steps = 300, .threads = 0,
+    *o = (options){ .cfg = { 4, 128, 4, 0 }, .batch = 8, .steps = 300, .threads = 0,
                     .log_every = 10, .eval_every = 0, .eval_n = 500, .val_batches = 20,
                     .warmup = -1, .lr = 1e-3, .wd = 0.1, .clip = 1.0, .seed = 1, .data = NULL };
     for (int i = 1; i < argc; i++) {
@@ -75,7 +76,7 @@ static int parse(int argc, char **argv, options *o)
         if      (0 == strcmp(a, "--layers"))      o->cfg.n_layer = atoi(v);
         else if (0 == strcmp(a, "--dim"))         o->cfg.dim = atoi(v);
         else if (0 == strcmp(a, "--heads"))       o->cfg.n_head = atoi(v);
-        else if (0 == strcmp(a, "--seq"))         o->cfg.max_seq = atoi(v);
+        else if (0 == strcmp(a, "--seq"))         o->cfg.max_seq = atoi(v), o->seq_given = 1;
         else if (0 == strcmp(a, "--batch"))       o->batch = atoi(v);
         else if (0 == strcmp(a, "--steps"))       o->steps = atoi(v);
         else if (0 == strcmp(a, "--lr"))          o->lr = atof(v);
@@ -362,12 +363,19 @@ int main(int argc, char **argv)
     char why[256];
     if (0 != parse(argc, argv, &o))
         return 2;
+    gpt_data *data = NULL;
+    if (!o.seq_given)           /* the task's own length, else 64 */
+        o.cfg.max_seq = NULL == o.data ? GPT_ADD_LEN : 64;
     if (STRATA_OK != gpt_shape_validate(&o.cfg, o.batch, o.cfg.max_seq, why, sizeof(why)) ||
         1 > o.steps) {
         fprintf(stderr, "gpt_ref_train: %s\n", 1 > o.steps ? "steps must be at least 1" : why);
         return 2;
     }
-    gpt_data *data = NULL;
+    if (NULL == o.data && o.cfg.max_seq < GPT_ADD_PROMPT + GPT_ADD_ANSWER) {
+        fprintf(stderr, "gpt_ref_train: the addition task needs --seq of at least %d "
+                "(a prompt and its answer)\n", GPT_ADD_PROMPT + GPT_ADD_ANSWER);
+        return 2;
+    }
     if (NULL != o.data) {
         if (STRATA_OK != gpt_data_text(o.data, 0.1, o.cfg.max_seq, &data, why, sizeof(why))) {
             fprintf(stderr, "gpt_ref_train: %s\n", why);
