@@ -208,6 +208,19 @@ static void test_against_reference(void)
        "gradients accumulate across calls (max deviation from 2x: %.1e)", worst);
     free(g1);
 
+    /* recompute: a forward without x_out rebuilds the same saves */
+    {
+        gpt_saves again;
+        int same = 1;
+        for (int k = 0; k < GPT_MAX_SAVES; k++) again.p[k] = calloc(sz[k], sizeof(float));
+        gpt_block_forward(&cfg, B, T, (const float *const *)fp[2], x[1], NULL, &again, &ws);
+        for (int k = 0; k < GPT_MAX_SAVES; k++) {
+            same &= 0 == memcmp(again.p[k], saves[1].p[k], sizeof(float) * sz[k]);
+            free(again.p[k]);
+        }
+        ok(same, "a forward with x_out NULL recomputes identical saves");
+    }
+
     /* too small a workspace, a missing save, aliasing, a bad token */
     gpt_workspace small = { ws.buf, gpt_unit_workspace_floats(&cfg, 1, B, T) - 1 };
     const float *const *P1 = (const float *const *)fp[1];
@@ -325,7 +338,7 @@ int main(void)
     tok[4] = tok[1];                                        /* a repeated token */
     int ngrads = 0;
     for (int u = 0; u < NU; u++) ngrads += np[u];
-    plan(1 + ngrads + 1 + 5 + 9 + 11 + 2);
+    plan(1 + ngrads + 1 + 1 + 5 + 9 + 11 + 2);
     test_against_reference();
     test_params();
     test_validate();

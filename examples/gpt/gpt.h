@@ -186,7 +186,8 @@ strata_status_t gpt_embed_backward(const gpt_config *cfg, int B, int T,
                                    float *const dparams[]);
 
 /* x_in [B*T*C] -> x_out [B*T*C] (x_out must not alias x_in); fills every
- * buffer in saves (sizes from gpt_block_save_sizes). */
+ * buffer in saves (sizes from gpt_block_save_sizes). x_out may be NULL
+ * when only the saves are wanted: recomputing them before the backward. */
 strata_status_t gpt_block_forward(const gpt_config *cfg, int B, int T,
                                   const float *const params[], const float *x_in,
                                   float *x_out, const gpt_saves *saves,

@@ -241,7 +241,7 @@ int gpt_unit_save_sizes(const gpt_config *cfg, int unit, int B, int T,
 
 /* ---------------------------------------------------------- workspace --- */
 
-/* block forward: one N*C temporary. block backward: y, dy (N*C each), a
+/* block forward: one N*C temporary (two without x_out). block backward: y, dy (N*C each), a
  * N*4C gradient buffer (later reused for dqkv), one T*T attention
  * gradient. head: xhat, y (N*C), mean, rstd (N), logits (N*256). */
 static size_t block_ws(const gpt_config *cfg, int B, int T)
@@ -356,14 +356,15 @@ strata_status_t gpt_block_forward(const gpt_config *cfg, int B, int T,
                                   const gpt_workspace *ws)
 {
     if (STRATA_OK != check_call(cfg, B, T, ws, block_ws(cfg, B, T)) || NULL == ws ||
-        NULL == params || NULL == x_in || NULL == x_out || x_in == x_out ||
-        !saves_complete(saves))
+        NULL == params || NULL == x_in || x_in == x_out || !saves_complete(saves))
         return STRATA_ERR_INVALID;
     const int C = cfg->dim, H = cfg->n_head;
     const size_t N = (size_t)B * T;
     const float *const *P = params;
     float *const *S = saves->p;
     float *a = ws->buf;                                  /* N*C */
+    if (NULL == x_out)          /* recompute: only the saves are wanted */
+        x_out = a + N * C;
 
     /* x_mid = x_in + proj(attention(ln1(x_in))), kept in x_out */
     gpt_layernorm_forward(a, S[GPT_S_LN1], S[GPT_S_LN1_MEAN], S[GPT_S_LN1_RSTD], x_in,
