@@ -259,7 +259,7 @@ double gpt_crossentropy(float *dlogits, const float *logits, const int32_t *targ
         const float *li = logits + i * V;
         int32_t tg = targets[i];
         float *di = NULL == dlogits ? NULL : dlogits + i * V;
-        if (tg < 0) {
+        if (0 > tg) {
             if (NULL != di)
                 memset(di, 0, sizeof(float) * V);
             continue;
