@@ -283,8 +283,9 @@ typedef struct gpt_data gpt_data;   /* opaque */
  * are examples packed end to end from position 0; targets are only the
  * answer digits and the newline (others < 0). With T = 13 every row is
  * exactly one example at fixed positions, which learns fastest: 4 layers,
- * dim 128, batch 64, lr 1e-3 reached 88% held-out accuracy after 1000
- * steps and 99.7% after 1500 (gpt_ref_train); longer rows pack several
+ * dim 128, batch 64, lr 1e-3, 1200 steps (gpt_ref_train defaults
+ * otherwise) reached 98.2% held-out accuracy at step 800 and 100% at the
+ * end, 64 CPU-seconds on one core; longer rows pack several
  * examples at varying offsets and learn far more slowly (see
  * gpt_data_seq_hint). */
 strata_status_t gpt_data_addition(gpt_data **data_p);
