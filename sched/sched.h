@@ -273,8 +273,9 @@ typedef struct sched sched_t;
  * schedule of this policy fits the device budget (the message gives the
  * smallest device budget this policy needs), STRATA_ERR_INVALID on an
  * empty or still-recording program or actions of another program.
- * lhs builds a few variants (chunked or not, tail unit kept or not) and
- * keeps the one the simulator finds fastest, so lhs is never slower than
+ * lhs builds a few variants (chunked or not, the last T units' offloads
+ * kept on device for T = 0, 1, 2, 4.. while that fits) and keeps the one
+ * the simulator finds fastest, so lhs is never slower than
  * naive in simulation. The device budget holds structurally: every
  * allocating op waits (deps) until its bytes are free in any timing.
  */
@@ -288,8 +289,9 @@ const sched_op_t *sched_op(const sched_t *s, int id);
 const int *sched_engine_order(const sched_t *s, sched_engine_t e, int *n_p);
 /* The device bytes the schedule may use at most, in any timing. */
 size_t sched_device_bound(const sched_t *s);
-/* The mode it was built in; units whose offloaded saves the lhs variant
- * keeps on device because their backward comes right after (0 or 1). */
+/* The mode it was built in; how many of the last units' offloaded saves
+ * the lhs schedule keeps on device instead (their backward comes first,
+ * before a round trip could finish; chosen by simulation within budget). */
 sched_mode_t sched_mode(const sched_t *s);
 int sched_tail_kept(const sched_t *s);
 /* "D2H u3 qkv [2/8]" */

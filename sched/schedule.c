@@ -139,7 +139,7 @@ static int layout_init(layout_t *l, const sched_program_t *prog, const sched_act
             l->sunit[i] = u;
             l->ssave[i] = s;
             l->act[i] = acts->action[sv->name_id];
-            if (tail && u == L - 1 && offloaded(l->act[i])) l->act[i] = SCHED_KEEP;
+            if (u >= L - tail && offloaded(l->act[i])) l->act[i] = SCHED_KEEP;
             int n = 0;
             if (offloaded(l->act[i])) {
                 n = 1;
@@ -722,33 +722,41 @@ strata_status_t sched_build(const sched_program_t *prog, const sched_actions_t *
                           strata_format_size(prog->resident_bytes, c, sizeof c));
     }
 
-    /* variants: naive has one; lhs tries chunked or whole transfers, the
-     * last unit kept or not, adaptive or minimal drains; fastest wins */
-    static const struct { int chunked, tail, min_drains; } lhs_variants[] = {
-        { 1, 1, 0 }, { 1, 0, 0 }, { 0, 1, 0 }, { 0, 0, 0 }, { 1, 0, 1 }, { 0, 0, 1 },
-    };
+    /* variants: naive has one. lhs tries chunked or whole transfers, and
+     * keeping the offloads of the last T units on device (their backward
+     * comes first, before a round trip could finish) for T = 0, 1, 2, 4..
+     * while that fits; plus the minimal-drain unchunked form, which is
+     * never slower than naive. The fastest in simulation wins. */
+    typedef struct { int chunked, tail, min_drains; } variant_t;
+    variant_t var[64];
+    int nvar = 0;
+    if (SCHED_MODE_NAIVE == opts->mode) var[nvar++] = (variant_t){ 0, 0, 1 };
+    else {
+        var[nvar++] = (variant_t){ 0, 0, 1 };
+        for (int t = 0; t <= prog->nunits && nvar < 60; t = t ? 2 * t : 1) {
+            var[nvar++] = (variant_t){ 1, t, 0 };
+            var[nvar++] = (variant_t){ 0, t, 0 };
+        }
+    }
     sched_t *best = NULL;
     sched_result_t best_r = { 0 };
     strata_status_t st = STRATA_ERR_TIER_FULL;
-    int nvar = SCHED_MODE_NAIVE == opts->mode ? 1 : (int)(sizeof lhs_variants / sizeof lhs_variants[0]);
     for (int v = 0; v < nvar; v++) {
         layout_t l;
         sched_t *s = NULL;
-        int chunked = SCHED_MODE_NAIVE == opts->mode ? 0 : lhs_variants[v].chunked;
-        int tail = SCHED_MODE_NAIVE == opts->mode ? 0 : lhs_variants[v].tail;
-        if (layout_init(&l, prog, acts, opts, opts->mode, chunked, tail)) {
+        if (layout_init(&l, prog, acts, opts, opts->mode, var[v].chunked, var[v].tail)) {
             layout_free(&l);
             sched_destroy(best);
             return sched_fail(err, errlen, STRATA_ERR_NOMEM, "out of memory building the schedule");
         }
-        strata_status_t vst = build_variant(&l, SCHED_MODE_NAIVE == opts->mode || lhs_variants[v].min_drains, &s);
+        strata_status_t vst = build_variant(&l, var[v].min_drains, &s);
         layout_free(&l);
         if (STRATA_ERR_NOMEM == vst) {
             sched_destroy(best);
             return sched_fail(err, errlen, STRATA_ERR_NOMEM, "out of memory building the schedule");
         }
         if (STRATA_OK != vst) continue;
-        s->tail_kept = tail;
+        s->tail_kept = var[v].tail;
         sched_result_t r;
         vst = sched_simulate(s, &r, NULL, NULL, err, errlen);
         if (STRATA_OK == vst) vst = check_tiers(s, opts, &r, err, errlen);
@@ -814,9 +822,11 @@ void sched_print(const sched_t *s, FILE *out)
 {
     char lab[96], dl[96], sz[32];
     if (!s) return;
-    fprintf(out, "schedule (%s%s): %d ops, device bound %s\n", sched_mode_name(s->mode),
-            s->tail_kept ? ", last unit's offloads kept on device" : "", s->nops,
+    fprintf(out, "schedule (%s): %d ops, device bound %s", sched_mode_name(s->mode), s->nops,
             strata_format_size(s->device_bound, sz, sizeof sz));
+    if (s->tail_kept) fprintf(out, "; offloads of the last %d unit%s kept on device", s->tail_kept,
+                              1 == s->tail_kept ? "" : "s");
+    fputc('\n', out);
     for (int e = 0; e < SCHED_ENGINE_COUNT; e++) {
         fprintf(out, "engine %s: %d ops\n", sched_engine_name((sched_engine_t)e), s->norder[e]);
         for (int k = 0; k < s->norder[e]; k++) {

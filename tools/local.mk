@@ -1,3 +1,3 @@
 bin_PROGRAMS += tools/strata
-tools_strata_SOURCES = tools/strata.c
+tools_strata_SOURCES = tools/strata.c tools/cmds.h tools/plan_cmd.c tools/trace_cmd.c
 tools_strata_LDADD = libstrata.la

@@ -4,7 +4,10 @@
  *   strata config [-v] [NAME=VALUE ...]   print the options in effect
  *   strata version                        library and build information
  *
- * Further subcommands (ckpt, trace, plan) join this table as they land.
+ *   strata plan [OPTIONS] PROGRAM         schedule and simulate a step program
+ *   strata trace FILE...                  transfer overlap per step from rank traces
+ *
+ * Further subcommands (ckpt) join this table as they land.
  */
 #include "config.h"
 
@@ -13,6 +16,7 @@
 #include <string.h>
 
 #include "strata.h"
+#include "tools/cmds.h"
 
 typedef struct {
     const char *name;
@@ -80,6 +84,8 @@ static int cmd_version(int argc, char **argv)
 static const subcommand_t subcommands[] = {
     { "config",  "[-v] [NAME=VALUE ...]", "print the options in effect (defaults + STRATA_* + args)", cmd_config },
     { "version", "",                      "print library, MPI and build information",                 cmd_version },
+    { "plan",    "[OPTIONS] PROGRAM",     "schedule and simulate a step program (activation plan)",   cmd_plan },
+    { "trace",   "FILE...",               "per-step transfer overlap and engine waits from traces",   cmd_trace },
     { NULL, NULL, NULL, NULL }
 };
 

@@ -1,0 +1,10 @@
+/*
+ * cmds.h - subcommands of the strata tool that live in their own files.
+ */
+#ifndef STRATA_TOOLS_CMDS_H
+#define STRATA_TOOLS_CMDS_H
+
+int cmd_plan(int argc, char **argv);    /* tools/plan_cmd.c */
+int cmd_trace(int argc, char **argv);   /* tools/trace_cmd.c */
+
+#endif
