@@ -22,6 +22,8 @@
  *   recompute save    [f(u), f(u)] + [r(u), b(u)]
  *   offloaded save    [f(u), dl] on device until its D2H; each prefetched
  *                     chunk [g, b(u)], where H2D waits for compute op g-1
+ *                     (a chunk counted once where the two meet: its H2D
+ *                     waits for its own D2H)
  *
  * naive: dl = f(u)+1, g = first backward position of u, every transfer
  * waits for the previous one: exactly the minimum, with nothing hidden.
@@ -237,16 +239,31 @@ static void decide_min(const layout_t *l, decide_t *d)
     }
 }
 
-static void usage_of(const layout_t *l, const decide_t *d, size_t *use)
+/* Base plus the device copies that offloaded saves keep until drained. */
+static void usage_drains(const layout_t *l, const decide_t *d, size_t *use)
 {
     base_usage(l, use);
-    for (int i = 0; i < l->NS; i++) {
-        if (!offloaded(l->act[i])) continue;
-        int u = l->sunit[i];
-        add(use, l->fpos[u], d->dl[i], l->prog->units[u].saves[l->ssave[i]].bytes);
-        for (int c = 0; c < l->nch[i]; c++)
-            add(use, d->g[l->coff[i] + c], l->bpos[u], l->cbytes[l->coff[i] + c]);
-    }
+    for (int i = 0; i < l->NS; i++)
+        if (offloaded(l->act[i]))
+            add(use, l->fpos[l->sunit[i]], d->dl[i], l->prog->units[l->sunit[i]].saves[l->ssave[i]].bytes);
+}
+
+/* A prefetched chunk is on device from its gate to B(u); its H2D waits for
+ * its own D2H, so where that interval meets the drain interval the chunk
+ * is counted once: from max(g, dl+1). */
+static void add_chunks(const layout_t *l, const decide_t *d, size_t *use)
+{
+    for (int i = 0; i < l->NS; i++)
+        for (int c = 0; c < l->nch[i]; c++) {
+            int ci = l->coff[i] + c, from = d->g[ci] > d->dl[i] ? d->g[ci] : d->dl[i] + 1;
+            add(use, from, l->bpos[l->sunit[i]], l->cbytes[ci]);
+        }
+}
+
+static void usage_of(const layout_t *l, const decide_t *d, size_t *use)
+{
+    usage_drains(l, d, use);
+    add_chunks(l, d, use);
 }
 
 /* Pull drains in where the budget is exceeded: at each over-budget
@@ -272,7 +289,8 @@ static void tighten_drains(const layout_t *l, decide_t *d, size_t *use)
 
 /* Gate every prefetch chunk as early as memory and the lookahead allow, in
  * the order they are needed (the H2D engine's order). -1 if one does not
- * fit even right before its use. use holds everything but the chunks. */
+ * fit even right before its use. use holds everything but the chunks;
+ * the drains (d->dl) are final. */
 static int place_gates(const layout_t *l, decide_t *d, size_t *use)
 {
     int look = l->opts->lookahead < 0 ? 0 : l->opts->lookahead;
@@ -288,10 +306,10 @@ static int place_gates(const layout_t *l, decide_t *d, size_t *use)
                 if (lo < l->fpos[u] + 1) lo = l->fpos[u] + 1;
                 if (lo < gprev) lo = gprev;
                 int g = lo;
-                for (int k = l->bpos[u]; k >= g; k--)
+                for (int k = l->bpos[u]; k >= g && k > d->dl[i]; k--)
                     if (use[k] + bytes > l->budget) { g = k + 1; break; }
                 if (g > l->cpos[u]) return -1;
-                add(use, g, l->bpos[u], bytes);
+                add(use, g > d->dl[i] ? g : d->dl[i] + 1, l->bpos[u], bytes);
                 d->g[ci] = g;
                 gprev = g;
                 /* storage: the read-back may start `look` positions before the H2D */
@@ -637,17 +655,10 @@ static strata_status_t build_variant(const layout_t *l, int min_drains, sched_t 
             decide_free(&pd);
             sched_destroy(probe);
             if (!ok) goto out;
-            usage_of(l, &d, use);
-            /* drains only: drop the chunks, then pull in over-budget drains */
-            for (int i = 0; i < l->NS; i++)
-                for (int c = 0; c < l->nch[i]; c++)
-                    sub(use, d.g[l->coff[i] + c], l->bpos[l->sunit[i]], l->cbytes[l->coff[i] + c]);
+            usage_drains(l, &d, use);
             tighten_drains(l, &d, use);
         } else {
-            usage_of(l, &d, use);
-            for (int i = 0; i < l->NS; i++)
-                for (int c = 0; c < l->nch[i]; c++)
-                    sub(use, d.g[l->coff[i] + c], l->bpos[l->sunit[i]], l->cbytes[l->coff[i] + c]);
+            usage_drains(l, &d, use);
         }
         if (place_gates(l, &d, use)) { st = STRATA_ERR_TIER_FULL; goto out; }
     }

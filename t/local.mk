@@ -62,3 +62,18 @@ t_tiers_storage_t_LDADD = $(TEST_LDADD) $(HDF5_LIBS)
 t_tiers_link_t_LDADD = $(TEST_LDADD)
 t_tiers_cuda_t_LDADD = $(TEST_LDADD) $(CUDA_LIBS)
 TESTS += t/tiers_arena.t t/tiers_move.t t/tiers_storage.t t/tiers_link.t t/tiers_cuda.t
+
+# sched (issue 5, pure half): the step program, policies, the scheduler and
+# its simulator, the automatic plan, the trace format; no MPI needed.
+check_PROGRAMS += t/sched_program.t t/sched_policy.t t/sched_schedule.t t/sched_trace.t
+t_sched_program_t_SOURCES = t/sched_program.t.c
+t_sched_policy_t_SOURCES = t/sched_policy.t.c
+t_sched_schedule_t_SOURCES = t/sched_schedule.t.c
+t_sched_trace_t_SOURCES = t/sched_trace.t.c
+t_sched_program_t_LDADD = $(TEST_LDADD)
+t_sched_policy_t_LDADD = $(TEST_LDADD)
+t_sched_schedule_t_LDADD = $(TEST_LDADD) -lm
+t_sched_trace_t_LDADD = $(TEST_LDADD) -lpthread
+dist_check_SCRIPTS += t/sched-cli.t
+EXTRA_DIST += t/sched_gpt.prog
+TESTS += t/sched_program.t t/sched_policy.t t/sched_schedule.t t/sched_trace.t t/sched-cli.t
