@@ -414,6 +414,8 @@ typedef struct {
     double transfer_s;                   /* per rank, mean: time any transfer engine was busy */
     double hidden_s;                     /* ... of it, while compute or comm was busy */
     double overlap_frac;                 /* hidden / transfer (1 when no transfer) */
+    double exposed_s;                    /* transfer time while compute was idle
+                                          * (as the simulator's exposed_transfer_s) */
     double wait_s[SCHED_ENGINE_COUNT];   /* per rank, mean: engine idle within the step */
 } sched_trace_step_t;
 

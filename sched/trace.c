@@ -629,6 +629,8 @@ strata_status_t sched_trace_analyze(const sched_trace_events_t *evs, sched_trace
             if (len > t->step_s) t->step_s = len;
             t->transfer_s += measure(iv[XFER], nv[XFER]);
             t->hidden_s += overlap(iv[XFER], nv[XFER], iv[BUSY], nv[BUSY]);
+            t->exposed_s += measure(iv[XFER], nv[XFER]) -
+                            overlap(iv[XFER], nv[XFER], iv[SCHED_COMPUTE], nv[SCHED_COMPUTE]);
             for (int e = 0; e < SCHED_ENGINE_COUNT; e++) t->wait_s[e] += len - measure(iv[e], nv[e]);
         }
         free(w);
@@ -637,6 +639,7 @@ strata_status_t sched_trace_analyze(const sched_trace_events_t *evs, sched_trace
         sched_trace_step_t *t = &steps[s];
         t->transfer_s /= t->ranks;
         t->hidden_s /= t->ranks;
+        t->exposed_s /= t->ranks;
         for (int e = 0; e < SCHED_ENGINE_COUNT; e++) t->wait_s[e] /= t->ranks;
         t->overlap_frac = t->transfer_s > 0 ? t->hidden_s / t->transfer_s : 1.0;
     }

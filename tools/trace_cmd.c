@@ -20,7 +20,8 @@ static void trace_usage(FILE *out)
         "Merge the per-rank trace files a run wrote (Chrome trace-event JSON, one per\n"
         "rank) and print per step, averaged over ranks: the step time (longest rank),\n"
         "the time transfers (d2h, h2d, storage io) were running, how much of it was\n"
-        "hidden under compute or communication, and how long each engine was idle.\n"
+        "hidden under compute or communication (overlap), how much ran while compute\n"
+        "was idle (exposed), and how long each engine was idle (wait).\n"
         "Steps are the \"step\" events; a trace without them is one step.\n");
 }
 
@@ -52,14 +53,15 @@ int cmd_trace(int argc, char **argv)
         goto out;
     }
     printf("%d file%s, %d event%s\n", nfiles, 1 == nfiles ? "" : "s", evs.nevents, 1 == evs.nevents ? "" : "s");
-    printf("%6s %5s %12s %12s %12s %8s", "step", "ranks", "step_ms", "transfer_ms", "hidden_ms", "overlap");
+    printf("%6s %5s %12s %12s %12s %8s %12s", "step", "ranks", "step_ms", "transfer_ms", "hidden_ms", "overlap",
+           "exposed_ms");
     for (int e = 0; e < SCHED_ENGINE_COUNT; e++) printf(" %9s_wait", sched_engine_name((sched_engine_t)e));
     printf("\n");
     double tt = 0, th = 0;
     for (int s = 0; s < n; s++) {
         const sched_trace_step_t *t = &steps[s];
-        printf("%6d %5d %12.3f %12.3f %12.3f %7.1f%%", t->step, t->ranks, t->step_s * 1e3, t->transfer_s * 1e3,
-               t->hidden_s * 1e3, t->overlap_frac * 100);
+        printf("%6d %5d %12.3f %12.3f %12.3f %7.1f%% %12.3f", t->step, t->ranks, t->step_s * 1e3,
+               t->transfer_s * 1e3, t->hidden_s * 1e3, t->overlap_frac * 100, t->exposed_s * 1e3);
         for (int e = 0; e < SCHED_ENGINE_COUNT; e++) printf(" %11.3f ms", t->wait_s[e] * 1e3);
         printf("\n");
         tt += t->transfer_s;
