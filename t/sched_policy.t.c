@@ -21,13 +21,13 @@ static const struct { const char *text, *needle; } bad[] = {
 
 int main(void)
 {
-    char err[1024];
+    char err[1024] = "";
     sched_policy_t pol;
     sched_actions_t acts;
     plan(26);
 
     is_int(sched_policy_parse(" qkv = host ,mlp_up=STORAGE,\t*=keep ", &pol, err, sizeof err), STRATA_OK,
-           "whitespace and case tolerated: %s", err);
+           "whitespace and case tolerated");
     ok(2 == pol.nrules && !strcmp(pol.rules[0].name, "qkv") && SCHED_HOST == pol.rules[0].action &&
        SCHED_STORAGE == pol.rules[1].action && pol.has_default && SCHED_KEEP == pol.dflt,
        "rules and default parsed");
@@ -48,7 +48,7 @@ int main(void)
     if (STRATA_OK != sched_program_parse("unit a\nsave qkv 1k\nsave mlp_up 2k\nunit b\nsave qkv 1k\nsave attn 1k\n",
                                          &p, err, sizeof err)) bail_out("%s", err);
     sched_policy_parse("qkv=host,mlp_up=storage,*=recompute", &pol, err, sizeof err);
-    is_int(sched_policy_resolve(&pol, p, &acts, err, sizeof err), STRATA_OK, "resolve: %s", err);
+    is_int(sched_policy_resolve(&pol, p, &acts, err, sizeof err), STRATA_OK, "resolve a policy against the program");
     ok(3 == acts.nnames && SCHED_HOST == acts.action[0] && SCHED_STORAGE == acts.action[1] &&
        SCHED_RECOMPUTE == acts.action[2], "per-name actions, default for the rest");
     is_string(sched_actions_string(&acts, p, err, sizeof err), "qkv=host,mlp_up=storage,attn=recompute",

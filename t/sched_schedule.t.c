@@ -89,7 +89,7 @@ static double compute_sum(const sched_program_t *p, int recompute_all)
 
 int main(void)
 {
-    char err[1024];
+    char err[1024] = "";
     plan(19);
 
     /* ---- randomized invariants ---- */

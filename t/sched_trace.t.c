@@ -36,7 +36,7 @@ static void write_file(const char *path, const char *text)
 
 int main(void)
 {
-    char err[1024], dir[] = "/tmp/sched_trace.XXXXXX", path[4096], path2[4096];
+    char err[1024] = "", dir[] = "/tmp/sched_trace.XXXXXX", path[4096], path2[4096];
     plan(23);
     if (!mkdtemp(dir)) bail_out("mkdtemp");
 
@@ -49,10 +49,10 @@ int main(void)
     sched_trace_memory(shared, 1.5, mem);
     sched_trace_step(shared, 7, 1.0, 4.0);
     snprintf(path, sizeof path, "%s/rank3.json", dir);
-    is_int(sched_trace_write(shared, path, err, sizeof err), STRATA_OK, "write: %s", err);
+    is_int(sched_trace_write(shared, path, err, sizeof err), STRATA_OK, "write");
     sched_trace_destroy(shared);
     sched_trace_events_t evs = { 0 };
-    is_int(sched_trace_read(path, &evs, err, sizeof err), STRATA_OK, "read back: %s", err);
+    is_int(sched_trace_read(path, &evs, err, sizeof err), STRATA_OK, "read back");
     int ops = 0, steps = 0, counters = 0, bad_rank = 0, found = 0;
     for (int i = 0; i < evs.nevents; i++) {
         const sched_trace_event_t *e = &evs.ev[i];
@@ -96,7 +96,7 @@ int main(void)
     if (sched_trace_read(path, &evs, err, sizeof err) || sched_trace_read(path2, &evs, err, sizeof err)) bail_out("%s", err);
     sched_trace_step_t *st = NULL;
     int n = 0;
-    is_int(sched_trace_analyze(&evs, &st, &n, err, sizeof err), STRATA_OK, "analyze: %s", err);
+    is_int(sched_trace_analyze(&evs, &st, &n, err, sizeof err), STRATA_OK, "analyze");
     if (2 != n) bail_out("expected 2 steps, got %d", n);
     ok(0 == st[0].step && 2 == st[0].ranks && 1 == st[1].step && 1 == st[1].ranks, "steps merged across ranks");
     is_double(st[0].transfer_s, 4 * MS, 1e-9, "step 0: transfer time, mean over ranks");
