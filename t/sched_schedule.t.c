@@ -90,7 +90,7 @@ static double compute_sum(const sched_program_t *p, int recompute_all)
 int main(void)
 {
     char err[1024] = "";
-    plan(19);
+    plan(20);
 
     /* ---- randomized invariants ---- */
     int built = 0, fit_fail = 0, time_bad = 0, peak_bad = 0, slower = 0, naive_hidden = 0, ample_exposed = 0;
@@ -292,6 +292,17 @@ int main(void)
         sched_destroy(s);
         diag("host-lhs %.1f ms (overlap %.2f), recompute %.1f ms, host-naive %.1f ms", lhs.step_s * 1e3,
              lhs.overlap_frac, rec.step_s * 1e3, naive.step_s * 1e3);
+        /* measured beside predicted: a step 10% slower than predicted */
+        sched_result_t meas = lhs;
+        meas.step_s *= 1.1;
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *mf = open_memstream(&buf, &len);
+        sched_plan_print_measured(&lhs, &meas, mf);
+        fclose(mf);
+        ok(buf && strstr(buf, "predicted") && strstr(buf, "measured") && strstr(buf, "10.0%") &&
+           strstr(buf, "peak device"), "measured values print beside predictions");
+        free(buf);
         ok(okk && lhs.step_s * 1.2 <= rec.step_s && rec.step_s < naive.step_s && lhs.overlap_frac >= 0.9,
            "keep does not fit; host-lhs >= 1.2x faster than recompute, which beats host-naive; overlap >= 0.9");
         sched_program_destroy(p);
