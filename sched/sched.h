@@ -18,6 +18,20 @@
  *   step k: execute the schedule's per-engine orders (see sched_op_t) and
  *           check each save against the recording with sched_check_save /
  *           sched_check_unit, failing at once on a deviation.
+ *
+ * Executing a schedule: each engine takes the ops of sched_engine_order()
+ * strictly in order; an op is issued once every op in its deps has
+ * completed (deps on the same engine are implied by the order; the others
+ * are events). An op that allocates (AG, H2D, S2H, D2H's host copy) must
+ * not take its memory before its deps complete: with the tiers, which
+ * allocate when a move is queued, queue it then, not earlier; that is what
+ * keeps the device under sched_device_bound(). An offloaded save is held as
+ * one block per chunk (op offset/bytes), so chunks pipeline and free one by
+ * one. sched_save_action() says what to do with each save (the schedule may
+ * keep a tail unit's offload on device). Frees happen at op ends: F(u)
+ * frees its gathered params and its recompute saves, a D2H chunk its device
+ * copy (a move with release_src), B(u) the params and every save of u,
+ * RS(u) the unsharded gradients.
  */
 #ifndef STRATA_SCHED_H
 #define STRATA_SCHED_H
@@ -294,6 +308,10 @@ size_t sched_device_bound(const sched_t *s);
  * before a round trip could finish; chosen by simulation within budget). */
 sched_mode_t sched_mode(const sched_t *s);
 int sched_tail_kept(const sched_t *s);
+/* What the schedule does with save `save` of unit `unit`: the policy's
+ * action, except KEEP where lhs keeps a tail unit's offload on device.
+ * The executor follows this, not the policy. -1 on bad indices. */
+int sched_save_action(const sched_t *s, int unit, int save);
 /* "D2H u3 qkv [2/8]" */
 const char *sched_op_label(const sched_t *s, int id, char *buf, size_t len);
 /* Readable per-engine list: every op, its duration and what it waits for. */

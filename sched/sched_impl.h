@@ -18,6 +18,8 @@ struct sched {
     int         *order[SCHED_ENGINE_COUNT];
     int          norder[SCHED_ENGINE_COUNT];
     size_t       device_bound;
+    int         *save_off;         /* first global save index of unit u */
+    sched_action_t *save_act;      /* effective action per global save */
 };
 
 /* Write a message into err (may be NULL) and return st. */

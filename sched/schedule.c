@@ -586,6 +586,8 @@ void sched_destroy(sched_t *s)
     if (!s) return;
     free(s->ops);
     free(s->deps);
+    free(s->save_off);
+    free(s->save_act);
     for (int e = 0; e < SCHED_ENGINE_COUNT; e++) free(s->order[e]);
     free(s);
 }
@@ -666,6 +668,11 @@ static strata_status_t build_variant(const layout_t *l, int min_drains, sched_t 
     s = sched_new(l->prog, l->mode);
     if (!s || build_ops(l, &d, s)) goto out;
     s->device_bound = max_of(use, l->P);
+    s->save_off = malloc(((size_t)l->L + 1) * sizeof(int));
+    s->save_act = malloc(((size_t)l->NS + 1) * sizeof(sched_action_t));
+    if (!s->save_off || !s->save_act) goto out;
+    memcpy(s->save_off, l->soff, ((size_t)l->L + 1) * sizeof(int));
+    memcpy(s->save_act, l->act, (size_t)l->NS * sizeof(sched_action_t));
     if (s->device_bound > l->budget) { st = STRATA_ERR_TIER_FULL; goto out; }
     *s_p = s;
     s = NULL;
@@ -813,6 +820,13 @@ const int *sched_engine_order(const sched_t *s, sched_engine_t e, int *n_p)
 size_t sched_device_bound(const sched_t *s) { return s ? s->device_bound : 0; }
 sched_mode_t sched_mode(const sched_t *s) { return s ? s->mode : SCHED_MODE_LHS; }
 int sched_tail_kept(const sched_t *s) { return s ? s->tail_kept : 0; }
+
+int sched_save_action(const sched_t *s, int unit, int save)
+{
+    if (!s || !s->save_off || unit < 0 || unit >= s->prog->nunits || save < 0 ||
+        save >= s->prog->units[unit].nsaves) return -1;
+    return (int)s->save_act[s->save_off[unit] + save];
+}
 
 const char *sched_op_label(const sched_t *s, int id, char *buf, size_t len)
 {

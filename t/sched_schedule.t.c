@@ -90,7 +90,7 @@ static double compute_sum(const sched_program_t *p, int recompute_all)
 int main(void)
 {
     char err[1024] = "";
-    plan(20);
+    plan(21);
 
     /* ---- randomized invariants ---- */
     int built = 0, fit_fail = 0, time_bad = 0, peak_bad = 0, slower = 0, naive_hidden = 0, ample_exposed = 0;
@@ -289,6 +289,21 @@ int main(void)
         sched_destroy(s);
         sched_actions_fill(&a, p, SCHED_RECOMPUTE);
         okk &= STRATA_OK == sched_build(p, &a, &o, &s, err, sizeof err) && STRATA_OK == sched_simulate(s, &rec, NULL, NULL, NULL, 0);
+        sched_destroy(s);
+        sched_actions_fill(&a, p, SCHED_HOST);
+        o.mode = SCHED_MODE_LHS;
+        int consistent = STRATA_OK == sched_build(p, &a, &o, &s, err, sizeof err);
+        for (int u = 0; consistent && u < p->nunits; u++)
+            for (int i = 0; i < p->units[u].nsaves; i++) {
+                int d2h = 0;
+                for (int id = 0; id < sched_nops(s); id++)
+                    d2h += SCHED_OP_D2H == sched_op(s, id)->kind && u == sched_op(s, id)->unit && i == sched_op(s, id)->save;
+                int act = sched_save_action(s, u, i);
+                if ((SCHED_HOST == act) != (d2h > 0) || (SCHED_KEEP == act) != (u >= p->nunits - sched_tail_kept(s)))
+                    consistent = 0;
+            }
+        ok(consistent && -1 == sched_save_action(s, p->nunits, 0),
+           "save actions: host where the schedule offloads, keep for the %d tail unit(s) it keeps", sched_tail_kept(s));
         sched_destroy(s);
         diag("host-lhs %.1f ms (overlap %.2f), recompute %.1f ms, host-naive %.1f ms", lhs.step_s * 1e3,
              lhs.overlap_frac, rec.step_s * 1e3, naive.step_s * 1e3);
