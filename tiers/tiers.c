@@ -43,6 +43,7 @@ strata_status_t tiers_init(strata_context_t *ctx)
     pthread_mutex_init(&ts->lock, NULL);
     pthread_cond_init(&ts->cond, NULL);
     ts->chunk = cfg->chunk_size;
+    ts->spin = cfg->spin_time > 0 ? cfg->spin_time : 0;
     ts->checksums = cfg->checksums;
     ts->storage_acct.budget = cfg->storage_mem;
 

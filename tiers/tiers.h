@@ -4,9 +4,18 @@
  * the copy engines and the block state they change.
  *
  * Locking: one mutex per context (tiers_state.lock) guards every queue,
- * block state, event and accounting record; one condition variable is
- * broadcast on every event completion and every new queued op. Copies run
- * with the lock released.
+ * block state, event and accounting record. Threads that wait for events
+ * sleep on tiers_state.cond, broadcast on every event completion; each
+ * engine sleeps on its own condition variable, signalled only when work is
+ * queued on it or, while its head op waits for a dependency, when an event
+ * completes, so a completion wakes its waiters and not every engine.
+ * Copies run with the lock released.
+ *
+ * Spinning (config spin_time, off by default; see engine.c): a thread
+ * about to sleep first polls, without the lock: an idle engine polls
+ * tiers_state.gen, a waiter its event's done flag. Those two words are
+ * written under the lock with atomic stores and may be read with atomic
+ * loads without it.
  */
 #ifndef STRATA_TIERS_INTERNAL_H
 #define STRATA_TIERS_INTERNAL_H
@@ -106,7 +115,7 @@ extern const tiers_backend_t tiers_cuda_backend;
 struct strata_event {
     struct tiers_state *ts;
     int              refs;
-    int              done;
+    int              done;            /* atomic store under the lock */
     strata_status_t  status;
 };
 
@@ -136,6 +145,8 @@ typedef struct tiers_engine {
     int              kind;            /* tiers_engine_kind_t */
     const char      *name;
     pthread_t        thread;
+    pthread_cond_t   cond;            /* the engine sleeps here */
+    int              asleep;
     int              running;
     tiers_op_t      *head, *tail;
     double           bw;              /* link model: bytes/s, 0 = unpaced */
@@ -189,7 +200,9 @@ typedef struct tiers_state {
     strata_context_t       *ctx;
     const tiers_backend_t  *be;
     pthread_mutex_t         lock;
-    pthread_cond_t          cond;
+    pthread_cond_t          cond;             /* event waiters */
+    unsigned                gen;              /* bumped by every enqueue and completion */
+    double                  spin;             /* seconds to poll before sleeping */
     size_t                  chunk;
     int                     checksums;
     int                     spill_fsync;
