@@ -99,10 +99,33 @@ void tiers_event_complete_locked(strata_event_t *ev, strata_status_t st)
     ev->status = st;
     __atomic_store_n(&ev->done, 1, __ATOMIC_RELEASE);
     bump_gen(ts);
-    pthread_cond_broadcast(&ts->cond);
+    ts->wake_waiters = 1;
     /* an engine asleep with work queued waits for a dependency: maybe this one */
     for (int i = 0; i < ENG_COUNT; i++)
-        if (ts->eng[i].asleep && ts->eng[i].head) pthread_cond_signal(&ts->eng[i].cond);
+        if (ts->eng[i].asleep && ts->eng[i].head) ts->wake_engines |= 1u << i;
+}
+
+void tiers_unlock(tiers_state_t *ts)
+{
+    int waiters = ts->wake_waiters;
+    unsigned engines = ts->wake_engines;
+    ts->wake_waiters = 0;
+    ts->wake_engines = 0;
+    pthread_mutex_unlock(&ts->lock);
+    if (waiters) pthread_cond_broadcast(&ts->cond);
+    for (int i = 0; i < ENG_COUNT; i++)
+        if (engines & (1u << i)) pthread_cond_signal(&ts->eng[i].cond);
+}
+
+void tiers_cond_wait(tiers_state_t *ts, pthread_cond_t *cond)
+{
+    if (ts->wake_waiters || ts->wake_engines) {
+        /* send the wake-ups first; to the caller this is a spurious wake-up */
+        tiers_unlock(ts);
+        pthread_mutex_lock(&ts->lock);
+        return;
+    }
+    pthread_cond_wait(cond, &ts->lock);
 }
 
 void tiers_event_unref_locked(strata_event_t *ev)
@@ -127,7 +150,7 @@ strata_status_t strata_event_complete(strata_event_t *ev)
     strata_status_t st = STRATA_OK;
     if (ev->done) st = STRATA_ERR_STATE;
     else tiers_event_complete_locked(ev, STRATA_OK);
-    pthread_mutex_unlock(&ts->lock);
+    tiers_unlock(ts);
     if (STRATA_OK != st)
         return strata_error(ts->ctx, st, "strata_event_complete: event already complete");
     return st;
@@ -138,7 +161,7 @@ strata_status_t strata_event_query(strata_event_t *ev, int *done_p)
     if (!ev || !done_p) return STRATA_ERR_INVALID;
     pthread_mutex_lock(&ev->ts->lock);
     *done_p = ev->done;
-    pthread_mutex_unlock(&ev->ts->lock);
+    tiers_unlock(ev->ts);
     return STRATA_OK;
 }
 
@@ -148,9 +171,9 @@ strata_status_t strata_event_wait(strata_event_t *ev)
     tiers_state_t *ts = ev->ts;
     spin_on_event(ts, ev);
     pthread_mutex_lock(&ts->lock);
-    while (!ev->done) pthread_cond_wait(&ts->cond, &ts->lock);
+    while (!ev->done) tiers_cond_wait(ts, &ts->cond);
     strata_status_t st = ev->status;
-    pthread_mutex_unlock(&ts->lock);
+    tiers_unlock(ts);
     return st;
 }
 
@@ -160,7 +183,7 @@ void strata_event_release(strata_event_t *ev)
     tiers_state_t *ts = ev->ts;
     pthread_mutex_lock(&ts->lock);
     tiers_event_unref_locked(ev);
-    pthread_mutex_unlock(&ts->lock);
+    tiers_unlock(ts);
 }
 
 strata_status_t strata_tiers_drain(strata_context_t *ctx)
@@ -168,8 +191,8 @@ strata_status_t strata_tiers_drain(strata_context_t *ctx)
     if (!ctx || !ctx->tiers) return STRATA_ERR_INVALID;
     tiers_state_t *ts = ctx->tiers;
     pthread_mutex_lock(&ts->lock);
-    while (ts->outstanding > 0) pthread_cond_wait(&ts->cond, &ts->lock);
-    pthread_mutex_unlock(&ts->lock);
+    while (ts->outstanding > 0) tiers_cond_wait(ts, &ts->cond);
+    tiers_unlock(ts);
     return STRATA_OK;
 }
 
@@ -190,7 +213,7 @@ void tiers_enqueue(tiers_state_t *ts, int engine, tiers_op_t *op)
     e->tail = op;
     ts->outstanding++;
     bump_gen(ts);
-    if (e->asleep) pthread_cond_signal(&e->cond);
+    if (e->asleep) ts->wake_engines |= 1u << engine;
 }
 
 static void unlink_op(tiers_engine_t *e, tiers_op_t *op)
@@ -253,7 +276,7 @@ static void run_chunk(tiers_state_t *ts, tiers_engine_t *e, tiers_op_t *op)
     strata_status_t st = STRATA_OK;
     if (OP_CALL == op->kind) {
         op->started = 1;
-        pthread_mutex_unlock(&ts->lock);
+        tiers_unlock(ts);
         st = op->fn(op->arg);
         pthread_mutex_lock(&ts->lock);
         unlink_op(e, op);
@@ -280,7 +303,7 @@ static void run_chunk(tiers_state_t *ts, tiers_engine_t *e, tiers_op_t *op)
     const void *sptr = blk->slot[op->src].ptr;
     int storage = is_storage_op(op);
     double deadline = 0;
-    pthread_mutex_unlock(&ts->lock);
+    tiers_unlock(ts);
 
     if (e->bw > 0) {
         /* a gap shorter than the engine's own wake-up is not idle link
@@ -329,19 +352,19 @@ static void *engine_main(void *arg)
         if (!op) {
             unsigned gen = ts->gen;
             if (ts->spin > 0) {
-                pthread_mutex_unlock(&ts->lock);
+                tiers_unlock(ts);
                 int changed = spin_for_work(ts, gen);
                 pthread_mutex_lock(&ts->lock);
                 if (changed || gen != ts->gen) continue;
             }
             e->asleep = 1;
-            pthread_cond_wait(&e->cond, &ts->lock);
+            tiers_cond_wait(ts, &e->cond);
             e->asleep = 0;
             continue;
         }
         run_chunk(ts, e, op);
     }
-    pthread_mutex_unlock(&ts->lock);
+    tiers_unlock(ts);
     if (ENG_IO == e->kind) tiers_storage_cleanup(ts);   /* HDF5 close on this thread */
     return NULL;
 }
@@ -389,7 +412,7 @@ void tiers_engines_stop(tiers_state_t *ts)
     bump_gen(ts);
     pthread_cond_broadcast(&ts->cond);
     for (int i = 0; i < ENG_COUNT; i++) pthread_cond_broadcast(&ts->eng[i].cond);
-    pthread_mutex_unlock(&ts->lock);
+    tiers_unlock(ts);
     for (int i = 0; i < ENG_COUNT; i++) {
         tiers_engine_t *e = &ts->eng[i];
         if (!e->running) continue;

@@ -96,7 +96,7 @@ void tiers_cleanup(strata_context_t *ctx)
         tiers_block_destroy_locked(ts->blocks);
         left++;
     }
-    pthread_mutex_unlock(&ts->lock);
+    tiers_unlock(ts);
     if (left) strata_debug(ctx, "tiers: freed %d blocks still allocated at finalize", left);
     io_spill_remove(ts->spill);
     for (spill_ds_t *d = ts->ds_all, *n; d; d = n) {
@@ -136,7 +136,7 @@ strata_status_t strata_tier_usage(const strata_context_t *ctx, strata_tier_t tie
     memcpy(u.peak_by_tag, a->peak_by_tag, sizeof u.peak_by_tag);
     u.largest_free = STRATA_TIER_STORAGE == tier ? a->budget - a->used
                                                   : arena_largest_free(&ts->arena[tier]);
-    pthread_mutex_unlock(&ts->lock);
+    tiers_unlock(ts);
     *usage_p = u;
     return STRATA_OK;
 }
@@ -184,5 +184,5 @@ void strata_tiers_reset_peaks(strata_context_t *ctx)
     tier_acct_reset_peaks(&ts->arena[0].acct);
     tier_acct_reset_peaks(&ts->arena[1].acct);
     tier_acct_reset_peaks(&ts->storage_acct);
-    pthread_mutex_unlock(&ts->lock);
+    tiers_unlock(ts);
 }
