@@ -196,6 +196,7 @@ static tiers_op_t *new_leg(strata_block_t *blk, strata_tier_t src, strata_tier_t
         free(op);
         return NULL;
     }
+    op->ev->op = op;
     op->kind = OP_COPY;
     op->blk = blk;
     op->src = src;
@@ -350,6 +351,7 @@ void tiers_op_finish_locked(tiers_state_t *ts, tiers_op_t *op, strata_status_t s
             blk->last_ev = NULL;
         }
     }
+    op->ev->op = NULL;
     tiers_event_complete_locked(op->ev, st);
     tiers_event_unref_locked(op->ev);
     tiers_event_unref_locked(op->prev);

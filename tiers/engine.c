@@ -165,12 +165,19 @@ strata_status_t strata_event_query(strata_event_t *ev, int *done_p)
     return STRATA_OK;
 }
 
+static void wait_copy(tiers_state_t *ts, strata_event_t *ev);
+
 strata_status_t strata_event_wait(strata_event_t *ev)
 {
     if (!ev) return STRATA_ERR_INVALID;
     tiers_state_t *ts = ev->ts;
-    spin_on_event(ts, ev);
     pthread_mutex_lock(&ts->lock);
+    if (!ev->done) wait_copy(ts, ev);
+    if (!ev->done && ts->spin > 0) {
+        tiers_unlock(ts);
+        spin_on_event(ts, ev);
+        pthread_mutex_lock(&ts->lock);
+    }
     while (!ev->done) tiers_cond_wait(ts, &ts->cond);
     strata_status_t st = ev->status;
     tiers_unlock(ts);
@@ -242,7 +249,8 @@ static tiers_op_t *pick(tiers_state_t *ts, tiers_engine_t *e)
 {
     tiers_op_t *head = e->head;
     if (!head) return NULL;
-    if (head->started && !e->overtook) {
+    /* a head run by a waiter leaves the engine free for small copies only */
+    if (head->started && (!e->overtook || head->helped)) {
         for (tiers_op_t *o = head->next; o; o = o->next) {
             if (OP_COPY == o->kind && !o->started && op_bytes(o) <= ts->chunk && deps_ready(o)) {
                 e->overtook = 1;
@@ -251,6 +259,7 @@ static tiers_op_t *pick(tiers_state_t *ts, tiers_engine_t *e)
         }
     }
     e->overtook = 0;
+    if (head->helped) return NULL;
     if (!head->started && !deps_ready(head)) return NULL;
     return head;
 }
@@ -332,6 +341,51 @@ static void run_chunk(tiers_state_t *ts, tiers_engine_t *e, tiers_op_t *op)
     }
 }
 
+/*
+ * strata_event_wait on a device<->host copy that its engine has not started
+ * (lock held; returns with it held): when the backend's copy may run on any
+ * thread, the copy is at the head of its engine's queue (so FIFO holds), its
+ * dependencies are met and the engine is not paced, the waiting thread runs
+ * it, chunk by chunk, instead of sleeping through two hand-offs (wake the
+ * engine, then be woken by it), each of which, on a busy machine, can lose
+ * the core to another process for a time slice. Meanwhile the engine stays
+ * free to run small copies queued behind it, as it would between chunks.
+ */
+static void wait_copy(tiers_state_t *ts, strata_event_t *ev)
+{
+    tiers_op_t *op = ev->op;
+    if (!ts->wait_copies || !op || OP_COPY != op->kind || op->started || is_storage_op(op) ||
+        ts->shutdown)
+        return;
+    tiers_engine_t *e = &ts->eng[STRATA_TIER_DEVICE == op->src ? ENG_D2H : ENG_H2D];
+    if (e->head != op || e->bw > 0 || !deps_ready(op)) return;
+    op->started = 1;
+    op->helped = 1;
+    strata_block_t *blk = op->blk;
+    strata_status_t st = STRATA_OK;
+    if (op->prev && STRATA_OK != op->prev->status) st = op->prev->status;
+    if (STRATA_OK == st && !op->nocopy && blk->bytes > 0) {
+        /* no other thread touches a helped op's bytes or progress: copy
+         * without the lock, which a thread blocked on would need a wake-up
+         * to get back */
+        char *dptr = blk->slot[op->dst].ptr;
+        const char *sptr = blk->slot[op->src].ptr;
+        size_t bytes = blk->bytes, done = 0;
+        tiers_unlock(ts);
+        while (STRATA_OK == st && done < bytes) {
+            size_t n = bytes - done < ts->chunk ? bytes - done : ts->chunk;
+            st = ts->be->copy(ts, e->kind, e->backend_data, dptr + done, sptr + done, n);
+            done += n;
+            if (STRATA_OK == st && done < bytes && __atomic_load_n(&ts->shutdown, __ATOMIC_ACQUIRE))
+                st = STRATA_ERR_CANCELLED;
+        }
+        pthread_mutex_lock(&ts->lock);
+        op->done = done;
+    }
+    unlink_op(e, op);
+    tiers_op_finish_locked(ts, op, st);
+}
+
 static void *engine_main(void *arg)
 {
     tiers_engine_t *e = arg;
@@ -341,8 +395,9 @@ static void *engine_main(void *arg)
         if (ts->shutdown) {
             /* cancel everything not started; a started op stops at its
              * next chunk boundary inside run_chunk */
-            while (e->head) {
-                tiers_op_t *op = e->head;
+            for (tiers_op_t *op = e->head, *next; op; op = next) {
+                next = op->next;
+                if (op->helped) continue;       /* its waiter finishes it */
                 unlink_op(e, op);
                 tiers_op_finish_locked(ts, op, STRATA_ERR_CANCELLED);
             }
@@ -408,7 +463,7 @@ err:
 void tiers_engines_stop(tiers_state_t *ts)
 {
     pthread_mutex_lock(&ts->lock);
-    ts->shutdown = 1;
+    __atomic_store_n(&ts->shutdown, 1, __ATOMIC_RELEASE);   /* waiters copying read it unlocked */
     bump_gen(ts);
     pthread_cond_broadcast(&ts->cond);
     for (int i = 0; i < ENG_COUNT; i++) pthread_cond_broadcast(&ts->eng[i].cond);

@@ -104,6 +104,9 @@ typedef struct tiers_backend {
     /* One chunk between DEVICE and PINNED_HOST, on the engine's thread. */
     strata_status_t (*copy)(struct tiers_state *ts, int engine, void *data,
                             void *dst, const void *src, size_t n);
+    /* copy may run on any thread: strata_event_wait may then run an
+     * unstarted copy itself (config wait_copies) */
+    int              any_thread_copy;
 } tiers_backend_t;
 
 extern const tiers_backend_t tiers_host_backend;
@@ -117,6 +120,7 @@ struct strata_event {
     struct tiers_state *ts;
     int              refs;
     int              done;            /* atomic store under the lock */
+    struct tiers_op *op;              /* the queued op that completes it, until it does */
     strata_status_t  status;
 };
 
@@ -134,6 +138,7 @@ typedef struct tiers_op {
     strata_event_t   *ev;             /* completed with this op */
     size_t            done;           /* bytes copied so far */
     int               started;
+    int               helped;         /* run by a thread in strata_event_wait, not the engine */
     XXH3_state_t     *hash;
     struct spill_ds  *ds;             /* storage write: the dataset chosen */
     /* OP_CALL: run fn(arg) on the engine's thread */
@@ -206,6 +211,7 @@ typedef struct tiers_state {
     unsigned                wake_engines;     /* bit per engine */
     unsigned                gen;              /* bumped by every enqueue and completion */
     double                  spin;             /* seconds to poll before sleeping */
+    int                     wait_copies;      /* waiters run unstarted copies themselves */
     size_t                  chunk;
     int                     checksums;
     int                     spill_fsync;
