@@ -8,6 +8,9 @@
  * d2h, h2d: strata_block_move + strata_event_wait (no link model) vs memcpy
  *   between the same two pre-faulted arena buffers (the bench checks that
  *   every move lands on the same destination span the reference writes).
+ *   With wait_copies on (the default) a copy waited on before its engine
+ *   starts it runs on the waiting thread; STRATA_WAIT_COPIES=off measures
+ *   the engine threads alone (two thread hand-offs per copy).
  * h2s, s2h: the storage tier vs pwrite/pread of the same bytes from the
  *   same host buffer to a file in the same directory, with the same fsync
  *   policy; before every timed read both files are written back and
