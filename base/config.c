@@ -71,6 +71,9 @@ static const opt_row_t opt_table[] = {
       OFF(act_policy), STR(act_policy) },
     { "schedule",   "lhs",  "transfer schedule: lhs (latency-hiding) or naive",
       OFF(schedule), STR(schedule) },
+    { "trace",      "",     "write a Chrome trace-event file per rank, <trace>.<rank>.json, when a model is "
+                            "destroyed (read with strata trace); empty = none",
+      OFF(trace), STR(trace) },
     { "threads",    "0",    "compute threads per rank; 0 = the cores this rank may run on",
       OFF(threads), OPT_INT, 0, NULL },
     { "comm_check", "on",   "before each collective, check that all ranks pass the same operation, dtype, "

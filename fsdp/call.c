@@ -161,6 +161,15 @@ strata_status_t strata_call_output(strata_unit_call_t *c, size_t bytes, void **p
     if (c->out_calls++)
         return misuse(c, strata_error(CTX(c), STRATA_ERR_STATE, "unit '%s' forward called "
                                       "strata_call_output twice", c->unit->name));
+    if (CALL_RECOMPUTE == c->mode) {
+        /* the re-run writes the same values over the output it made before */
+        if (bytes != c->out->bytes)
+            return misuse(c, strata_error(CTX(c), STRATA_ERR_MISMATCH, "unit '%s' recompute "
+                                          "asks for an output of %zu bytes; its forward made "
+                                          "%zu", c->unit->name, bytes, c->out->bytes));
+        *ptr_p = c->out->ptr;
+        return STRATA_OK;
+    }
     strata_status_t st = fsdp_buf_alloc(CTX(c), STRATA_TIER_DEVICE, STRATA_TAG_ACTIVATION,
                                         bytes, 0, c->out);
     if (STRATA_OK != st) return misuse(c, st);
@@ -240,7 +249,25 @@ strata_status_t strata_save(strata_unit_call_t *c, const char *name, size_t byte
         return misuse(c, strata_error(ctx, STRATA_ERR_INVALID, "unit '%s': save name '%s' is "
                                       "empty or longer than %d bytes", u->name, name,
                                       FSDP_NAME_LEN - 1));
-    if (find_save(u, name))
+    strata_status_t st = fsdp_exec_check_save(c, name, bytes);
+    if (STRATA_OK != st) return misuse(c, st);
+    c->save_calls++;
+    fsdp_save_t *old = find_save(u, name);
+    if (CALL_RECOMPUTE == c->mode) {
+        /* a save brought back is handed out again (the re-run writes the
+         * same values); one dropped for recompute is made anew */
+        if (!old)
+            return misuse(c, strata_error(ctx, STRATA_ERR_MISMATCH, "unit '%s' recompute saves "
+                                          "'%s', which its forward did not", u->name, name));
+        if (!old->buf.h) {
+            st = fsdp_buf_alloc(ctx, STRATA_TIER_DEVICE, STRATA_TAG_ACTIVATION, bytes, 0,
+                                &old->buf);
+            if (STRATA_OK != st) return misuse(c, st);
+        }
+        *ptr_p = old->buf.ptr;
+        return STRATA_OK;
+    }
+    if (old)
         return misuse(c, strata_error(ctx, STRATA_ERR_STATE, "unit '%s' saved '%s' twice in "
                                       "one forward", u->name, name));
     if (u->nsaves == u->cap_saves) {
@@ -251,7 +278,7 @@ strata_status_t strata_save(strata_unit_call_t *c, const char *name, size_t byte
         u->cap_saves = cap;
     }
     fsdp_save_t *s = &u->saves[u->nsaves];
-    strata_status_t st = fsdp_buf_alloc(ctx, STRATA_TIER_DEVICE, STRATA_TAG_ACTIVATION, bytes, 0,
+    st = fsdp_buf_alloc(ctx, STRATA_TIER_DEVICE, STRATA_TAG_ACTIVATION, bytes, 0,
                                         &s->buf);
     if (STRATA_OK != st) return misuse(c, st);
     snprintf(s->name, sizeof s->name, "%s", name);
@@ -280,6 +307,9 @@ strata_status_t strata_saved(strata_unit_call_t *c, const char *name, void **ptr
                                       "in forward (it saved: %s)", u->name, name,
                                       u->nsaves ? list : "nothing"));
     }
+    if (!s->buf.ptr)
+        return misuse(c, strata_error(CTX(c), STRATA_ERR_STATE, "unit '%s' save '%s' is not on "
+                                      "the device", u->name, name));
     *ptr_p = s->buf.ptr;
     if (bytes_p) *bytes_p = s->buf.bytes;
     return STRATA_OK;

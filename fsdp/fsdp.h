@@ -110,6 +110,7 @@ struct strata_unit {
     int             nsaves, cap_saves;
     fsdp_save_t    *saves;
     int             forward_done; /* forward of the current micro-batch ran */
+    double          t_gstart, t_rstart;   /* when its all-gather / reduction started (trace) */
 };
 
 typedef enum { MODEL_BUILDING = 0, MODEL_READY, MODEL_BROKEN } fsdp_model_state_t;
@@ -143,6 +144,9 @@ struct strata_model {
     /* statistics */
     double              t_step0, compute_s, exposed_s, optim_s;
     strata_model_stats_t stats;
+
+    /* activation policies, the recorded program and its executor (exec.c) */
+    struct fsdp_exec   *exec;
 };
 
 /* ---- call (call.c) -------------------------------------------------------------- */
@@ -155,9 +159,17 @@ struct strata_unit_call {
     fsdp_buf_t    *out;           /* forward: where strata_call_output allocates */
     fsdp_buf_t    *gin;
     int            out_calls;
+    int            mode;          /* CALL_RUN, CALL_SIZING or CALL_RECOMPUTE */
+    int            save_calls;    /* strata_save calls so far (recorded order) */
     int            nwork, cap_work;
     fsdp_buf_t    *work;
     strata_status_t err;          /* first misuse seen inside the callback */
+};
+
+enum {
+    CALL_RUN = 0,                 /* an ordinary forward or backward */
+    CALL_SIZING,                  /* the first step's forward-only sizing pass */
+    CALL_RECOMPUTE                /* a forward re-run before the unit's backward */
 };
 
 /* Run one callback with the guards checked afterwards. */
@@ -190,6 +202,37 @@ strata_status_t fsdp_reduce_replicas(strata_model_t *m, strata_unit_t *u);
 strata_status_t fsdp_reduce_wait(strata_model_t *m, strata_unit_t *u);
 /* Wait for everything in flight (error paths, destroy). */
 void fsdp_drain(strata_model_t *m);
+
+/* ---- activation executor (exec.c) --------------------------------------------------
+ *
+ * Inactive (every hook a no-op) while every saved name is kept and no trace
+ * is asked for: the step then runs exactly as without it. Otherwise the
+ * first step begins with a sizing pass, the program is planned, and every
+ * later forward/backward follows the schedule (see exec.c).
+ */
+strata_status_t fsdp_exec_create(strata_model_t *m);
+void fsdp_exec_destroy(strata_model_t *m);
+int  fsdp_exec_active(const strata_model_t *m);
+strata_status_t fsdp_exec_step_begin(strata_model_t *m);
+/* Before a training forward: the sizing pass and the plan on the first
+ * step, then the state of a new micro-batch. */
+strata_status_t fsdp_exec_forward_begin(strata_model_t *m, const void *input, size_t in_bytes);
+/* Around each compute op: before waits for the transfers it needs (and
+ * refreshes the unit's save pointers), after marks it done and issues the
+ * transfers that became ready. kind: SCHED_OP_F, _RECOMPUTE or _B. */
+strata_status_t fsdp_exec_before(strata_model_t *m, int kind, int unit);
+strata_status_t fsdp_exec_after(strata_model_t *m, int kind, int unit, double t0, double t1);
+strata_status_t fsdp_exec_forward_end(strata_model_t *m);
+/* Recompute unit u's forward before its backward, if the plan says so. */
+strata_status_t fsdp_exec_recompute(strata_model_t *m, strata_unit_t *u);
+strata_status_t fsdp_exec_micro_end(strata_model_t *m);
+void fsdp_exec_abort(strata_model_t *m);
+strata_status_t fsdp_exec_step_end(strata_model_t *m);
+/* strata_save inside a callback: the check against the recording. */
+strata_status_t fsdp_exec_check_save(strata_unit_call_t *c, const char *name, size_t bytes);
+/* Collective ops for the trace (comm track). */
+void fsdp_exec_trace_comm(strata_model_t *m, const char *name, int unit, double t0, double t1,
+                          size_t bytes);
 
 /* ---- optimizer (optim.c) --------------------------------------------------------- */
 

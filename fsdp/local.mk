@@ -9,4 +9,5 @@ libstrata_la_SOURCES += \
     fsdp/model.c \
     fsdp/progress.c \
     fsdp/optim.c \
-    fsdp/step.c
+    fsdp/step.c \
+    fsdp/exec.c

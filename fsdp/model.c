@@ -98,6 +98,7 @@ void strata_model_destroy(strata_model_t *m)
 {
     if (!m) return;
     if (MODEL_BUILDING != m->state) fsdp_drain(m);
+    fsdp_exec_abort(m);
     fsdp_progress_stop(m);
     if (m->acts)
         for (int i = 0; i <= m->nunits; i++) {
@@ -107,6 +108,7 @@ void strata_model_destroy(strata_model_t *m)
     free(m->acts);
     free(m->gacts);
     for (int i = 0; i < m->nunits; i++) unit_free(m->units[i]);
+    fsdp_exec_destroy(m);
     free(m->units);
     strata_group_destroy(m->shard);
     strata_group_destroy(m->replica);
@@ -277,6 +279,8 @@ strata_status_t strata_model_finalize(strata_model_t *m)
             if (STRATA_OK != st) return st;
         }
     }
+    st = fsdp_exec_create(m);
+    if (STRATA_OK != st) return st;
     st = fsdp_progress_start(m);
     if (STRATA_OK != st) return st;
     m->state = MODEL_READY;
@@ -335,6 +339,7 @@ strata_status_t strata_model_stats(const strata_model_t *m, strata_model_stats_t
     fsdp_mem_stats(m->ctx, &ms);
     s->peak_device_bytes = ms.peak[STRATA_TIER_DEVICE];
     s->peak_host_bytes = ms.peak[STRATA_TIER_PINNED_HOST];
+    s->peak_storage_bytes = ms.peak[STRATA_TIER_STORAGE];
     return STRATA_OK;
 }
 

@@ -171,6 +171,7 @@ strata_status_t fsdp_gather_start(strata_model_t *m, strata_unit_t *u)
     strata_dtype_t dt = m->opts.compute_dtype;
     size_t esz = strata_dtype_size(dt);
     if (GATHER_NONE != u->gstate) return STRATA_OK;
+    u->t_gstart = strata_now();
     st = fsdp_buf_alloc(m->ctx, STRATA_TIER_DEVICE, STRATA_TAG_PARAM, u->npad * esz, 0,
                         &u->gathered);
     if (STRATA_OK != st) return st;
@@ -245,6 +246,7 @@ strata_status_t fsdp_reduce_start(strata_model_t *m, strata_unit_t *u)
     size_t esz = strata_dtype_size(rd);
     const void *send = u->grad.ptr;
     void *recv = u->grad_shard.ptr;
+    u->t_rstart = strata_now();
     if (reduce_wide(m)) {
         st = fsdp_buf_alloc(m->ctx, STRATA_TIER_DEVICE, STRATA_TAG_GRAD, u->npad * esz, 0,
                             &u->rs_send);

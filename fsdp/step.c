@@ -11,6 +11,7 @@
  */
 #include "config.h"
 #include "fsdp.h"
+#include "sched/sched.h"
 
 #include <math.h>
 #include <string.h>
@@ -28,6 +29,7 @@ static strata_status_t need_ready(strata_model_t *m, const char *fn)
 static void abort_step(strata_model_t *m)
 {
     fsdp_drain(m);
+    fsdp_exec_abort(m);
     for (int i = 0; i <= m->nunits; i++) {
         fsdp_buf_free(&m->acts[i]);
         fsdp_buf_free(&m->gacts[i]);
@@ -74,18 +76,23 @@ static strata_status_t run_forward(strata_model_t *m, const void *input, size_t 
         prefetch(m, ui, +1);
         st = fsdp_gather_wait(m, u);
         if (STRATA_OK != st) return st;
+        fsdp_exec_trace_comm(m, "AG", ui, u->t_gstart, strata_now(), 0);
         fsdp_free_saves(u);
+        if (training && STRATA_OK != (st = fsdp_exec_before(m, SCHED_OP_F, ui))) return st;
         strata_unit_call_t c = { .unit = u, .backward = 0, .training = training,
                                  .in = &m->acts[ui], .out = &m->acts[ui + 1] };
+        double t0 = strata_now();
         st = fsdp_run_callback(&c);
         if (STRATA_OK != st) return st;
+        if (training && STRATA_OK != (st = fsdp_exec_after(m, SCHED_OP_F, ui, t0, strata_now())))
+            return st;
         if (!training) {
             fsdp_free_saves(u);
             fsdp_buf_free(&m->acts[ui]);
         }
         if (m->opts.reshard_after_forward && (ui != L - 1 || !training)) fsdp_gather_release(u);
     }
-    return STRATA_OK;
+    return training ? fsdp_exec_forward_end(m) : STRATA_OK;
 }
 
 strata_status_t strata_model_step_begin(strata_model_t *m, int n_micro)
@@ -105,7 +112,9 @@ strata_status_t strata_model_step_begin(strata_model_t *m, int n_micro)
     m->compute_s = m->exposed_s = m->optim_s = 0;
     m->t_step0 = strata_now();
     for (int i = 0; i < m->nunits; i++) m->units[i]->rstate = GRAD_IDLE;
-    return STRATA_OK;
+    st = fsdp_exec_step_begin(m);
+    if (STRATA_OK != st) m->phase = PHASE_IDLE;
+    return st;
 }
 
 strata_status_t strata_model_forward(strata_model_t *m, const void *input, size_t in_bytes,
@@ -123,7 +132,9 @@ strata_status_t strata_model_forward(strata_model_t *m, const void *input, size_
         return strata_error(m->ctx, STRATA_ERR_STATE, "forward: all %d micro-batches of the "
                             "step are done; call strata_model_step_end", m->n_micro);
     m->batch = batch;
-    st = run_forward(m, input, in_bytes, 1);
+    /* step 1: the sizing pass and the plan; then a new micro-batch's state */
+    st = fsdp_exec_forward_begin(m, input, in_bytes);
+    if (STRATA_OK == st) st = run_forward(m, input, in_bytes, 1);
     if (STRATA_OK != st) {
         abort_step(m);
         return st;
@@ -193,6 +204,7 @@ strata_status_t strata_model_backward(strata_model_t *m, const void *grad_out, s
         prefetch(m, ui, -1);
         st = fsdp_gather_wait(m, u);
         if (STRATA_OK != st) goto fail;
+        fsdp_exec_trace_comm(m, "AG", ui, u->t_gstart, strata_now(), 0);
         if (!u->grad.ptr) {   /* first micro-batch of the step */
             st = fsdp_buf_alloc(m->ctx, STRATA_TIER_DEVICE, STRATA_TAG_GRAD,
                                 u->npad * sizeof(float), 1, &u->grad);
@@ -203,13 +215,22 @@ strata_status_t strata_model_backward(strata_model_t *m, const void *grad_out, s
                                 m->acts[ui].bytes, 1, &m->gacts[ui]);
             if (STRATA_OK != st) goto fail;
         }
+        /* a recomputed unit runs its forward again first */
+        st = fsdp_exec_recompute(m, u);
+        if (STRATA_OK != st) goto fail;
+        st = fsdp_exec_before(m, SCHED_OP_B, ui);
+        if (STRATA_OK != st) goto fail;
         strata_unit_call_t c = { .unit = u, .backward = 1, .training = 1,
                                  .in = &m->acts[ui], .out_ro = &m->acts[ui + 1],
                                  .gout = m->gacts[ui + 1].ptr ? &m->gacts[ui + 1] : NULL,
                                  .gin = ui > 0 ? &m->gacts[ui] : NULL };
+        double t0 = strata_now();
         st = fsdp_run_callback(&c);
         if (STRATA_OK != st) goto fail;
+        double t1 = strata_now();
         fsdp_free_saves(u);
+        st = fsdp_exec_after(m, SCHED_OP_B, ui, t0, t1);
+        if (STRATA_OK != st) goto fail;
         fsdp_buf_free(&m->gacts[ui + 1]);
         fsdp_buf_free(&m->acts[ui + 1]);
         /* unit 0 stays gathered for the next micro-batch's forward */
@@ -232,6 +253,8 @@ strata_status_t strata_model_backward(strata_model_t *m, const void *grad_out, s
                         unit_optim(m, m->units[v], 1.0f / (float)m->n_micro);
         }
     }
+    st = fsdp_exec_micro_end(m);
+    if (STRATA_OK != st) goto fail;
     fsdp_buf_free(&m->acts[0]);
     m->micro++;
     m->phase = PHASE_STEP;
@@ -257,6 +280,7 @@ strata_status_t strata_model_step_end(strata_model_t *m)
         strata_unit_t *u = m->units[ui];
         st = fsdp_reduce_wait(m, u);
         if (STRATA_OK != st) goto fail;
+        fsdp_exec_trace_comm(m, "RS", ui, u->t_rstart, strata_now(), 0);
         if (!clip && GRAD_ARRIVED == u->rstate) unit_optim(m, u, inv_m);
     }
     m->stats.grad_norm = -1.0;
@@ -289,7 +313,7 @@ strata_status_t strata_model_step_end(strata_model_t *m)
     m->stats.compute_s = m->compute_s;
     m->stats.exposed_comm_s = m->exposed_s;
     m->stats.optim_s = m->optim_s;
-    return STRATA_OK;
+    return fsdp_exec_step_end(m);
 fail:
     abort_step(m);
     return st;

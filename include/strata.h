@@ -135,6 +135,7 @@ typedef struct strata_config {
     int      prefetch;            /* all-gather lookahead in units */
     char     act_policy[512];     /* e.g. "qkv=host,*=keep" or "auto" */
     char     schedule[16];        /* "lhs" or "naive" */
+    char     trace[512];          /* per-rank trace files <trace>.<rank>.json; "" = none */
     int      threads;             /* compute threads per rank; 0 = affinity */
     int      comm_check;          /* verify ranks agree on each collective */
     int      ckpt_keep;           /* checkpoints kept in a directory (newest K) */

@@ -97,6 +97,8 @@ void tiers_event_complete_locked(strata_event_t *ev, strata_status_t st)
 {
     tiers_state_t *ts = ev->ts;
     ev->status = st;
+    ev->t_end = strata_now();
+    if (0 == ev->t_start) ev->t_start = ev->t_end;
     __atomic_store_n(&ev->done, 1, __ATOMIC_RELEASE);
     bump_gen(ts);
     ts->wake_waiters = 1;
@@ -126,6 +128,15 @@ void tiers_cond_wait(tiers_state_t *ts, pthread_cond_t *cond)
         return;
     }
     pthread_cond_wait(cond, &ts->lock);
+}
+
+void tiers_event_times(strata_event_t *ev, double *start_p, double *end_p)
+{
+    tiers_state_t *ts = ev->ts;
+    pthread_mutex_lock(&ts->lock);
+    *start_p = ev->t_start;
+    *end_p = ev->done ? ev->t_end : 0;
+    tiers_unlock(ts);
 }
 
 void tiers_event_unref_locked(strata_event_t *ev)
@@ -297,6 +308,7 @@ static void run_chunk(tiers_state_t *ts, tiers_engine_t *e, tiers_op_t *op)
     int first = !op->started;
     if (first) {
         op->started = 1;
+        if (op->ev) op->ev->t_start = strata_now();
         /* a failed predecessor on the block: the data this op needs is not there */
         if (op->prev && STRATA_OK != op->prev->status) st = op->prev->status;
         if (ts->shutdown) st = STRATA_ERR_CANCELLED;
@@ -361,6 +373,7 @@ static void wait_copy(tiers_state_t *ts, strata_event_t *ev)
     if (e->head != op || e->bw > 0 || !deps_ready(op)) return;
     op->started = 1;
     op->helped = 1;
+    if (op->ev) op->ev->t_start = strata_now();
     strata_block_t *blk = op->blk;
     strata_status_t st = STRATA_OK;
     if (op->prev && STRATA_OK != op->prev->status) st = op->prev->status;

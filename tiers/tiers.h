@@ -122,6 +122,7 @@ struct strata_event {
     int              done;            /* atomic store under the lock */
     struct tiers_op *op;              /* the queued op that completes it, until it does */
     strata_status_t  status;
+    double           t_start, t_end;  /* strata_now() when its op started / completed */
 };
 
 typedef enum { OP_COPY, OP_CALL } tiers_op_kind_t;
@@ -254,6 +255,9 @@ strata_event_t *tiers_event_new(tiers_state_t *ts);                  /* refs = 1
 void tiers_event_complete_locked(strata_event_t *ev, strata_status_t st);
 void tiers_event_unref_locked(strata_event_t *ev);
 double tiers_link_time(double bytes, double bw, double latency);     /* pure */
+/* When the event's op started and completed (strata_now(); 0 when not yet):
+ * the busy time of a copy, for the runtime's transfer statistics. */
+void tiers_event_times(strata_event_t *ev, double *start_p, double *end_p);
 
 /* block.c: op completion under the lock (engine.c calls it). */
 void tiers_op_finish_locked(tiers_state_t *ts, tiers_op_t *op, strata_status_t st);

@@ -207,10 +207,79 @@ typedef struct {
     double  exposed_comm_s;     /* blocked waiting for a collective */
     double  optim_s;            /* clipping and optimizer */
     double  grad_norm;          /* global gradient norm before clipping (last step) */
-    size_t  peak_device_bytes;  /* since model creation */
-    size_t  peak_host_bytes;
+    size_t  peak_device_bytes;  /* peaks of the tiers during the last step (every step */
+    size_t  peak_host_bytes;    /* starts from the use at step_begin; the context's tiers, */
+                                /* so all its models count) */
+    /* activation offload (all 0, overlap 1, while every saved name is kept) */
+    size_t  peak_storage_bytes;
+    double  transfer_s;         /* time the copy engines were busy with this step's
+                                 * activation transfers (summed over engines) */
+    double  exposed_transfer_s; /* of it, time compute waited for a transfer */
+    double  overlap_frac;       /* 1 - exposed/transfer, in [0,1]; 1 without transfers */
+    size_t  offload_bytes;      /* bytes moved off the device in the step */
+    double  predicted_step_s;   /* the plan's predicted step time (0 without a plan) */
 } strata_model_stats_t;
 strata_status_t strata_model_stats(const strata_model_t *model, strata_model_stats_t *stats_p);
+
+/* ---- activation policies, the step program, the trace (fsdp/exec.c) --------- */
+
+/*
+ * What happens to each saved activation (strata_save) between its forward
+ * and its backward is a policy per save name (as JAX's
+ * save_and_offload_only_these_names):
+ *   keep       stays on the device;
+ *   host       moved to the pinned-host tier after the unit's forward and
+ *              brought back before its backward;
+ *   storage    the same through host to the HDF5 storage tier;
+ *   recompute  dropped after the forward; the unit's forward runs again
+ *              right before its backward (its other saves are brought back
+ *              first and are only overwritten with the same values) and
+ *              that re-run keeps its saves on the device.
+ * The policy text is "qkv=host, mlp_up=storage, *=keep" ('*' = every other
+ * name; keep when absent) or "auto". It comes from cfg.act_policy
+ * (STRATA_ACT_POLICY) unless strata_model_set_act_policy replaced it;
+ * cfg.schedule (STRATA_SCHEDULE) picks lhs (latency-hiding: offloads start
+ * as soon as the forward made them, prefetches just early enough, within
+ * the device budget) or naive (every transfer waited for where it is
+ * issued). The unit inputs/outputs (the activations between units) always
+ * stay on the device.
+ *
+ * While every name is kept and no trace is asked for, nothing below
+ * happens. Otherwise the first step begins with a sizing pass: the first
+ * micro-batch's forward runs once with every save freed at the end of its
+ * unit (so forward callbacks of that micro-batch run twice), which records
+ * the step program (units, save names and sizes, costs). Then the plan is
+ * made (auto: the fastest that fits, printed on rank 0 with the predicted
+ * peaks and step time, and after the step the measured values beside
+ * them). A device budget too small for any plan fails there, before any
+ * backward or update, with STRATA_ERR_TIER_FULL and a message naming the
+ * smallest device_mem that fits. After step 1 the plan is made again from
+ * step 1's measured costs (mean over ranks). Every later forward is
+ * checked against the program: another save name, size, order or count
+ * fails at once with STRATA_ERR_MISMATCH naming the unit and the save
+ * (make such changes the same on every rank, or the others wait in the
+ * next collective); strata_model_replan makes the next step record again.
+ */
+
+/* Set the activation policy ("qkv=host,*=keep", "auto"; NULL = back to
+ * cfg.act_policy). Only between steps. A syntax error fails here; a name
+ * the model does not save fails here when the program is known (else at
+ * the next step's plan) with a message listing the names it saves. */
+strata_status_t strata_model_set_act_policy(strata_model_t *model, const char *policy);
+/* Forget the recorded step program: the next step sizes, records and plans
+ * again (e.g. after changing the micro-batch shape). Only between steps. */
+strata_status_t strata_model_replan(strata_model_t *model);
+/* Write a Chrome trace-event file per rank, <prefix>.<rank>.json (opens in
+ * Perfetto; strata trace FILES... reports per-step overlap): one track per
+ * engine (compute, comm, d2h, h2d, io), an event per op with its unit, save
+ * name and bytes, memory counters per tier, a step event per step. Written
+ * when the model is destroyed or the prefix is changed; NULL or "" stops
+ * tracing. Same as cfg.trace. In CUDA builds the compute ops are also NVTX
+ * ranges. */
+strata_status_t strata_model_trace(strata_model_t *model, const char *prefix);
+/* The plan in force (per name: action, bytes; predicted peaks and step
+ * time) and its per-engine schedule, readable. */
+strata_status_t strata_model_plan_print(const strata_model_t *model, FILE *out);
 
 /* ---- checkpoints (fsdp/ckpt.c, format in docs/checkpoint-format.md) -------- */
 
@@ -272,8 +341,10 @@ strata_status_t strata_model_load(strata_model_t *model, const char *path,
  *                       callback returns; may be called several times.
  *  strata_save          forward: a named buffer of `bytes` kept from this
  *                       forward to the same unit's backward of the same
- *                       micro-batch (device tier; issue 5 adds per-name
- *                       offload policies behind this same call).
+ *                       micro-batch; between them the activation policy of
+ *                       its name may move it off the device or drop it for
+ *                       recompute (see "activation policies" above). Write
+ *                       it only inside this forward.
  *  strata_saved         backward: the buffer saved under that name, read-
  *                       write; freed when the backward returns.
  *
