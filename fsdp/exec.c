@@ -21,7 +21,7 @@
  * bytes: what the device holds when the step begins (shards, optimizer
  * state), every activation between units (unit outputs stay on the device
  * from forward to backward), two of them again for the gradients flowing
- * back, the forward's workspace, one more gathered unit, and with several
+ * back, the forward's workspace and one activation more, and with several
  * micro-batches every unit's accumulated gradient. The schedule's bound
  * is therefore conservative, and the budget it names is one that works.
  *
@@ -230,7 +230,7 @@ static strata_status_t install(strata_model_t *m, sched_t *s)
 
 static size_t resident(const fsdp_exec_t *x, int n_micro)
 {
-    size_t r = x->base_dev + x->acts_bytes + 2 * x->max_act + x->ws_bytes + x->max_ag;
+    size_t r = x->base_dev + x->acts_bytes + 2 * x->max_act + x->ws_bytes;
     if (n_micro > 1) r += x->grads_bytes;
     return r;
 }
@@ -296,12 +296,15 @@ static strata_status_t plan(strata_model_t *m, int n_micro, int print)
     if (STRATA_OK == st) st = sched_simulate(s, &pred, NULL, NULL, err, sizeof err);
     if (STRATA_ERR_TIER_FULL == st) {
         size_t any = sched_plan_min_device(x->prog, &o);
-        char a[32], b[32];
+        char a[32], b[32], c[64] = "";
+        if (!x->pol.is_auto)
+            snprintf(c, sizeof c, " (this policy needs device_mem >= %zu)",
+                     sched_min_device(x->prog, &acts, &o));
         st = strata_error(ctx, st, "activation plan for act_policy '%s' (%s schedule): %s. "
-                          "Device budget %s; the smallest device budget any plan fits is %s "
+                          "Device budget %s%s; the smallest device budget any plan fits is %s "
                           "(device_mem=%zu, e.g. with act_policy=auto)",
                           x->pol.is_auto ? "auto" : x->policy, sched_mode_name(o.mode), err,
-                          strata_format_size(ud.budget, a, sizeof a),
+                          strata_format_size(ud.budget, a, sizeof a), c,
                           strata_format_size(any, b, sizeof b), any);
     } else if (STRATA_OK != st) {
         st = strata_error(ctx, st, "activation plan: %s", err);
@@ -965,6 +968,38 @@ strata_status_t strata_model_trace(strata_model_t *m, const char *prefix)
     if (was != x->active && PHASE_IDLE != m->phase) {
         x->active = was;   /* takes effect with the next step */
     }
+    return STRATA_OK;
+}
+
+strata_status_t strata_model_plan_need(strata_model_t *m, const char *policy, size_t *need_p,
+                                       size_t *any_p)
+{
+    if (!m) return STRATA_ERR_INVALID;
+    fsdp_exec_t *x = X(m);
+    if (!x || !x->prog)
+        return strata_error(m->ctx, STRATA_ERR_STATE, "strata_model_plan_need: no step program "
+                            "recorded yet (it is recorded by the first step when a policy other "
+                            "than keep, or a trace, is set)");
+    char err[1024];
+    sched_policy_t p = x->pol;
+    strata_status_t st;
+    if (policy && STRATA_OK != (st = sched_policy_parse(policy, &p, err, sizeof err)))
+        return strata_error(m->ctx, st, "act_policy '%s': %s", policy, err);
+    sched_opts_t o;
+    st = sched_opts_from_config(&m->ctx->cfg, &o, err, sizeof err);
+    if (STRATA_OK != st) return strata_error(m->ctx, st, "%s", err);
+    o.link.chunk = 0;
+    o.prefetch = m->prefetch;
+    x->prog->resident_bytes = resident(x, x->planned_micro > 0 ? x->planned_micro : 1);
+    size_t any = sched_plan_min_device(x->prog, &o), need = any;
+    if (!p.is_auto) {
+        sched_actions_t acts;
+        st = sched_policy_resolve(&p, x->prog, &acts, err, sizeof err);
+        if (STRATA_OK != st) return strata_error(m->ctx, st, "%s", err);
+        need = sched_min_device(x->prog, &acts, &o);
+    }
+    if (need_p) *need_p = need;
+    if (any_p) *any_p = any;
     return STRATA_OK;
 }
 

@@ -116,3 +116,10 @@ t_sched_trace_t_LDADD = $(TEST_LDADD) -lpthread
 dist_check_SCRIPTS += t/sched-cli.t
 EXTRA_DIST += t/sched_gpt.prog
 TESTS += t/sched_program.t t/sched_policy.t t/sched_schedule.t t/sched_trace.t t/sched-cli.t
+
+# activation policies and schedules in the FSDP step (fsdp/exec.c)
+check_PROGRAMS += t/act_equiv
+t_act_equiv_SOURCES = t/act_equiv.c examples/mlp/mlp_model.c
+t_act_equiv_LDADD = $(TEST_LDADD)
+dist_check_SCRIPTS += t/act-np1.t t/act-np2.t t/act-np4.t
+TESTS += t/act-np1.t t/act-np2.t t/act-np4.t

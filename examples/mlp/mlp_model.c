@@ -47,7 +47,7 @@ static strata_status_t layer_forward(strata_unit_call_t *call, void *user)
     if (STRATA_OK != (st = strata_call_output(call, rows * l->out * sizeof(float), (void **)&y)))
         return st;
     if (l->relu && strata_call_training(call) &&
-        STRATA_OK != (st = strata_save(call, "pre", rows * l->out * sizeof(float), (void **)&pre)))
+        STRATA_OK != (st = strata_save(call, l->save, rows * l->out * sizeof(float), (void **)&pre)))
         return st;
     for (size_t i = 0; i < rows; i++) {
         const float *xi = x + i * l->in;
@@ -78,7 +78,7 @@ static strata_status_t layer_backward(strata_unit_call_t *call, void *user)
     if (STRATA_OK != (st = strata_call_grad(call, 1, &db, NULL))) return st;
     size_t rows = in_bytes / ((size_t)l->in * sizeof(float));
     if (!dy || dy_bytes != rows * l->out * sizeof(float)) return STRATA_ERR_MISMATCH;
-    if (l->relu && STRATA_OK != (st = strata_saved(call, "pre", (void **)&pre, NULL))) return st;
+    if (l->relu && STRATA_OK != (st = strata_saved(call, l->save, (void **)&pre, NULL))) return st;
     /* dpre overwrites the saved pre-activation: it is ours until we return */
     dpre = pre ? pre : NULL;
     if (!dpre && STRATA_OK != (st = strata_call_workspace(call, dy_bytes, (void **)&dpre)))
@@ -115,7 +115,10 @@ strata_status_t mlp_build(strata_model_t *model, mlp_t *mlp, int layers, int wid
     for (int i = 0; i < layers; i++) {
         char name[32];
         strata_unit_t *u;
-        mlp->layer[i] = (layer_t){ width, width, i < layers - 1, mlp->chunk_rows };
+        mlp->layer[i] = (layer_t){ width, width, i < layers - 1, mlp->chunk_rows, "pre" };
+        if (mlp->save_names > 0)
+            snprintf(mlp->layer[i].save, sizeof mlp->layer[i].save, "pre_%c",
+                     'a' + i % (mlp->save_names > 26 ? 26 : mlp->save_names));
         snprintf(name, sizeof name, "fc%d", i);
         if (STRATA_OK != (st = strata_model_add_unit(model, name, layer_forward, layer_backward,
                                                       &mlp->layer[i], &u)))

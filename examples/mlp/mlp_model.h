@@ -15,7 +15,9 @@ typedef struct {
     int layers;          /* units */
     int width;           /* features of every layer */
     int chunk_rows;      /* call strata_call_progress every this many rows; 0 = never */
-    struct mlp_layer { int in, out, relu, chunk; } layer[MLP_MAX_LAYERS];  /* user_data */
+    int save_names;      /* 0: every layer saves "pre"; k > 0: layer i saves "pre_" 'a'+i%k
+                          * (several names, for mixed activation policies) */
+    struct mlp_layer { int in, out, relu, chunk; char save[8]; } layer[MLP_MAX_LAYERS];  /* user_data */
 } mlp_t;
 
 typedef struct {

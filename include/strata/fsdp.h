@@ -277,6 +277,12 @@ strata_status_t strata_model_replan(strata_model_t *model);
  * tracing. Same as cfg.trace. In CUDA builds the compute ops are also NVTX
  * ranges. */
 strata_status_t strata_model_trace(strata_model_t *model, const char *prefix);
+/* The smallest device budget (device_mem) at which `policy` (NULL = the
+ * one in force) has a schedule, and at which any plan has one (*any_p),
+ * from the recorded program; either pointer may be NULL. Needs a recorded
+ * program (after the first step). Local: no communication. */
+strata_status_t strata_model_plan_need(strata_model_t *model, const char *policy, size_t *need_p,
+                                       size_t *any_p);
 /* The plan in force (per name: action, bytes; predicted peaks and step
  * time) and its per-engine schedule, readable. */
 strata_status_t strata_model_plan_print(const strata_model_t *model, FILE *out);
