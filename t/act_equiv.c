@@ -161,7 +161,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &W);
     MPI_Comm_rank(MPI_COMM_WORLD, &R);
     tap_use_comm(MPI_COMM_WORLD);
-    plan(41);
+    plan(40);
 
     char tpath[512];
     snprintf(tpath, sizeof tpath, "%s-keep", trace_prefix ? trace_prefix : "act_equiv_trace");
