@@ -44,6 +44,7 @@ typedef struct {
     const char *trace;       /* cfg.trace, or NULL */
     int steps;
     int deviate;             /* step 3 uses another batch size */
+    int accum;               /* micro-batches per step; 0 = 1 */
 } run_t;
 
 typedef struct {
@@ -86,7 +87,8 @@ static void run(const run_t *r, result_t *res)
     if (STRATA_OK == st) st = mlp_build(model, &mlp, L, D);
     if (STRATA_OK == st) st = strata_model_finalize(model);
     for (int s = 0; s < r->steps && STRATA_OK == st; s++) {
-        mlp_train_t a = { .batch = r->deviate && 2 == s ? B + 1 : B, .accum = 1, .steps = 1,
+        mlp_train_t a = { .batch = r->deviate && 2 == s ? B + 1 : B,
+                          .accum = r->accum ? r->accum : 1, .steps = 1,
                           .data_seed = 7, .data_rank = R, .data_ranks = W, .first_step = s };
         st = mlp_train(model, &mlp, &a, NULL);
         if (STRATA_OK != st) break;
@@ -161,16 +163,16 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &W);
     MPI_Comm_rank(MPI_COMM_WORLD, &R);
     tap_use_comm(MPI_COMM_WORLD);
-    plan(40);
+    plan(42);
 
     char tpath[512];
     snprintf(tpath, sizeof tpath, "%s-keep", trace_prefix ? trace_prefix : "act_equiv_trace");
 
     /* reference: keep, nothing recorded */
     result_t ref, traced;
-    run(&(run_t){ "*=keep", "lhs", 0, NULL, K, 0 }, &ref);
+    run(&(run_t){ "*=keep", "lhs", 0, NULL, K, 0, 0 }, &ref);
     ok(STRATA_OK == ref.st && ref.params, "keep trains %d steps (%s)", K, ref.msg);
-    run(&(run_t){ "*=keep", "lhs", 0, tpath, K, 0 }, &traced);
+    run(&(run_t){ "*=keep", "lhs", 0, tpath, K, 0, 0 }, &traced);
     ok(STRATA_OK == traced.st && same(ref.params, traced.params),
        "a traced keep run (program recorded) is bitwise the plain keep run (%s)", traced.msg);
 
@@ -188,10 +190,10 @@ int main(int argc, char **argv)
     /* keep at that budget: plain keep (nothing recorded) runs out of device
      * memory in its first step; keep with a program fails before it */
     result_t kf;
-    run(&(run_t){ "*=keep", "lhs", budget, NULL, K, 0 }, &kf);
+    run(&(run_t){ "*=keep", "lhs", budget, NULL, K, 0, 0 }, &kf);
     ok(STRATA_ERR_TIER_FULL == kf.st && 0 == kf.steps_done, "keep at %zu bytes: %s, no step "
        "taken", budget, strata_strerror(kf.st));
-    run(&(run_t){ "*=keep", "lhs", budget, tpath, K, 0 }, &kf);
+    run(&(run_t){ "*=keep", "lhs", budget, tpath, K, 0, 0 }, &kf);
     ok(STRATA_ERR_TIER_FULL == kf.st && 0 == kf.steps_done, "traced keep at %zu bytes fails "
        "before its first step", budget);
     ok(named_budget(kf.msg) == any, "the message names the smallest budget %zu", any);
@@ -205,7 +207,7 @@ int main(int argc, char **argv)
     for (int p = 0; p < 5; p++)
         for (int mo = 0; mo < 2; mo++) {
             result_t r;
-            run(&(run_t){ pols[p], modes[mo], budget, NULL, K, 0 }, &r);
+            run(&(run_t){ pols[p], modes[mo], budget, NULL, K, 0, 0 }, &r);
             ok(STRATA_OK == r.st && same(ref.params, r.params) && r.max_peak <= budget,
                "%s %s at %zu bytes: bitwise keep after %d steps, device peak %zu (%s)", pols[p],
                modes[mo], budget, K, r.max_peak, r.msg);
@@ -218,39 +220,51 @@ int main(int argc, char **argv)
 
     /* auto below the smallest budget, then at it */
     result_t af, aok;
-    run(&(run_t){ "auto", "lhs", any - 4096, NULL, K, 0 }, &af);
+    run(&(run_t){ "auto", "lhs", any - 4096, NULL, K, 0, 0 }, &af);
     ok(STRATA_ERR_TIER_FULL == af.st && 0 == af.steps_done,
        "auto at %zu bytes fails before the first step", any - 4096);
     ok(named_budget(af.msg) == any, "naming the smallest budget %zu", any);
     if (0 == R) diag("%s", af.msg);
-    run(&(run_t){ "auto", "lhs", any, NULL, K, 0 }, &aok);
+    run(&(run_t){ "auto", "lhs", any, NULL, K, 0, 0 }, &aok);
     ok(STRATA_OK == aok.st && same(ref.params, aok.params) && aok.max_peak <= any,
        "auto at exactly that budget trains bitwise like keep, peak %zu (%s)", aok.max_peak, aok.msg);
-    run(&(run_t){ "*=recompute", "naive", any, NULL, K, 0 }, &aok);
+    run(&(run_t){ "*=recompute", "naive", any, NULL, K, 0, 0 }, &aok);
     ok(STRATA_OK == aok.st && same(ref.params, aok.params) && aok.max_peak <= any,
        "so does recompute, naive, peak %zu (%s)", aok.max_peak, aok.msg);
     free(aok.params);
 
+    /* two micro-batches per step: the schedule runs per micro-batch */
+    {
+        result_t k2, h2, r2;
+        run(&(run_t){ "*=keep", "lhs", 0, NULL, K, 0, 2 }, &k2);
+        run(&(run_t){ "*=host", "lhs", 0, NULL, K, 0, 2 }, &h2);
+        run(&(run_t){ "pre_a=recompute,pre_b=storage,*=host", "naive", 0, NULL, K, 0, 2 }, &r2);
+        ok(STRATA_OK == h2.st && same(k2.params, h2.params) && h2.transfer_s > 0,
+           "2 micro-batches: host lhs is bitwise keep (%s)", h2.msg);
+        ok(STRATA_OK == r2.st && same(k2.params, r2.params), "and a mix, naive (%s)", r2.msg);
+        free(k2.params); free(h2.params); free(r2.params);
+    }
+
     /* unknown names */
     result_t un;
-    run(&(run_t){ "qkv=host,*=keep", "lhs", 0, NULL, 1, 0 }, &un);
+    run(&(run_t){ "qkv=host,*=keep", "lhs", 0, NULL, 1, 0, 0 }, &un);
     ok(STRATA_OK != un.st && 0 == un.steps_done, "an unknown name fails the first step");
     ok(strstr(un.msg, "qkv") && strstr(un.msg, "pre_a") && strstr(un.msg, "pre_b") &&
        strstr(un.msg, "pre_c"), "naming it and the saved names: %s", un.msg);
     result_t bad;
-    run(&(run_t){ "pre_a=elsewhere", "lhs", 0, NULL, 1, 0 }, &bad);
+    run(&(run_t){ "pre_a=elsewhere", "lhs", 0, NULL, 1, 0, 0 }, &bad);
     ok(STRATA_OK != bad.st, "a bad action is an error: %s", bad.msg);
 
     /* deviation on step 3 */
     result_t dv;
-    run(&(run_t){ "*=host", "lhs", 0, NULL, K > 3 ? K : 3, 1 }, &dv);
+    run(&(run_t){ "*=host", "lhs", 0, NULL, K > 3 ? K : 3, 1, 0 }, &dv);
     is_int(dv.st, STRATA_ERR_MISMATCH, "another save size on step 3 fails with MISMATCH");
     is_int(dv.steps_done, 2, "after two good steps");
     ok(strstr(dv.msg, "fc0") && strstr(dv.msg, "pre_a") && strstr(dv.msg, "replan"),
        "naming the unit and the save: %s", dv.msg);
     is_int(dv.replan_st, STRATA_OK, "after strata_model_replan the changed step trains");
     result_t dn;
-    run(&(run_t){ "*=recompute", "naive", 0, NULL, 3, 1 }, &dn);
+    run(&(run_t){ "*=recompute", "naive", 0, NULL, 3, 1, 0 }, &dn);
     is_int(dn.st, STRATA_ERR_MISMATCH, "so with recompute and naive");
     is_int(dn.replan_st, STRATA_OK, "and replan");
 
@@ -259,7 +273,7 @@ int main(int argc, char **argv)
         char hp[512], file[600];
         snprintf(hp, sizeof hp, "%s-host", trace_prefix ? trace_prefix : "act_equiv_trace");
         result_t th;
-        run(&(run_t){ "*=host", "lhs", budget, hp, K, 0 }, &th);
+        run(&(run_t){ "*=host", "lhs", budget, hp, K, 0, 0 }, &th);
         ok(STRATA_OK == th.st && same(ref.params, th.params), "traced host lhs run (%s)", th.msg);
         free(th.params);
         snprintf(file, sizeof file, "%s.%d.json", hp, R);

@@ -107,6 +107,7 @@ int main(int argc, char **argv)
 
     mlp_train_t a = { .batch = batch, .accum = accum, .steps = 1, .data_seed = seed,
                       .data_rank = rank, .data_ranks = W };
+    double tsum = 0;
     for (int s = 0; s < steps; s++) {
         float loss, mean;
         /* one step at a time so progress shows; the data index follows s */
@@ -119,7 +120,14 @@ int main(int argc, char **argv)
             printf("step %4d  loss %.6f  step %.2f ms (compute %.2f, exposed comm %.2f, "
                    "optim %.2f)\n", s, mean / W, ms.step_s * 1e3, ms.compute_s * 1e3,
                    ms.exposed_comm_s * 1e3, ms.optim_s * 1e3);
+        if (0 == rank && ms.transfer_s > 0 && (0 == s % 10 || s == steps - 1))
+            printf("           activations: transfer %.2f ms, exposed %.2f ms, overlap %.0f%%, "
+                   "%zu bytes offloaded; peak device %zu, host %zu\n", ms.transfer_s * 1e3,
+                   ms.exposed_transfer_s * 1e3, 100 * ms.overlap_frac, ms.offload_bytes,
+                   ms.peak_device_bytes, ms.peak_host_bytes);
+        if (s > 0) tsum += ms.step_s;   /* step 1 records and plans */
     }
+    if (0 == rank && steps > 1) printf("mean step %.2f ms over steps 2..%d\n", tsum / (steps - 1) * 1e3, steps);
     strata_model_destroy(model);
     strata_finalize(ctx);
     return 0;
