@@ -602,7 +602,8 @@ strata_status_t fsdp_exec_before(strata_model_t *m, int kind, int unit)
     int id = compute_op(x, kind, unit);
     if (id < 0) return STRATA_OK;
     const sched_op_t *o = sched_op(x->sched, id);
-    double t0 = strata_now();
+    /* naive transfers waited for inside pump count once, in this span */
+    double t0 = strata_now(), e0 = x->exposed_s;
     int waited = 0;
     strata_status_t st = pump(m);
     for (int d = 0; STRATA_OK == st && d < o->ndeps; d++) {
@@ -614,7 +615,7 @@ strata_status_t fsdp_exec_before(strata_model_t *m, int kind, int unit)
         waited = 1;
         st = wait_op(m, o->deps[d]);
     }
-    if (waited) x->exposed_s += strata_now() - t0;
+    if (waited) x->exposed_s = e0 + (strata_now() - t0);
     if (STRATA_OK != st) return st;
     if (SCHED_OP_F != kind) {
         /* the unit's saves are on the device again: their addresses */
@@ -860,7 +861,12 @@ strata_status_t fsdp_exec_step_end(strata_model_t *m)
         x->costs_measured = 1;
         strata_status_t st = measured_costs(m);
         if (STRATA_OK == st) st = plan(m, m->n_micro, 1);
-        if (STRATA_OK != st) return st;
+        if (STRATA_OK != st) {
+            /* the step itself succeeded: keep the plan it ran with */
+            strata_warn(m->ctx, "activation plan with step 1's costs failed (%s); keeping "
+                        "the first plan", strata_last_error(m->ctx));
+            return STRATA_OK;
+        }
         x->print_after = x->pol.is_auto;
     }
     return STRATA_OK;

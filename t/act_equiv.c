@@ -56,6 +56,8 @@ typedef struct {
     double transfer_s, exposed_s, overlap;
     float *params;
     strata_status_t replan_st;
+    strata_status_t api_bad_st;
+    char api_bad_msg[512];
 } result_t;
 
 static const char *const need_pol[5] = { "*=keep", "*=host", "*=storage", "*=recompute",
@@ -71,7 +73,8 @@ static void run(const run_t *r, result_t *res)
     memset(res, 0, sizeof *res);
     strata_config_init(&cfg, NULL, 0);
     if (r->budget) cfg.device_mem = r->budget;
-    snprintf(cfg.act_policy, sizeof cfg.act_policy, "%s", r->policy);
+    int api = !strncmp(r->policy, "api:", 4);   /* set through strata_model_set_act_policy */
+    if (!api) snprintf(cfg.act_policy, sizeof cfg.act_policy, "%s", r->policy);
     snprintf(cfg.schedule, sizeof cfg.schedule, "%s", r->schedule ? r->schedule : "lhs");
     if (r->trace) snprintf(cfg.trace, sizeof cfg.trace, "%s", r->trace);
     strata_status_t st = strata_init(MPI_COMM_WORLD, &cfg, &ctx);
@@ -86,6 +89,7 @@ static void run(const run_t *r, result_t *res)
     st = strata_model_create(ctx, &o, &model);
     if (STRATA_OK == st) st = mlp_build(model, &mlp, L, D);
     if (STRATA_OK == st) st = strata_model_finalize(model);
+    if (STRATA_OK == st && api) st = strata_model_set_act_policy(model, r->policy + 4);
     for (int s = 0; s < r->steps && STRATA_OK == st; s++) {
         mlp_train_t a = { .batch = r->deviate && 2 == s ? B + 1 : B,
                           .accum = r->accum ? r->accum : 1, .steps = 1,
@@ -113,6 +117,11 @@ static void run(const run_t *r, result_t *res)
             if (STRATA_OK == res->replan_st) res->replan_st = mlp_train(model, &mlp, &a, NULL);
         }
     } else {
+        if (api) {
+            /* with a program recorded, an unknown name fails at once */
+            res->api_bad_st = strata_model_set_act_policy(model, "nope=host");
+            snprintf(res->api_bad_msg, sizeof res->api_bad_msg, "%s", strata_last_error(ctx));
+        }
         for (int p = 0; p < 5; p++)
             if (STRATA_OK != strata_model_plan_need(model, need_pol[p], &res->need[p], &res->any))
                 res->need[p] = 0;
@@ -163,7 +172,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &W);
     MPI_Comm_rank(MPI_COMM_WORLD, &R);
     tap_use_comm(MPI_COMM_WORLD);
-    plan(42);
+    plan(44);
 
     char tpath[512];
     snprintf(tpath, sizeof tpath, "%s-keep", trace_prefix ? trace_prefix : "act_equiv_trace");
@@ -243,6 +252,17 @@ int main(int argc, char **argv)
            "2 micro-batches: host lhs is bitwise keep (%s)", h2.msg);
         ok(STRATA_OK == r2.st && same(k2.params, r2.params), "and a mix, naive (%s)", r2.msg);
         free(k2.params); free(h2.params); free(r2.params);
+    }
+
+    /* the policy through the API */
+    {
+        result_t ap;
+        run(&(run_t){ "api:pre_a=host,pre_b=storage,*=recompute", "lhs", budget, NULL, K, 0, 0 }, &ap);
+        ok(STRATA_OK == ap.st && same(ref.params, ap.params) && ap.max_peak <= budget,
+           "strata_model_set_act_policy: bitwise keep within budget (%s)", ap.msg);
+        ok(STRATA_OK != ap.api_bad_st && strstr(ap.api_bad_msg, "nope") &&
+           strstr(ap.api_bad_msg, "pre_c"), "an unknown name fails at once: %s", ap.api_bad_msg);
+        free(ap.params);
     }
 
     /* unknown names */
