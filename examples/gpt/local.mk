@@ -20,6 +20,12 @@ noinst_PROGRAMS += examples/gpt/gpt_ref_train
 examples_gpt_gpt_ref_train_SOURCES = examples/gpt/gpt_ref_train.c
 examples_gpt_gpt_ref_train_LDADD = $(GPT_LDADD)
 
+# the main job: the model as FSDP units, trained by mpirun
+noinst_PROGRAMS += examples/gpt/train_gpt
+examples_gpt_train_gpt_SOURCES = examples/gpt/train_gpt.c examples/gpt/gpt_fsdp.c \
+    examples/gpt/gpt_fsdp.h
+examples_gpt_train_gpt_LDADD = $(GPT_LDADD)
+
 # Tests: the programs live in t/ beside the others; they are listed here so
 # that they exist only where CBLAS does.
 check_PROGRAMS += t/gpt_grad.t t/gpt_ref.t t/gpt_data.t
