@@ -31,7 +31,7 @@
 typedef struct {
     gpt_config  cfg;
     int         batch, accum, steps, warmup, threads, eval_every, eval_n, val_batches;
-    int         log_every, ckpt_every, resume, json, shard;
+    int         log_every, ckpt_every, resume, json, shard, stop_at;
     double      lr, min_lr_frac, wd, clip, beta2;
     uint64_t    seed;
     strata_dtype_t dtype;
@@ -92,6 +92,9 @@ static void usage(FILE *f)
 "  --ckpt-dir DIR    write checkpoints (HDF5, step-<8 digits>.h5) into DIR; one is\n"
 "                    also written at the end and when a stop signal arrives\n"
 "  --ckpt-every N    also every N steps (0 = only at the end and on a signal)\n"
+"  --stop-at N       stop after step N as a stop signal would (checkpoint, exit 0):\n"
+"                    the schedule still follows --steps, so a later --resume\n"
+"                    continues exactly as if never stopped\n"
 "  --resume          continue from the newest complete checkpoint in --ckpt-dir\n"
 "                    (parameters, optimizer, step, data position); starts from\n"
 "                    step 0 if there is none\n"
@@ -150,7 +153,7 @@ static int parse(int argc, char **argv, options *o, int loud)
                     .seed = 1, .dtype = STRATA_F32, .act_policy = NULL, .schedule = NULL };
     enum { O_LAYERS = 256, O_DIM, O_HEADS, O_SEQ, O_BATCH, O_ACCUM, O_STEPS, O_LR, O_WARMUP,
            O_MINLR, O_WD, O_CLIP, O_BETA2, O_SEED, O_DTYPE, O_THREADS, O_SHARD, O_DEVMEM,
-           O_HOSTMEM, O_SPILL, O_SET, O_POLICY, O_SCHED, O_CKPTDIR, O_CKPTEVERY, O_RESUME,
+           O_HOSTMEM, O_SPILL, O_SET, O_POLICY, O_SCHED, O_CKPTDIR, O_CKPTEVERY, O_STOPAT, O_RESUME,
            O_JSON, O_TRACE, O_DATA, O_EVALEVERY, O_EVALN, O_VALB, O_LOGEVERY, O_HELP };
     static const struct option longopts[] = {
         { "layers", 1, NULL, O_LAYERS }, { "dim", 1, NULL, O_DIM }, { "heads", 1, NULL, O_HEADS },
@@ -163,6 +166,7 @@ static int parse(int argc, char **argv, options *o, int loud)
         { "spill-dir", 1, NULL, O_SPILL }, { "set", 1, NULL, O_SET },
         { "act-policy", 1, NULL, O_POLICY }, { "schedule", 1, NULL, O_SCHED },
         { "ckpt-dir", 1, NULL, O_CKPTDIR }, { "ckpt-every", 1, NULL, O_CKPTEVERY },
+        { "stop-at", 1, NULL, O_STOPAT },
         { "resume", 0, NULL, O_RESUME }, { "json", 0, NULL, O_JSON },
         { "trace", 1, NULL, O_TRACE }, { "data", 1, NULL, O_DATA },
         { "eval-every", 1, NULL, O_EVALEVERY }, { "eval-n", 1, NULL, O_EVALN },
@@ -171,8 +175,8 @@ static int parse(int argc, char **argv, options *o, int loud)
     };
     const long BIG = 1L << 30;
     int c, seq = 0, rc = 0, seed = 0;
-    opterr = loud;
-    while (0 == rc && -1 != (c = getopt_long(argc, argv, "h", longopts, NULL))) {
+    opterr = 0;     /* our own messages, with our name rather than libtool's */
+    while (0 == rc && -1 != (c = getopt_long(argc, argv, ":h", longopts, NULL))) {
         const char *v = optarg;
         switch (c) {
         case O_LAYERS:  rc = num_int("--layers", v, 1, 256, &o->cfg.n_layer); break;
@@ -198,6 +202,7 @@ static int parse(int argc, char **argv, options *o, int loud)
         case O_SCHED:   o->schedule = v; break;
         case O_CKPTDIR: o->ckpt_dir = v; break;
         case O_CKPTEVERY: rc = num_int("--ckpt-every", v, 0, BIG, &o->ckpt_every); break;
+        case O_STOPAT:  rc = num_int("--stop-at", v, 1, BIG, &o->stop_at); break;
         case O_RESUME:  o->resume = 1; break;
         case O_JSON:    o->json = 1; break;
         case O_TRACE:   o->trace = v; break;
@@ -226,8 +231,12 @@ static int parse(int argc, char **argv, options *o, int loud)
         case O_HELP:
             if (loud) usage(stdout);
             return 1;
-        default:    /* getopt printed what it did not understand */
-            if (loud) fprintf(stderr, PROG ": see --help for the options\n");
+        case ':':
+            if (loud) fprintf(stderr, PROG ": %s needs a value (see --help)\n", argv[optind - 1]);
+            return -1;
+        default:
+            if (loud) fprintf(stderr, PROG ": unknown option '%s' (see --help)\n",
+                              argv[optind - 1]);
             return -1;
         }
     }
@@ -494,8 +503,16 @@ int main(int argc, char **argv)
                                                         sizeof(why)))
             prc = -2;
     }
+    /* ranks agree before any collective: a file missing on one node only
+     * must not leave the others waiting in strata_init */
+    int refused = 0 > prc, nrefused = refused;
+    MPI_Allreduce(&refused, &nrefused, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (0 == prc && 0 < nrefused) prc = -1;     /* another rank said why */
     if (0 != prc) {
-        if (-2 == prc && 0 == rank) fprintf(stderr, PROG ": %s\n", why);
+        if (-2 == prc && nrefused == W && 0 == rank)
+            fprintf(stderr, PROG ": %s\n", why);
+        else if (-2 == prc && nrefused < W)
+            fprintf(stderr, PROG " (rank %d): %s\n", rank, why);
         gpt_data_destroy(data);
         MPI_Finalize();
         return 1 == prc ? 0 : 2;
@@ -647,7 +664,7 @@ int main(int argc, char **argv)
             CHECK(&r, "backward", strata_model_backward(r.model, NULL, 0));
         }
         CHECK(&r, "step_end", strata_model_step_end(r.model));
-        float red[2] = { (float)lsum, 0 != stop_signal };
+        float red[2] = { (float)lsum, 0 != stop_signal || step + 1 == o.stop_at };
         sum_all(&r, red, 2);
         loss = red[0] / (0 < cnt ? cnt : 1);
         double dt = now() - t0;
@@ -698,10 +715,15 @@ int main(int argc, char **argv)
         save_ckpt(&r, &o, steps_done, ckpt_path, sizeof(ckpt_path));
     if (stopped) {
         if (0 == rank) {
-            printf(PROG ": %s received: stopped after step %d%s%s\n",
-                   0 != stop_signal ? signal_name(stop_signal) : "a stop signal (on another rank)",
-                   steps_done, NULL != o.ckpt_dir ? "; checkpoint " : " (no --ckpt-dir: "
-                   "no checkpoint written)", NULL != o.ckpt_dir ? ckpt_path : "");
+            char why_stop[64];
+            if (0 != stop_signal)
+                snprintf(why_stop, sizeof(why_stop), "%s received", signal_name(stop_signal));
+            else
+                snprintf(why_stop, sizeof(why_stop), "%s", steps_done == o.stop_at ?
+                         "--stop-at" : "a stop signal reached another rank");
+            printf(PROG ": stopped after step %d of %d (%s)%s%s\n", steps_done, o.steps,
+                   why_stop, NULL != o.ckpt_dir ? "; checkpoint " : "; no --ckpt-dir, so no "
+                   "checkpoint was written", NULL != o.ckpt_dir ? ckpt_path : "");
             fflush(stdout);
         }
         free(in);
