@@ -55,10 +55,11 @@ static void usage(FILE *f)
 "  --dim N           model width, divisible by --heads (128)\n"
 "  --heads N         attention heads (4)\n"
 "  --seq N           tokens per row (addition: 13, one example per row; --data: 64)\n"
-"  --batch N         rows per micro-batch per rank (8)\n"
+"  --batch N         rows per micro-batch per rank (16)\n"
 "  --accum N         micro-batches per step (gradient accumulation) (1)\n"
 "                    global batch = ranks x batch x accum rows\n"
-"  --steps N         optimizer steps in all, counting resumed ones (300)\n"
+"  --steps N         optimizer steps in all, counting resumed ones (800; with the\n"
+"                    other defaults the addition task reaches >= 90%% on 4 ranks)\n"
 "  --lr X            peak AdamW learning rate (1e-3). Schedule: linear warmup from\n"
 "                    lr/warmup to lr over --warmup steps, then cosine decay to\n"
 "                    lr x --min-lr at the last step\n"
@@ -147,7 +148,7 @@ static int num_dbl(const char *opt, const char *v, double lo, double hi, double 
 /* 0: parsed; 1: --help printed; -1: bad input (message on stderr if loud) */
 static int parse(int argc, char **argv, options *o, int loud)
 {
-    *o = (options){ .cfg = { 4, 128, 4, 0 }, .batch = 8, .accum = 1, .steps = 300,
+    *o = (options){ .cfg = { 4, 128, 4, 0 }, .batch = 16, .accum = 1, .steps = 800,
                     .warmup = -1, .eval_n = 500, .val_batches = 20, .log_every = 1,
                     .lr = 1e-3, .min_lr_frac = 0.1, .wd = 0.0, .clip = 1.0, .beta2 = 0.95,
                     .seed = 1, .dtype = STRATA_F32, .act_policy = NULL, .schedule = NULL };
@@ -753,12 +754,16 @@ int main(int argc, char **argv)
                fmt_size(peak[1], s1, sizeof(s1)), fmt_size(peak[2], s2, sizeof(s2)),
                (unsigned long long)hash);
         if (NULL != o.ckpt_dir && steps_done > start) printf("checkpoint: %s\n", ckpt_path);
-        if (o.json)
-            printf("{\"final\":true,\"steps\":%d,\"loss\":%.9g,\"%s\":%.9g,\"param_hash\":"
+        if (o.json) {
+            /* no step in this run (resumed at the end): no loss to report */
+            char ls[32] = "null";
+            if (!isnan(loss)) snprintf(ls, sizeof(ls), "%.9g", loss);
+            printf("{\"final\":true,\"steps\":%d,\"loss\":%s,\"%s\":%.9g,\"param_hash\":"
                    "\"%016llx\",\"peak_device_bytes\":%zu,\"peak_host_bytes\":%zu,"
-                   "\"peak_storage_bytes\":%zu,\"tokens_per_s\":%.1f}\n", steps_done, loss,
+                   "\"peak_storage_bytes\":%zu,\"tokens_per_s\":%.1f}\n", steps_done, ls,
                    addition ? "accuracy" : "val_loss", addition ? acc : vl,
                    (unsigned long long)hash, peak[0], peak[1], peak[2], tps);
+        }
         if (addition) printf("held-out accuracy: %.1f%%\n", 100 * acc);
         else printf("val loss: %.4f\n", vl);
         fflush(stdout);
