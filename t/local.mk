@@ -101,3 +101,18 @@ t_fsdp_ckpt_SOURCES = t/fsdp_ckpt.c examples/mlp/mlp_model.c
 t_fsdp_ckpt_LDADD = $(TEST_LDADD)
 dist_check_SCRIPTS += t/fsdp-ckpt.t
 TESTS += t/fsdp-ckpt.t
+
+# sched (issue 5, pure half): the step program, policies, the scheduler and
+# its simulator, the automatic plan, the trace format; no MPI needed.
+check_PROGRAMS += t/sched_program.t t/sched_policy.t t/sched_schedule.t t/sched_trace.t
+t_sched_program_t_SOURCES = t/sched_program.t.c
+t_sched_policy_t_SOURCES = t/sched_policy.t.c
+t_sched_schedule_t_SOURCES = t/sched_schedule.t.c
+t_sched_trace_t_SOURCES = t/sched_trace.t.c
+t_sched_program_t_LDADD = $(TEST_LDADD)
+t_sched_policy_t_LDADD = $(TEST_LDADD)
+t_sched_schedule_t_LDADD = $(TEST_LDADD) -lm
+t_sched_trace_t_LDADD = $(TEST_LDADD) -lpthread
+dist_check_SCRIPTS += t/sched-cli.t
+EXTRA_DIST += t/sched_gpt.prog
+TESTS += t/sched_program.t t/sched_policy.t t/sched_schedule.t t/sched_trace.t t/sched-cli.t
