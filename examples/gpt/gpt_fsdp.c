@@ -2,6 +2,7 @@
 #include "config.h"
 #include "examples/gpt/gpt_fsdp.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -316,16 +317,24 @@ void gpt_fsdp_destroy(gpt_fsdp *g) { free(g); }
 
 /* ---- policy strings --------------------------------------------------------- */
 
+static char *trim(char *s)
+{
+    while (isspace((unsigned char)*s)) s++;
+    char *e = s + strlen(s);
+    while (e > s && isspace((unsigned char)e[-1])) *--e = '\0';
+    return s;
+}
+
 int gpt_fsdp_check_policy(const char *policy, char *why, size_t len)
 {
     static const char *const actions[] = { "keep", "host", "storage", "recompute" };
-    if (0 == strcmp(policy, "auto")) return 0;
     char buf[512];
     if (strlen(policy) >= sizeof(buf)) {
         snprintf(why, len, "--act-policy is longer than %zu bytes", sizeof(buf) - 1);
         return -1;
     }
     strcpy(buf, policy);
+    if (0 == strcmp(trim(buf), "auto")) return 0;
     char *save = NULL;
     for (char *item = strtok_r(buf, ",", &save); NULL != item; item = strtok_r(NULL, ",", &save)) {
         char *eq = strchr(item, '=');
@@ -334,7 +343,9 @@ int gpt_fsdp_check_policy(const char *policy, char *why, size_t len)
             return -1;
         }
         *eq = '\0';
-        const char *name = item, *act = eq + 1;
+        /* whitespace around names and actions is allowed, as the runtime's
+         * parser allows it */
+        char *name = trim(item), *act = trim(eq + 1);
         int known = 0 == strcmp(name, "*"), ok_act = 0;
         for (int i = 0; !known && NULL != gpt_fsdp_save_name(i); i++)
             known = 0 == strcmp(name, gpt_fsdp_save_name(i));
