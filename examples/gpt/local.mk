@@ -1,3 +1,6 @@
+# make demo runs this (train_gpt on 4 ranks)
+EXTRA_DIST += examples/gpt/demo
+
 # examples/gpt/ - the GPT-2-style model (forward and backward on CPUs, data)
 # and its single-process reference trainer. Needs CBLAS for the matrix
 # products, so nothing here is built without it.
@@ -19,6 +22,15 @@ GPT_LDADD = examples/gpt/libgpt.a libstrata.la $(BLAS_LIBS) -lm
 noinst_PROGRAMS += examples/gpt/gpt_ref_train
 examples_gpt_gpt_ref_train_SOURCES = examples/gpt/gpt_ref_train.c
 examples_gpt_gpt_ref_train_LDADD = $(GPT_LDADD)
+
+# the main job: the model as FSDP units, trained by mpirun
+noinst_PROGRAMS += examples/gpt/train_gpt
+examples_gpt_train_gpt_SOURCES = examples/gpt/train_gpt.c examples/gpt/gpt_fsdp.c \
+    examples/gpt/gpt_fsdp.h
+examples_gpt_train_gpt_LDADD = $(GPT_LDADD)
+dist_check_SCRIPTS += t/gpt-train-np1-np4.t t/gpt-train-policy.t t/gpt-train-resume.t \
+    t/gpt-train-errors.t
+TESTS += t/gpt-train-np1-np4.t t/gpt-train-policy.t t/gpt-train-resume.t t/gpt-train-errors.t
 
 # Tests: the programs live in t/ beside the others; they are listed here so
 # that they exist only where CBLAS does.
