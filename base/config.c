@@ -57,6 +57,12 @@ static const opt_row_t opt_table[] = {
       OFF(link_storage_bw), OPT_DOUBLE, 0, NULL },
     { "link_latency", "0",  "link model: seconds added to every paced copy",
       OFF(link_latency), OPT_DOUBLE, 0, NULL },
+    { "spin_time",  "0", "seconds a copy engine polls for work, and a thread waiting on an event "
+                            "polls it, before sleeping (a wake-up costs tens of microseconds); 0 = sleep at once",
+      OFF(spin_time), OPT_DOUBLE, 0, NULL },
+    { "wait_copies", "on",  "host backend: strata_event_wait on a device<->host copy that its engine has not "
+                            "started runs it on the waiting thread (FIFO kept; saves two thread hand-offs)",
+      OFF(wait_copies), OPT_BOOL, 0, NULL },
     { "checksums",  "on",   "storage tier: checksum spilled blocks and verify them on read-back",
       OFF(checksums), OPT_BOOL, 0, NULL },
     { "prefetch",   "1",    "all-gather lookahead in units (0 = gather each unit when it runs)",
@@ -65,6 +71,9 @@ static const opt_row_t opt_table[] = {
       OFF(act_policy), STR(act_policy) },
     { "schedule",   "lhs",  "transfer schedule: lhs (latency-hiding) or naive",
       OFF(schedule), STR(schedule) },
+    { "trace",      "",     "write a Chrome trace-event file per rank, <trace>.<rank>.json, when a model is "
+                            "destroyed (read with strata trace); empty = none",
+      OFF(trace), STR(trace) },
     { "threads",    "0",    "compute threads per rank; 0 = the cores this rank may run on",
       OFF(threads), OPT_INT, 0, NULL },
     { "comm_check", "on",   "before each collective, check that all ranks pass the same operation, dtype, "

@@ -10,3 +10,7 @@ noinst_PROGRAMS += bench/tiers_bench
 bench_tiers_bench_SOURCES = bench/tiers_bench.c
 bench_tiers_bench_CPPFLAGS = $(AM_CPPFLAGS) $(BLAS_CFLAGS)
 bench_tiers_bench_LDADD = libstrata.la $(BLAS_LIBS)
+
+noinst_PROGRAMS += bench/fsdp_bench
+bench_fsdp_bench_SOURCES = bench/fsdp_bench.c examples/mlp/mlp_model.c
+bench_fsdp_bench_LDADD = libstrata.la

@@ -1,20 +1,30 @@
 /*
  * tiers_bench.c - copy engine and storage tier bandwidth against a
- * reference measured in the same run, on the same buffers, interleaved
- * (engine, reference, engine, ...) so machine noise hits both alike;
- * medians over the repeats, after one warm-up round.
+ * reference measured in the same run, on the same buffers.
  *
  *   tiers_bench [--json] [--min SIZE] [--max SIZE] [--repeats N] [--fsync]
  *               [--dir DIR] [--no-interference]
  *
- * d2h, h2d: strata_block_move (no link model) vs memcpy between the same
- *   two pre-faulted arena buffers.
+ * d2h, h2d: strata_block_move + strata_event_wait (no link model) vs memcpy
+ *   between the same two pre-faulted arena buffers (the bench checks that
+ *   every move lands on the same destination span the reference writes).
+ *   With wait_copies on (the default) a copy waited on before its engine
+ *   starts it runs on the waiting thread; STRATA_WAIT_COPIES=off measures
+ *   the engine threads alone (two thread hand-offs per copy).
  * h2s, s2h: the storage tier vs pwrite/pread of the same bytes from the
  *   same host buffer to a file in the same directory, with the same fsync
  *   policy; before every timed read both files are written back and
- *   dropped from the page cache (fdatasync + posix_fadvise DONTNEED).
+ *   dropped from the page cache (fdatasync + posix_fadvise DONTNEED), and
+ *   before every timed write both hold the same, clean pages.
  *   Rows with checksums on and off; with --fsync also with fsync on.
  * interference: sgemm throughput alone vs while d2h copies stream.
+ *
+ * Fairness on a noisy machine: two untimed warm-up pairs, then pairs of
+ * (engine, reference) measurements whose order alternates (A B, B A, ...)
+ * so neither side always runs first, in a warmer cache or after the
+ * other's write-back; --repeats pairs at least, more for small blocks
+ * (up to 512 MiB per side for copies, 256 MiB for storage, at most 255
+ * pairs), and the medians of each side.
  */
 #include "config.h"
 #include "strata.h"
@@ -91,28 +101,57 @@ static strata_context_t *make_ctx(size_t max, const char *dir, int checksums)
     return ctx;
 }
 
+/* Pairs to time for a block: at least `repeats`, more while they stay
+ * within `budget` bytes per side. */
+static int pairs_for(size_t bytes, int repeats, size_t budget)
+{
+    size_t n = bytes ? budget / bytes : 255;
+    if (n > 255) n = 255;
+    return (int)n > repeats ? (int)n : repeats;
+}
+
+static double *samples(int n)
+{
+    double *v = malloc(sizeof(double) * (size_t)n);
+    if (!v) die(NULL, "out of memory");
+    return v;
+}
+
 /* d2h and h2d: the engine against memcpy between the same two buffers. */
 static void bench_copies(strata_context_t *ctx, size_t bytes, int repeats)
 {
+    int n = pairs_for(bytes, repeats, (size_t)512 << 20);
+    double *t = samples(n), *r = samples(n);
     for (int dir = 0; dir < 2; dir++) {
         strata_tier_t src = dir ? STRATA_TIER_PINNED_HOST : STRATA_TIER_DEVICE;
         strata_tier_t dst = dir ? STRATA_TIER_DEVICE : STRATA_TIER_PINNED_HOST;
         strata_block_t *b;
         if (STRATA_OK != strata_block_alloc(ctx, src, bytes, STRATA_TAG_WORKSPACE, &b)) die(ctx, "alloc");
-        memset(strata_block_ptr(b, src), 0x3c, bytes);
-        double t[64], r[64];
-        for (int i = -1; i < repeats; i++) {          /* i = -1: warm-up, faults the pages */
-            double te = move_time(b, dst, ctx);
-            void *d = strata_block_ptr(b, dst);
-            double t0 = strata_now();
-            memcpy(d, strata_block_ptr(b, src), bytes);
-            double tr = strata_now() - t0;
-            strata_block_evict(b, dst);
+        void *s = strata_block_ptr(b, src);
+        memset(s, 0x3c, bytes);
+        move_time(b, dst, ctx);                     /* faults the destination's pages */
+        void *d = strata_block_ptr(b, dst);
+        strata_block_evict(b, dst);
+        for (int i = -2; i < n; i++) {              /* i < 0: warm-up */
+            double te = 0, tr = 0;
+            for (int k = 0; k < 2; k++) {
+                if ((0 == k) == (0 == (i & 1))) {
+                    te = move_time(b, dst, ctx);
+                    if (strata_block_ptr(b, dst) != d) die(ctx, "the move landed on another span");
+                    strata_block_evict(b, dst);
+                } else {
+                    double t0 = strata_now();
+                    memcpy(d, s, bytes);
+                    tr = strata_now() - t0;
+                }
+            }
             if (i >= 0) { t[i] = te; r[i] = tr; }
         }
-        row(dir ? "h2d" : "d2h", bytes, 0, 0, median(t, repeats), median(r, repeats));
+        row(dir ? "h2d" : "d2h", bytes, 0, 0, median(t, n), median(r, n));
         strata_block_free(b);
     }
+    free(t);
+    free(r);
 }
 
 static void drop_cache(int fd)
@@ -144,39 +183,55 @@ static void bench_storage(strata_context_t *ctx, size_t bytes, int repeats, int 
 {
     strata_block_t *b;
     char spill[4096], ref[4200];
+    const strata_tier_t H = STRATA_TIER_PINNED_HOST, S = STRATA_TIER_STORAGE;
     tiers_set_spill_fsync(ctx, fsync_on);
-    if (STRATA_OK != strata_block_alloc(ctx, STRATA_TIER_PINNED_HOST, bytes, STRATA_TAG_ACTIVATION, &b))
-        die(ctx, "alloc");
-    memset(strata_block_ptr(b, STRATA_TIER_PINNED_HOST), 0x5a, bytes);
-    move_time(b, STRATA_TIER_STORAGE, ctx);          /* creates the spill file */
+    if (STRATA_OK != strata_block_alloc(ctx, H, bytes, STRATA_TAG_ACTIVATION, &b)) die(ctx, "alloc");
+    char *h = strata_block_ptr(b, H);
+    memset(h, 0x5a, bytes);
+    move_time(b, S, ctx);                           /* creates the spill file and the dataset */
     tiers_spill_path(ctx, spill, sizeof spill);
     snprintf(ref, sizeof ref, "%s.ref", spill);
     int rfd = open(ref, O_RDWR | O_CREAT | O_TRUNC, 0600), sfd = open(spill, O_RDONLY);
     if (rfd < 0 || sfd < 0) { perror("open"); exit(1); }
-    strata_block_evict(b, STRATA_TIER_STORAGE);
-    double tw[64], rw[64], tr[64], rr[64];
-    for (int i = -1; i < repeats; i++) {
-        char *h = strata_block_ptr(b, STRATA_TIER_PINNED_HOST);
-        /* write: engine, then reference */
-        double te = move_time(b, STRATA_TIER_STORAGE, ctx);
-        double t0 = strata_now();
-        pwrite_all(rfd, h, bytes, 0);
-        if (fsync_on) fdatasync(rfd);
-        double tref = strata_now() - t0;
-        /* read: both files cold */
-        strata_block_evict(b, STRATA_TIER_PINNED_HOST);
+    pwrite_all(rfd, h, bytes, 0);                   /* allocates the reference's blocks */
+    strata_block_evict(b, S);
+    int n = pairs_for(bytes, repeats, (size_t)256 << 20);
+    double *tw = samples(n), *rw = samples(n), *tr = samples(n), *rr = samples(n);
+    for (int i = -2; i < n; i++) {                  /* i < 0: warm-up */
+        int engine_first = 0 == (i & 1);
+        double te = 0, tref = 0, te2 = 0, tref2 = 0;
+        /* write: the host copy is valid; both files' pages are cached and
+         * clean (read back in the previous round, or written back below) */
+        for (int k = 0; k < 2; k++) {
+            if ((0 == k) == engine_first) {
+                te = move_time(b, S, ctx);
+            } else {
+                double t0 = strata_now();
+                pwrite_all(rfd, h, bytes, 0);
+                if (fsync_on) fdatasync(rfd);
+                tref = strata_now() - t0;
+            }
+        }
+        /* read: both files written back and dropped from the cache */
+        strata_block_evict(b, H);
         drop_cache(sfd);
         drop_cache(rfd);
-        double te2 = move_time(b, STRATA_TIER_PINNED_HOST, ctx);
-        h = strata_block_ptr(b, STRATA_TIER_PINNED_HOST);
-        t0 = strata_now();
-        pread_all(rfd, h, bytes, 0);
-        double tref2 = strata_now() - t0;
-        strata_block_evict(b, STRATA_TIER_STORAGE);
+        for (int k = 0; k < 2; k++) {
+            if ((0 == k) == engine_first) {
+                te2 = move_time(b, H, ctx);
+                if (strata_block_ptr(b, H) != h) die(ctx, "the read landed on another span");
+            } else {
+                double t0 = strata_now();
+                pread_all(rfd, h, bytes, 0);
+                tref2 = strata_now() - t0;
+            }
+        }
+        strata_block_evict(b, S);
         if (i >= 0) { tw[i] = te; rw[i] = tref; tr[i] = te2; rr[i] = tref2; }
     }
-    row("h2s", bytes, checksums, fsync_on, median(tw, repeats), median(rw, repeats));
-    row("s2h", bytes, checksums, fsync_on, median(tr, repeats), median(rr, repeats));
+    row("h2s", bytes, checksums, fsync_on, median(tw, n), median(rw, n));
+    row("s2h", bytes, checksums, fsync_on, median(tr, n), median(rr, n));
+    free(tw); free(rw); free(tr); free(rr);
     close(rfd);
     close(sfd);
     unlink(ref);
@@ -242,7 +297,7 @@ static void bench_interference(strata_context_t *ctx)
 
 int main(int argc, char **argv)
 {
-    int repeats = 5, fsync_both = 0, interference = 1;
+    int repeats = 7, fsync_both = 0, interference = 1;
     size_t min = 64u << 10, max = 256u << 20;
     const char *dir = "/tmp";
     for (int i = 1; i < argc; i++) {
@@ -259,7 +314,7 @@ int main(int argc, char **argv)
     int provided;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     if (repeats < 1) repeats = 1;
-    if (repeats > 64) repeats = 64;
+    if (repeats > 255) repeats = 255;
     if (!json) printf("%-4s %10s %9s %5s %9s %9s %7s\n", "path", "block", "checksums", "fsync",
                       "GB/s", "ref GB/s", "ratio");
     for (int cs = 1; cs >= 0; cs--) {

@@ -129,10 +129,13 @@ typedef struct strata_config {
     double   link_h2d_bw;
     double   link_storage_bw;
     double   link_latency;        /* seconds added per copy when paced */
+    double   spin_time;           /* seconds engines and waiters poll before sleeping */
+    int      wait_copies;         /* strata_event_wait runs an unstarted host copy itself */
     int      checksums;           /* storage tier: verify blocks on read-back */
     int      prefetch;            /* all-gather lookahead in units */
     char     act_policy[512];     /* e.g. "qkv=host,*=keep" or "auto" */
     char     schedule[16];        /* "lhs" or "naive" */
+    char     trace[512];          /* per-rank trace files <trace>.<rank>.json; "" = none */
     int      threads;             /* compute threads per rank; 0 = affinity */
     int      comm_check;          /* verify ranks agree on each collective */
     int      ckpt_keep;           /* checkpoints kept in a directory (newest K) */
@@ -277,6 +280,7 @@ const char *strata_comm_backend_name(const strata_context_t *ctx);
 /* ------------------------------------------------------------------------ */
 #include "strata/tiers.h"     /* memory tiers, blocks, copy engines, events */
 #include "strata/ckpt.h"      /* HDF5 checkpoints: save, load with resharding, verify */
+#include "strata/fsdp.h"      /* sharded models: units, the step, the optimizer */
 
 #ifdef __cplusplus
 }

@@ -83,3 +83,50 @@ dist_check_SCRIPTS += t/ckpt-np1.t t/ckpt-np2.t t/ckpt-np4.t t/ckpt-reshard.t t/
 TESTS += t/ckpt-np1.t t/ckpt-np2.t t/ckpt-np4.t t/ckpt-reshard.t t/ckpt-bad.t t/ckpt-kill.t t/ckpt-cli.t t/ckpt-h5dump.t t/ckpt-direct.t
 # h5dump, when configure found it, for t/ckpt-h5dump.t
 AM_TESTS_ENVIRONMENT += H5DUMP='$(H5DUMP)'; export H5DUMP;
+# FSDP core (issue 4)
+check_PROGRAMS += t/unit_fsdp_geometry.t t/fsdp_equiv t/fsdp_errors
+t_unit_fsdp_geometry_t_SOURCES = t/unit_fsdp_geometry.t.c
+t_unit_fsdp_geometry_t_LDADD = $(TEST_LDADD)
+t_fsdp_equiv_SOURCES = t/fsdp_equiv.c examples/mlp/mlp_model.c
+t_fsdp_equiv_LDADD = $(TEST_LDADD)
+t_fsdp_errors_SOURCES = t/fsdp_errors.c examples/mlp/mlp_model.c
+t_fsdp_errors_LDADD = $(TEST_LDADD)
+dist_check_SCRIPTS += \
+    t/fsdp-np1.t t/fsdp-np2.t t/fsdp-np2-s1.t t/fsdp-np3.t t/fsdp-np4.t t/fsdp-np4-s2.t \
+    t/fsdp-np8.t \
+    t/fsdp-np128.t t/fsdp-errors.t
+TESTS += \
+    t/unit_fsdp_geometry.t \
+    t/fsdp-errors.t \
+    t/fsdp-np1.t t/fsdp-np2.t t/fsdp-np2-s1.t t/fsdp-np3.t t/fsdp-np4.t t/fsdp-np4-s2.t \
+    t/fsdp-np8.t \
+    t/fsdp-np128.t
+
+# model checkpoints (fsdp/ckpt.c): resume and resharding through the model API
+check_PROGRAMS += t/fsdp_ckpt
+t_fsdp_ckpt_SOURCES = t/fsdp_ckpt.c examples/mlp/mlp_model.c
+t_fsdp_ckpt_LDADD = $(TEST_LDADD)
+dist_check_SCRIPTS += t/fsdp-ckpt.t
+TESTS += t/fsdp-ckpt.t
+
+# sched (issue 5, pure half): the step program, policies, the scheduler and
+# its simulator, the automatic plan, the trace format; no MPI needed.
+check_PROGRAMS += t/sched_program.t t/sched_policy.t t/sched_schedule.t t/sched_trace.t
+t_sched_program_t_SOURCES = t/sched_program.t.c
+t_sched_policy_t_SOURCES = t/sched_policy.t.c
+t_sched_schedule_t_SOURCES = t/sched_schedule.t.c
+t_sched_trace_t_SOURCES = t/sched_trace.t.c
+t_sched_program_t_LDADD = $(TEST_LDADD)
+t_sched_policy_t_LDADD = $(TEST_LDADD)
+t_sched_schedule_t_LDADD = $(TEST_LDADD) -lm
+t_sched_trace_t_LDADD = $(TEST_LDADD) -lpthread
+dist_check_SCRIPTS += t/sched-cli.t
+EXTRA_DIST += t/sched_gpt.prog
+TESTS += t/sched_program.t t/sched_policy.t t/sched_schedule.t t/sched_trace.t t/sched-cli.t
+
+# activation policies and schedules in the FSDP step (fsdp/exec.c)
+check_PROGRAMS += t/act_equiv
+t_act_equiv_SOURCES = t/act_equiv.c examples/mlp/mlp_model.c
+t_act_equiv_LDADD = $(TEST_LDADD)
+dist_check_SCRIPTS += t/act-np1.t t/act-np2.t t/act-np4.t
+TESTS += t/act-np1.t t/act-np2.t t/act-np4.t

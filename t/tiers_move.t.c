@@ -1,9 +1,11 @@
 /* tiers_move.t - blocks on the host backend: bit-exact round trips across
- * every tier pair, concurrent moves, event ordering, budgets and exact
- * accounting, bad arguments. */
+ * every tier pair, concurrent moves, event ordering, a waiter that runs its
+ * copy itself, budgets and exact accounting, bad arguments. */
 #include "strata.h"
+#include "tiers/tiers.h"
 #include "tap.h"
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -288,14 +290,73 @@ static void test_bad_args(strata_context_t *ctx)
     (void)ev;
 }
 
+/* wait_copies: a thread waiting on a copy its engine has not started runs
+ * it itself; the engine meanwhile still runs a small copy queued behind. */
+struct mover { strata_block_t *b; strata_status_t st; };
+
+static void *mover_main(void *arg)
+{
+    struct mover *m = arg;
+    m->st = move_wait(m->b, STRATA_TIER_PINNED_HOST, 0);
+    return NULL;
+}
+
+static int head_helped(strata_context_t *ctx)
+{
+    tiers_state_t *ts = ctx->tiers;
+    pthread_mutex_lock(&ts->lock);
+    int h = ts->eng[ENG_D2H].head && ts->eng[ENG_D2H].head->helped;
+    tiers_unlock(ts);
+    return h;
+}
+
+static void test_wait_copies(strata_context_t *ctx)
+{
+    const size_t big_n = 48 * MiB;
+    strata_block_t *big, *small;
+    if (STRATA_OK != strata_block_alloc(ctx, STRATA_TIER_DEVICE, big_n, STRATA_TAG_PARAM, &big) ||
+        STRATA_OK != strata_block_alloc(ctx, STRATA_TIER_DEVICE, CHUNK, STRATA_TAG_PARAM, &small))
+        bail_out("alloc for test_wait_copies");
+    fill(strata_block_ptr(big, STRATA_TIER_DEVICE), big_n, 77);
+    fill(strata_block_ptr(small, STRATA_TIER_DEVICE), CHUNK, 78);
+    int helped = 0, overtook = 0;
+    /* the engine may win the race to the copy now and then: a few tries */
+    for (int attempt = 0; attempt < 5 && !(helped && overtook); attempt++) {
+        struct mover m = { big, STRATA_ERR_STATE };
+        pthread_t th;
+        if (0 != pthread_create(&th, NULL, mover_main, &m)) bail_out("pthread_create");
+        double t0 = strata_now();
+        while (!(helped = head_helped(ctx)) && !strata_block_resident(big, STRATA_TIER_PINNED_HOST) &&
+               strata_now() - t0 < 2.0) { }
+        if (helped) {
+            overtook = STRATA_OK == move_wait(small, STRATA_TIER_PINNED_HOST, 0) &&
+                       !strata_block_resident(big, STRATA_TIER_PINNED_HOST);
+        }
+        pthread_join(th, NULL);
+        if (STRATA_OK != m.st) bail_out("the large copy failed");
+        strata_block_evict(big, STRATA_TIER_PINNED_HOST);
+        if (strata_block_resident(small, STRATA_TIER_PINNED_HOST))
+            strata_block_evict(small, STRATA_TIER_PINNED_HOST);
+    }
+    ok(helped, "a thread waiting on an unstarted copy at the head of its engine runs it itself");
+    ok(overtook, "meanwhile the engine ran a small copy queued behind it");
+    move_wait(big, STRATA_TIER_PINNED_HOST, 0);
+    move_wait(small, STRATA_TIER_PINNED_HOST, 0);
+    ok(same(strata_block_ptr(big, STRATA_TIER_PINNED_HOST), big_n, 77) &&
+       same(strata_block_ptr(small, STRATA_TIER_PINNED_HOST), CHUNK, 78), "both copies intact");
+    strata_block_free(big);
+    strata_block_free(small);
+}
+
 int main(void)
 {
     if (!mkdtemp(spill_root)) bail_out("mkdtemp");
     strata_context_t *ctx = make_ctx("64M", "64M");
-    plan(5 + 2 + 14 + 14 + 12);
+    plan(5 + 2 + 14 + 3 + 14 + 12);
     test_round_trips(ctx);
     test_concurrent(ctx);
     test_events(ctx);
+    test_wait_copies(ctx);
     test_budgets();
     test_bad_args(ctx);
     strata_finalize(ctx);        /* the first context started MPI and finalizes it */

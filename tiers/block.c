@@ -98,7 +98,7 @@ strata_status_t strata_block_alloc(strata_context_t *ctx, strata_tier_t tier, si
         if (ts->blocks) ts->blocks->prev_blk = blk;
         ts->blocks = blk;
     }
-    pthread_mutex_unlock(&ts->lock);
+    tiers_unlock(ts);
     if (STRATA_OK != st) {
         free(blk);
         return st;
@@ -109,7 +109,7 @@ strata_status_t strata_block_alloc(strata_context_t *ctx, strata_tier_t tier, si
 
 static void wait_idle_locked(strata_block_t *blk)
 {
-    while (blk->pending > 0) pthread_cond_wait(&blk->ts->cond, &blk->ts->lock);
+    while (blk->pending > 0) tiers_cond_wait(blk->ts, &blk->ts->cond);
 }
 
 /* Free a block whose ops are all done (lock held). */
@@ -131,7 +131,7 @@ strata_status_t strata_block_free(strata_block_t *blk)
     pthread_mutex_lock(&ts->lock);
     wait_idle_locked(blk);
     tiers_block_destroy_locked(blk);
-    pthread_mutex_unlock(&ts->lock);
+    tiers_unlock(ts);
     return STRATA_OK;
 }
 
@@ -143,7 +143,7 @@ void *strata_block_ptr(const strata_block_t *blk, strata_tier_t tier)
     tiers_state_t *ts = blk->ts;
     pthread_mutex_lock(&ts->lock);
     void *p = (blk->valid & BIT(tier)) ? blk->slot[tier].ptr : NULL;
-    pthread_mutex_unlock(&ts->lock);
+    tiers_unlock(ts);
     return p;
 }
 
@@ -152,7 +152,7 @@ int strata_block_resident(const strata_block_t *blk, strata_tier_t tier)
     if (!blk || (unsigned)tier >= STRATA_TIER_COUNT) return 0;
     pthread_mutex_lock(&blk->ts->lock);
     int r = !!(blk->valid & BIT(tier));
-    pthread_mutex_unlock(&blk->ts->lock);
+    tiers_unlock(blk->ts);
     return r;
 }
 
@@ -173,7 +173,7 @@ strata_status_t strata_block_evict(strata_block_t *blk, strata_tier_t tier)
         tiers_block_free_space_locked(blk, tier);
         blk->lres = blk->valid;
     }
-    pthread_mutex_unlock(&ts->lock);
+    tiers_unlock(ts);
     return st;
 }
 
@@ -196,6 +196,7 @@ static tiers_op_t *new_leg(strata_block_t *blk, strata_tier_t src, strata_tier_t
         free(op);
         return NULL;
     }
+    op->ev->op = op;
     op->kind = OP_COPY;
     op->blk = blk;
     op->src = src;
@@ -228,7 +229,7 @@ strata_status_t strata_block_move(strata_block_t *blk, strata_tier_t dst, int re
     }
     pthread_mutex_lock(&ts->lock);
     if (ts->shutdown) {
-        pthread_mutex_unlock(&ts->lock);
+        tiers_unlock(ts);
         return strata_error(ctx, STRATA_ERR_CANCELLED, "strata_block_move: tiers shut down");
     }
     if (blk->lres & BIT(dst)) {
@@ -240,7 +241,7 @@ strata_status_t strata_block_move(strata_block_t *blk, strata_tier_t dst, int re
             ev = tiers_event_new(ts);
             if (ev) tiers_event_complete_locked(ev, STRATA_OK);
         }
-        pthread_mutex_unlock(&ts->lock);
+        tiers_unlock(ts);
         if (!ev) return strata_error(ctx, STRATA_ERR_NOMEM, "strata_block_move: out of memory");
         if (ev_p) *ev_p = ev;
         else strata_event_release(ev);
@@ -259,7 +260,7 @@ strata_status_t strata_block_move(strata_block_t *blk, strata_tier_t dst, int re
         mid = H;
     }
     if (!(blk->lres & BIT(src))) {
-        pthread_mutex_unlock(&ts->lock);
+        tiers_unlock(ts);
         return strata_error(ctx, STRATA_ERR_STATE, "strata_block_move: the block has no copy "
                             "to move from (an earlier failed op is still unwinding)");
     }
@@ -277,7 +278,7 @@ strata_status_t strata_block_move(strata_block_t *blk, strata_tier_t dst, int re
         st = take_space(blk, need[i]);
         if (STRATA_OK != st) {
             for (int j = 0; j < i; j++) if (fresh[j]) tiers_block_free_space_locked(blk, need[j]);
-            pthread_mutex_unlock(&ts->lock);
+            tiers_unlock(ts);
             return st;
         }
         fresh[i] = 1;
@@ -294,7 +295,7 @@ strata_status_t strata_block_move(strata_block_t *blk, strata_tier_t dst, int re
         for (int i = 0; i < nneed; i++) if (fresh[i]) tiers_block_free_space_locked(blk, need[i]);
         if (a) { tiers_event_unref_locked(a->ev); tiers_event_unref_locked(a->wait_for); free(a); }
         if (b) { tiers_event_unref_locked(b->ev); free(b); }
-        pthread_mutex_unlock(&ts->lock);
+        tiers_unlock(ts);
         return strata_error(ctx, STRATA_ERR_NOMEM, "strata_block_move: out of memory");
     }
     tiers_op_t *last = b ? b : a;
@@ -317,7 +318,7 @@ strata_status_t strata_block_move(strata_block_t *blk, strata_tier_t dst, int re
     if (b) chain_and_enqueue(blk, b);
     strata_event_t *ev = last->ev;
     if (ev_p) ev->refs++;
-    pthread_mutex_unlock(&ts->lock);
+    tiers_unlock(ts);
     if (ev_p) *ev_p = ev;
     return STRATA_OK;
 }
@@ -350,6 +351,7 @@ void tiers_op_finish_locked(tiers_state_t *ts, tiers_op_t *op, strata_status_t s
             blk->last_ev = NULL;
         }
     }
+    op->ev->op = NULL;
     tiers_event_complete_locked(op->ev, st);
     tiers_event_unref_locked(op->ev);
     tiers_event_unref_locked(op->prev);

@@ -82,4 +82,5 @@ const tiers_backend_t tiers_host_backend = {
     .engine_init    = host_engine_init,
     .engine_cleanup = host_engine_cleanup,
     .copy           = host_copy,
+    .any_thread_copy = 1,
 };

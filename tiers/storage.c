@@ -28,7 +28,7 @@ strata_status_t tiers_storage_prepare(tiers_state_t *ts)
         if (STRATA_OK == st)
             strata_info(ts->ctx, "storage tier: spill file %s", io_spill_path(ts->spill));
     }
-    pthread_mutex_unlock(&ts->lock);
+    tiers_unlock(ts);
     if (STRATA_OK != st) return strata_error(ts->ctx, st, "%s", msg);
     return STRATA_OK;
 }
@@ -67,7 +67,7 @@ strata_status_t tiers_storage_start(tiers_state_t *ts, tiers_op_t *op)
         pthread_mutex_lock(&ts->lock);
         spill_ds_t *ds = s->ds;
         if (!ds) ds = take_free_ds(ts, blk->bytes);
-        pthread_mutex_unlock(&ts->lock);
+        tiers_unlock(ts);
         if (!ds) {
             uint64_t off;
             st = io_spill_dataset(ts->spill, blk->rounded, &off, msg, sizeof msg);
@@ -81,12 +81,12 @@ strata_status_t tiers_storage_start(tiers_state_t *ts, tiers_op_t *op)
             pthread_mutex_lock(&ts->lock);
             ds->all_next = ts->ds_all;
             ts->ds_all = ds;
-            pthread_mutex_unlock(&ts->lock);
+            tiers_unlock(ts);
         }
         pthread_mutex_lock(&ts->lock);
         s->ds = ds;
         ds->summed = 0;
-        pthread_mutex_unlock(&ts->lock);
+        tiers_unlock(ts);
     } else {
         if (s->ds) io_spill_prefetch(ts->spill, s->ds->offset, blk->bytes);
         if (io_spill_unlinked(ts->spill) && !ts->warned_unlinked) {
@@ -174,7 +174,7 @@ strata_status_t tiers_io_call(strata_context_t *ctx, strata_status_t (*fn)(void 
     if (!op->ev || ts->shutdown) {
         strata_status_t st = op->ev ? STRATA_ERR_CANCELLED : STRATA_ERR_NOMEM;
         tiers_event_unref_locked(op->ev);
-        pthread_mutex_unlock(&ts->lock);
+        tiers_unlock(ts);
         free(op);
         return st;
     }
@@ -184,10 +184,10 @@ strata_status_t tiers_io_call(strata_context_t *ctx, strata_status_t (*fn)(void 
     strata_event_t *ev = op->ev;
     ev->refs++;
     tiers_enqueue(ts, ENG_IO, op);
-    while (!ev->done) pthread_cond_wait(&ts->cond, &ts->lock);
+    while (!ev->done) tiers_cond_wait(ts, &ts->cond);
     strata_status_t st = ev->status;
     tiers_event_unref_locked(ev);
-    pthread_mutex_unlock(&ts->lock);
+    tiers_unlock(ts);
     return st;
 }
 
@@ -198,7 +198,7 @@ strata_status_t tiers_spill_path(strata_context_t *ctx, char *buf, size_t len)
     if (!ctx || !ctx->tiers || !buf) return STRATA_ERR_INVALID;
     pthread_mutex_lock(&ctx->tiers->lock);
     snprintf(buf, len, "%s", io_spill_path(ctx->tiers->spill));
-    pthread_mutex_unlock(&ctx->tiers->lock);
+    tiers_unlock(ctx->tiers);
     return STRATA_OK;
 }
 
@@ -212,7 +212,7 @@ strata_status_t tiers_storage_offset(strata_block_t *blk, uint64_t *offset_p)
         *offset_p = s->ds->offset;
         st = STRATA_OK;
     }
-    pthread_mutex_unlock(&blk->ts->lock);
+    tiers_unlock(blk->ts);
     return st;
 }
 

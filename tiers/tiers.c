@@ -2,6 +2,7 @@
  * tiers.c - the tiers of a context: set-up and shutdown (called from
  * strata_init / strata_finalize), names, accounting queries.
  */
+#define _GNU_SOURCE 1   /* PTHREAD_MUTEX_ADAPTIVE_NP */
 #include "config.h"
 #include "tiers/tiers.h"
 #include "io/io.h"
@@ -40,9 +41,19 @@ strata_status_t tiers_init(strata_context_t *ctx)
 #ifdef HAVE_CUDA
     if (0 == strcmp(ctx->backend_name, "cuda")) ts->be = &tiers_cuda_backend;
 #endif
-    pthread_mutex_init(&ts->lock, NULL);
+    /* critical sections are short: a thread that finds the lock taken
+     * spins briefly instead of sleeping and needing a wake-up */
+    pthread_mutexattr_t attr;
+    pthread_mutexattr_init(&attr);
+#ifdef PTHREAD_MUTEX_ADAPTIVE_NP
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
+#endif
+    pthread_mutex_init(&ts->lock, &attr);
+    pthread_mutexattr_destroy(&attr);
     pthread_cond_init(&ts->cond, NULL);
     ts->chunk = cfg->chunk_size;
+    ts->spin = cfg->spin_time > 0 ? cfg->spin_time : 0;
+    ts->wait_copies = cfg->wait_copies;
     ts->checksums = cfg->checksums;
     ts->storage_acct.budget = cfg->storage_mem;
 
@@ -62,6 +73,7 @@ strata_status_t tiers_init(strata_context_t *ctx)
             goto err;
         }
     }
+    ts->wait_copies = ts->wait_copies && ts->be->any_thread_copy;
     ctx->tiers = ts;
     st = tiers_engines_start(ts);
     if (STRATA_OK != st) {
@@ -95,7 +107,7 @@ void tiers_cleanup(strata_context_t *ctx)
         tiers_block_destroy_locked(ts->blocks);
         left++;
     }
-    pthread_mutex_unlock(&ts->lock);
+    tiers_unlock(ts);
     if (left) strata_debug(ctx, "tiers: freed %d blocks still allocated at finalize", left);
     io_spill_remove(ts->spill);
     for (spill_ds_t *d = ts->ds_all, *n; d; d = n) {
@@ -135,7 +147,7 @@ strata_status_t strata_tier_usage(const strata_context_t *ctx, strata_tier_t tie
     memcpy(u.peak_by_tag, a->peak_by_tag, sizeof u.peak_by_tag);
     u.largest_free = STRATA_TIER_STORAGE == tier ? a->budget - a->used
                                                   : arena_largest_free(&ts->arena[tier]);
-    pthread_mutex_unlock(&ts->lock);
+    tiers_unlock(ts);
     *usage_p = u;
     return STRATA_OK;
 }
@@ -183,5 +195,5 @@ void strata_tiers_reset_peaks(strata_context_t *ctx)
     tier_acct_reset_peaks(&ts->arena[0].acct);
     tier_acct_reset_peaks(&ts->arena[1].acct);
     tier_acct_reset_peaks(&ts->storage_acct);
-    pthread_mutex_unlock(&ts->lock);
+    tiers_unlock(ts);
 }

@@ -5,7 +5,10 @@
  *   strata version                        library and build information
  *   strata ckpt info|verify|diff ...      inspect checkpoints (tools/ckpt_cmd.c)
  *
- * Further subcommands (ckpt, trace, plan) join this table as they land.
+ *   strata plan [OPTIONS] PROGRAM         schedule and simulate a step program
+ *   strata trace FILE...                  transfer overlap per step from rank traces
+ *
+ * Further subcommands (ckpt) join this table as they land.
  */
 #include "config.h"
 
@@ -14,6 +17,7 @@
 #include <string.h>
 
 #include "strata.h"
+#include "tools/cmds.h"
 
 typedef struct {
     const char *name;
@@ -78,12 +82,14 @@ static int cmd_version(int argc, char **argv)
     return 0;
 }
 
-int strata_cmd_ckpt(int argc, char **argv);   /* tools/ckpt_cmd.c */
+
 
 static const subcommand_t subcommands[] = {
     { "config",  "[-v] [NAME=VALUE ...]", "print the options in effect (defaults + STRATA_* + args)", cmd_config },
     { "version", "",                      "print library, MPI and build information",                 cmd_version },
     { "ckpt",    "info|verify|diff FILE...", "inspect, verify (checksums) and compare HDF5 checkpoints", strata_cmd_ckpt },
+    { "plan",    "[OPTIONS] PROGRAM",     "schedule and simulate a step program (activation plan)",   cmd_plan },
+    { "trace",   "FILE...",               "per-step transfer overlap and engine waits from traces",   cmd_trace },
     { NULL, NULL, NULL, NULL }
 };
 

@@ -1,0 +1,151 @@
+/*
+ * fsdp_bench.c - the examples/mlp model trained with FSDP, prefetch on
+ * (cfg.prefetch = 1) against prefetch off (0), in the same run, in
+ * interleaved rounds (off, on, off, on, ...) so that machine noise hits
+ * both alike; medians over the measured steps. Launched by bench/run fsdp
+ * at W = 1, 2, 4.
+ *
+ *   fsdp_bench [--json] [--header] [--steps N] [--rounds N]
+ *
+ * Per step: step_s (slowest rank), compute_s (time in callbacks),
+ * exposed_comm_s (time the step blocked waiting for a collective) and
+ * optim_s (optimizer), the last three averaged over ranks.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "strata.h"
+#include "examples/mlp/mlp_model.h"
+
+/* the fixed configuration (printed) */
+#define LAYERS 8
+#define WIDTH  256
+#define BATCH  32
+
+static int CHUNK = 16;       /* rows between strata_call_progress calls; 0 = none */
+static int PTHREAD = 1;      /* progress thread */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+typedef struct {
+    strata_context_t *ctx;
+    strata_model_t   *model;
+    mlp_t             mlp;
+    int               step;
+    double           *t[4];    /* step, compute, exposed, optim per measured step */
+    int               n;
+} setup_t;
+
+static int make(setup_t *s, int prefetch, int cap)
+{
+    strata_config_t cfg;
+    strata_model_opts_t o;
+    strata_config_init(&cfg, NULL, 0);
+    cfg.prefetch = prefetch;
+    cfg.comm_check = 0;          /* one blocking allreduce per collective would sync the ranks */
+    memset(s, 0, sizeof *s);
+    s->mlp.chunk_rows = CHUNK;
+    strata_model_opts_default(&o);
+    o.optimizer = STRATA_OPTIM_ADAMW;
+    o.progress_thread = PTHREAD;
+    if (STRATA_OK != strata_init(MPI_COMM_WORLD, &cfg, &s->ctx) ||
+        STRATA_OK != strata_model_create(s->ctx, &o, &s->model) ||
+        STRATA_OK != mlp_build(s->model, &s->mlp, LAYERS, WIDTH) ||
+        STRATA_OK != strata_model_finalize(s->model)) {
+        fprintf(stderr, "fsdp_bench: set-up failed: %s\n", strata_last_error(s->ctx));
+        return -1;
+    }
+    for (int i = 0; i < 4; i++) s->t[i] = calloc((size_t)cap, sizeof(double));
+    return 0;
+}
+
+/* Run k steps; record them when measure. */
+static int run(setup_t *s, int k, int measure, int W, int R)
+{
+    mlp_train_t a = { .batch = BATCH, .accum = 1, .steps = 1, .data_rank = R, .data_ranks = W };
+    for (int i = 0; i < k; i++) {
+        a.data_seed = 1000 + (uint64_t)s->step++;
+        MPI_Barrier(MPI_COMM_WORLD);
+        strata_status_t st = mlp_train(s->model, &s->mlp, &a, NULL);
+        if (STRATA_OK != st) {
+            fprintf(stderr, "fsdp_bench: %s\n", strata_last_error(s->ctx));
+            return -1;
+        }
+        if (!measure) continue;
+        strata_model_stats_t ms;
+        strata_model_stats(s->model, &ms);
+        double v[4] = { ms.step_s, ms.compute_s, ms.exposed_comm_s, ms.optim_s }, r[4];
+        MPI_Allreduce(v, r, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        MPI_Allreduce(v + 1, r + 1, 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        s->t[0][s->n] = r[0];
+        for (int j = 1; j < 4; j++) s->t[j][s->n] = r[j] / W;
+        s->n++;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    int json = 0, header = 0, steps = 2, rounds = 12, W, R, provided;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--json")) json = 1;
+        else if (!strcmp(argv[i], "--header")) header = 1;
+        else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--chunk") && i + 1 < argc) CHUNK = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--no-progress-thread")) PTHREAD = 0;
+        else { fprintf(stderr, "usage: fsdp_bench [--json] [--header] [--steps N] [--rounds N]\n"); return 2; }
+    }
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_size(MPI_COMM_WORLD, &W);
+    MPI_Comm_rank(MPI_COMM_WORLD, &R);
+    setup_t s[2];
+    int cap = steps * rounds;
+    if (make(&s[0], 0, cap) || make(&s[1], 1, cap)) MPI_Abort(MPI_COMM_WORLD, 1);
+    if (0 == R && header) {
+        printf("# fsdp bench: MLP %d layers x %d (one unit per layer, %.1f MiB of f32 params), "
+               "batch %d per rank, AdamW, f32, S = W, comm_check off, progress thread %s, "
+               "strata_call_progress every %d rows (0 = never); %d rounds x %d steps per setting, "
+               "interleaved, medians\n", LAYERS, WIDTH,
+               LAYERS * (WIDTH * WIDTH + WIDTH) * 4.0 / 1048576, BATCH, PTHREAD ? "on" : "off", CHUNK, rounds, steps);
+        if (!json)
+            printf("%6s %9s %10s %10s %15s %10s\n", "ranks", "prefetch", "step_ms", "compute_ms",
+                   "exposed_comm_ms", "optim_ms");
+    }
+    /* warm-up of both */
+    if (run(&s[0], 2, 0, W, R) || run(&s[1], 2, 0, W, R)) MPI_Abort(MPI_COMM_WORLD, 1);
+    for (int r = 0; r < rounds; r++)
+        for (int p = 0; p < 2; p++)
+            if (run(&s[(r + p) % 2], steps, 1, W, R)) MPI_Abort(MPI_COMM_WORLD, 1);
+    for (int p = 0; p < 2; p++) {
+        double m[4];
+        for (int j = 0; j < 4; j++) m[j] = median(s[p].t[j], s[p].n);
+        if (0 != R) continue;
+        if (json)
+            printf("{\"ranks\":%d,\"prefetch\":%s,\"step_s\":%.6f,\"compute_s\":%.6f,"
+                   "\"exposed_comm_s\":%.6f,\"optim_s\":%.6f}\n", W, p ? "true" : "false",
+                   m[0], m[1], m[2], m[3]);
+        else
+            printf("%6d %9s %10.2f %10.2f %15.2f %10.2f\n", W, p ? "on" : "off", m[0] * 1e3,
+                   m[1] * 1e3, m[2] * 1e3, m[3] * 1e3);
+    }
+    fflush(stdout);
+    for (int p = 0; p < 2; p++) {
+        strata_model_destroy(s[p].model);
+        strata_finalize(s[p].ctx);
+        for (int j = 0; j < 4; j++) free(s[p].t[j]);
+    }
+    MPI_Finalize();
+    return 0;
+}

@@ -1,0 +1,339 @@
+/*
+ * call.c - what a callback sees: the per-call handle and its accessors,
+ * saved activations, and the guard bytes that catch writes past the end of
+ * a buffer.
+ */
+#include "config.h"
+#include "fsdp.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define GUARD_BYTE 0xA5
+
+strata_status_t fsdp_buf_alloc(strata_context_t *ctx, strata_tier_t tier, strata_tag_t tag,
+                               size_t bytes, int zero, fsdp_buf_t *b)
+{
+    void *p = NULL;
+    fsdp_mem_t *h = NULL;
+    size_t total;
+    if (strata_add_size(bytes, FSDP_GUARD, &total))
+        return strata_error(ctx, STRATA_ERR_OVERFLOW, "buffer of %zu bytes overflows", bytes);
+    strata_status_t st = fsdp_mem_alloc(ctx, tier, tag, total, &p, &h);
+    if (STRATA_OK != st) return st;
+    if (zero) memset(p, 0, bytes);
+    memset((char *)p + bytes, GUARD_BYTE, FSDP_GUARD);
+    b->ptr = p;
+    b->bytes = bytes;
+    b->h = h;
+    return STRATA_OK;
+}
+
+void fsdp_buf_free(fsdp_buf_t *b)
+{
+    if (!b) return;
+    fsdp_mem_free(b->h);
+    b->ptr = NULL;
+    b->h = NULL;
+    b->bytes = 0;
+}
+
+int fsdp_guard_ok(const fsdp_buf_t *b)
+{
+    if (!b || !b->ptr) return 1;
+    const unsigned char *g = (const unsigned char *)b->ptr + b->bytes;
+    for (size_t i = 0; i < FSDP_GUARD; i++)
+        if (GUARD_BYTE != g[i]) return 0;
+    return 1;
+}
+
+void fsdp_free_saves(strata_unit_t *u)
+{
+    for (int i = 0; i < u->nsaves; i++) fsdp_buf_free(&u->saves[i].buf);
+    u->nsaves = 0;
+}
+
+/* A misuse inside a callback is recorded on the call (the first one wins)
+ * and also returned, so the callback can stop early; the runtime reports it
+ * even if the callback ignores the status. */
+static strata_status_t misuse(strata_unit_call_t *c, strata_status_t st)
+{
+    if (STRATA_OK == c->err) c->err = st;
+    return st;
+}
+
+#define CTX(c) ((c)->unit->model->ctx)
+#define PHASE(c) ((c)->backward ? "backward" : "forward")
+
+strata_status_t fsdp_run_callback(strata_unit_call_t *c)
+{
+    strata_unit_t *u = c->unit;
+    strata_context_t *ctx = CTX(c);
+    strata_unit_fn fn = c->backward ? u->backward : u->forward;
+    strata_status_t st;
+
+    if (!fn) return strata_error(ctx, STRATA_ERR_STATE, "unit '%s' has no %s callback",
+                                 u->name, PHASE(c));
+    c->err = STRATA_OK;
+    strata_clear_error(ctx);
+    double t0 = strata_now();
+    st = fn(c, u->user_data);
+    u->model->compute_s += strata_now() - t0;
+
+    /* the guards first: an overrun explains most other symptoms */
+    const char *bad = NULL;
+    if (c->out && !fsdp_guard_ok(c->out)) bad = "output";
+    else if (c->gin && !fsdp_guard_ok(c->gin)) bad = "grad_input";
+    else if (c->backward && u->grad.ptr && !fsdp_guard_ok(&u->grad)) bad = "parameter gradients";
+    for (int i = 0; !bad && i < c->nwork; i++)
+        if (!fsdp_guard_ok(&c->work[i])) bad = "workspace";
+    for (int i = 0; !bad && i < u->nsaves; i++)
+        if (!fsdp_guard_ok(&u->saves[i].buf)) bad = u->saves[i].name;
+    for (int i = 0; i < c->nwork; i++) fsdp_buf_free(&c->work[i]);
+    free(c->work);
+    c->work = NULL;
+    c->nwork = c->cap_work = 0;
+    if (bad) {
+        return strata_error(ctx, STRATA_ERR_MISMATCH, "unit '%s' %s wrote past the end of its "
+                            "%s buffer; write at most the bytes the runtime reports",
+                            u->name, PHASE(c), bad);
+    }
+    if (STRATA_OK != c->err) return c->err;
+    if (STRATA_OK != st) {
+        if ('\0' == ctx->errmsg[0])
+            strata_error(ctx, st, "unit '%s' %s callback failed: %s", u->name, PHASE(c),
+                         strata_strerror(st));
+        return st;
+    }
+    if (!c->backward && 1 != c->out_calls) {
+        return strata_error(ctx, STRATA_ERR_STATE, "unit '%s' forward %s strata_call_output; "
+                            "a forward must allocate its output exactly once", u->name,
+                            0 == c->out_calls ? "never called" : "called more than once");
+    }
+    return STRATA_OK;
+}
+
+strata_status_t strata_call_param(strata_unit_call_t *c, int index, void **ptr_p,
+                                  size_t *numel_p)
+{
+    if (!c || !ptr_p) return STRATA_ERR_INVALID;
+    strata_unit_t *u = c->unit;
+    if (index < 0 || index >= u->nparams)
+        return misuse(c, strata_error(CTX(c), STRATA_ERR_INVALID, "unit '%s' has %d params; "
+                                      "index %d is out of range", u->name, u->nparams, index));
+    size_t esz = strata_dtype_size(u->model->opts.compute_dtype);
+    *ptr_p = (char *)u->gathered.ptr + u->params[index].offset * esz;
+    if (numel_p) *numel_p = u->params[index].numel;
+    return STRATA_OK;
+}
+
+strata_status_t strata_call_grad(strata_unit_call_t *c, int index, float **ptr_p,
+                                 size_t *numel_p)
+{
+    if (!c || !ptr_p) return STRATA_ERR_INVALID;
+    strata_unit_t *u = c->unit;
+    if (!c->backward)
+        return misuse(c, strata_error(CTX(c), STRATA_ERR_STATE, "unit '%s': gradients exist "
+                                      "only in backward", u->name));
+    if (index < 0 || index >= u->nparams)
+        return misuse(c, strata_error(CTX(c), STRATA_ERR_INVALID, "unit '%s' has %d params; "
+                                      "index %d is out of range", u->name, u->nparams, index));
+    *ptr_p = (float *)u->grad.ptr + u->params[index].offset;
+    if (numel_p) *numel_p = u->params[index].numel;
+    return STRATA_OK;
+}
+
+strata_status_t strata_call_input(strata_unit_call_t *c, const void **ptr_p, size_t *bytes_p)
+{
+    if (!c || !ptr_p) return STRATA_ERR_INVALID;
+    *ptr_p = c->in->ptr;
+    if (bytes_p) *bytes_p = c->in->bytes;
+    return STRATA_OK;
+}
+
+strata_status_t strata_call_output(strata_unit_call_t *c, size_t bytes, void **ptr_p)
+{
+    if (!c || !ptr_p) return STRATA_ERR_INVALID;
+    if (c->backward)
+        return misuse(c, strata_error(CTX(c), STRATA_ERR_STATE, "unit '%s': strata_call_output "
+                                      "is for forward; backward reads it with "
+                                      "strata_call_forward_output", c->unit->name));
+    if (c->out_calls++)
+        return misuse(c, strata_error(CTX(c), STRATA_ERR_STATE, "unit '%s' forward called "
+                                      "strata_call_output twice", c->unit->name));
+    if (CALL_RECOMPUTE == c->mode) {
+        /* the re-run writes the same values over the output it made before */
+        if (bytes != c->out->bytes)
+            return misuse(c, strata_error(CTX(c), STRATA_ERR_MISMATCH, "unit '%s' recompute "
+                                          "asks for an output of %zu bytes; its forward made "
+                                          "%zu", c->unit->name, bytes, c->out->bytes));
+        *ptr_p = c->out->ptr;
+        return STRATA_OK;
+    }
+    strata_status_t st = fsdp_buf_alloc(CTX(c), STRATA_TIER_DEVICE, STRATA_TAG_ACTIVATION,
+                                        bytes, 0, c->out);
+    if (STRATA_OK != st) return misuse(c, st);
+    *ptr_p = c->out->ptr;
+    return STRATA_OK;
+}
+
+strata_status_t strata_call_forward_output(strata_unit_call_t *c, const void **ptr_p,
+                                           size_t *bytes_p)
+{
+    if (!c || !ptr_p) return STRATA_ERR_INVALID;
+    if (!c->backward)
+        return misuse(c, strata_error(CTX(c), STRATA_ERR_STATE, "unit '%s': forward makes "
+                                      "its output with strata_call_output", c->unit->name));
+    *ptr_p = c->out_ro->ptr;
+    if (bytes_p) *bytes_p = c->out_ro->bytes;
+    return STRATA_OK;
+}
+
+strata_status_t strata_call_grad_output(strata_unit_call_t *c, const void **ptr_p,
+                                        size_t *bytes_p)
+{
+    if (!c || !ptr_p) return STRATA_ERR_INVALID;
+    if (!c->backward)
+        return misuse(c, strata_error(CTX(c), STRATA_ERR_STATE, "unit '%s': grad_output exists "
+                                      "only in backward", c->unit->name));
+    *ptr_p = c->gout ? c->gout->ptr : NULL;
+    if (bytes_p) *bytes_p = c->gout ? c->gout->bytes : 0;
+    return STRATA_OK;
+}
+
+strata_status_t strata_call_grad_input(strata_unit_call_t *c, void **ptr_p, size_t *bytes_p)
+{
+    if (!c || !ptr_p) return STRATA_ERR_INVALID;
+    if (!c->backward)
+        return misuse(c, strata_error(CTX(c), STRATA_ERR_STATE, "unit '%s': grad_input exists "
+                                      "only in backward", c->unit->name));
+    *ptr_p = c->gin ? c->gin->ptr : NULL;
+    if (bytes_p) *bytes_p = c->gin ? c->gin->bytes : 0;
+    return STRATA_OK;
+}
+
+strata_status_t strata_call_workspace(strata_unit_call_t *c, size_t bytes, void **ptr_p)
+{
+    if (!c || !ptr_p) return STRATA_ERR_INVALID;
+    if (c->nwork == c->cap_work) {
+        int cap = c->cap_work ? 2 * c->cap_work : 4;
+        fsdp_buf_t *w = realloc(c->work, (size_t)cap * sizeof *w);
+        if (!w) return misuse(c, strata_error(CTX(c), STRATA_ERR_NOMEM, "workspace list"));
+        c->work = w;
+        c->cap_work = cap;
+    }
+    strata_status_t st = fsdp_buf_alloc(CTX(c), STRATA_TIER_DEVICE, STRATA_TAG_WORKSPACE, bytes,
+                                        0, &c->work[c->nwork]);
+    if (STRATA_OK != st) return misuse(c, st);
+    *ptr_p = c->work[c->nwork++].ptr;
+    return STRATA_OK;
+}
+
+static fsdp_save_t *find_save(strata_unit_t *u, const char *name)
+{
+    for (int i = 0; i < u->nsaves; i++)
+        if (!strcmp(u->saves[i].name, name)) return &u->saves[i];
+    return NULL;
+}
+
+strata_status_t strata_save(strata_unit_call_t *c, const char *name, size_t bytes, void **ptr_p)
+{
+    if (!c || !ptr_p || !name) return STRATA_ERR_INVALID;
+    strata_unit_t *u = c->unit;
+    strata_context_t *ctx = CTX(c);
+    if (c->backward)
+        return misuse(c, strata_error(ctx, STRATA_ERR_STATE, "unit '%s': strata_save('%s') in "
+                                      "backward; save in forward, read with strata_saved",
+                                      u->name, name));
+    if (strlen(name) >= FSDP_NAME_LEN || !name[0])
+        return misuse(c, strata_error(ctx, STRATA_ERR_INVALID, "unit '%s': save name '%s' is "
+                                      "empty or longer than %d bytes", u->name, name,
+                                      FSDP_NAME_LEN - 1));
+    strata_status_t st = fsdp_exec_check_save(c, name, bytes);
+    if (STRATA_OK != st) return misuse(c, st);
+    c->save_calls++;
+    fsdp_save_t *old = find_save(u, name);
+    if (CALL_RECOMPUTE == c->mode) {
+        /* a save brought back is handed out again (the re-run writes the
+         * same values); one dropped for recompute is made anew */
+        if (!old)
+            return misuse(c, strata_error(ctx, STRATA_ERR_MISMATCH, "unit '%s' recompute saves "
+                                          "'%s', which its forward did not", u->name, name));
+        if (!old->buf.h) {
+            st = fsdp_buf_alloc(ctx, STRATA_TIER_DEVICE, STRATA_TAG_ACTIVATION, bytes, 0,
+                                &old->buf);
+            if (STRATA_OK != st) return misuse(c, st);
+        }
+        *ptr_p = old->buf.ptr;
+        return STRATA_OK;
+    }
+    if (old)
+        return misuse(c, strata_error(ctx, STRATA_ERR_STATE, "unit '%s' saved '%s' twice in "
+                                      "one forward", u->name, name));
+    if (u->nsaves == u->cap_saves) {
+        int cap = u->cap_saves ? 2 * u->cap_saves : 8;
+        fsdp_save_t *s = realloc(u->saves, (size_t)cap * sizeof *s);
+        if (!s) return misuse(c, strata_error(ctx, STRATA_ERR_NOMEM, "save list"));
+        u->saves = s;
+        u->cap_saves = cap;
+    }
+    fsdp_save_t *s = &u->saves[u->nsaves];
+    st = fsdp_buf_alloc(ctx, STRATA_TIER_DEVICE, STRATA_TAG_ACTIVATION, bytes, 0,
+                                        &s->buf);
+    if (STRATA_OK != st) return misuse(c, st);
+    snprintf(s->name, sizeof s->name, "%s", name);
+    u->nsaves++;
+    *ptr_p = s->buf.ptr;
+    return STRATA_OK;
+}
+
+strata_status_t strata_saved(strata_unit_call_t *c, const char *name, void **ptr_p,
+                             size_t *bytes_p)
+{
+    if (!c || !ptr_p || !name) return STRATA_ERR_INVALID;
+    strata_unit_t *u = c->unit;
+    if (!c->backward)
+        return misuse(c, strata_error(CTX(c), STRATA_ERR_STATE, "unit '%s': strata_saved('%s') "
+                                      "in forward; saved buffers are for backward",
+                                      u->name, name));
+    fsdp_save_t *s = find_save(u, name);
+    if (!s) {
+        char list[256] = "";
+        size_t len = 0;
+        for (int i = 0; i < u->nsaves && len < sizeof list; i++)
+            len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "",
+                                    u->saves[i].name);
+        return misuse(c, strata_error(CTX(c), STRATA_ERR_NOT_FOUND, "unit '%s' saved no '%s' "
+                                      "in forward (it saved: %s)", u->name, name,
+                                      u->nsaves ? list : "nothing"));
+    }
+    if (!s->buf.ptr)
+        return misuse(c, strata_error(CTX(c), STRATA_ERR_STATE, "unit '%s' save '%s' is not on "
+                                      "the device", u->name, name));
+    *ptr_p = s->buf.ptr;
+    if (bytes_p) *bytes_p = s->buf.bytes;
+    return STRATA_OK;
+}
+
+void *strata_call_batch(const strata_unit_call_t *c) { return c ? c->unit->model->batch : NULL; }
+int strata_call_micro(const strata_unit_call_t *c) { return c ? c->unit->model->micro : -1; }
+int strata_call_n_micro(const strata_unit_call_t *c) { return c ? c->unit->model->n_micro : 0; }
+int strata_call_training(const strata_unit_call_t *c) { return c ? c->training : 0; }
+int strata_call_unit_index(const strata_unit_call_t *c) { return c ? c->unit->index : -1; }
+strata_context_t *strata_call_context(const strata_unit_call_t *c) { return c ? CTX(c) : NULL; }
+strata_dtype_t strata_call_compute_dtype(const strata_unit_call_t *c)
+{
+    return c ? c->unit->model->opts.compute_dtype : STRATA_F32;
+}
+
+void strata_call_progress(strata_unit_call_t *c)
+{
+    if (!c) return;
+    strata_model_t *m = c->unit->model;
+    if (!m->inflight) return;
+    /* never wait for the lock: the progress thread may be testing already */
+    if (0 == pthread_mutex_trylock(&m->lock)) {
+        fsdp_poll_locked(m);
+        pthread_mutex_unlock(&m->lock);
+    }
+}

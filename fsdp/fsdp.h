@@ -1,0 +1,284 @@
+/*
+ * fsdp.h - internal interface of the FSDP runtime: the model and unit
+ * structs, shard geometry, memory, progress of collectives, optimizer
+ * kernels, and the enumeration used by checkpoints (io/). Not installed.
+ */
+#ifndef STRATA_FSDP_INTERNAL_H
+#define STRATA_FSDP_INTERNAL_H
+
+#include "base/base.h"
+
+#define FSDP_NAME_LEN 64
+#define FSDP_MAX_DIMS 4
+#define FSDP_GUARD    256          /* guard bytes after callback-writable buffers */
+#define FSDP_ALIGN    256
+
+/* ---- geometry (geometry.c; pure) ------------------------------------------ */
+
+/* Npad = ceil(N/S)*S. Returns -1 on S <= 0 or overflow. */
+int fsdp_padded(size_t n, int s, size_t *npad_p);
+/* Shard-rank s of S holds [s*Npad/S, (s+1)*Npad/S) of the padded flat
+ * vector: *offset_p and *len_p (len = Npad/S, the same for every s).
+ * Returns -1 on bad arguments. The checkpoint code uses the same function. */
+int fsdp_shard_range(size_t n, int s_count, int s, size_t *offset_p, size_t *len_p);
+/* The part of a parameter [p_off, p_off+p_len) of the flat vector that lies
+ * in the shard [sh_off, sh_off+sh_len): *lo_p, *hi_p in flat coordinates
+ * (lo == hi when they do not intersect). */
+void fsdp_intersect(size_t p_off, size_t p_len, size_t sh_off, size_t sh_len,
+                    size_t *lo_p, size_t *hi_p);
+
+/* Deterministic N(0,1) for element i of a stream (counter-based). */
+float fsdp_normal(uint64_t seed, uint64_t stream, uint64_t i);
+
+/* ---- memory (mem.c) -------------------------------------------------------- */
+
+/* The one door through which the runtime gets memory that callbacks or
+ * shards use: a tiers block resident in the given tier, so the tier's
+ * budget and per-tag accounting cover every buffer. */
+typedef strata_block_t fsdp_mem_t;
+typedef struct fsdp_mem_stats {
+    size_t budget[STRATA_TIER_COUNT];
+    size_t used[STRATA_TIER_COUNT];
+    size_t peak[STRATA_TIER_COUNT];
+    size_t used_by_tag[STRATA_TIER_COUNT][STRATA_TAG_COUNT];
+} fsdp_mem_stats_t;
+
+strata_status_t fsdp_mem_alloc(strata_context_t *ctx, strata_tier_t tier, strata_tag_t tag,
+                               size_t bytes, void **ptr_p, fsdp_mem_t **h_p);
+void fsdp_mem_free(fsdp_mem_t *h);
+/* Accounting of the context's tiers (all models of the context). */
+void fsdp_mem_stats(strata_context_t *ctx, fsdp_mem_stats_t *st);
+
+/* ---- model ------------------------------------------------------------------ */
+
+typedef struct fsdp_param {
+    char     name[FSDP_NAME_LEN];
+    int      ndims;
+    size_t   dims[FSDP_MAX_DIMS];
+    size_t   numel;
+    size_t   offset;              /* first element in the unit's flat vector */
+    strata_init_t init;
+} fsdp_param_t;
+
+typedef enum { GATHER_NONE = 0, GATHER_INFLIGHT, GATHER_READY } fsdp_gather_state_t;
+typedef enum { GRAD_IDLE = 0, GRAD_RS, GRAD_RS_DONE, GRAD_AR, GRAD_ARRIVED,
+               GRAD_STEPPED } fsdp_grad_state_t;
+
+typedef struct fsdp_buf {         /* a runtime buffer with its handle */
+    void       *ptr;
+    size_t      bytes;            /* what the user asked for (guard follows) */
+    fsdp_mem_t *h;
+} fsdp_buf_t;
+
+typedef struct fsdp_save {
+    char        name[FSDP_NAME_LEN];
+    fsdp_buf_t  buf;
+} fsdp_save_t;
+
+struct strata_unit {
+    strata_model_t *model;
+    int             index;
+    char            name[FSDP_NAME_LEN];
+    strata_unit_fn  forward, backward;
+    void           *user_data;
+    int             nparams, cap_params;
+    fsdp_param_t   *params;
+
+    /* geometry, fixed at finalize */
+    size_t          n, npad;      /* flat elements, padded to a multiple of S */
+    size_t          shard_off, shard_len;
+
+    /* shards: master fp32 and optimizer state (same range) */
+    fsdp_buf_t      master;
+    fsdp_buf_t      state[2];     /* AdamW: exp_avg, exp_avg_sq; SGD: momentum */
+    fsdp_buf_t      grad_shard;   /* fp32 reduced gradient of the shard */
+
+    /* the gathered compute copy */
+    fsdp_gather_state_t gstate;
+    fsdp_buf_t      gathered;     /* npad elements of compute dtype */
+    fsdp_buf_t      gsend;        /* compute-dtype copy of the shard (bf16 only) */
+    strata_request_t *greq;
+
+    /* full-size fp32 gradient (accumulated over micro-batches) and its reduction */
+    fsdp_buf_t      grad;
+    fsdp_buf_t      rs_send;      /* reduce-dtype staging of grad (16-bit only) */
+    fsdp_buf_t      rs_recv;      /* reduce-dtype shard (16-bit only) */
+    fsdp_grad_state_t rstate;
+    strata_request_t *rreq;
+
+    /* saved activations of the current micro-batch */
+    int             nsaves, cap_saves;
+    fsdp_save_t    *saves;
+    int             forward_done; /* forward of the current micro-batch ran */
+    double          t_gstart, t_rstart;   /* when its all-gather / reduction started (trace) */
+};
+
+typedef enum { MODEL_BUILDING = 0, MODEL_READY, MODEL_BROKEN } fsdp_model_state_t;
+typedef enum { PHASE_IDLE = 0, PHASE_STEP, PHASE_FORWARD_DONE } fsdp_phase_t;
+
+struct strata_model {
+    strata_context_t   *ctx;
+    strata_model_opts_t opts;
+    fsdp_model_state_t  state;
+    int                 S, W;
+    int                 shard_rank, replica_index, n_replicas;
+    strata_group_t     *shard, *replica;
+    int                 nunits, cap_units;
+    strata_unit_t     **units;
+
+    /* step state */
+    fsdp_phase_t        phase;
+    int                 n_micro, micro;     /* micro = index of the next forward */
+    int                 prefetch;
+    fsdp_buf_t         *acts;               /* acts[u] = unit u's input; acts[L] = output */
+    fsdp_buf_t         *gacts;              /* gacts[u] = d/d acts[u] */
+    void               *batch;
+    int                 step_count;         /* optimizer steps (AdamW bias correction) */
+
+    /* progress of collectives: every MPI call of the model is under lock */
+    pthread_mutex_t     lock;
+    pthread_cond_t      cond;
+    pthread_t           progress;
+    int                 progress_running, progress_stop, inflight;
+
+    /* statistics */
+    double              t_step0, compute_s, exposed_s, optim_s;
+    strata_model_stats_t stats;
+
+    /* activation policies, the recorded program and its executor (exec.c) */
+    struct fsdp_exec   *exec;
+};
+
+/* ---- call (call.c) -------------------------------------------------------------- */
+
+struct strata_unit_call {
+    strata_unit_t *unit;
+    int            backward;      /* 0 forward, 1 backward */
+    int            training;
+    const fsdp_buf_t *in, *out_ro, *gout;
+    fsdp_buf_t    *out;           /* forward: where strata_call_output allocates */
+    fsdp_buf_t    *gin;
+    int            out_calls;
+    int            mode;          /* CALL_RUN, CALL_SIZING or CALL_RECOMPUTE */
+    int            save_calls;    /* strata_save calls so far (recorded order) */
+    int            nwork, cap_work;
+    fsdp_buf_t    *work;
+    strata_status_t err;          /* first misuse seen inside the callback */
+};
+
+enum {
+    CALL_RUN = 0,                 /* an ordinary forward or backward */
+    CALL_SIZING,                  /* the first step's forward-only sizing pass */
+    CALL_RECOMPUTE                /* a forward re-run before the unit's backward */
+};
+
+/* Run one callback with the guards checked afterwards. */
+strata_status_t fsdp_run_callback(strata_unit_call_t *call);
+void fsdp_free_saves(strata_unit_t *u);
+
+/* Allocate a runtime buffer with FSDP_GUARD guard bytes after it. */
+strata_status_t fsdp_buf_alloc(strata_context_t *ctx, strata_tier_t tier, strata_tag_t tag,
+                               size_t bytes, int zero, fsdp_buf_t *b);
+void fsdp_buf_free(fsdp_buf_t *b);
+int  fsdp_guard_ok(const fsdp_buf_t *b);
+
+/* ---- progress (progress.c) ------------------------------------------------------- */
+
+strata_status_t fsdp_progress_start(strata_model_t *m);
+void fsdp_progress_stop(strata_model_t *m);
+/* Test everything in flight once; called with m->lock held. */
+strata_status_t fsdp_poll_locked(strata_model_t *m);
+/* Start the all-gather of unit u unless it is gathered or in flight. */
+strata_status_t fsdp_gather_start(strata_model_t *m, strata_unit_t *u);
+/* Block until unit u is gathered (time counted as exposed communication). */
+strata_status_t fsdp_gather_wait(strata_model_t *m, strata_unit_t *u);
+void fsdp_gather_release(strata_unit_t *u);
+/* Start the reduction of unit u's gradient (last micro-batch). */
+strata_status_t fsdp_reduce_start(strata_model_t *m, strata_unit_t *u);
+/* Hybrid sharding: wait for u's reduce-scatter and start its allreduce
+ * over the replica group (main thread, program order). No-op otherwise. */
+strata_status_t fsdp_reduce_replicas(strata_model_t *m, strata_unit_t *u);
+/* Block until unit u's gradient has arrived in grad_shard. */
+strata_status_t fsdp_reduce_wait(strata_model_t *m, strata_unit_t *u);
+/* Wait for everything in flight (error paths, destroy). */
+void fsdp_drain(strata_model_t *m);
+
+/* ---- activation executor (exec.c) --------------------------------------------------
+ *
+ * Inactive (every hook a no-op) while every saved name is kept and no trace
+ * is asked for: the step then runs exactly as without it. Otherwise the
+ * first step begins with a sizing pass, the program is planned, and every
+ * later forward/backward follows the schedule (see exec.c).
+ */
+strata_status_t fsdp_exec_create(strata_model_t *m);
+void fsdp_exec_destroy(strata_model_t *m);
+int  fsdp_exec_active(const strata_model_t *m);
+strata_status_t fsdp_exec_step_begin(strata_model_t *m);
+/* Before a training forward: the sizing pass and the plan on the first
+ * step, then the state of a new micro-batch. */
+strata_status_t fsdp_exec_forward_begin(strata_model_t *m, const void *input, size_t in_bytes);
+/* Around each compute op: before waits for the transfers it needs (and
+ * refreshes the unit's save pointers), after marks it done and issues the
+ * transfers that became ready. kind: SCHED_OP_F, _RECOMPUTE or _B. */
+strata_status_t fsdp_exec_before(strata_model_t *m, int kind, int unit);
+strata_status_t fsdp_exec_after(strata_model_t *m, int kind, int unit, double t0, double t1);
+strata_status_t fsdp_exec_forward_end(strata_model_t *m);
+/* Recompute unit u's forward before its backward, if the plan says so. */
+strata_status_t fsdp_exec_recompute(strata_model_t *m, strata_unit_t *u);
+strata_status_t fsdp_exec_micro_end(strata_model_t *m);
+void fsdp_exec_abort(strata_model_t *m);
+strata_status_t fsdp_exec_step_end(strata_model_t *m);
+/* strata_save inside a callback: the check against the recording. */
+strata_status_t fsdp_exec_check_save(strata_unit_call_t *c, const char *name, size_t bytes);
+/* Collective ops for the trace (comm track). */
+void fsdp_exec_trace_comm(strata_model_t *m, const char *name, int unit, double t0, double t1,
+                          size_t bytes);
+
+/* ---- optimizer (optim.c) --------------------------------------------------------- */
+
+/* Squared L2 norm of x, summed in fixed chunks so the result does not
+ * depend on the thread count. */
+double fsdp_sqnorm(const float *x, size_t n, int threads);
+void fsdp_scale(float *x, size_t n, float s, int threads);
+/* One optimizer step on a shard; scalars from opts, t = step number (1-based). */
+void fsdp_optim_step(const strata_model_opts_t *o, int t, float *param, const float *grad,
+                     float *s0, float *s1, size_t n, int threads);
+int fsdp_optim_nstate(const strata_model_opts_t *o);
+const char *fsdp_optim_state_name(const strata_model_opts_t *o, int i);
+int fsdp_optim_threads(const strata_model_t *m);
+
+/* ---- enumeration for checkpoints (io/) --------------------------------------------- */
+
+/*
+ * Everything a checkpoint needs, read straight from the structs above:
+ *   units:        m->nunits, m->units[u]->name
+ *   params:       u->params[i].name / ndims / dims / numel / offset (in the flat vector)
+ *   geometry:     u->n, u->npad, m->S, m->shard_rank, u->shard_off, u->shard_len,
+ *                 m->replica_index (shard group index), m->n_replicas, m->shard, m->replica
+ *   master shard: u->master.ptr (float[shard_len])
+ *   optim state:  fsdp_optim_nstate(&m->opts) buffers u->state[i].ptr (float[shard_len]),
+ *                 named fsdp_optim_state_name(&m->opts, i)
+ *   scalars:      fsdp_model_scalars / fsdp_model_set_scalars
+ * The functions below give the same through a stable interface.
+ */
+typedef struct fsdp_scalars {
+    int   step;                   /* optimizer steps taken */
+    float lr, beta1, beta2, eps, weight_decay, momentum;
+    int   optimizer;              /* strata_optim_kind_t */
+} fsdp_scalars_t;
+
+typedef struct fsdp_geom {
+    int S, W, shard_rank, replica_index, n_replicas;
+    strata_group_t *shard, *replica;
+} fsdp_geom_t;
+
+void fsdp_model_geom(const strata_model_t *m, fsdp_geom_t *g);
+void fsdp_model_scalars(const strata_model_t *m, fsdp_scalars_t *s);
+/* Set the step count and hyper-parameters (resume). Only between steps. */
+strata_status_t fsdp_model_set_scalars(strata_model_t *m, const fsdp_scalars_t *s);
+/* Master shard and optimizer-state shards of unit u (float[shard_len]);
+ * writable between steps (a checkpoint load writes them). */
+float *fsdp_unit_master(strata_unit_t *u);
+float *fsdp_unit_state(strata_unit_t *u, int i);     /* NULL if i out of range */
+
+#endif

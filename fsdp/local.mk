@@ -1,0 +1,13 @@
+# fsdp/ - the FSDP runtime: units, flat sharded parameters, the step,
+# collectives' progress, the sharded optimizer.
+libstrata_la_SOURCES += \
+    fsdp/fsdp.h \
+    fsdp/geometry.c \
+    fsdp/mem.c \
+    fsdp/ckpt.c \
+    fsdp/call.c \
+    fsdp/model.c \
+    fsdp/progress.c \
+    fsdp/optim.c \
+    fsdp/step.c \
+    fsdp/exec.c

@@ -1,0 +1,408 @@
+/*
+ * model.c - model and unit registration, finalize (shard layout, memory,
+ * deterministic initialisation), reading parameters back, statistics and
+ * the enumeration the checkpoint code uses.
+ */
+#include "config.h"
+#include "fsdp.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void strata_model_opts_default(strata_model_opts_t *o)
+{
+    if (!o) return;
+    memset(o, 0, sizeof *o);
+    o->optimizer = STRATA_OPTIM_ADAMW;
+    o->lr = 1e-3f;
+    o->beta1 = 0.9f;
+    o->beta2 = 0.999f;
+    o->eps = 1e-8f;
+    o->momentum = 0.9f;
+    o->compute_dtype = STRATA_F32;
+    o->reduce_dtype = STRATA_F32;
+    o->reshard_after_forward = 1;
+    o->progress_thread = 1;
+    o->seed = 1234;
+}
+
+static strata_status_t check_opts(strata_context_t *ctx, const strata_model_opts_t *o)
+{
+    if (STRATA_OPTIM_ADAMW != o->optimizer && STRATA_OPTIM_SGD != o->optimizer)
+        return strata_error(ctx, STRATA_ERR_INVALID, "unknown optimizer %d (use "
+                            "STRATA_OPTIM_ADAMW or STRATA_OPTIM_SGD)", (int)o->optimizer);
+    if (STRATA_F32 != o->compute_dtype && STRATA_BF16 != o->compute_dtype)
+        return strata_error(ctx, STRATA_ERR_INVALID, "compute dtype must be f32 or bf16, not %s",
+                            strata_dtype_name(o->compute_dtype));
+    if (0 == strata_dtype_size(o->reduce_dtype))
+        return strata_error(ctx, STRATA_ERR_INVALID, "invalid reduce dtype %d",
+                            (int)o->reduce_dtype);
+    if (!(o->lr >= 0) || !(o->eps >= 0) || !(o->clip_norm >= 0) || !(o->beta1 >= 0) ||
+        !(o->beta1 < 1) || !(o->beta2 >= 0) || !(o->beta2 < 1))
+        return strata_error(ctx, STRATA_ERR_INVALID, "optimizer settings out of range (lr %g, "
+                            "betas %g %g, eps %g, clip %g)", o->lr, o->beta1, o->beta2, o->eps,
+                            o->clip_norm);
+    return STRATA_OK;
+}
+
+strata_status_t strata_model_create(strata_context_t *ctx, const strata_model_opts_t *opts,
+                                    strata_model_t **model_p)
+{
+    strata_status_t st;
+    if (!ctx || !model_p)
+        return strata_error(ctx, STRATA_ERR_INVALID, "strata_model_create: NULL argument");
+    strata_model_t *m = calloc(1, sizeof *m);
+    if (!m) return strata_error(ctx, STRATA_ERR_NOMEM, "cannot allocate a model");
+    m->ctx = ctx;
+    if (opts) m->opts = *opts;
+    else strata_model_opts_default(&m->opts);
+    st = check_opts(ctx, &m->opts);
+    if (STRATA_OK != st) goto err;
+    m->W = ctx->size;
+    m->S = ctx->cfg.shard_size > 0 ? ctx->cfg.shard_size : ctx->size;
+    m->prefetch = ctx->cfg.prefetch < 0 ? 0 : ctx->cfg.prefetch;
+    /* strata_group_split explains a shard size that does not divide W */
+    st = strata_group_split(ctx, m->S, &m->shard, &m->replica);
+    if (STRATA_OK != st) goto err;
+    m->shard_rank = strata_group_rank(m->shard);
+    m->replica_index = ctx->rank / m->S;
+    m->n_replicas = m->W / m->S;
+    pthread_mutex_init(&m->lock, NULL);
+    pthread_cond_init(&m->cond, NULL);
+    *model_p = m;
+    return STRATA_OK;
+err:
+    free(m);
+    return st;
+}
+
+static void unit_free(strata_unit_t *u)
+{
+    fsdp_free_saves(u);
+    free(u->saves);
+    fsdp_buf_free(&u->master);
+    fsdp_buf_free(&u->state[0]);
+    fsdp_buf_free(&u->state[1]);
+    fsdp_buf_free(&u->grad_shard);
+    fsdp_buf_free(&u->gathered);
+    fsdp_buf_free(&u->gsend);
+    fsdp_buf_free(&u->grad);
+    fsdp_buf_free(&u->rs_send);
+    fsdp_buf_free(&u->rs_recv);
+    free(u->params);
+    free(u);
+}
+
+void strata_model_destroy(strata_model_t *m)
+{
+    if (!m) return;
+    if (MODEL_BUILDING != m->state) fsdp_drain(m);
+    fsdp_exec_abort(m);
+    fsdp_progress_stop(m);
+    if (m->acts)
+        for (int i = 0; i <= m->nunits; i++) {
+            fsdp_buf_free(&m->acts[i]);
+            fsdp_buf_free(&m->gacts[i]);
+        }
+    free(m->acts);
+    free(m->gacts);
+    for (int i = 0; i < m->nunits; i++) unit_free(m->units[i]);
+    fsdp_exec_destroy(m);
+    free(m->units);
+    strata_group_destroy(m->shard);
+    strata_group_destroy(m->replica);
+    pthread_mutex_destroy(&m->lock);
+    pthread_cond_destroy(&m->cond);
+    free(m);
+}
+
+strata_status_t strata_model_add_unit(strata_model_t *m, const char *name, strata_unit_fn forward,
+                                      strata_unit_fn backward, void *user_data,
+                                      strata_unit_t **unit_p)
+{
+    if (!m) return STRATA_ERR_INVALID;
+    strata_context_t *ctx = m->ctx;
+    if (MODEL_BUILDING != m->state)
+        return strata_error(ctx, STRATA_ERR_STATE, "cannot add unit '%s': the model is "
+                            "finalized; register every unit before strata_model_finalize",
+                            name ? name : "(null)");
+    if (!name || !name[0] || strlen(name) >= FSDP_NAME_LEN || !forward || !unit_p)
+        return strata_error(ctx, STRATA_ERR_INVALID, "strata_model_add_unit: need a name of 1.."
+                            "%d bytes, a forward callback and unit_p", FSDP_NAME_LEN - 1);
+    for (int i = 0; i < m->nunits; i++)
+        if (!strcmp(m->units[i]->name, name))
+            return strata_error(ctx, STRATA_ERR_INVALID, "unit name '%s' is used twice", name);
+    if (m->nunits == m->cap_units) {
+        int cap = m->cap_units ? 2 * m->cap_units : 8;
+        strata_unit_t **v = realloc(m->units, (size_t)cap * sizeof *v);
+        if (!v) return strata_error(ctx, STRATA_ERR_NOMEM, "unit list");
+        m->units = v;
+        m->cap_units = cap;
+    }
+    strata_unit_t *u = calloc(1, sizeof *u);
+    if (!u) return strata_error(ctx, STRATA_ERR_NOMEM, "unit");
+    u->model = m;
+    u->index = m->nunits;
+    snprintf(u->name, sizeof u->name, "%s", name);
+    u->forward = forward;
+    u->backward = backward;
+    u->user_data = user_data;
+    m->units[m->nunits++] = u;
+    *unit_p = u;
+    return STRATA_OK;
+}
+
+strata_status_t strata_unit_add_param(strata_unit_t *u, const char *name, int ndims,
+                                      const size_t *dims, strata_dtype_t dtype,
+                                      strata_init_t init, int *index_p)
+{
+    if (!u) return STRATA_ERR_INVALID;
+    strata_context_t *ctx = u->model->ctx;
+    if (MODEL_BUILDING != u->model->state)
+        return strata_error(ctx, STRATA_ERR_STATE, "cannot add param '%s' to unit '%s': the "
+                            "model is finalized", name ? name : "(null)", u->name);
+    if (!name || !name[0] || strlen(name) >= FSDP_NAME_LEN || ndims < 1 ||
+        ndims > FSDP_MAX_DIMS || !dims)
+        return strata_error(ctx, STRATA_ERR_INVALID, "unit '%s': a param needs a name of 1..%d "
+                            "bytes and 1..%d dims", u->name, FSDP_NAME_LEN - 1, FSDP_MAX_DIMS);
+    if (STRATA_F32 != dtype)
+        return strata_error(ctx, STRATA_ERR_UNSUPPORTED, "unit '%s' param '%s': master "
+                            "parameters are f32 (set opts.compute_dtype for a bf16 compute "
+                            "copy)", u->name, name);
+    if ((int)init.kind < STRATA_INIT_ZEROS || init.kind > STRATA_INIT_USER ||
+        (STRATA_INIT_USER == init.kind && !init.fn) ||
+        (STRATA_INIT_NORMAL == init.kind && !(init.std >= 0)))
+        return strata_error(ctx, STRATA_ERR_INVALID, "unit '%s' param '%s': bad initialiser",
+                            u->name, name);
+    for (int i = 0; i < u->nparams; i++)
+        if (!strcmp(u->params[i].name, name))
+            return strata_error(ctx, STRATA_ERR_INVALID, "unit '%s' has two params named '%s'",
+                                u->name, name);
+    size_t numel = 1;
+    for (int d = 0; d < ndims; d++)
+        if (0 == dims[d] || strata_mul_size(numel, dims[d], &numel))
+            return strata_error(ctx, STRATA_ERR_INVALID, "unit '%s' param '%s': dims must be "
+                                "positive and their product fit size_t", u->name, name);
+    if (u->nparams == u->cap_params) {
+        int cap = u->cap_params ? 2 * u->cap_params : 4;
+        fsdp_param_t *p = realloc(u->params, (size_t)cap * sizeof *p);
+        if (!p) return strata_error(ctx, STRATA_ERR_NOMEM, "param list");
+        u->params = p;
+        u->cap_params = cap;
+    }
+    fsdp_param_t *p = &u->params[u->nparams];
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "%s", name);
+    p->ndims = ndims;
+    memcpy(p->dims, dims, (size_t)ndims * sizeof *dims);
+    p->numel = numel;
+    p->init = init;
+    if (index_p) *index_p = u->nparams;
+    u->nparams++;
+    return STRATA_OK;
+}
+
+/* Fill the part of param p that lies in the unit's shard. */
+static strata_status_t init_param(strata_model_t *m, strata_unit_t *u, int pi)
+{
+    fsdp_param_t *p = &u->params[pi];
+    float *master = u->master.ptr;
+    size_t lo, hi;
+    fsdp_intersect(p->offset, p->numel, u->shard_off, u->shard_len, &lo, &hi);
+    if (STRATA_INIT_USER == p->init.kind) {
+        /* the user fills the full tensor on every rank; keep our slice */
+        float *full = malloc(p->numel * sizeof *full);
+        if (!full) return strata_error(m->ctx, STRATA_ERR_NOMEM, "init of '%s.%s': %zu floats",
+                                       u->name, p->name, p->numel);
+        int rc = p->init.fn(p->init.user, u->name, p->name, full, p->numel, m->opts.seed);
+        if (0 == rc)
+            for (size_t i = lo; i < hi; i++) master[i - u->shard_off] = full[i - p->offset];
+        free(full);
+        if (rc) return strata_error(m->ctx, STRATA_ERR_INVALID, "init callback of '%s.%s' "
+                                    "returned %d", u->name, p->name, rc);
+        return STRATA_OK;
+    }
+    /* one stream per (unit, param) position, so adding a unit at the end
+     * does not change the values of the others */
+    uint64_t stream = ((uint64_t)u->index << 20) ^ (uint64_t)pi;
+    for (size_t i = lo; i < hi; i++) {
+        float v = 0.0f;
+        if (STRATA_INIT_ONES == p->init.kind) v = 1.0f;
+        else if (STRATA_INIT_NORMAL == p->init.kind)
+            v = p->init.std * fsdp_normal(m->opts.seed, stream, i - p->offset);
+        master[i - u->shard_off] = v;
+    }
+    return STRATA_OK;
+}
+
+strata_status_t strata_model_finalize(strata_model_t *m)
+{
+    strata_status_t st;
+    if (!m) return STRATA_ERR_INVALID;
+    strata_context_t *ctx = m->ctx;
+    if (MODEL_BUILDING != m->state)
+        return strata_error(ctx, STRATA_ERR_STATE, "strata_model_finalize called twice");
+    if (0 == m->nunits)
+        return strata_error(ctx, STRATA_ERR_STATE, "strata_model_finalize: the model has no units");
+    strata_tier_t otier = m->opts.optim_on_host ? STRATA_TIER_PINNED_HOST : STRATA_TIER_DEVICE;
+    int nstate = fsdp_optim_nstate(&m->opts);
+
+    m->acts = calloc((size_t)m->nunits + 1, sizeof *m->acts);
+    m->gacts = calloc((size_t)m->nunits + 1, sizeof *m->gacts);
+    if (!m->acts || !m->gacts) return strata_error(ctx, STRATA_ERR_NOMEM, "activation table");
+    for (int ui = 0; ui < m->nunits; ui++) {
+        strata_unit_t *u = m->units[ui];
+        size_t n = 0;
+        for (int i = 0; i < u->nparams; i++) {
+            u->params[i].offset = n;
+            if (strata_add_size(n, u->params[i].numel, &n))
+                return strata_error(ctx, STRATA_ERR_OVERFLOW, "unit '%s' is too large", u->name);
+        }
+        u->n = n;
+        if (fsdp_padded(n, m->S, &u->npad) ||
+            fsdp_shard_range(n, m->S, m->shard_rank, &u->shard_off, &u->shard_len) ||
+            u->npad > SIZE_MAX / 4)
+            return strata_error(ctx, STRATA_ERR_OVERFLOW, "unit '%s': %zu elements overflow",
+                                u->name, n);
+        size_t sb = u->shard_len * sizeof(float);
+        st = fsdp_buf_alloc(ctx, STRATA_TIER_DEVICE, STRATA_TAG_PARAM, sb, 1, &u->master);
+        if (STRATA_OK != st) return st;
+        for (int i = 0; i < nstate; i++) {
+            st = fsdp_buf_alloc(ctx, otier, STRATA_TAG_OPTIM, sb, 1, &u->state[i]);
+            if (STRATA_OK != st) return st;
+        }
+        st = fsdp_buf_alloc(ctx, STRATA_TIER_DEVICE, STRATA_TAG_GRAD, sb, 1, &u->grad_shard);
+        if (STRATA_OK != st) return st;
+        for (int i = 0; i < u->nparams; i++) {
+            st = init_param(m, u, i);
+            if (STRATA_OK != st) return st;
+        }
+    }
+    st = fsdp_exec_create(m);
+    if (STRATA_OK != st) return st;
+    st = fsdp_progress_start(m);
+    if (STRATA_OK != st) return st;
+    m->state = MODEL_READY;
+    return STRATA_OK;
+}
+
+/* ---- reading back ----------------------------------------------------------------- */
+
+int strata_model_unit_count(const strata_model_t *m) { return m ? m->nunits : 0; }
+strata_unit_t *strata_model_unit(strata_model_t *m, int i)
+{
+    return m && i >= 0 && i < m->nunits ? m->units[i] : NULL;
+}
+const char *strata_unit_name(const strata_unit_t *u) { return u ? u->name : NULL; }
+int strata_unit_param_count(const strata_unit_t *u) { return u ? u->nparams : 0; }
+
+strata_status_t strata_unit_param_info(const strata_unit_t *u, int i, const char **name_p,
+                                       size_t *numel_p, int *ndims_p, size_t dims[4])
+{
+    if (!u || i < 0 || i >= u->nparams) return STRATA_ERR_INVALID;
+    const fsdp_param_t *p = &u->params[i];
+    if (name_p) *name_p = p->name;
+    if (numel_p) *numel_p = p->numel;
+    if (ndims_p) *ndims_p = p->ndims;
+    if (dims) for (int d = 0; d < FSDP_MAX_DIMS; d++) dims[d] = d < p->ndims ? p->dims[d] : 1;
+    return STRATA_OK;
+}
+
+strata_status_t strata_unit_read_param(strata_unit_t *u, int i, float *dst, size_t numel)
+{
+    if (!u) return STRATA_ERR_INVALID;
+    strata_model_t *m = u->model;
+    if (MODEL_READY != m->state)
+        return strata_error(m->ctx, STRATA_ERR_STATE, "read_param: the model is not finalized");
+    if (i < 0 || i >= u->nparams || !dst || numel != u->params[i].numel)
+        return strata_error(m->ctx, STRATA_ERR_INVALID, "read_param: unit '%s' param %d: need "
+                            "a destination of exactly its element count", u->name, i);
+    if (PHASE_IDLE != m->phase)
+        return strata_error(m->ctx, STRATA_ERR_STATE, "read_param inside a step; call it "
+                            "between strata_model_step_end and the next step_begin");
+    float *full = malloc(u->npad * sizeof *full + 1);
+    if (!full) return strata_error(m->ctx, STRATA_ERR_NOMEM, "read_param: %zu floats", u->npad);
+    pthread_mutex_lock(&m->lock);
+    strata_status_t st = strata_allgather(m->shard, u->master.ptr, full, u->shard_len, STRATA_F32);
+    pthread_mutex_unlock(&m->lock);
+    if (STRATA_OK == st) memcpy(dst, full + u->params[i].offset, numel * sizeof *dst);
+    free(full);
+    return st;
+}
+
+strata_status_t strata_model_stats(const strata_model_t *m, strata_model_stats_t *s)
+{
+    if (!m || !s) return STRATA_ERR_INVALID;
+    fsdp_mem_stats_t ms;
+    *s = m->stats;
+    fsdp_mem_stats(m->ctx, &ms);
+    s->peak_device_bytes = ms.peak[STRATA_TIER_DEVICE];
+    s->peak_host_bytes = ms.peak[STRATA_TIER_PINNED_HOST];
+    s->peak_storage_bytes = ms.peak[STRATA_TIER_STORAGE];
+    return STRATA_OK;
+}
+
+strata_status_t strata_model_set_lr(strata_model_t *m, float lr)
+{
+    if (!m) return STRATA_ERR_INVALID;
+    if (!(lr >= 0)) return strata_error(m->ctx, STRATA_ERR_INVALID, "learning rate %g < 0", lr);
+    m->opts.lr = lr;
+    return STRATA_OK;
+}
+
+/* ---- enumeration for checkpoints ----------------------------------------------------- */
+
+void fsdp_model_geom(const strata_model_t *m, fsdp_geom_t *g)
+{
+    g->S = m->S;
+    g->W = m->W;
+    g->shard_rank = m->shard_rank;
+    g->replica_index = m->replica_index;
+    g->n_replicas = m->n_replicas;
+    g->shard = m->shard;
+    g->replica = m->replica;
+}
+
+void fsdp_model_scalars(const strata_model_t *m, fsdp_scalars_t *s)
+{
+    s->step = m->step_count;
+    s->lr = m->opts.lr;
+    s->beta1 = m->opts.beta1;
+    s->beta2 = m->opts.beta2;
+    s->eps = m->opts.eps;
+    s->weight_decay = m->opts.weight_decay;
+    s->momentum = m->opts.momentum;
+    s->optimizer = (int)m->opts.optimizer;
+}
+
+strata_status_t fsdp_model_set_scalars(strata_model_t *m, const fsdp_scalars_t *s)
+{
+    if (PHASE_IDLE != m->phase)
+        return strata_error(m->ctx, STRATA_ERR_STATE, "optimizer state can change only "
+                            "between steps");
+    if (s->optimizer != (int)m->opts.optimizer)
+        return strata_error(m->ctx, STRATA_ERR_MISMATCH, "the checkpoint's optimizer (%s) is "
+                            "not the model's (%s)", s->optimizer ? "sgd" : "adamw",
+                            m->opts.optimizer ? "sgd" : "adamw");
+    strata_model_opts_t o = m->opts;
+    o.momentum = s->momentum;
+    if (fsdp_optim_nstate(&o) != fsdp_optim_nstate(&m->opts))
+        return strata_error(m->ctx, STRATA_ERR_MISMATCH, "momentum %g would change the number "
+                            "of optimizer state buffers; build the model with the same "
+                            "momentum setting", s->momentum);
+    m->step_count = s->step;
+    m->opts.lr = s->lr;
+    m->opts.beta1 = s->beta1;
+    m->opts.beta2 = s->beta2;
+    m->opts.eps = s->eps;
+    m->opts.weight_decay = s->weight_decay;
+    m->opts.momentum = s->momentum;
+    return STRATA_OK;
+}
+
+float *fsdp_unit_master(strata_unit_t *u) { return u->master.ptr; }
+float *fsdp_unit_state(strata_unit_t *u, int i)
+{
+    return i >= 0 && i < fsdp_optim_nstate(&u->model->opts) ? u->state[i].ptr : NULL;
+}

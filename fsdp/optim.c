@@ -1,0 +1,180 @@
+/*
+ * optim.c - the optimizer on the local shard: AdamW and SGD with momentum,
+ * gradient norms and scaling. Loops are plain, restrict-qualified and
+ * branch-free inside so the compiler vectorises them; shards larger than
+ * PAR_MIN elements are split over pthreads in contiguous slices. Every
+ * element is computed the same way whatever the thread count, so results
+ * are bitwise independent of it (norms are summed in fixed chunks).
+ */
+#define _GNU_SOURCE 1   /* sched_getaffinity, CPU_COUNT */
+#include "config.h"
+#include "fsdp.h"
+
+#include <math.h>
+#include <sched.h>
+#include <stdlib.h>
+
+#define PAR_MIN   (1u << 20)   /* below this one thread beats spawning (threads start per call) */
+#define MAX_THR   64
+#define NORM_CHUNK 4096
+
+typedef struct {
+    int   kind;                /* 0 adamw, 1 sgd, 2 sqnorm, 3 scale */
+    const strata_model_opts_t *o;
+    int   t;
+    float *p, *s0, *s1;
+    const float *g;
+    size_t lo, hi;             /* element range of this slice */
+    float  scale;
+    double *chunk_sums;        /* sqnorm: one per NORM_CHUNK */
+} job_t;
+
+static void adamw(const strata_model_opts_t *o, int t, float *restrict p,
+                  const float *restrict g, float *restrict m, float *restrict v,
+                  size_t lo, size_t hi)
+{
+    const float b1 = o->beta1, b2 = o->beta2, lr = o->lr, eps = o->eps;
+    const float bc1 = 1.0f - powf(b1, (float)t), bc2 = 1.0f - powf(b2, (float)t);
+    const float step = lr / bc1, rbc2 = 1.0f / sqrtf(bc2), decay = 1.0f - lr * o->weight_decay;
+    for (size_t i = lo; i < hi; i++) {
+        float gi = g[i];
+        float mi = b1 * m[i] + (1.0f - b1) * gi;
+        float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
+        m[i] = mi;
+        v[i] = vi;
+        p[i] = p[i] * decay - step * mi / (sqrtf(vi) * rbc2 + eps);
+    }
+}
+
+static void sgd(const strata_model_opts_t *o, float *restrict p, const float *restrict g,
+                float *restrict buf, size_t lo, size_t hi)
+{
+    const float lr = o->lr, wd = o->weight_decay, mu = o->momentum;
+    if (buf) {
+        for (size_t i = lo; i < hi; i++) {
+            float gi = g[i] + wd * p[i];
+            float bi = mu * buf[i] + gi;
+            buf[i] = bi;
+            p[i] -= lr * bi;
+        }
+    } else {
+        for (size_t i = lo; i < hi; i++) p[i] -= lr * (g[i] + wd * p[i]);
+    }
+}
+
+/* Sum of squares of x[c, e) in 8 f32 lanes, then f64: the same partition
+ * whatever the threading. */
+static double chunk_sq(const float *x, size_t c, size_t e)
+{
+    float acc[8] = { 0 };
+    size_t i = c;
+    for (; i + 8 <= e; i += 8)
+        for (int k = 0; k < 8; k++) acc[k] += x[i + k] * x[i + k];
+    double s = 0;
+    for (int k = 0; k < 8; k++) s += acc[k];
+    for (; i < e; i++) s += (double)x[i] * x[i];
+    return s;
+}
+
+static void run_job(job_t *j)
+{
+    switch (j->kind) {
+    case 0: adamw(j->o, j->t, j->p, j->g, j->s0, j->s1, j->lo, j->hi); break;
+    case 1: sgd(j->o, j->p, j->g, j->s0, j->lo, j->hi); break;
+    case 2:
+        for (size_t c = j->lo; c < j->hi; c += NORM_CHUNK)
+            j->chunk_sums[c / NORM_CHUNK] = chunk_sq(j->g, c, c + NORM_CHUNK < j->hi ?
+                                                      c + NORM_CHUNK : j->hi);
+        break;
+    case 3:
+        for (size_t i = j->lo; i < j->hi; i++) j->p[i] *= j->scale;
+        break;
+    }
+}
+
+static void *thread_main(void *arg)
+{
+    run_job(arg);
+    return NULL;
+}
+
+/* Split [0, n) into `threads` slices aligned to NORM_CHUNK and run them. */
+static void parallel(job_t *proto, size_t n, int threads)
+{
+    if (threads < 1) threads = 1;
+    if (threads > MAX_THR) threads = MAX_THR;
+    if (n < PAR_MIN) threads = 1;
+    size_t per = (n + (size_t)threads - 1) / (size_t)threads;
+    per = (per + NORM_CHUNK - 1) / NORM_CHUNK * NORM_CHUNK;
+    job_t jobs[MAX_THR];
+    pthread_t tid[MAX_THR];
+    int started[MAX_THR] = { 0 };
+    for (int k = 0; k < threads; k++) {
+        jobs[k] = *proto;
+        jobs[k].lo = (size_t)k * per < n ? (size_t)k * per : n;
+        jobs[k].hi = (size_t)(k + 1) * per < n ? (size_t)(k + 1) * per : n;
+    }
+    for (int k = 1; k < threads; k++)
+        if (jobs[k].lo < jobs[k].hi)
+            started[k] = 0 == pthread_create(&tid[k], NULL, thread_main, &jobs[k]);
+    run_job(&jobs[0]);
+    for (int k = 1; k < threads; k++) {
+        if (started[k]) pthread_join(tid[k], NULL);
+        else if (jobs[k].lo < jobs[k].hi) run_job(&jobs[k]);   /* no thread: do it here */
+    }
+}
+
+double fsdp_sqnorm(const float *x, size_t n, int threads)
+{
+    size_t nchunks = (n + NORM_CHUNK - 1) / NORM_CHUNK;
+    double stack[64], *sums = nchunks <= 64 ? stack : malloc(nchunks * sizeof *sums);
+    if (!sums) {   /* no memory for partials: one thread, same chunks */
+        double t = 0;
+        for (size_t c = 0; c < n; c += NORM_CHUNK)
+            t += chunk_sq(x, c, c + NORM_CHUNK < n ? c + NORM_CHUNK : n);
+        return t;
+    }
+    job_t j = { .kind = 2, .g = x, .chunk_sums = sums };
+    parallel(&j, n, threads);
+    double s = 0;
+    for (size_t c = 0; c < nchunks; c++) s += sums[c];
+    if (sums != stack) free(sums);
+    return s;
+}
+
+void fsdp_scale(float *x, size_t n, float s, int threads)
+{
+    job_t j = { .kind = 3, .p = x, .scale = s };
+    parallel(&j, n, threads);
+}
+
+void fsdp_optim_step(const strata_model_opts_t *o, int t, float *param, const float *grad,
+                     float *s0, float *s1, size_t n, int threads)
+{
+    job_t j = { .kind = STRATA_OPTIM_ADAMW == o->optimizer ? 0 : 1, .o = o, .t = t,
+                .p = param, .g = grad, .s0 = s0, .s1 = s1 };
+    parallel(&j, n, threads);
+}
+
+int fsdp_optim_nstate(const strata_model_opts_t *o)
+{
+    if (STRATA_OPTIM_ADAMW == o->optimizer) return 2;
+    return 0.0f != o->momentum ? 1 : 0;
+}
+
+const char *fsdp_optim_state_name(const strata_model_opts_t *o, int i)
+{
+    if (i < 0 || i >= fsdp_optim_nstate(o)) return NULL;
+    if (STRATA_OPTIM_ADAMW == o->optimizer) return 0 == i ? "exp_avg" : "exp_avg_sq";
+    return "momentum";
+}
+
+int fsdp_optim_threads(const strata_model_t *m)
+{
+    int t = m->opts.optim_threads > 0 ? m->opts.optim_threads : m->ctx->cfg.threads;
+    if (t <= 0) {
+        cpu_set_t set;
+        t = 0 == sched_getaffinity(0, sizeof set, &set) ? CPU_COUNT(&set) : 1;
+    }
+    return t < 1 ? 1 : t;
+}

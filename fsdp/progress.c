@@ -1,0 +1,353 @@
+/*
+ * progress.c - the collectives of the step: all-gathers of flat parameters
+ * and the gradient reductions (reduce-scatter over the shard group, then
+ * allreduce over the replica group), and what drives them forward.
+ *
+ * Open MPI advances a nonblocking collective only inside MPI calls of the
+ * process. Two things make those calls while compute runs: an optional
+ * progress thread that tests every request in flight (sleeping on a
+ * condition variable when nothing is in flight, polling every
+ * PROGRESS_US otherwise), and strata_call_progress, which callbacks may
+ * call between chunks of work. Every MPI call of a model is made under
+ * m->lock, so MPI_THREAD_SERIALIZED would suffice.
+ *
+ * Order: every collective is STARTED by the main thread at a fixed point of
+ * the program, the same on every rank; the progress thread and
+ * strata_call_progress only test. Starting may block (cfg.comm_check makes
+ * each start a small blocking allreduce), and two threads starting
+ * collectives on two communicators in timing-dependent order can deadlock
+ * across ranks. So the replica allreduce of unit u (hybrid sharding) starts
+ * after the backward of unit u-1, not when its reduce-scatter completes.
+ */
+#include "config.h"
+#include "fsdp.h"
+
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#define PROGRESS_US 200  /* progress thread: poll interval while something is in flight */
+#define WAIT_US     20   /* a blocked wait tests, then sleeps this long with the lock released */
+
+/* One round of a blocked wait, called with m->lock held: the first
+ * SPIN_TESTS rounds only let go of the lock (a collective about to finish
+ * is caught within microseconds); later ones sleep with the lock released,
+ * so on an oversubscribed machine the other ranks get the core instead of
+ * a spinning MPI_Wait. */
+#define SPIN_TESTS 64
+static void nap(strata_model_t *m, int *round)
+{
+    pthread_mutex_unlock(&m->lock);
+    if (++*round > SPIN_TESTS) {
+        struct timespec ts = { 0, WAIT_US * 1000L };
+        nanosleep(&ts, NULL);
+    }
+    pthread_mutex_lock(&m->lock);
+}
+
+static int reduce_wide(const strata_model_t *m)
+{
+    return STRATA_F32 != m->opts.reduce_dtype;
+}
+
+/* u's gradient shard is final: back to f32 if it travelled in 16 bits. */
+static void arrived(strata_model_t *m, strata_unit_t *u)
+{
+    if (reduce_wide(m)) {
+        if (STRATA_BF16 == m->opts.reduce_dtype)
+            strata_bf16_to_f32(u->rs_recv.ptr, u->grad_shard.ptr, u->shard_len);
+        else
+            strata_f16_to_f32(u->rs_recv.ptr, u->grad_shard.ptr, u->shard_len);
+        fsdp_buf_free(&u->rs_recv);
+    }
+    u->rstate = GRAD_ARRIVED;
+}
+
+/* The reduce-scatter of u is complete. */
+static void rs_done(strata_model_t *m, strata_unit_t *u)
+{
+    /* the full gradient was only the send buffer */
+    fsdp_buf_free(&u->grad);
+    fsdp_buf_free(&u->rs_send);
+    if (m->n_replicas > 1) u->rstate = GRAD_RS_DONE;   /* the main thread starts the allreduce */
+    else arrived(m, u);
+}
+
+/* Finish whichever gradient collective of u is in flight, if it is done
+ * (or, with block, once it is). Only completes; never starts one. */
+static strata_status_t grad_advance(strata_model_t *m, strata_unit_t *u, int block)
+{
+    strata_status_t st;
+    int done = 1;
+    if (GRAD_RS != u->rstate && GRAD_AR != u->rstate) return STRATA_OK;
+    if (!block) {
+        st = strata_request_test(u->rreq, &done);
+        if (STRATA_OK != st) return st;
+        if (!done) return STRATA_OK;
+    }
+    st = strata_request_wait(u->rreq);
+    u->rreq = NULL;
+    m->inflight--;
+    if (STRATA_OK != st) return st;
+    if (GRAD_RS == u->rstate) rs_done(m, u);
+    else arrived(m, u);
+    return STRATA_OK;
+}
+
+static strata_status_t gather_advance(strata_model_t *m, strata_unit_t *u, int block)
+{
+    strata_status_t st;
+    int done = 1;
+    if (GATHER_INFLIGHT != u->gstate) return STRATA_OK;
+    if (!block) {
+        st = strata_request_test(u->greq, &done);
+        if (STRATA_OK != st) return st;
+        if (!done) return STRATA_OK;
+    }
+    st = strata_request_wait(u->greq);
+    u->greq = NULL;
+    m->inflight--;
+    fsdp_buf_free(&u->gsend);
+    if (STRATA_OK != st) return st;
+    u->gstate = GATHER_READY;
+    return STRATA_OK;
+}
+
+strata_status_t fsdp_poll_locked(strata_model_t *m)
+{
+    strata_status_t st = STRATA_OK;
+    for (int i = 0; i < m->nunits && m->inflight; i++) {
+        strata_status_t s1 = gather_advance(m, m->units[i], 0);
+        strata_status_t s2 = grad_advance(m, m->units[i], 0);
+        if (STRATA_OK == st) st = STRATA_OK != s1 ? s1 : s2;
+    }
+    return st;
+}
+
+static void *progress_main(void *arg)
+{
+    strata_model_t *m = arg;
+    pthread_mutex_lock(&m->lock);
+    while (!m->progress_stop) {
+        if (!m->inflight) {
+            pthread_cond_wait(&m->cond, &m->lock);
+            continue;
+        }
+        fsdp_poll_locked(m);   /* errors surface again when the owner waits */
+        pthread_mutex_unlock(&m->lock);
+        struct timespec ts = { 0, PROGRESS_US * 1000L };
+        nanosleep(&ts, NULL);
+        pthread_mutex_lock(&m->lock);
+    }
+    pthread_mutex_unlock(&m->lock);
+    return NULL;
+}
+
+strata_status_t fsdp_progress_start(strata_model_t *m)
+{
+    if (!m->opts.progress_thread || m->progress_running) return STRATA_OK;
+    m->progress_stop = 0;
+    int rc = pthread_create(&m->progress, NULL, progress_main, m);
+    if (rc) return strata_error(m->ctx, STRATA_ERR_NOMEM, "cannot start the progress thread: %s",
+                                strerror(rc));
+    m->progress_running = 1;
+    return STRATA_OK;
+}
+
+void fsdp_progress_stop(strata_model_t *m)
+{
+    if (!m->progress_running) return;
+    pthread_mutex_lock(&m->lock);
+    m->progress_stop = 1;
+    pthread_cond_signal(&m->cond);
+    pthread_mutex_unlock(&m->lock);
+    pthread_join(m->progress, NULL);
+    m->progress_running = 0;
+}
+
+strata_status_t fsdp_gather_start(strata_model_t *m, strata_unit_t *u)
+{
+    strata_status_t st;
+    strata_dtype_t dt = m->opts.compute_dtype;
+    size_t esz = strata_dtype_size(dt);
+    if (GATHER_NONE != u->gstate) return STRATA_OK;
+    u->t_gstart = strata_now();
+    st = fsdp_buf_alloc(m->ctx, STRATA_TIER_DEVICE, STRATA_TAG_PARAM, u->npad * esz, 0,
+                        &u->gathered);
+    if (STRATA_OK != st) return st;
+    const void *send = u->master.ptr;
+    if (STRATA_BF16 == dt) {
+        st = fsdp_buf_alloc(m->ctx, STRATA_TIER_DEVICE, STRATA_TAG_WORKSPACE,
+                            u->shard_len * esz, 0, &u->gsend);
+        if (STRATA_OK != st) goto err;
+        strata_f32_to_bf16(u->master.ptr, u->gsend.ptr, u->shard_len);
+        send = u->gsend.ptr;
+    }
+    if (1 == m->S) {   /* a group of one: the shard is the whole vector */
+        memcpy(u->gathered.ptr, send, u->npad * esz);
+        fsdp_buf_free(&u->gsend);
+        u->gstate = GATHER_READY;
+        return STRATA_OK;
+    }
+    /* starting is communication time too (it may wait for the lock, and
+     * the first rounds of a collective may run inside the start) */
+    double t0 = strata_now();
+    pthread_mutex_lock(&m->lock);
+    st = strata_allgather_start(m->shard, send, u->gathered.ptr, u->shard_len, dt, &u->greq);
+    if (STRATA_OK == st) {
+        u->gstate = GATHER_INFLIGHT;
+        m->inflight++;
+        pthread_cond_signal(&m->cond);
+    }
+    pthread_mutex_unlock(&m->lock);
+    m->exposed_s += strata_now() - t0;
+    if (STRATA_OK != st) goto err;
+    return STRATA_OK;
+err:
+    fsdp_buf_free(&u->gsend);
+    fsdp_buf_free(&u->gathered);
+    return st;
+}
+
+strata_status_t fsdp_gather_wait(strata_model_t *m, strata_unit_t *u)
+{
+    strata_status_t st = STRATA_OK;
+    if (GATHER_NONE == u->gstate) st = fsdp_gather_start(m, u);
+    if (STRATA_OK != st) return st;
+    if (GATHER_READY == u->gstate) return STRATA_OK;
+    double t0 = strata_now();
+    pthread_mutex_lock(&m->lock);
+    /* the state, not the request, is tested after every nap: the progress
+     * thread may have completed and released the request meanwhile */
+    int round = 0;
+    while (STRATA_OK == st && GATHER_INFLIGHT == u->gstate) {
+        st = gather_advance(m, u, 0);
+        if (STRATA_OK == st && GATHER_INFLIGHT == u->gstate) nap(m, &round);
+    }
+    pthread_mutex_unlock(&m->lock);
+    m->exposed_s += strata_now() - t0;
+    if (STRATA_OK == st && GATHER_READY != u->gstate)
+        st = strata_error(m->ctx, STRATA_ERR_STATE, "unit '%s': all-gather failed earlier",
+                          u->name);
+    return st;
+}
+
+void fsdp_gather_release(strata_unit_t *u)
+{
+    if (GATHER_READY != u->gstate) return;
+    fsdp_buf_free(&u->gathered);
+    u->gstate = GATHER_NONE;
+}
+
+strata_status_t fsdp_reduce_start(strata_model_t *m, strata_unit_t *u)
+{
+    strata_status_t st;
+    strata_dtype_t rd = m->opts.reduce_dtype;
+    size_t esz = strata_dtype_size(rd);
+    const void *send = u->grad.ptr;
+    void *recv = u->grad_shard.ptr;
+    u->t_rstart = strata_now();
+    if (reduce_wide(m)) {
+        st = fsdp_buf_alloc(m->ctx, STRATA_TIER_DEVICE, STRATA_TAG_GRAD, u->npad * esz, 0,
+                            &u->rs_send);
+        if (STRATA_OK != st) return st;
+        st = fsdp_buf_alloc(m->ctx, STRATA_TIER_DEVICE, STRATA_TAG_GRAD, u->shard_len * esz, 0,
+                            &u->rs_recv);
+        if (STRATA_OK != st) {
+            fsdp_buf_free(&u->rs_send);
+            return st;
+        }
+        if (STRATA_BF16 == rd) strata_f32_to_bf16(u->grad.ptr, u->rs_send.ptr, u->npad);
+        else strata_f32_to_f16(u->grad.ptr, u->rs_send.ptr, u->npad);
+        send = u->rs_send.ptr;
+        recv = u->rs_recv.ptr;
+    }
+    if (1 == m->S) {   /* a group of one: the average is the gradient itself */
+        memcpy(recv, send, u->shard_len * esz);
+        pthread_mutex_lock(&m->lock);
+        rs_done(m, u);
+        pthread_mutex_unlock(&m->lock);
+        return STRATA_OK;
+    }
+    double t0 = strata_now();
+    pthread_mutex_lock(&m->lock);
+    st = strata_reduce_scatter_start(m->shard, send, recv, u->shard_len, rd, STRATA_AVG, &u->rreq);
+    if (STRATA_OK == st) {
+        u->rstate = GRAD_RS;
+        m->inflight++;
+        pthread_cond_signal(&m->cond);
+    }
+    pthread_mutex_unlock(&m->lock);
+    m->exposed_s += strata_now() - t0;
+    if (STRATA_OK != st) {
+        fsdp_buf_free(&u->rs_send);
+        fsdp_buf_free(&u->rs_recv);
+    }
+    return st;
+}
+
+strata_status_t fsdp_reduce_replicas(strata_model_t *m, strata_unit_t *u)
+{
+    strata_status_t st = STRATA_OK;
+    if (m->n_replicas < 2 || GRAD_ARRIVED <= u->rstate || GRAD_AR == u->rstate) return STRATA_OK;
+    if (GRAD_IDLE == u->rstate)
+        return strata_error(m->ctx, STRATA_ERR_STATE, "unit '%s': no gradient reduction was "
+                            "started", u->name);
+    double t0 = strata_now();
+    pthread_mutex_lock(&m->lock);
+    int round = 0;
+    while (STRATA_OK == st && GRAD_RS == u->rstate) {
+        st = grad_advance(m, u, 0);
+        if (STRATA_OK == st && GRAD_RS == u->rstate) nap(m, &round);
+    }
+    if (STRATA_OK == st && GRAD_RS_DONE == u->rstate) {
+        void *buf = reduce_wide(m) ? u->rs_recv.ptr : u->grad_shard.ptr;
+        st = strata_allreduce_start(m->replica, buf, buf, u->shard_len, m->opts.reduce_dtype,
+                                    STRATA_AVG, &u->rreq);
+        if (STRATA_OK == st) {
+            u->rstate = GRAD_AR;
+            m->inflight++;
+            pthread_cond_signal(&m->cond);
+        }
+    }
+    pthread_mutex_unlock(&m->lock);
+    m->exposed_s += strata_now() - t0;
+    return st;
+}
+
+strata_status_t fsdp_reduce_wait(strata_model_t *m, strata_unit_t *u)
+{
+    strata_status_t st = fsdp_reduce_replicas(m, u);
+    if (STRATA_OK != st || GRAD_ARRIVED <= u->rstate) return st;
+    double t0 = strata_now();
+    pthread_mutex_lock(&m->lock);
+    int round = 0;
+    while (STRATA_OK == st && (GRAD_RS == u->rstate || GRAD_AR == u->rstate)) {
+        st = grad_advance(m, u, 0);
+        if (STRATA_OK == st && (GRAD_RS == u->rstate || GRAD_AR == u->rstate)) nap(m, &round);
+    }
+    pthread_mutex_unlock(&m->lock);
+    m->exposed_s += strata_now() - t0;
+    if (STRATA_OK == st && GRAD_ARRIVED > u->rstate)
+        st = strata_error(m->ctx, STRATA_ERR_STATE, "unit '%s': gradient reduction stalled",
+                          u->name);
+    return st;
+}
+
+void fsdp_drain(strata_model_t *m)
+{
+    pthread_mutex_lock(&m->lock);
+    for (int i = m->nunits - 1; i >= 0; i--) {
+        strata_unit_t *u = m->units[i];
+        if (GATHER_INFLIGHT == u->gstate) gather_advance(m, u, 1);
+        if (u->rreq) {
+            strata_request_wait(u->rreq);
+            u->rreq = NULL;
+            m->inflight--;
+        }
+        u->rstate = GRAD_IDLE;
+        fsdp_buf_free(&u->rs_send);
+        fsdp_buf_free(&u->rs_recv);
+    }
+    pthread_mutex_unlock(&m->lock);
+}

@@ -1,0 +1,320 @@
+/*
+ * step.c - the training step: forward and backward over the units with
+ * all-gather prefetch, gradient accumulation over micro-batches, gradient
+ * reductions started per unit on the last micro-batch, clipping and the
+ * optimizer (per unit as soon as its gradient arrives when not clipping).
+ *
+ *   forward  u = 0..L-1:  AG(u+1..u+p) issued, wait AG(u), F(u), free params(u)*
+ *   backward u = L-1..0:  AG(u-1..u-p) issued, wait AG(u), B(u), RS(u) [last micro]
+ *   step_end:             wait RS/AR, clip, optimizer on the shards
+ *   (* unless reshard_after_forward is off; the last unit stays into backward)
+ */
+#include "config.h"
+#include "fsdp.h"
+#include "sched/sched.h"
+
+#include <math.h>
+#include <string.h>
+
+static strata_status_t need_ready(strata_model_t *m, const char *fn)
+{
+    if (!m) return STRATA_ERR_INVALID;
+    if (MODEL_READY != m->state)
+        return strata_error(m->ctx, STRATA_ERR_STATE, "%s: the model is not finalized; call "
+                            "strata_model_finalize first", fn);
+    return STRATA_OK;
+}
+
+/* Drop everything the step holds so a new step can begin after an error. */
+static void abort_step(strata_model_t *m)
+{
+    fsdp_drain(m);
+    fsdp_exec_abort(m);
+    for (int i = 0; i <= m->nunits; i++) {
+        fsdp_buf_free(&m->acts[i]);
+        fsdp_buf_free(&m->gacts[i]);
+    }
+    for (int i = 0; i < m->nunits; i++) {
+        strata_unit_t *u = m->units[i];
+        fsdp_free_saves(u);
+        fsdp_gather_release(u);
+        fsdp_buf_free(&u->grad);
+        u->rstate = GRAD_IDLE;
+    }
+    m->phase = PHASE_IDLE;
+}
+
+static void prefetch(strata_model_t *m, int from, int dir)
+{
+    /* a failed prefetch is not an error here: the unit's own wait retries
+     * the gather and reports it */
+    for (int k = 1; k <= m->prefetch; k++) {
+        int v = from + dir * k;
+        if (v < 0 || v >= m->nunits) break;
+        if (STRATA_OK != fsdp_gather_start(m, m->units[v])) break;
+    }
+}
+
+static strata_status_t run_forward(strata_model_t *m, const void *input, size_t in_bytes,
+                                   int training)
+{
+    strata_status_t st;
+    int L = m->nunits;
+    if (!input && in_bytes)
+        return strata_error(m->ctx, STRATA_ERR_INVALID, "forward: input is NULL with %zu bytes",
+                            in_bytes);
+    fsdp_buf_free(&m->acts[L]);   /* an eval output from before */
+    st = fsdp_buf_alloc(m->ctx, STRATA_TIER_DEVICE, STRATA_TAG_ACTIVATION, in_bytes, 0,
+                        &m->acts[0]);
+    if (STRATA_OK != st) return st;
+    if (in_bytes) memcpy(m->acts[0].ptr, input, in_bytes);
+
+    for (int ui = 0; ui < L; ui++) {
+        strata_unit_t *u = m->units[ui];
+        st = fsdp_gather_start(m, u);
+        if (STRATA_OK != st) return st;
+        prefetch(m, ui, +1);
+        st = fsdp_gather_wait(m, u);
+        if (STRATA_OK != st) return st;
+        fsdp_exec_trace_comm(m, "AG", ui, u->t_gstart, strata_now(), 0);
+        fsdp_free_saves(u);
+        if (training && STRATA_OK != (st = fsdp_exec_before(m, SCHED_OP_F, ui))) return st;
+        strata_unit_call_t c = { .unit = u, .backward = 0, .training = training,
+                                 .in = &m->acts[ui], .out = &m->acts[ui + 1] };
+        double t0 = strata_now();
+        st = fsdp_run_callback(&c);
+        if (STRATA_OK != st) return st;
+        if (training && STRATA_OK != (st = fsdp_exec_after(m, SCHED_OP_F, ui, t0, strata_now())))
+            return st;
+        if (!training) {
+            fsdp_free_saves(u);
+            fsdp_buf_free(&m->acts[ui]);
+        }
+        if (m->opts.reshard_after_forward && (ui != L - 1 || !training)) fsdp_gather_release(u);
+    }
+    return training ? fsdp_exec_forward_end(m) : STRATA_OK;
+}
+
+strata_status_t strata_model_step_begin(strata_model_t *m, int n_micro)
+{
+    strata_status_t st = need_ready(m, "strata_model_step_begin");
+    if (STRATA_OK != st) return st;
+    if (PHASE_IDLE != m->phase)
+        return strata_error(m->ctx, STRATA_ERR_STATE, "step_begin inside a step (%d of %d "
+                            "micro-batches done); finish it with strata_model_step_end",
+                            m->micro, m->n_micro);
+    if (n_micro < 1)
+        return strata_error(m->ctx, STRATA_ERR_INVALID, "step_begin: %d micro-batches; need "
+                            ">= 1", n_micro);
+    m->n_micro = n_micro;
+    m->micro = 0;
+    m->phase = PHASE_STEP;
+    m->compute_s = m->exposed_s = m->optim_s = 0;
+    m->t_step0 = strata_now();
+    for (int i = 0; i < m->nunits; i++) m->units[i]->rstate = GRAD_IDLE;
+    st = fsdp_exec_step_begin(m);
+    if (STRATA_OK != st) m->phase = PHASE_IDLE;
+    return st;
+}
+
+strata_status_t strata_model_forward(strata_model_t *m, const void *input, size_t in_bytes,
+                                     void *batch, const void **out_p, size_t *out_bytes_p)
+{
+    strata_status_t st = need_ready(m, "strata_model_forward");
+    if (STRATA_OK != st) return st;
+    if (PHASE_IDLE == m->phase)
+        return strata_error(m->ctx, STRATA_ERR_STATE, "forward outside a step; call "
+                            "strata_model_step_begin first (or strata_model_eval)");
+    if (PHASE_FORWARD_DONE == m->phase)
+        return strata_error(m->ctx, STRATA_ERR_STATE, "forward of micro-batch %d called twice; "
+                            "run its backward first", m->micro);
+    if (m->micro >= m->n_micro)
+        return strata_error(m->ctx, STRATA_ERR_STATE, "forward: all %d micro-batches of the "
+                            "step are done; call strata_model_step_end", m->n_micro);
+    m->batch = batch;
+    /* step 1: the sizing pass and the plan; then a new micro-batch's state */
+    st = fsdp_exec_forward_begin(m, input, in_bytes);
+    if (STRATA_OK == st) st = run_forward(m, input, in_bytes, 1);
+    if (STRATA_OK != st) {
+        abort_step(m);
+        return st;
+    }
+    m->phase = PHASE_FORWARD_DONE;
+    if (out_p) *out_p = m->acts[m->nunits].ptr;
+    if (out_bytes_p) *out_bytes_p = m->acts[m->nunits].bytes;
+    return STRATA_OK;
+}
+
+strata_status_t strata_model_eval(strata_model_t *m, const void *input, size_t in_bytes,
+                                  void *batch, const void **out_p, size_t *out_bytes_p)
+{
+    strata_status_t st = need_ready(m, "strata_model_eval");
+    if (STRATA_OK != st) return st;
+    if (PHASE_IDLE != m->phase)
+        return strata_error(m->ctx, STRATA_ERR_STATE, "eval inside a training step; call it "
+                            "between steps");
+    m->batch = batch;
+    m->micro = 0;
+    m->n_micro = 1;
+    st = run_forward(m, input, in_bytes, 0);
+    if (STRATA_OK != st) {
+        abort_step(m);
+        return st;
+    }
+    for (int i = 0; i < m->nunits; i++) fsdp_gather_release(m->units[i]);
+    if (out_p) *out_p = m->acts[m->nunits].ptr;
+    if (out_bytes_p) *out_bytes_p = m->acts[m->nunits].bytes;
+    return STRATA_OK;
+}
+
+/* The optimizer on one unit's shard; scale multiplies the gradient first
+ * (1/M averaging over micro-batches and clipping). */
+static void unit_optim(strata_model_t *m, strata_unit_t *u, float scale)
+{
+    double t0 = strata_now();
+    int thr = fsdp_optim_threads(m);
+    if (1.0f != scale) fsdp_scale(u->grad_shard.ptr, u->shard_len, scale, thr);
+    fsdp_optim_step(&m->opts, m->step_count + 1, u->master.ptr, u->grad_shard.ptr,
+                    u->state[0].ptr, u->state[1].ptr, u->shard_len, thr);
+    u->rstate = GRAD_STEPPED;
+    m->optim_s += strata_now() - t0;
+}
+
+strata_status_t strata_model_backward(strata_model_t *m, const void *grad_out, size_t grad_bytes)
+{
+    strata_status_t st = need_ready(m, "strata_model_backward");
+    if (STRATA_OK != st) return st;
+    if (PHASE_FORWARD_DONE != m->phase)
+        return strata_error(m->ctx, STRATA_ERR_STATE, "backward before forward: call "
+                            "strata_model_forward for micro-batch %d first", m->micro);
+    int L = m->nunits, last = m->micro == m->n_micro - 1;
+    if (grad_out || grad_bytes) {
+        if (!grad_out || grad_bytes != m->acts[L].bytes)
+            return strata_error(m->ctx, STRATA_ERR_MISMATCH, "backward: grad_out has %zu bytes "
+                                "but the model's output has %zu", grad_bytes, m->acts[L].bytes);
+        st = fsdp_buf_alloc(m->ctx, STRATA_TIER_DEVICE, STRATA_TAG_ACTIVATION, grad_bytes, 0,
+                            &m->gacts[L]);
+        if (STRATA_OK != st) goto fail;
+        memcpy(m->gacts[L].ptr, grad_out, grad_bytes);
+    }
+    for (int ui = L - 1; ui >= 0; ui--) {
+        strata_unit_t *u = m->units[ui];
+        st = fsdp_gather_start(m, u);
+        if (STRATA_OK != st) goto fail;
+        prefetch(m, ui, -1);
+        st = fsdp_gather_wait(m, u);
+        if (STRATA_OK != st) goto fail;
+        fsdp_exec_trace_comm(m, "AG", ui, u->t_gstart, strata_now(), 0);
+        if (!u->grad.ptr) {   /* first micro-batch of the step */
+            st = fsdp_buf_alloc(m->ctx, STRATA_TIER_DEVICE, STRATA_TAG_GRAD,
+                                u->npad * sizeof(float), 1, &u->grad);
+            if (STRATA_OK != st) goto fail;
+        }
+        if (ui > 0) {
+            st = fsdp_buf_alloc(m->ctx, STRATA_TIER_DEVICE, STRATA_TAG_ACTIVATION,
+                                m->acts[ui].bytes, 1, &m->gacts[ui]);
+            if (STRATA_OK != st) goto fail;
+        }
+        /* a recomputed unit runs its forward again first */
+        st = fsdp_exec_recompute(m, u);
+        if (STRATA_OK != st) goto fail;
+        st = fsdp_exec_before(m, SCHED_OP_B, ui);
+        if (STRATA_OK != st) goto fail;
+        strata_unit_call_t c = { .unit = u, .backward = 1, .training = 1,
+                                 .in = &m->acts[ui], .out_ro = &m->acts[ui + 1],
+                                 .gout = m->gacts[ui + 1].ptr ? &m->gacts[ui + 1] : NULL,
+                                 .gin = ui > 0 ? &m->gacts[ui] : NULL };
+        double t0 = strata_now();
+        st = fsdp_run_callback(&c);
+        if (STRATA_OK != st) goto fail;
+        double t1 = strata_now();
+        fsdp_free_saves(u);
+        st = fsdp_exec_after(m, SCHED_OP_B, ui, t0, t1);
+        if (STRATA_OK != st) goto fail;
+        fsdp_buf_free(&m->gacts[ui + 1]);
+        fsdp_buf_free(&m->acts[ui + 1]);
+        /* unit 0 stays gathered for the next micro-batch's forward */
+        if ((m->opts.reshard_after_forward && !(0 == ui && !last)) || last)
+            fsdp_gather_release(u);
+        if (last) {
+            st = fsdp_reduce_start(m, u);
+            if (STRATA_OK != st) goto fail;
+            /* hybrid: the unit above had a whole backward to reduce-scatter */
+            if (ui + 1 < L) st = fsdp_reduce_replicas(m, m->units[ui + 1]);
+            if (STRATA_OK != st) goto fail;
+            /* units whose gradients already arrived may step now */
+            if (0 == pthread_mutex_trylock(&m->lock)) {
+                fsdp_poll_locked(m);
+                pthread_mutex_unlock(&m->lock);
+            }
+            if (0.0f == m->opts.clip_norm)
+                for (int v = L - 1; v > ui; v--)
+                    if (GRAD_ARRIVED == m->units[v]->rstate)
+                        unit_optim(m, m->units[v], 1.0f / (float)m->n_micro);
+        }
+    }
+    st = fsdp_exec_micro_end(m);
+    if (STRATA_OK != st) goto fail;
+    fsdp_buf_free(&m->acts[0]);
+    m->micro++;
+    m->phase = PHASE_STEP;
+    return STRATA_OK;
+fail:
+    abort_step(m);
+    return st;
+}
+
+strata_status_t strata_model_step_end(strata_model_t *m)
+{
+    strata_status_t st = need_ready(m, "strata_model_step_end");
+    if (STRATA_OK != st) return st;
+    if (PHASE_STEP != m->phase || m->micro != m->n_micro)
+        return strata_error(m->ctx, STRATA_ERR_STATE, "step_end after %d of %d micro-batches "
+                            "(each needs a forward and a backward)%s",
+                            PHASE_IDLE == m->phase ? 0 : m->micro, m->n_micro,
+                            PHASE_IDLE == m->phase ? "; no step was begun" : "");
+    int L = m->nunits;
+    float inv_m = 1.0f / (float)m->n_micro;
+    int clip = 0.0f != m->opts.clip_norm;
+    for (int ui = L - 1; ui >= 0; ui--) {
+        strata_unit_t *u = m->units[ui];
+        st = fsdp_reduce_wait(m, u);
+        if (STRATA_OK != st) goto fail;
+        fsdp_exec_trace_comm(m, "RS", ui, u->t_rstart, strata_now(), 0);
+        if (!clip && GRAD_ARRIVED == u->rstate) unit_optim(m, u, inv_m);
+    }
+    m->stats.grad_norm = -1.0;
+    if (clip) {
+        /* every replica holds the same reduced shard: summing the squared
+         * norms over the shard group gives the global norm */
+        double t0 = strata_now();
+        int thr = fsdp_optim_threads(m);
+        double sq = 0;
+        for (int ui = 0; ui < L; ui++)
+            sq += fsdp_sqnorm(m->units[ui]->grad_shard.ptr, m->units[ui]->shard_len, thr);
+        float local = (float)sq, total = 0;
+        pthread_mutex_lock(&m->lock);
+        st = strata_allreduce(m->shard, &local, &total, 1, STRATA_F32, STRATA_SUM);
+        pthread_mutex_unlock(&m->lock);
+        m->optim_s += strata_now() - t0;
+        if (STRATA_OK != st) goto fail;
+        double norm = sqrt((double)total) * inv_m;
+        float scale = inv_m;
+        if (norm > m->opts.clip_norm) scale = (float)(inv_m * m->opts.clip_norm / norm);
+        m->stats.grad_norm = norm;
+        for (int ui = L - 1; ui >= 0; ui--) unit_optim(m, m->units[ui], scale);
+    }
+    /* the master shards changed: every gathered copy is stale */
+    for (int ui = 0; ui < L; ui++) fsdp_gather_release(m->units[ui]);
+    m->step_count++;
+    m->phase = PHASE_IDLE;
+    m->stats.steps = m->step_count;
+    m->stats.step_s = strata_now() - m->t_step0;
+    m->stats.compute_s = m->compute_s;
+    m->stats.exposed_comm_s = m->exposed_s;
+    m->stats.optim_s = m->optim_s;
+    return fsdp_exec_step_end(m);
+fail:
+    abort_step(m);
+    return st;
+}

@@ -1,0 +1,398 @@
+/*
+ * strata/fsdp.h - fully sharded models: units, flat sharded parameters,
+ * the training step and the sharded optimizer.
+ * Included by strata.h; do not include directly.
+ *
+ * A model is an ordered list of units (e.g. transformer blocks). A unit has
+ * named fp32 parameters and two callbacks, forward and backward. The
+ * runtime flattens a unit's parameters (registration order) into one flat
+ * vector of N elements, pads it to Npad = ceil(N/S)*S for a shard group of
+ * S ranks, and rank s of the group keeps elements [s*Npad/S, (s+1)*Npad/S)
+ * as its fp32 master shard plus the optimizer state of the same range.
+ * Before a unit runs its flat parameter is all-gathered (prefetched
+ * cfg.prefetch units ahead) into a compute copy; after the last backward
+ * of a step its gradients are reduce-scattered (averaged over the shard
+ * group, then over the W/S replica groups) and the optimizer updates the
+ * local shard.
+ *
+ * One training step with M micro-batches:
+ *
+ *     strata_model_step_begin(model, M);
+ *     for m in 0..M-1:
+ *         strata_model_forward(model, x_m, bytes, batch_m, &out, &out_bytes);
+ *         ... loss and d(loss)/d(out) from out ...
+ *         strata_model_backward(model, dout, out_bytes);
+ *     strata_model_step_end(model);          (gradients, clipping, optimizer)
+ *
+ * Gradients are averaged, not summed: over the M micro-batches and over all
+ * W ranks. So each rank's backward should differentiate the MEAN loss of
+ * its own micro-batch; the step then equals one process training on the
+ * mean loss of all M*W micro-batches.
+ *
+ * Every buffer a callback touches is allocated by the runtime from the
+ * device tier (so cfg.device_mem bounds them all; exceeding it fails with
+ * STRATA_ERR_TIER_FULL and a message naming the need and the use per tag).
+ *
+ * Threads and progress: Open MPI advances a nonblocking collective only
+ * inside MPI calls. With opts.progress_thread (default) each model runs one
+ * thread that tests the collectives in flight every 200 us and sleeps on a
+ * condition variable when none are; callbacks may also call
+ * strata_call_progress between chunks of work. Every collective is started
+ * by the calling thread in program order (the same on every rank); the
+ * progress thread only tests. Waits spin briefly, then sleep in 20 us naps
+ * so oversubscribed ranks give their core away instead of spinning.
+ * Callbacks run on the thread that called forward/backward.
+ *
+ * Collective calls: create/finalize/destroy, step_begin/forward/backward/
+ * step_end and read_param are collective over the context's ranks, in the
+ * same order on every rank. A callback that fails on some ranks only leaves
+ * the other ranks waiting in the next collective: make failures symmetric
+ * (the same bad input fails everywhere) or abort the job.
+ */
+#ifndef STRATA_FSDP_H
+#define STRATA_FSDP_H
+
+#ifndef STRATA_H
+#error "include strata.h, not strata/fsdp.h"
+#endif
+
+typedef struct strata_model     strata_model_t;
+typedef struct strata_unit      strata_unit_t;
+typedef struct strata_unit_call strata_unit_call_t;
+
+/* ---- options -------------------------------------------------------------- */
+
+typedef enum {
+    STRATA_OPTIM_ADAMW = 0,   /* state "exp_avg", "exp_avg_sq" */
+    STRATA_OPTIM_SGD   = 1    /* state "momentum" (none if momentum == 0) */
+} strata_optim_kind_t;
+
+typedef struct strata_model_opts {
+    strata_optim_kind_t optimizer;
+    float    lr;                    /* default 1e-3 */
+    float    beta1, beta2, eps;     /* AdamW: 0.9, 0.999, 1e-8 */
+    float    weight_decay;          /* decoupled (AdamW) / L2 (SGD); default 0 */
+    float    momentum;              /* SGD: default 0.9 */
+    float    clip_norm;             /* global gradient-norm clipping; 0 = off */
+    strata_dtype_t compute_dtype;   /* gathered compute copy: F32 or BF16 (default F32) */
+    strata_dtype_t reduce_dtype;    /* gradient reduction on the wire: F32, BF16, F16 */
+    int      reshard_after_forward; /* free gathered params after forward (default 1);
+                                     * the last unit always stays gathered into backward */
+    int      optim_on_host;         /* optimizer state in the pinned-host tier (default 0) */
+    int      optim_threads;         /* threads of the optimizer step; 0 = cfg.threads rule */
+    int      progress_thread;       /* a thread drives nonblocking collectives (default 1) */
+    uint64_t seed;                  /* parameter initialisation; independent of W and S */
+} strata_model_opts_t;
+
+/* Fill *opts with the defaults above (AdamW, lr 1e-3, seed 1234). */
+void strata_model_opts_default(strata_model_opts_t *opts);
+
+/* ---- parameter initialisers ------------------------------------------------ */
+
+typedef enum {
+    STRATA_INIT_ZEROS  = 0,
+    STRATA_INIT_ONES   = 1,
+    STRATA_INIT_NORMAL = 2,   /* mean 0, standard deviation std */
+    STRATA_INIT_USER   = 3    /* fn fills the full tensor */
+} strata_init_kind_t;
+
+/* Fill the full tensor (n elements, row-major in dims) deterministically
+ * from seed: every rank calls it and keeps its shard. Return 0 on success. */
+typedef int (*strata_init_fn)(void *user, const char *unit, const char *param,
+                              float *full, size_t n, uint64_t seed);
+
+typedef struct {
+    strata_init_kind_t kind;
+    float              std;      /* NORMAL */
+    strata_init_fn     fn;       /* USER */
+    void              *user;     /* USER: passed to fn */
+} strata_init_t;
+
+/* ---- callbacks ---------------------------------------------------------------- */
+
+/*
+ * A unit's forward or backward. `call` is valid only during the callback;
+ * everything is reached through it (strata_call_*). Return STRATA_OK, or an
+ * error status that the runtime passes on from strata_model_forward/backward.
+ */
+typedef strata_status_t (*strata_unit_fn)(strata_unit_call_t *call, void *user_data);
+
+/* ---- model registration ------------------------------------------------------- */
+
+/* Create an empty model on ctx; opts may be NULL (defaults). The shard
+ * group size is cfg.shard_size (0 = world size); it must divide the world
+ * size (else STRATA_ERR_INVALID). Collective. */
+strata_status_t strata_model_create(strata_context_t *ctx, const strata_model_opts_t *opts,
+                                    strata_model_t **model_p);
+/* Release everything the model owns, waiting for collectives in flight.
+ * NULL is a no-op. Collective. */
+void strata_model_destroy(strata_model_t *model);
+
+/* Append a unit. name is copied (at most 63 bytes); user_data is passed to
+ * both callbacks and stays owned by the caller. backward may be NULL only
+ * for a model never trained (eval). After finalize: STRATA_ERR_STATE. The
+ * unit handle lives as long as the model. */
+strata_status_t strata_model_add_unit(strata_model_t *model, const char *name,
+                                      strata_unit_fn forward, strata_unit_fn backward,
+                                      void *user_data, strata_unit_t **unit_p);
+
+/* Append a parameter to a unit: ndims 1..4, dims copied; dtype is the
+ * master dtype and must be STRATA_F32 (the compute copy follows
+ * opts.compute_dtype). Names are unique within a unit. After finalize:
+ * STRATA_ERR_STATE. *index_p (may be NULL) receives the param's index, for
+ * strata_call_param/grad. */
+strata_status_t strata_unit_add_param(strata_unit_t *unit, const char *name, int ndims,
+                                      const size_t *dims, strata_dtype_t dtype,
+                                      strata_init_t init, int *index_p);
+
+/* Lay out and allocate the shards and optimizer state, initialise the
+ * parameters. Collective. After it, registration calls fail. */
+strata_status_t strata_model_finalize(strata_model_t *model);
+
+/* ---- the step ------------------------------------------------------------------- */
+
+/* Start a training step of n_micro micro-batches (>= 1). */
+strata_status_t strata_model_step_begin(strata_model_t *model, int n_micro);
+
+/*
+ * Forward of the next micro-batch. input (in_bytes) is copied into a
+ * device-tier buffer: unit 0's input. batch is an opaque pointer passed to
+ * every callback of this micro-batch (strata_call_batch), e.g. the targets.
+ * *out_p, *out_bytes_p: the last unit's output, owned by the runtime, valid
+ * until the matching strata_model_backward returns. Another forward before
+ * that backward fails with STRATA_ERR_STATE.
+ */
+strata_status_t strata_model_forward(strata_model_t *model, const void *input, size_t in_bytes,
+                                     void *batch, const void **out_p, size_t *out_bytes_p);
+
+/* Backward of the micro-batch whose forward came last. grad_out is d(loss)
+ * /d(output), exactly the forward's out_bytes (copied); it may be NULL with
+ * 0 bytes when the last unit computes its own loss gradient (its backward
+ * then sees no grad-output). On the last micro-batch, each unit's gradient
+ * reduction starts as soon as its backward returns. */
+strata_status_t strata_model_backward(strata_model_t *model, const void *grad_out,
+                                      size_t grad_bytes);
+
+/* Finish the step: wait for the gradient reductions, clip, and run the
+ * optimizer on every local shard (units whose gradients arrived early may
+ * already have been updated during backward when clipping is off). */
+strata_status_t strata_model_step_end(strata_model_t *model);
+
+/* Forward without a step (evaluation): saves are discarded after each unit
+ * and no backward may follow. *out_p is valid until the next call on the
+ * model. */
+strata_status_t strata_model_eval(strata_model_t *model, const void *input, size_t in_bytes,
+                                  void *batch, const void **out_p, size_t *out_bytes_p);
+
+/* Learning rate for the following steps (schedules). */
+strata_status_t strata_model_set_lr(strata_model_t *model, float lr);
+
+/* ---- reading parameters and statistics ------------------------------------------- */
+
+int strata_model_unit_count(const strata_model_t *model);
+strata_unit_t *strata_model_unit(strata_model_t *model, int index);
+const char *strata_unit_name(const strata_unit_t *unit);
+int strata_unit_param_count(const strata_unit_t *unit);
+/* Name, element count and dims (up to 4, may be NULL) of a parameter. */
+strata_status_t strata_unit_param_info(const strata_unit_t *unit, int index, const char **name_p,
+                                       size_t *numel_p, int *ndims_p, size_t dims[4]);
+/* Copy the full fp32 master value of a parameter (numel elements) into dst
+ * on every rank. Collective over the context's ranks. */
+strata_status_t strata_unit_read_param(strata_unit_t *unit, int index, float *dst, size_t numel);
+
+typedef struct {
+    int     steps;              /* optimizer steps taken */
+    double  step_s;             /* last step, wall time from step_begin to step_end */
+    double  compute_s;          /* inside callbacks */
+    double  exposed_comm_s;     /* blocked waiting for a collective */
+    double  optim_s;            /* clipping and optimizer */
+    double  grad_norm;          /* global gradient norm before clipping (last step) */
+    size_t  peak_device_bytes;  /* peaks of the tiers during the last step (every step */
+    size_t  peak_host_bytes;    /* starts from the use at step_begin; the context's tiers, */
+                                /* so all its models count) */
+    /* activation offload (all 0, overlap 1, while every saved name is kept) */
+    size_t  peak_storage_bytes;
+    double  transfer_s;         /* time the copy engines were busy with this step's
+                                 * activation transfers (summed over engines) */
+    double  exposed_transfer_s; /* of it, time compute waited for a transfer */
+    double  overlap_frac;       /* 1 - exposed/transfer, in [0,1]; 1 without transfers */
+    size_t  offload_bytes;      /* bytes moved off the device in the step */
+    double  predicted_step_s;   /* the plan's predicted step time (0 without a plan) */
+} strata_model_stats_t;
+strata_status_t strata_model_stats(const strata_model_t *model, strata_model_stats_t *stats_p);
+
+/* ---- activation policies, the step program, the trace (fsdp/exec.c) --------- */
+
+/*
+ * What happens to each saved activation (strata_save) between its forward
+ * and its backward is a policy per save name (as JAX's
+ * save_and_offload_only_these_names):
+ *   keep       stays on the device;
+ *   host       moved to the pinned-host tier after the unit's forward and
+ *              brought back before its backward;
+ *   storage    the same through host to the HDF5 storage tier;
+ *   recompute  dropped after the forward; the unit's forward runs again
+ *              right before its backward (its other saves are brought back
+ *              first and are only overwritten with the same values) and
+ *              that re-run keeps its saves on the device.
+ * The policy text is "qkv=host, mlp_up=storage, *=keep" ('*' = every other
+ * name; keep when absent) or "auto". It comes from cfg.act_policy
+ * (STRATA_ACT_POLICY) unless strata_model_set_act_policy replaced it;
+ * cfg.schedule (STRATA_SCHEDULE) picks lhs (latency-hiding: offloads start
+ * as soon as the forward made them, prefetches just early enough, within
+ * the device budget) or naive (every transfer waited for where it is
+ * issued). The unit inputs/outputs (the activations between units) always
+ * stay on the device.
+ *
+ * While every name is kept and no trace is asked for, nothing below
+ * happens. Otherwise the first step begins with a sizing pass: the first
+ * micro-batch's forward runs once with every save freed at the end of its
+ * unit (so forward callbacks of that micro-batch run twice), which records
+ * the step program (units, save names and sizes, costs). Then the plan is
+ * made (auto: the fastest that fits, printed on rank 0 with the predicted
+ * peaks and step time, and after the step the measured values beside
+ * them). A device budget too small for any plan fails there, before any
+ * backward or update, with STRATA_ERR_TIER_FULL and a message naming the
+ * smallest device_mem that fits. After step 1 the plan is made again from
+ * step 1's measured costs (mean over ranks). Every later forward is
+ * checked against the program: another save name, size, order or count
+ * fails at once with STRATA_ERR_MISMATCH naming the unit and the save
+ * (make such changes the same on every rank, or the others wait in the
+ * next collective); strata_model_replan makes the next step record again.
+ */
+
+/* Set the activation policy ("qkv=host,*=keep", "auto"; NULL = back to
+ * cfg.act_policy). Only between steps. A syntax error fails here; a name
+ * the model does not save fails here when the program is known (else at
+ * the next step's plan) with a message listing the names it saves. */
+strata_status_t strata_model_set_act_policy(strata_model_t *model, const char *policy);
+/* Forget the recorded step program: the next step sizes, records and plans
+ * again (e.g. after changing the micro-batch shape). Only between steps. */
+strata_status_t strata_model_replan(strata_model_t *model);
+/* Write a Chrome trace-event file per rank, <prefix>.<rank>.json (opens in
+ * Perfetto; strata trace FILES... reports per-step overlap): one track per
+ * engine (compute, comm, d2h, h2d, io), an event per op with its unit, save
+ * name and bytes, memory counters per tier, a step event per step. Written
+ * when the model is destroyed or the prefix is changed; NULL or "" stops
+ * tracing. Same as cfg.trace. In CUDA builds the compute ops are also NVTX
+ * ranges. */
+strata_status_t strata_model_trace(strata_model_t *model, const char *prefix);
+/* The smallest device budget (device_mem) at which `policy` (NULL = the
+ * one in force) has a schedule, and at which any plan has one (*any_p),
+ * from the recorded program; either pointer may be NULL. Needs a recorded
+ * program (after the first step). Local: no communication. */
+strata_status_t strata_model_plan_need(strata_model_t *model, const char *policy, size_t *need_p,
+                                       size_t *any_p);
+/* The plan in force (per name: action, bytes; predicted peaks and step
+ * time) and its per-engine schedule, readable. */
+strata_status_t strata_model_plan_print(const strata_model_t *model, FILE *out);
+
+/* ---- checkpoints (fsdp/ckpt.c, format in docs/checkpoint-format.md) -------- */
+
+/* What a model checkpoint carries besides the model and optimizer state. */
+typedef struct strata_model_ckpt {
+    uint64_t data_pos;                /* caller's position in its data stream */
+    void    *rng;                     /* caller's RNG state, rng_len bytes (may be NULL) */
+    size_t   rng_len;
+    int      nconfig;                 /* model configuration, saved as attributes */
+    const strata_ckpt_kv_t *config;
+    strata_dtype_t half_copy;         /* also write bf16/f16 copies (STRATA_F32: none) */
+    int      keep;                    /* checkpoints kept; 0 = ckpt_keep option */
+} strata_model_ckpt_t;
+
+/* Save the model's shards and optimizer state into dir/step-<8 digits>.h5
+ * (the step is the number of completed optimizer steps), atomically, and
+ * update dir/latest. Collective; only between steps. path (may be NULL)
+ * receives the file written. info may be NULL. */
+strata_status_t strata_model_save(strata_model_t *model, const char *dir,
+                                  const strata_model_ckpt_t *info, char *path, size_t len);
+/* Load a checkpoint written with any world or shard size into the model
+ * (same units and parameter shapes), restoring the optimizer state and step
+ * count; info->data_pos and info->rng (rng_len bytes, must match the file)
+ * are filled when info is not NULL. Collective; only between steps. On
+ * failure the model's values are unspecified: load again or rebuild it. */
+strata_status_t strata_model_load(strata_model_t *model, const char *path,
+                                  strata_model_ckpt_t *info);
+
+/* ---- inside a callback ------------------------------------------------------------ */
+
+/*
+ * Ownership and lifetime of what a callback is handed. All memory belongs
+ * to the runtime; a callback never frees it and must not keep a pointer
+ * past the lifetime given here.
+ *
+ *  strata_call_param    gathered compute copy (opts.compute_dtype: float*
+ *                       or uint16_t* bf16), numel elements; read-only;
+ *                       valid until the callback returns.
+ *  strata_call_grad     the parameter's fp32 gradient, numel elements, full
+ *                       size; zero at the first micro-batch of a step;
+ *                       backward ADDS its contribution (accumulation over
+ *                       micro-batches); valid until the callback returns.
+ *  strata_call_input    forward and backward: the unit's input (unit 0: the
+ *                       copy of strata_model_forward's input; unit u: unit
+ *                       u-1's output). Read-only; valid until the callback
+ *                       returns (the same bytes in forward and backward).
+ *  strata_call_output   forward: allocate the unit's output of `bytes`
+ *                       (call exactly once; it becomes the next unit's
+ *                       input); valid until the unit's backward returns.
+ *  strata_call_forward_output  backward: that same output, read-only.
+ *  strata_call_grad_output  backward: d(loss)/d(output), read-only; NULL
+ *                       with 0 bytes for the last unit when backward got
+ *                       no grad_out.
+ *  strata_call_grad_input   backward: buffer for d(loss)/d(input), same
+ *                       bytes as the input, zero-filled; the callback
+ *                       overwrites or adds. NULL with 0 bytes for unit 0
+ *                       (no one consumes it).
+ *  strata_call_workspace  scratch of `bytes`, uninitialised, valid until the
+ *                       callback returns; may be called several times.
+ *  strata_save          forward: a named buffer of `bytes` kept from this
+ *                       forward to the same unit's backward of the same
+ *                       micro-batch; between them the activation policy of
+ *                       its name may move it off the device or drop it for
+ *                       recompute (see "activation policies" above). Write
+ *                       it only inside this forward.
+ *  strata_saved         backward: the buffer saved under that name, read-
+ *                       write; freed when the backward returns.
+ *
+ * Size checks: every buffer the callback may write (output, grad_input,
+ * grads, saves, workspace) is followed by guard bytes; a callback that
+ * writes past its end fails the call with STRATA_ERR_MISMATCH naming the
+ * unit and the buffer (detection is best effort: writes far beyond the end
+ * may corrupt memory before they can be seen). A forward that never calls
+ * strata_call_output, or calls it twice, fails with STRATA_ERR_STATE.
+ */
+strata_status_t strata_call_param(strata_unit_call_t *call, int index, void **ptr_p,
+                                  size_t *numel_p);
+strata_status_t strata_call_grad(strata_unit_call_t *call, int index, float **ptr_p,
+                                 size_t *numel_p);
+strata_status_t strata_call_input(strata_unit_call_t *call, const void **ptr_p, size_t *bytes_p);
+strata_status_t strata_call_output(strata_unit_call_t *call, size_t bytes, void **ptr_p);
+strata_status_t strata_call_forward_output(strata_unit_call_t *call, const void **ptr_p,
+                                           size_t *bytes_p);
+strata_status_t strata_call_grad_output(strata_unit_call_t *call, const void **ptr_p,
+                                        size_t *bytes_p);
+strata_status_t strata_call_grad_input(strata_unit_call_t *call, void **ptr_p, size_t *bytes_p);
+strata_status_t strata_call_workspace(strata_unit_call_t *call, size_t bytes, void **ptr_p);
+strata_status_t strata_save(strata_unit_call_t *call, const char *name, size_t bytes,
+                            void **ptr_p);
+strata_status_t strata_saved(strata_unit_call_t *call, const char *name, void **ptr_p,
+                             size_t *bytes_p);
+
+/* The batch pointer given to strata_model_forward, the micro-batch index
+ * (0..M-1), M, whether this is a training forward (0 in strata_model_eval),
+ * the unit's index and the context. */
+void *strata_call_batch(const strata_unit_call_t *call);
+int strata_call_micro(const strata_unit_call_t *call);
+int strata_call_n_micro(const strata_unit_call_t *call);
+int strata_call_training(const strata_unit_call_t *call);
+int strata_call_unit_index(const strata_unit_call_t *call);
+strata_context_t *strata_call_context(const strata_unit_call_t *call);
+strata_dtype_t strata_call_compute_dtype(const strata_unit_call_t *call);
+
+/* Let the runtime advance collectives in flight (prefetched all-gathers,
+ * gradient reductions). Long callbacks may call it between chunks of work
+ * so communication overlaps compute even without a progress thread. Cheap
+ * when nothing is in flight. */
+void strata_call_progress(strata_unit_call_t *call);
+
+#endif

@@ -1,0 +1,12 @@
+# sched/ - deciding when things run: the step program, activation policies,
+# the latency-hiding and naive schedules, their simulator, the automatic
+# plan and the trace format. Pure code, tested without MPI.
+libstrata_la_SOURCES += \
+    sched/sched.h \
+    sched/sched_impl.h \
+    sched/program.c \
+    sched/policy.c \
+    sched/schedule.c \
+    sched/simulate.c \
+    sched/plan.c \
+    sched/trace.c

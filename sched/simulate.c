@@ -1,0 +1,128 @@
+/*
+ * simulate.c - the cost model: run a schedule in simulated time. Each
+ * engine takes its ops in issue order; an op starts when its engine is
+ * free and every op it depends on has ended, and lasts its predicted
+ * seconds. Memory is taken at an op's start and released at its end.
+ */
+#include "config.h"
+#include "sched/sched_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int is_transfer(sched_engine_t e) { return SCHED_D2H == e || SCHED_H2D == e || SCHED_IO == e; }
+
+static int cmp_mem(const void *x, const void *y)
+{
+    const sched_mem_event_t *a = x, *b = y;
+    if (a->t != b->t) return a->t < b->t ? -1 : 1;
+    /* frees first, so an op that starts when another ends reuses its bytes */
+    return (a->delta > b->delta) - (a->delta < b->delta);
+}
+
+int sched_mem_events(const sched_t *s, const double *start, const double *end,
+                     sched_mem_event_t **ev_p, int *n_p)
+{
+    sched_mem_event_t *ev = malloc(((size_t)s->nops * 2 * STRATA_TIER_COUNT + 1) * sizeof *ev);
+    int n = 0;
+    if (!ev) return -1;
+    for (int i = 0; i < s->nops; i++)
+        for (int t = 0; t < STRATA_TIER_COUNT; t++) {
+            if (s->ops[i].mem_alloc[t]) ev[n++] = (sched_mem_event_t){ start[i], t, (long long)s->ops[i].mem_alloc[t] };
+            if (s->ops[i].mem_free[t]) ev[n++] = (sched_mem_event_t){ end[i], t, -(long long)s->ops[i].mem_free[t] };
+        }
+    qsort(ev, (size_t)n, sizeof *ev, cmp_mem);
+    *ev_p = ev;
+    *n_p = n;
+    return 0;
+}
+
+strata_status_t sched_simulate(const sched_t *s, sched_result_t *res_p, double *start_out,
+                               double *end_out, char *err, size_t errlen)
+{
+    if (!s || !res_p) return sched_fail(err, errlen, STRATA_ERR_INVALID, "simulate: NULL argument");
+    sched_result_t r;
+    memset(&r, 0, sizeof r);
+    double *start = malloc(((size_t)s->nops + 1) * sizeof(double));
+    double *end = malloc(((size_t)s->nops + 1) * sizeof(double));
+    char *done = calloc((size_t)s->nops + 1, 1);
+    strata_status_t st = STRATA_ERR_NOMEM;
+    sched_mem_event_t *ev = NULL;
+    if (!start || !end || !done) goto out;
+
+    int head[SCHED_ENGINE_COUNT] = { 0 }, left = s->nops;
+    double avail[SCHED_ENGINE_COUNT] = { 0 };
+    while (left > 0) {
+        int progress = 0;
+        for (int e = 0; e < SCHED_ENGINE_COUNT; e++)
+            while (head[e] < s->norder[e]) {
+                int id = s->order[e][head[e]];
+                const sched_op_t *o = &s->ops[id];
+                double t = avail[e];
+                int ready = 1;
+                for (int i = 0; i < o->ndeps && ready; i++) {
+                    if (!done[o->deps[i]]) ready = 0;
+                    else if (end[o->deps[i]] > t) t = end[o->deps[i]];
+                }
+                if (!ready) break;
+                start[id] = t;
+                end[id] = t + o->seconds;
+                avail[e] = end[id];
+                done[id] = 1;
+                r.busy_s[e] += o->seconds;
+                if (is_transfer(e)) r.transfer_s += o->seconds;
+                if (end[id] > r.step_s) r.step_s = end[id];
+                head[e]++;
+                left--;
+                progress = 1;
+            }
+        if (!progress) {
+            char lab[96];
+            int stuck = -1;
+            for (int e = 0; e < SCHED_ENGINE_COUNT && stuck < 0; e++)
+                if (head[e] < s->norder[e]) stuck = s->order[e][head[e]];
+            st = sched_fail(err, errlen, STRATA_ERR_STATE,
+                            "schedule deadlocks: %d ops never start (first: %s)", left,
+                            sched_op_label(s, stuck, lab, sizeof lab));
+            goto out;
+        }
+    }
+
+    /* why compute waited: the part of each gap before an op in which only
+     * transfers were still pending is exposed transfer time */
+    double prev_end = 0;
+    for (int k = 0; k < s->norder[SCHED_COMPUTE]; k++) {
+        int id = s->order[SCHED_COMPUTE][k];
+        const sched_op_t *o = &s->ops[id];
+        double other = prev_end;
+        for (int i = 0; i < o->ndeps; i++) {
+            const sched_op_t *d = &s->ops[o->deps[i]];
+            if (!is_transfer(d->engine) && end[o->deps[i]] > other) other = end[o->deps[i]];
+        }
+        if (start[id] > other) r.exposed_transfer_s += start[id] - other;
+        if (other > prev_end) r.comm_wait_s += other - prev_end;
+        prev_end = end[id];
+    }
+    r.overlap_frac = r.transfer_s > 0 ? 1.0 - r.exposed_transfer_s / r.transfer_s : 1.0;
+    if (r.overlap_frac < 0) r.overlap_frac = 0;
+
+    int n;
+    if (sched_mem_events(s, start, end, &ev, &n)) goto out;
+    long long cur[STRATA_TIER_COUNT] = { (long long)s->prog->resident_bytes, 0, 0 };
+    for (int t = 0; t < STRATA_TIER_COUNT; t++) r.peak[t] = (size_t)cur[t];
+    for (int i = 0; i < n; i++) {
+        cur[ev[i].tier] += ev[i].delta;
+        if (cur[ev[i].tier] > (long long)r.peak[ev[i].tier]) r.peak[ev[i].tier] = (size_t)cur[ev[i].tier];
+    }
+    if (start_out) memcpy(start_out, start, (size_t)s->nops * sizeof(double));
+    if (end_out) memcpy(end_out, end, (size_t)s->nops * sizeof(double));
+    *res_p = r;
+    st = STRATA_OK;
+out:
+    if (STRATA_ERR_NOMEM == st) sched_fail(err, errlen, st, "out of memory simulating the schedule");
+    free(ev);
+    free(start);
+    free(end);
+    free(done);
+    return st;
+}

@@ -1,0 +1,37 @@
+#!/bin/sh
+# gpt-train-errors.t - train_gpt refuses bad input with a non-zero exit and
+# a message that says what is wrong: dim not divisible by heads, an unknown
+# flag, a missing value, a bad number, an unknown saved name in
+# --act-policy, a device budget too small (the message names the tier, the
+# need and the budget), --trace before it exists, --resume without
+# --ckpt-dir, a missing --data file; --help exits 0 and documents the stop
+# signal.
+set -u
+L="$top_srcdir/t/launch"; P="$top_builddir/examples/gpt/train_gpt"
+echo "1..11"
+n=0
+# refuses "description" "regex the output must match" ARGS...
+refuses() {
+    n=$((n + 1)); d=$1; re=$2; shift 2
+    out=$("$L" 1 "$P" --threads 1 "$@" 2>&1); rc=$?
+    echo "$out" | grep train_gpt | sed "s/^/# /"
+    if [ "$rc" -ne 0 ] && echo "$out" | grep -Eq -- "$re"; then echo "ok $n - $d"
+    else echo "not ok $n - $d (exit $rc)"; fi
+}
+refuses "dim not divisible by heads" "dim 10 is not divisible by heads 4" --dim 10 --heads 4
+refuses "an unknown flag" "unknown option '--frobnicate'" --frobnicate 3
+refuses "a flag without its value" "--steps needs a value" --steps
+refuses "a bad number" "--batch needs an integer" --batch 0
+refuses "an unknown name in --act-policy lists the saved names" \
+    "saves no 'qkvx' \(it saves: ln1, .*mlp_act" --act-policy "qkvx=host,*=keep"
+refuses "a device budget too small names tier, need and budget" \
+    "device tier full: need [0-9.]+ [KMG]?i?B, budget 64 KiB" --device-mem 64K --layers 2 --dim 32
+refuses "--trace says it is not available yet" "--trace: not available yet" --trace /tmp/t.json
+refuses "--resume without --ckpt-dir" "--resume needs --ckpt-dir" --resume
+refuses "a missing --data file" "nonexistent" --data /nonexistent/file.txt
+refuses "--schedule other than lhs|naive" "--schedule is lhs or naive" --schedule fast
+n=$((n + 1))
+out=$("$L" 1 "$P" --help 2>&1); rc=$?
+if [ "$rc" -eq 0 ] && echo "$out" | grep -q "SIGUSR1" && echo "$out" | grep -q "odls_base_sigkill_timeout" &&
+   echo "$out" | grep -q -- "--act-policy"; then echo "ok $n - --help exits 0 and documents options and the stop signal"
+else echo "not ok $n - --help exits 0 and documents options and the stop signal"; fi

@@ -1,0 +1,11 @@
+/*
+ * cmds.h - subcommands of the strata tool that live in their own files.
+ */
+#ifndef STRATA_TOOLS_CMDS_H
+#define STRATA_TOOLS_CMDS_H
+
+int strata_cmd_ckpt(int argc, char **argv);   /* tools/ckpt_cmd.c */
+int cmd_plan(int argc, char **argv);    /* tools/plan_cmd.c */
+int cmd_trace(int argc, char **argv);   /* tools/trace_cmd.c */
+
+#endif
