@@ -353,44 +353,79 @@ static void run_chunk(tiers_state_t *ts, tiers_engine_t *e, tiers_op_t *op)
     }
 }
 
+/* Largest pwrite/pread a waiter makes for a storage op it runs itself: the
+ * I/O thread stays free for small ops meanwhile, so there is no need to
+ * split at chunk_size; fewer, larger calls are what the pwrite/pread
+ * reference makes (one per block). */
+#define WAIT_STORAGE_IO_MAX ((size_t)64 << 20)
+
+/* A waiter runs a storage op (lock not held; the op is marked helped). */
+static strata_status_t help_storage(tiers_state_t *ts, tiers_op_t *op, size_t *done_p)
+{
+    size_t bytes = op->blk->bytes, done = 0, max = ts->chunk;
+    if (max < WAIT_STORAGE_IO_MAX) max = WAIT_STORAGE_IO_MAX;
+    strata_status_t st = tiers_storage_begin(ts, op);
+    while (STRATA_OK == st && done < bytes) {
+        size_t n = bytes - done < max ? bytes - done : max;
+        st = tiers_storage_chunk(ts, op, done, n);
+        if (STRATA_OK == st) done += n;
+        if (STRATA_OK == st && done < bytes && __atomic_load_n(&ts->shutdown, __ATOMIC_ACQUIRE))
+            st = STRATA_ERR_CANCELLED;
+    }
+    if (STRATA_OK == st) st = tiers_storage_finish(ts, op);
+    *done_p = done;
+    return st;
+}
+
 /*
- * strata_event_wait on a device<->host copy that its engine has not started
- * (lock held; returns with it held): when the backend's copy may run on any
- * thread, the copy is at the head of its engine's queue (so FIFO holds), its
- * dependencies are met and the engine is not paced, the waiting thread runs
- * it, chunk by chunk, instead of sleeping through two hand-offs (wake the
- * engine, then be woken by it), each of which, on a busy machine, can lose
- * the core to another process for a time slice. Meanwhile the engine stays
- * free to run small copies queued behind it, as it would between chunks.
+ * strata_event_wait on a copy that its engine has not started (lock held;
+ * returns with it held): when the copy is at the head of its engine's queue
+ * (so FIFO holds), its dependencies are met and the engine is not paced,
+ * the waiting thread runs it instead of sleeping through two hand-offs
+ * (wake the engine, then be woken by it), each of which, on a busy machine,
+ * can lose the core to another process for a time slice. Meanwhile the
+ * engine stays free to run small copies queued behind it, as it would
+ * between chunks. Device<->host copies: when the backend's copy may run on
+ * any thread. Storage ops: when they need no HDF5 call (HDF5 stays on the
+ * I/O thread), i.e. the spill file is open and the block has a dataset.
  */
 static void wait_copy(tiers_state_t *ts, strata_event_t *ev)
 {
     tiers_op_t *op = ev->op;
-    if (!ts->wait_copies || !op || OP_COPY != op->kind || op->started || is_storage_op(op) ||
-        ts->shutdown)
-        return;
-    tiers_engine_t *e = &ts->eng[STRATA_TIER_DEVICE == op->src ? ENG_D2H : ENG_H2D];
+    if (!op || OP_COPY != op->kind || op->started || ts->shutdown) return;
+    int storage = is_storage_op(op);
+    if (!(storage ? ts->wait_storage : ts->wait_copies)) return;
+    tiers_engine_t *e = &ts->eng[storage ? ENG_IO
+                                         : STRATA_TIER_DEVICE == op->src ? ENG_D2H : ENG_H2D];
     if (e->head != op || e->bw > 0 || !deps_ready(op)) return;
-    op->started = 1;
-    op->helped = 1;
-    if (op->ev) op->ev->t_start = strata_now();
     strata_block_t *blk = op->blk;
     strata_status_t st = STRATA_OK;
     if (op->prev && STRATA_OK != op->prev->status) st = op->prev->status;
-    if (STRATA_OK == st && !op->nocopy && blk->bytes > 0) {
+    int copy = STRATA_OK == st && !op->nocopy && blk->bytes > 0;
+    if (copy && storage && !tiers_storage_no_hdf5_locked(ts, op)) return;
+    op->started = 1;
+    op->helped = 1;
+    if (op->ev) op->ev->t_start = strata_now();
+    if (copy) {
         /* no other thread touches a helped op's bytes or progress: copy
          * without the lock, which a thread blocked on would need a wake-up
          * to get back */
-        char *dptr = blk->slot[op->dst].ptr;
-        const char *sptr = blk->slot[op->src].ptr;
-        size_t bytes = blk->bytes, done = 0;
+        size_t done = 0;
         tiers_unlock(ts);
-        while (STRATA_OK == st && done < bytes) {
-            size_t n = bytes - done < ts->chunk ? bytes - done : ts->chunk;
-            st = ts->be->copy(ts, e->kind, e->backend_data, dptr + done, sptr + done, n);
-            done += n;
-            if (STRATA_OK == st && done < bytes && __atomic_load_n(&ts->shutdown, __ATOMIC_ACQUIRE))
-                st = STRATA_ERR_CANCELLED;
+        if (storage) {
+            st = help_storage(ts, op, &done);
+        } else {
+            char *dptr = blk->slot[op->dst].ptr;
+            const char *sptr = blk->slot[op->src].ptr;
+            size_t bytes = blk->bytes;
+            while (STRATA_OK == st && done < bytes) {
+                size_t n = bytes - done < ts->chunk ? bytes - done : ts->chunk;
+                st = ts->be->copy(ts, e->kind, e->backend_data, dptr + done, sptr + done, n);
+                done += n;
+                if (STRATA_OK == st && done < bytes &&
+                    __atomic_load_n(&ts->shutdown, __ATOMIC_ACQUIRE))
+                    st = STRATA_ERR_CANCELLED;
+            }
         }
         pthread_mutex_lock(&ts->lock);
         op->done = done;
@@ -413,6 +448,13 @@ static void *engine_main(void *arg)
                 if (op->helped) continue;       /* its waiter finishes it */
                 unlink_op(e, op);
                 tiers_op_finish_locked(ts, op, STRATA_ERR_CANCELLED);
+            }
+            /* a waiter still running an op stops at its next chunk; wait
+             * for it (its storage I/O uses the file the I/O thread closes) */
+            while (e->head) {
+                tiers_unlock(ts);
+                sleep_until(strata_now() + 1e-3);
+                pthread_mutex_lock(&ts->lock);
             }
             break;
         }
