@@ -41,6 +41,8 @@
 #endif
 
 static int json;
+/* bytes per side timed for a storage row (--storage-budget) */
+static size_t storage_budget = (size_t)1 << 30;
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -71,17 +73,29 @@ static double move_time(strata_block_t *b, strata_tier_t dst, strata_context_t *
     return t;
 }
 
-static void row(const char *path, size_t bytes, int checksums, int fsync_on, double t, double ref_t)
+/* One row from n pairs of times (engine t, reference r; both sorted here):
+ * the medians of each side and their ratio; for the noise, the quartiles
+ * of the per-pair ratios (ref time / engine time). */
+static void row(const char *path, size_t bytes, int checksums, int fsync_on, double *t, double *r,
+                int n)
 {
-    double gbs = (double)bytes / t / 1e9, ref = (double)bytes / ref_t / 1e9;
+    double *q = malloc(sizeof(double) * (size_t)n);
+    if (!q) { fprintf(stderr, "tiers_bench: out of memory\n"); exit(1); }
+    for (int i = 0; i < n; i++) q[i] = r[i] / t[i];
+    qsort(q, (size_t)n, sizeof *q, cmp_double);
+    double q1 = q[n / 4], q3 = q[(3 * n) / 4 < n ? (3 * n) / 4 : n - 1];
+    free(q);
+    double gbs = (double)bytes / median(t, n) / 1e9, ref = (double)bytes / median(r, n) / 1e9;
     if (json) {
         printf("{\"path\":\"%s\",\"bytes\":%zu,\"checksums\":%s,\"fsync\":%s,\"gbs\":%.3f,"
-               "\"ref_gbs\":%.3f,\"ratio\":%.3f}\n", path, bytes, checksums ? "true" : "false",
-               fsync_on ? "true" : "false", gbs, ref, gbs / ref);
+               "\"ref_gbs\":%.3f,\"ratio\":%.3f,\"pairs\":%d,\"pair_ratio_q1\":%.3f,"
+               "\"pair_ratio_q3\":%.3f}\n", path, bytes, checksums ? "true" : "false",
+               fsync_on ? "true" : "false", gbs, ref, gbs / ref, n, q1, q3);
     } else {
         char s[32];
-        printf("%-4s %10s %9s %5s %9.2f %9.2f %7.2f\n", path, strata_format_size(bytes, s, sizeof s),
-               checksums ? "on" : "off", fsync_on ? "on" : "off", gbs, ref, gbs / ref);
+        printf("%-4s %10s %9s %5s %9.2f %9.2f %7.2f %5d %5.2f-%-5.2f\n", path,
+               strata_format_size(bytes, s, sizeof s), checksums ? "on" : "off",
+               fsync_on ? "on" : "off", gbs, ref, gbs / ref, n, q1, q3);
     }
     fflush(stdout);
 }
@@ -147,7 +161,7 @@ static void bench_copies(strata_context_t *ctx, size_t bytes, int repeats)
             }
             if (i >= 0) { t[i] = te; r[i] = tr; }
         }
-        row(dir ? "h2d" : "d2h", bytes, 0, 0, median(t, n), median(r, n));
+        row(dir ? "h2d" : "d2h", bytes, 0, 0, t, r, n);
         strata_block_free(b);
     }
     free(t);
@@ -195,7 +209,7 @@ static void bench_storage(strata_context_t *ctx, size_t bytes, int repeats, int 
     if (rfd < 0 || sfd < 0) { perror("open"); exit(1); }
     pwrite_all(rfd, h, bytes, 0);                   /* allocates the reference's blocks */
     strata_block_evict(b, S);
-    int n = pairs_for(bytes, repeats, (size_t)256 << 20);
+    int n = pairs_for(bytes, repeats, storage_budget);
     double *tw = samples(n), *rw = samples(n), *tr = samples(n), *rr = samples(n);
     for (int i = -2; i < n; i++) {                  /* i < 0: warm-up */
         int engine_first = 0 == (i & 1);
@@ -229,8 +243,8 @@ static void bench_storage(strata_context_t *ctx, size_t bytes, int repeats, int 
         strata_block_evict(b, S);
         if (i >= 0) { tw[i] = te; rw[i] = tref; tr[i] = te2; rr[i] = tref2; }
     }
-    row("h2s", bytes, checksums, fsync_on, median(tw, n), median(rw, n));
-    row("s2h", bytes, checksums, fsync_on, median(tr, n), median(rr, n));
+    row("h2s", bytes, checksums, fsync_on, tw, rw, n);
+    row("s2h", bytes, checksums, fsync_on, tr, rr, n);
     free(tw); free(rw); free(tr); free(rr);
     close(rfd);
     close(sfd);
@@ -308,15 +322,17 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--dir") && i + 1 < argc) dir = argv[++i];
         else if (!strcmp(argv[i], "--min") && i + 1 < argc) strata_parse_size(argv[++i], &min);
         else if (!strcmp(argv[i], "--max") && i + 1 < argc) strata_parse_size(argv[++i], &max);
+        else if (!strcmp(argv[i], "--storage-budget") && i + 1 < argc)
+            strata_parse_size(argv[++i], &storage_budget);
         else { fprintf(stderr, "usage: tiers_bench [--json] [--min SIZE] [--max SIZE] [--repeats N] "
-                       "[--fsync] [--dir DIR] [--no-interference]\n"); return 2; }
+                       "[--fsync] [--dir DIR] [--storage-budget SIZE] [--no-interference]\n"); return 2; }
     }
     int provided;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     if (repeats < 1) repeats = 1;
     if (repeats > 255) repeats = 255;
-    if (!json) printf("%-4s %10s %9s %5s %9s %9s %7s\n", "path", "block", "checksums", "fsync",
-                      "GB/s", "ref GB/s", "ratio");
+    if (!json) printf("%-4s %10s %9s %5s %9s %9s %7s %5s %s\n", "path", "block", "checksums", "fsync",
+                      "GB/s", "ref GB/s", "ratio", "pairs", "pair ratios q1-q3");
     for (int cs = 1; cs >= 0; cs--) {
         strata_context_t *ctx = make_ctx(max, dir, cs);
         for (size_t n = min; n <= max; n *= 4) {

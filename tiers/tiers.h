@@ -140,6 +140,7 @@ typedef struct tiers_op {
     size_t            done;           /* bytes copied so far */
     int               started;
     int               helped;         /* run by a thread in strata_event_wait, not the engine */
+    double            t_queued;       /* strata_now() when enqueued */
     XXH3_state_t     *hash;
     struct spill_ds  *ds;             /* storage write: the dataset chosen */
     /* OP_CALL: run fn(arg) on the engine's thread */
