@@ -148,23 +148,35 @@ strata_status_t tiers_storage_begin(tiers_state_t *ts, tiers_op_t *op)
     return STRATA_OK;
 }
 
+/* With checksums, a chunk moves in pieces of this size, each hashed while
+ * it is still in the core's cache (this CPU: 1 MiB L2 per core): hashing
+ * a whole 64 MiB chunk after the write read it from memory a second time
+ * (measured: h2s with checksums at ~0.75 of pwrite). */
+#define HASH_PIECE ((size_t)512 << 10)
+
 strata_status_t tiers_storage_chunk(tiers_state_t *ts, tiers_op_t *op, size_t off, size_t n)
 {
     char msg[STRATA_ERRMSG_LEN] = "";
     strata_block_t *blk = op->blk;
     spill_ds_t *ds = blk->slot[STRATA_TIER_STORAGE].ds;
     char *host = (char *)blk->slot[STRATA_TIER_PINNED_HOST].ptr + off;
-    strata_status_t st;
-    if (STRATA_TIER_STORAGE == op->dst) {
-        st = io_spill_write(ts->spill, ds->offset + off, host, n, msg, sizeof msg);
-        if (STRATA_OK != st)
-            return strata_error(ts->ctx, st, "%s; the block stays in the host tier", msg);
-    } else {
-        st = io_spill_read(ts->spill, ds->offset + off, host, n, msg, sizeof msg);
-        if (STRATA_OK != st)
-            return strata_error(ts->ctx, st, "%s; the block stays in the storage tier", msg);
+    int write = STRATA_TIER_STORAGE == op->dst;
+    size_t piece = op->hash ? HASH_PIECE : n;
+    for (size_t done = 0; done < n; done += piece) {
+        size_t k = n - done < piece ? n - done : piece;
+        strata_status_t st;
+        if (write) {
+            if (op->hash) XXH3_64bits_update(op->hash, host + done, k);
+            st = io_spill_write(ts->spill, ds->offset + off + done, host + done, k, msg, sizeof msg);
+            if (STRATA_OK != st)
+                return strata_error(ts->ctx, st, "%s; the block stays in the host tier", msg);
+        } else {
+            st = io_spill_read(ts->spill, ds->offset + off + done, host + done, k, msg, sizeof msg);
+            if (STRATA_OK != st)
+                return strata_error(ts->ctx, st, "%s; the block stays in the storage tier", msg);
+            if (op->hash) XXH3_64bits_update(op->hash, host + done, k);
+        }
     }
-    if (op->hash) XXH3_64bits_update(op->hash, host, n);
     return STRATA_OK;
 }
 
