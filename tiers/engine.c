@@ -25,6 +25,11 @@
  * condition variable every hop woke all three engines as well, which on a
  * small machine cost 28 us per copy instead of 7.
  *
+ * Waiters run copies (config wait_copies, default on): strata_event_wait
+ * on a copy its engine has not started runs it on the waiting thread (see
+ * wait_copy): device<->host copies where the backend allows, storage ops
+ * that need no HDF5 call, since all HDF5 calls stay on the I/O thread.
+ *
  * Spinning (config spin_time, default off): an engine out of work polls for
  * more, and strata_event_wait polls its event, for spin_time before
  * sleeping; a hop then costs a cache-line transfer instead of a scheduler
@@ -406,6 +411,7 @@ static void wait_copy(tiers_state_t *ts, strata_event_t *ev)
     if (copy && storage && !tiers_storage_no_hdf5_locked(ts, op)) return;
     op->started = 1;
     op->helped = 1;
+    if (storage) ts->helped_storage++;
     if (op->ev) op->ev->t_start = strata_now();
     if (copy) {
         /* no other thread touches a helped op's bytes or progress: copy

@@ -215,6 +215,7 @@ typedef struct tiers_state {
     double                  spin;             /* seconds to poll before sleeping */
     int                     wait_copies;      /* waiters run unstarted copies themselves */
     int                     wait_storage;     /* ... and storage ops that need no HDF5 call */
+    unsigned long           helped_storage;   /* storage ops run by waiters (for tests) */
     size_t                  chunk;
     int                     checksums;
     int                     spill_fsync;
