@@ -16,9 +16,11 @@
  *   policy; before every timed read both files are written back and
  *   dropped from the page cache (fdatasync + posix_fadvise DONTNEED), and
  *   before every timed write both files' ranges are wholly in the page
- *   cache and clean (read back by the previous round's timed reads; the
- *   bench checks residency with mincore and says on stderr if a pair
- *   started otherwise). Both writes go over clean cached pages, so neither
+ *   cache and clean, brought in the same way (after the timed reads, both
+ *   are dropped again and read back by one untimed pread each, so the
+ *   engine's read pattern does not leave its file with other folio sizes
+ *   than the reference's); the bench checks residency with mincore and
+ *   says on stderr if a pair started otherwise. Both writes go over clean cached pages, so neither
  *   pays for reading pages in or for writing back the other's dirty data
  *   inside its timing; write-back happens between the phases, untimed.
  *   Rows with checksums on and off; with --fsync also with fsync on.
@@ -259,11 +261,13 @@ static void bench_storage(strata_context_t *ctx, size_t bytes, int repeats, int 
     /* at least 16 pairs: the disk is what other processes share most */
     int n = pairs_for(bytes, repeats > 16 ? repeats : 16, storage_budget), uncached = 0, stale = 0;
     double *tw = samples(n), *rw = samples(n), *tr = samples(n), *rr = samples(n);
+    char *scratch = malloc(bytes ? bytes : 1);
+    if (!scratch) die(NULL, "out of memory");
     for (int i = -2; i < n; i++) {                  /* i < 0: warm-up */
         int engine_first = 0 == (i & 1);
         double te = 0, tref = 0, te2 = 0, tref2 = 0;
         /* write: the host copy is valid; both files' pages are cached and
-         * clean (read back in the previous round, or written back below) */
+         * clean, read in the same way (end of the previous round) */
         if (i >= 0 && !(cached(sfd, (off_t)off, bytes) && cached(rfd, 0, bytes))) uncached++;
         for (int k = 0; k < 2; k++) {
             if ((0 == k) == engine_first) {
@@ -294,6 +298,14 @@ static void bench_storage(strata_context_t *ctx, size_t bytes, int repeats, int 
         if (STRATA_OK != tiers_storage_offset(b, &off2) || off2 != off)
             die(ctx, "the spill landed on another dataset");
         strata_block_evict(b, S);
+        /* the next writes start over cached, clean pages that both files
+         * got the same way: how the timed reads brought them in (engine
+         * and reference differ there) decides the size of the page-cache
+         * folios, which the next writes and their write-back would inherit */
+        drop_cache(sfd);
+        drop_cache(rfd);
+        pread_all(sfd, scratch, bytes, (off_t)off);
+        pread_all(rfd, scratch, bytes, 0);
         if (i >= 0) { tw[i] = te; rw[i] = tref; tr[i] = te2; rr[i] = tref2; }
     }
     if (uncached)
@@ -305,7 +317,7 @@ static void bench_storage(strata_context_t *ctx, size_t bytes, int repeats, int 
                 "in the page cache\n", strata_format_size(bytes, spill, sizeof spill), stale, n);
     row("h2s", bytes, checksums, fsync_on, tw, rw, n);
     row("s2h", bytes, checksums, fsync_on, tr, rr, n);
-    free(tw); free(rw); free(tr); free(rr);
+    free(tw); free(rw); free(tr); free(rr); free(scratch);
     close(rfd);
     close(sfd);
     unlink(ref);

@@ -359,17 +359,12 @@ static void run_chunk(tiers_state_t *ts, tiers_engine_t *e, tiers_op_t *op)
     }
 }
 
-/* Largest pwrite/pread a waiter makes for a storage op it runs itself: the
- * I/O thread stays free for small ops meanwhile, so there is no need to
- * split at chunk_size; fewer, larger calls are what the pwrite/pread
- * reference makes (one per block). */
-#define WAIT_STORAGE_IO_MAX ((size_t)64 << 20)
-
-/* A waiter runs a storage op (lock not held; the op is marked helped). */
+/* A waiter runs a storage op (lock not held; the op is marked helped), in
+ * chunks as the I/O thread would (storage.c sizes the calls within one).
+ * Calls larger than chunk_size did not pay: see storage.c. */
 static strata_status_t help_storage(tiers_state_t *ts, tiers_op_t *op, size_t *done_p)
 {
     size_t bytes = op->blk->bytes, done = 0, max = ts->chunk;
-    if (max < WAIT_STORAGE_IO_MAX) max = WAIT_STORAGE_IO_MAX;
     strata_status_t st = tiers_storage_begin(ts, op);
     while (STRATA_OK == st && done < bytes) {
         size_t n = bytes - done < max ? bytes - done : max;
