@@ -2,7 +2,9 @@
  * storage.c - the storage tier's policy: when the spill file is made,
  * which dataset a spilled block goes to, checksums, failures. The file
  * format is io/'s (io/spill.c). Everything here that touches HDF5 runs on
- * the I/O engine's thread.
+ * the I/O engine's thread; a thread waiting on a storage op may run one
+ * that needs no HDF5 call itself (tiers_storage_no_hdf5_locked, then
+ * begin, chunks, finish: pwrite/pread, XXH3, fdatasync).
  *
  * Datasets are reused: a freed block's dataset goes on a free list and the
  * next spill takes the smallest free one that holds it and is at most
