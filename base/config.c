@@ -60,8 +60,9 @@ static const opt_row_t opt_table[] = {
     { "spin_time",  "0", "seconds a copy engine polls for work, and a thread waiting on an event "
                             "polls it, before sleeping (a wake-up costs tens of microseconds); 0 = sleep at once",
       OFF(spin_time), OPT_DOUBLE, 0, NULL },
-    { "wait_copies", "on",  "host backend: strata_event_wait on a device<->host copy that its engine has not "
-                            "started runs it on the waiting thread (FIFO kept; saves two thread hand-offs)",
+    { "wait_copies", "on",  "strata_event_wait on a copy that its engine has not started runs it on the "
+                            "waiting thread (FIFO kept; saves two thread hand-offs): device<->host copies on "
+                            "the host backend, storage ops that need no HDF5 call on any backend",
       OFF(wait_copies), OPT_BOOL, 0, NULL },
     { "checksums",  "on",   "storage tier: checksum spilled blocks and verify them on read-back",
       OFF(checksums), OPT_BOOL, 0, NULL },

@@ -130,7 +130,7 @@ typedef struct strata_config {
     double   link_storage_bw;
     double   link_latency;        /* seconds added per copy when paced */
     double   spin_time;           /* seconds engines and waiters poll before sleeping */
-    int      wait_copies;         /* strata_event_wait runs an unstarted host copy itself */
+    int      wait_copies;         /* strata_event_wait runs an unstarted copy itself */
     int      checksums;           /* storage tier: verify blocks on read-back */
     int      prefetch;            /* all-gather lookahead in units */
     char     act_policy[512];     /* e.g. "qkv=host,*=keep" or "auto" */

@@ -35,7 +35,9 @@ strata_status_t io_spill_open(io_spill_t *sp, char *msg, size_t msglen);
  * (fallocate, so a full disk fails here rather than mid-write). */
 strata_status_t io_spill_dataset(io_spill_t *sp, size_t bytes, uint64_t *offset_p,
                                  char *msg, size_t msglen);
-/* I/O thread: raw data at a dataset's offset. */
+/* Any thread once io_spill_open has succeeded (no HDF5 call): raw data at
+ * a dataset's offset; these, io_spill_prefetch, io_spill_sync and
+ * io_spill_unlinked use only the file descriptor. */
 strata_status_t io_spill_write(io_spill_t *sp, uint64_t off, const void *buf, size_t n,
                                char *msg, size_t msglen);
 strata_status_t io_spill_read(io_spill_t *sp, uint64_t off, void *buf, size_t n,

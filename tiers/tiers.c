@@ -73,6 +73,8 @@ strata_status_t tiers_init(strata_context_t *ctx)
             goto err;
         }
     }
+    /* storage ops are pwrite/pread on host memory whatever the backend */
+    ts->wait_storage = ts->wait_copies;
     ts->wait_copies = ts->wait_copies && ts->be->any_thread_copy;
     ctx->tiers = ts;
     st = tiers_engines_start(ts);

@@ -140,6 +140,7 @@ typedef struct tiers_op {
     size_t            done;           /* bytes copied so far */
     int               started;
     int               helped;         /* run by a thread in strata_event_wait, not the engine */
+    double            t_queued;       /* strata_now() when enqueued */
     XXH3_state_t     *hash;
     struct spill_ds  *ds;             /* storage write: the dataset chosen */
     /* OP_CALL: run fn(arg) on the engine's thread */
@@ -213,6 +214,8 @@ typedef struct tiers_state {
     unsigned                gen;              /* bumped by every enqueue and completion */
     double                  spin;             /* seconds to poll before sleeping */
     int                     wait_copies;      /* waiters run unstarted copies themselves */
+    int                     wait_storage;     /* ... and storage ops that need no HDF5 call */
+    unsigned long           helped_storage;   /* storage ops run by waiters (for tests) */
     size_t                  chunk;
     int                     checksums;
     int                     spill_fsync;
@@ -226,6 +229,7 @@ typedef struct tiers_state {
     struct io_spill        *spill;            /* NULL until the first spill */
     spill_ds_t             *ds_free;          /* free datasets */
     spill_ds_t             *ds_all;
+    int                     spill_open;       /* the HDF5 file is created and open */
     int                     warned_unlinked;
     /* engines */
     tiers_engine_t          eng[ENG_COUNT];
@@ -264,9 +268,18 @@ void tiers_op_finish_locked(tiers_state_t *ts, tiers_op_t *op, strata_status_t s
 void tiers_block_free_space_locked(strata_block_t *blk, strata_tier_t tier);
 void tiers_block_destroy_locked(strata_block_t *blk);
 
-/* storage.c: one chunk of a storage op on the I/O thread. */
-strata_status_t tiers_storage_chunk(tiers_state_t *ts, tiers_op_t *op, size_t off, size_t n);
+/*
+ * storage.c: a storage op is start, chunks, finish. start may call HDF5
+ * (create the file, a dataset) and runs on the I/O thread. An op for which
+ * tiers_storage_no_hdf5_locked says 1 (the file is open and the block has
+ * a dataset, or a free one was just given to it) needs no HDF5 call: any
+ * thread may run it with begin instead of start, then chunks and finish,
+ * which are pwrite/pread at the dataset's offset, XXH3 and fdatasync.
+ */
 strata_status_t tiers_storage_start(tiers_state_t *ts, tiers_op_t *op);
+int tiers_storage_no_hdf5_locked(tiers_state_t *ts, tiers_op_t *op);
+strata_status_t tiers_storage_begin(tiers_state_t *ts, tiers_op_t *op);
+strata_status_t tiers_storage_chunk(tiers_state_t *ts, tiers_op_t *op, size_t off, size_t n);
 strata_status_t tiers_storage_finish(tiers_state_t *ts, tiers_op_t *op);
 strata_status_t tiers_storage_prepare(tiers_state_t *ts);  /* caller thread: private dir */
 void tiers_storage_cleanup(tiers_state_t *ts);             /* after the engines stopped */
