@@ -72,7 +72,7 @@ typedef struct fsdp_exec {
     size_t           *ubytes;          /* per global save: bytes the callback asked for */
     int              *soff;            /* first global save of unit u (L+1 entries) */
     size_t            base_dev, base_host, base_storage;   /* in use when step 1 began */
-    size_t            acts_bytes, max_act, ws_bytes, grads_bytes, max_ag;
+    size_t            acts_bytes, max_act, ws_bytes, grads_bytes, max_ag, max_save;
     int               planned_micro;
     int               costs_measured;  /* step-1 costs replaced the estimates */
     double           *fwd_s, *bwd_s;   /* per unit, summed over this step's micro-batches */
@@ -230,7 +230,12 @@ static strata_status_t install(strata_model_t *m, sched_t *s)
 
 static size_t resident(const fsdp_exec_t *x, int n_micro)
 {
-    size_t r = x->base_dev + x->acts_bytes + 2 * x->max_act + x->ws_bytes;
+    /* the schedule counts bytes, the tier needs contiguous spans: the
+     * slack of one more workspace and the largest save keeps a plan at the
+     * budget's edge from failing on fragmentation (blocks of many sizes
+     * come and go in a step) */
+    size_t slack = x->ws_bytes + x->max_save;
+    size_t r = x->base_dev + x->acts_bytes + 2 * x->max_act + x->ws_bytes + slack;
     if (n_micro > 1) r += x->grads_bytes;
     return r;
 }
@@ -361,7 +366,7 @@ static strata_status_t sizing(strata_model_t *m, const void *input, size_t in_by
     strata_tiers_reset_peaks(ctx);
 
     size_t esz = strata_dtype_size(m->opts.compute_dtype), nsaves = 0, cap = 0;
-    x->acts_bytes = x->max_act = x->grads_bytes = x->max_ag = 0;
+    x->acts_bytes = x->max_act = x->grads_bytes = x->max_ag = x->max_save = 0;
     fsdp_buf_free(&m->acts[L]);
     st = fsdp_buf_alloc(ctx, STRATA_TIER_DEVICE, STRATA_TAG_ACTIVATION, in_bytes, 0, &m->acts[0]);
     if (STRATA_OK != st) goto out;
@@ -398,6 +403,8 @@ static strata_status_t sizing(strata_model_t *m, const void *input, size_t in_by
                 x->ubytes = nb;
             }
             x->ubytes[nsaves++] = u->saves[i].buf.bytes;
+            if (blk_bytes(u->saves[i].buf.bytes) > x->max_save)
+                x->max_save = blk_bytes(u->saves[i].buf.bytes);
         }
         fsdp_free_saves(u);
         fsdp_buf_free(&m->acts[ui]);
@@ -589,6 +596,27 @@ static strata_status_t wait_op(strata_model_t *m, int id)
     }
 }
 
+int fsdp_exec_make_room(strata_model_t *m)
+{
+    if (!fsdp_exec_active(m) || !X(m)->sched) return 0;
+    fsdp_exec_t *x = X(m);
+    /* the schedule bounds device bytes, not their layout: a tier that is
+     * full by fragmentation, or where a drain runs late (a slow link, a
+     * rank behind), gets room as the next offload completes */
+    if (STRATA_OK != pump(m)) return 0;
+    int n;
+    const int *ord = sched_engine_order(x->sched, SCHED_D2H, &n);
+    for (int k = 0; k < n; k++) {
+        int id = ord[k];
+        if (!x->issued[id] || x->done[id]) continue;
+        double t0 = strata_now();
+        strata_event_wait(x->ev[id]);
+        x->exposed_s += strata_now() - t0;
+        return STRATA_OK == finish(m, id) ? 1 : 0;
+    }
+    return 0;
+}
+
 static int compute_op(const fsdp_exec_t *x, int kind, int unit)
 {
     if (unit < 0 || !x->fid) return -1;
@@ -671,6 +699,7 @@ strata_status_t fsdp_exec_after(strata_model_t *m, int kind, int unit, double t0
 
 strata_status_t fsdp_exec_step_begin(strata_model_t *m)
 {
+    fsdp_ws_cache_drop(m);
     strata_tiers_reset_peaks(m->ctx);
     if (!m->exec) return STRATA_OK;
     fsdp_exec_t *x = X(m);
@@ -823,6 +852,7 @@ static strata_status_t measured_costs(strata_model_t *m)
 
 strata_status_t fsdp_exec_step_end(strata_model_t *m)
 {
+    fsdp_ws_cache_drop(m);
     strata_model_stats_t *s = &m->stats;
     fsdp_exec_t *x = X(m);
     s->transfer_s = s->exposed_transfer_s = 0;
@@ -891,6 +921,7 @@ static void write_trace(strata_model_t *m)
 
 void fsdp_exec_destroy(strata_model_t *m)
 {
+    fsdp_ws_cache_drop(m);
     fsdp_exec_t *x = X(m);
     if (!x) return;
     write_trace(m);
