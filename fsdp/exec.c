@@ -76,6 +76,11 @@ typedef struct fsdp_exec {
     int               planned_micro;
     int               costs_measured;  /* step-1 costs replaced the estimates */
     double           *fwd_s, *bwd_s;   /* per unit, summed over this step's micro-batches */
+    double           *ag_s, *rs_s;     /* per unit: collective times this step (trace_comm) */
+    int              *ag_n, *rs_n;     /* and their counts */
+    double            last_ag, last_rs;
+    double           *cum;             /* costs summed over the steps after step 1 (4L+1) */
+    int               cum_steps;
 
     sched_opts_t      opts;
     sched_actions_t   acts;
@@ -347,11 +352,20 @@ static strata_status_t sizing(strata_model_t *m, const void *input, size_t in_by
     sched_program_destroy(x->prog);
     x->prog = NULL;
     free(x->ubytes); free(x->soff); free(x->fwd_s); free(x->bwd_s);
+    free(x->ag_s); free(x->ag_n); free(x->rs_s); free(x->rs_n); free(x->cum);
     x->ubytes = NULL;
     x->soff = calloc((size_t)L + 1, sizeof(int));
     x->fwd_s = calloc((size_t)L, sizeof(double));
     x->bwd_s = calloc((size_t)L, sizeof(double));
-    if (!x->soff || !x->fwd_s || !x->bwd_s) return strata_error(ctx, STRATA_ERR_NOMEM, "program");
+    x->ag_s = calloc((size_t)L, sizeof(double));
+    x->ag_n = calloc((size_t)L, sizeof(int));
+    x->rs_s = calloc((size_t)L, sizeof(double));
+    x->rs_n = calloc((size_t)L, sizeof(int));
+    x->cum = calloc((size_t)(4 * L + 1), sizeof(double));
+    x->cum_steps = 0;
+    if (!x->soff || !x->fwd_s || !x->bwd_s || !x->ag_s || !x->ag_n || !x->rs_s || !x->rs_n ||
+        !x->cum)
+        return strata_error(ctx, STRATA_ERR_NOMEM, "program");
     st = sched_program_create(&x->prog);
     if (STRATA_OK != st) return strata_error(ctx, st, "program");
     sched_record_begin(x->prog);
@@ -707,7 +721,11 @@ strata_status_t fsdp_exec_step_begin(strata_model_t *m)
     x->moved_bytes = 0;
     x->t_plan0 = strata_now();
     if (x->fwd_s)
-        for (int u = 0; u < m->nunits; u++) x->fwd_s[u] = x->bwd_s[u] = 0;
+        for (int u = 0; u < m->nunits; u++) {
+            x->fwd_s[u] = x->bwd_s[u] = x->ag_s[u] = x->rs_s[u] = 0;
+            x->ag_n[u] = x->rs_n[u] = 0;
+        }
+    x->last_ag = x->last_rs = 0;
     if (x->active && x->trace_prefix[0] && !x->trace) {
         strata_status_t st = sched_trace_create(m->ctx->rank, &x->trace);
         if (STRATA_OK != st) return strata_error(m->ctx, st, "trace");
@@ -819,34 +837,68 @@ void fsdp_exec_abort(strata_model_t *m)
     micro_reset(X(m));
 }
 
-/* Every rank the same costs: the mean over ranks. */
-static strata_status_t measured_costs(strata_model_t *m)
+/* This step's costs, the same on every rank (the mean over ranks), into
+ * r[0..4L]: per unit forward, backward (per micro-batch), all-gather and
+ * reduce-scatter (per use; the program's value where none was timed), then
+ * the optimizer. */
+static strata_status_t step_costs(strata_model_t *m, float *r)
 {
     fsdp_exec_t *x = X(m);
     int L = m->nunits, M = m->n_micro > 0 ? m->n_micro : 1;
-    float *v = malloc((size_t)(2 * L + 1) * sizeof *v), *r = malloc((size_t)(2 * L + 1) * sizeof *r);
-    if (!v || !r) {
-        free(v); free(r);
-        return strata_error(m->ctx, STRATA_ERR_NOMEM, "costs");
-    }
+    float *v = malloc((size_t)(4 * L + 1) * sizeof *v);
+    if (!v) return STRATA_ERR_NOMEM;
     for (int u = 0; u < L; u++) {
         v[u] = (float)(x->fwd_s[u] / M);
         v[L + u] = (float)(x->bwd_s[u] / M);
+        v[2 * L + u] = (float)(x->ag_n[u] ? x->ag_s[u] / x->ag_n[u]
+                                          : x->prog->units[u].cost_s[SCHED_COST_AG]);
+        v[3 * L + u] = (float)(x->rs_n[u] ? x->rs_s[u] / x->rs_n[u]
+                                          : x->prog->units[u].cost_s[SCHED_COST_RS]);
     }
-    v[2 * L] = (float)m->optim_s;
+    v[4 * L] = (float)m->optim_s;
     pthread_mutex_lock(&m->lock);
-    strata_status_t st = strata_allreduce(m->ctx->world, v, r, (size_t)(2 * L + 1), STRATA_F32,
+    strata_status_t st = strata_allreduce(m->ctx->world, v, r, (size_t)(4 * L + 1), STRATA_F32,
                                           STRATA_AVG);
     pthread_mutex_unlock(&m->lock);
-    if (STRATA_OK == st) {
-        for (int u = 0; u < L; u++) {
-            sched_record_cost(x->prog, u, SCHED_COST_FWD, r[u], NULL, 0);
-            sched_record_cost(x->prog, u, SCHED_COST_BWD, r[L + u], NULL, 0);
-        }
-        x->prog->optim_s = r[2 * L];
-    }
     free(v);
+    return st;
+}
+
+static void set_costs(strata_model_t *m, const double *c)
+{
+    fsdp_exec_t *x = X(m);
+    int L = m->nunits;
+    for (int u = 0; u < L; u++) {
+        sched_record_cost(x->prog, u, SCHED_COST_FWD, c[u], NULL, 0);
+        sched_record_cost(x->prog, u, SCHED_COST_BWD, c[L + u], NULL, 0);
+        sched_record_cost(x->prog, u, SCHED_COST_AG, c[2 * L + u], NULL, 0);
+        sched_record_cost(x->prog, u, SCHED_COST_RS, c[3 * L + u], NULL, 0);
+    }
+    x->prog->optim_s = c[4 * L];
+}
+
+/* After step 1 (first = 1): its costs replace the sizing pass's estimates.
+ * After every later step: the costs become the mean over the steps since
+ * step 1 (which is not typical: first touches, the sizing pass). */
+static strata_status_t measured_costs(strata_model_t *m, int first)
+{
+    fsdp_exec_t *x = X(m);
+    int L = m->nunits, n = 4 * L + 1;
+    float *r = malloc((size_t)n * sizeof *r);
+    double *c = malloc((size_t)n * sizeof *c);
+    strata_status_t st = r && c ? step_costs(m, r) : STRATA_ERR_NOMEM;
+    if (STRATA_OK == st) {
+        if (!first) x->cum_steps++;
+        for (int i = 0; i < n; i++) {
+            if (!first) x->cum[i] += r[i];
+            c[i] = first ? r[i] : x->cum[i] / x->cum_steps;
+        }
+        set_costs(m, c);
+    } else if (STRATA_ERR_NOMEM == st) {
+        st = strata_error(m->ctx, st, "costs");
+    }
     free(r);
+    free(c);
     return st;
 }
 
@@ -886,10 +938,21 @@ strata_status_t fsdp_exec_step_end(strata_model_t *m)
         fflush(stdout);
     }
     x->print_after = 0;
-    if (!x->costs_measured) {
+    if (x->costs_measured) {
+        /* the plan in force predicts again with the costs measured so far:
+         * predicted_step_s follows what the steps cost, and the schedule
+         * does not change under the run */
+        strata_status_t st = measured_costs(m, 0);
+        if (STRATA_OK != st) return st;
+        sched_result_t r;
+        sched_update_costs(x->sched);
+        if (STRATA_OK == sched_simulate(x->sched, &r, NULL, NULL, NULL, 0)) x->pred = r;
+        return STRATA_OK;
+    }
+    {
         /* plan again with what step 1 measured */
         x->costs_measured = 1;
-        strata_status_t st = measured_costs(m);
+        strata_status_t st = measured_costs(m, 1);
         if (STRATA_OK == st) st = plan(m, m->n_micro, 1);
         if (STRATA_OK != st) {
             /* the step itself succeeded: keep the plan it ran with */
@@ -905,6 +968,21 @@ strata_status_t fsdp_exec_step_end(strata_model_t *m)
 void fsdp_exec_trace_comm(strata_model_t *m, const char *name, int unit, double t0, double t1,
                           size_t bytes)
 {
+    fsdp_exec_t *x = X(m);
+    if (x && x->ag_s && unit >= 0 && unit < m->nunits && t0 > 0 && PHASE_IDLE != m->phase) {
+        /* a collective's cost as the simulator's comm engine, which runs
+         * one at a time, sees it: from its start or the previous one's end,
+         * whichever is later, to when it was seen complete (by the
+         * progress thread, else when compute waited for it: t1) */
+        const strata_unit_t *u = m->units[unit];
+        int ag = 'A' == name[0];
+        double done = ag ? u->t_gdone : u->t_rdone, *last = ag ? &x->last_ag : &x->last_rs;
+        double end = done >= t0 && done <= t1 ? done : t1;
+        double from = t0 > *last ? t0 : *last;
+        (ag ? x->ag_s : x->rs_s)[unit] += end > from ? end - from : 0;
+        (ag ? x->ag_n : x->rs_n)[unit]++;
+        *last = end;
+    }
     if (!m->exec || !X(m)->trace || t0 <= 0) return;
     sched_trace_op(X(m)->trace, SCHED_COMM, name, t0, t1 - t0, unit, NULL, bytes);
 }
@@ -930,6 +1008,7 @@ void fsdp_exec_destroy(strata_model_t *m)
     sched_program_destroy(x->prog);
     sched_trace_destroy(x->trace);
     free(x->ubytes); free(x->soff); free(x->fwd_s); free(x->bwd_s);
+    free(x->ag_s); free(x->ag_n); free(x->rs_s); free(x->rs_n); free(x->cum);
     free(x);
     m->exec = NULL;
 }

@@ -113,6 +113,7 @@ struct strata_unit {
     fsdp_save_t    *saves;
     int             forward_done; /* forward of the current micro-batch ran */
     double          t_gstart, t_rstart;   /* when its all-gather / reduction started (trace) */
+    double          t_gdone, t_rdone;     /* when they were seen complete (costs) */
 };
 
 typedef enum { MODEL_BUILDING = 0, MODEL_READY, MODEL_BROKEN } fsdp_model_state_t;

@@ -66,6 +66,7 @@ static void arrived(strata_model_t *m, strata_unit_t *u)
 /* The reduce-scatter of u is complete. */
 static void rs_done(strata_model_t *m, strata_unit_t *u)
 {
+    u->t_rdone = strata_now();
     /* the full gradient was only the send buffer */
     fsdp_buf_free(&u->grad);
     fsdp_buf_free(&u->rs_send);
@@ -110,6 +111,7 @@ static strata_status_t gather_advance(strata_model_t *m, strata_unit_t *u, int b
     fsdp_buf_free(&u->gsend);
     if (STRATA_OK != st) return st;
     u->gstate = GATHER_READY;
+    u->t_gdone = strata_now();
     return STRATA_OK;
 }
 

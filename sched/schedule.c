@@ -828,6 +828,25 @@ int sched_save_action(const sched_t *s, int unit, int save)
     return (int)s->save_act[s->save_off[unit] + save];
 }
 
+void sched_update_costs(sched_t *s)
+{
+    if (!s || !s->prog) return;
+    const sched_program_t *prog = s->prog;
+    for (int i = 0; i < s->nops; i++) {
+        sched_op_t *o = &s->ops[i];
+        if (SCHED_OP_OPTIM == o->kind) { o->seconds = prog->optim_s; continue; }
+        if (o->unit < 0 || o->unit >= prog->nunits) continue;
+        const double *c = prog->units[o->unit].cost_s;
+        switch (o->kind) {
+        case SCHED_OP_F: case SCHED_OP_RECOMPUTE: o->seconds = c[SCHED_COST_FWD]; break;
+        case SCHED_OP_B:  o->seconds = c[SCHED_COST_BWD]; break;
+        case SCHED_OP_AG: o->seconds = c[SCHED_COST_AG]; break;
+        case SCHED_OP_RS: o->seconds = c[SCHED_COST_RS]; break;
+        default: break;   /* transfers: the link model's times */
+        }
+    }
+}
+
 const char *sched_op_label(const sched_t *s, int id, char *buf, size_t len)
 {
     const sched_op_t *o = sched_op(s, id);

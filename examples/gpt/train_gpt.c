@@ -695,10 +695,11 @@ int main(int argc, char **argv)
             printf("{\"step\":%d,\"loss\":%.9g,\"lr\":%.6g,\"tokens_per_s\":%.1f,\"step_s\":%.6f,"
                    "\"peak_device_bytes\":%zu,\"peak_host_bytes\":%zu,\"peak_storage_bytes\":%zu,"
                    "\"transfer_s\":%.6f,\"exposed_transfer_s\":%.6f,\"overlap_frac\":%.4f,"
-                   "\"offload_bytes\":%zu,\"predicted_step_s\":%.6f}\n",
+                   "\"offload_bytes\":%zu,\"predicted_step_s\":%.6f,\"model_step_s\":%.6f,"
+                   "\"compute_s\":%.6f,\"exposed_comm_s\":%.6f}\n",
                    step + 1, loss, lr, tokens_step / dt, dt, peak[0], peak[1], peak[2],
                    ms.transfer_s, ms.exposed_transfer_s, ms.overlap_frac, ms.offload_bytes,
-                   ms.predicted_step_s);
+                   ms.predicted_step_s, ms.step_s, ms.compute_s, ms.exposed_comm_s);
             fflush(stdout);
         } else if (0 == rank && (0 == (step + 1) % o.log_every || step + 1 == o.steps ||
                                  step == start)) {
