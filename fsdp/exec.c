@@ -76,11 +76,13 @@ typedef struct fsdp_exec {
     int               planned_micro;
     int               costs_measured;  /* step-1 costs replaced the estimates */
     double           *fwd_s, *bwd_s;   /* per unit, summed over this step's micro-batches */
-    double           *ag_s, *rs_s;     /* per unit: collective times this step (trace_comm) */
+    double           *ag_s, *rs_s;     /* per unit: collective times this step (comm_costs) */
     int              *ag_n, *rs_n;     /* and their counts */
-    double            last_ag, last_rs;
-    double           *cum;             /* costs summed over the steps after step 1 (4L+1) */
-    int               cum_steps;
+    struct comm_span { double t0, t1; int unit, ag; } *spans;   /* this step's collectives */
+    int               nspans, cap_spans;
+    float            *hist;            /* costs of the last EXEC_HIST steps after step 1,
+                                        * 4L+1 each (ring) */
+    int               hist_steps;
 
     sched_opts_t      opts;
     sched_actions_t   acts;
@@ -105,6 +107,9 @@ typedef struct fsdp_exec {
 } fsdp_exec_t;
 
 #define X(m) ((fsdp_exec_t *)(m)->exec)
+
+/* steps whose measured costs the predictions take the median of */
+#define EXEC_HIST 32
 
 static size_t blk_bytes(size_t user)
 {
@@ -352,7 +357,7 @@ static strata_status_t sizing(strata_model_t *m, const void *input, size_t in_by
     sched_program_destroy(x->prog);
     x->prog = NULL;
     free(x->ubytes); free(x->soff); free(x->fwd_s); free(x->bwd_s);
-    free(x->ag_s); free(x->ag_n); free(x->rs_s); free(x->rs_n); free(x->cum);
+    free(x->ag_s); free(x->ag_n); free(x->rs_s); free(x->rs_n); free(x->hist);
     x->ubytes = NULL;
     x->soff = calloc((size_t)L + 1, sizeof(int));
     x->fwd_s = calloc((size_t)L, sizeof(double));
@@ -361,10 +366,10 @@ static strata_status_t sizing(strata_model_t *m, const void *input, size_t in_by
     x->ag_n = calloc((size_t)L, sizeof(int));
     x->rs_s = calloc((size_t)L, sizeof(double));
     x->rs_n = calloc((size_t)L, sizeof(int));
-    x->cum = calloc((size_t)(4 * L + 1), sizeof(double));
-    x->cum_steps = 0;
+    x->hist = calloc((size_t)EXEC_HIST * (size_t)(4 * L + 1), sizeof(float));
+    x->hist_steps = 0;
     if (!x->soff || !x->fwd_s || !x->bwd_s || !x->ag_s || !x->ag_n || !x->rs_s || !x->rs_n ||
-        !x->cum)
+        !x->hist)
         return strata_error(ctx, STRATA_ERR_NOMEM, "program");
     st = sched_program_create(&x->prog);
     if (STRATA_OK != st) return strata_error(ctx, st, "program");
@@ -637,6 +642,20 @@ static int compute_op(const fsdp_exec_t *x, int kind, int unit)
     return SCHED_OP_F == kind ? x->fid[unit] : SCHED_OP_B == kind ? x->bid[unit] : x->rid[unit];
 }
 
+/* Whether the device has free, beyond the plan's slack, what compute op o
+ * allocates (its saves), a workspace, an activation and the next unit's
+ * gathered parameters: then a drain in flight need not hold it back. */
+static int has_room(strata_model_t *m, const sched_op_t *o)
+{
+    const fsdp_exec_t *x = X(m);
+    strata_tier_usage_t u;
+    if (STRATA_OK != strata_tier_usage(m->ctx, STRATA_TIER_DEVICE, &u) || u.used > u.budget)
+        return 0;
+    size_t need = o->mem_alloc[STRATA_TIER_DEVICE] + 2 * x->ws_bytes + x->max_act +
+                  x->max_ag + x->max_save;
+    return u.budget - u.used >= need;
+}
+
 strata_status_t fsdp_exec_before(strata_model_t *m, int kind, int unit)
 {
     if (!fsdp_exec_active(m) || !X(m)->sched) return STRATA_OK;
@@ -648,12 +667,22 @@ strata_status_t fsdp_exec_before(strata_model_t *m, int kind, int unit)
     double t0 = strata_now(), e0 = x->exposed_s;
     int waited = 0;
     strata_status_t st = pump(m);
+    int room = -1;   /* computed at the first drain met */
     for (int d = 0; STRATA_OK == st && d < o->ndeps; d++) {
         const sched_op_t *p = sched_op(x->sched, o->deps[d]);
         if (!is_transfer(p->engine)) continue;
         int done;
         st = is_done(m, o->deps[d], &done);
         if (STRATA_OK != st || done) continue;
+        if (SCHED_OP_D2H == p->kind && SCHED_MODE_LHS == x->opts.mode) {
+            /* a drain: compute waits only so that the device stays within
+             * the budget in any timing. Where the device has room now for
+             * all this op and the next may take, the wait would only expose
+             * the transfer; an allocation that still finds the tier full
+             * waits for the offloads in flight then (fsdp_exec_make_room). */
+            if (room < 0) room = has_room(m, o);
+            if (room) continue;
+        }
         waited = 1;
         st = wait_op(m, o->deps[d]);
     }
@@ -725,7 +754,7 @@ strata_status_t fsdp_exec_step_begin(strata_model_t *m)
             x->fwd_s[u] = x->bwd_s[u] = x->ag_s[u] = x->rs_s[u] = 0;
             x->ag_n[u] = x->rs_n[u] = 0;
         }
-    x->last_ag = x->last_rs = 0;
+    x->nspans = 0;
     if (x->active && x->trace_prefix[0] && !x->trace) {
         strata_status_t st = sched_trace_create(m->ctx->rank, &x->trace);
         if (STRATA_OK != st) return strata_error(m->ctx, st, "trace");
@@ -837,6 +866,31 @@ void fsdp_exec_abort(strata_model_t *m)
     micro_reset(X(m));
 }
 
+static int cmp_span(const void *a, const void *b)
+{
+    const struct comm_span *x = a, *y = b;
+    return (x->t0 > y->t0) - (x->t0 < y->t0);
+}
+
+/* The step's collectives as the simulator's comm engine, which runs one
+ * at a time, would have run them: each in start order costs from its
+ * start or the previous one's end, whichever is later, to its end, so the
+ * costs add up to the time some collective was in flight (MPI runs them
+ * side by side; the simulator one after the other). */
+static void comm_costs(fsdp_exec_t *x)
+{
+    qsort(x->spans, (size_t)x->nspans, sizeof *x->spans, cmp_span);
+    double last = 0;
+    for (int i = 0; i < x->nspans; i++) {
+        const struct comm_span *c = &x->spans[i];
+        double from = c->t0 > last ? c->t0 : last, d = c->t1 > from ? c->t1 - from : 0;
+        if (c->ag) { x->ag_s[c->unit] += d; x->ag_n[c->unit]++; }
+        else { x->rs_s[c->unit] += d; x->rs_n[c->unit]++; }
+        if (c->t1 > last) last = c->t1;
+    }
+    x->nspans = 0;
+}
+
 /* This step's costs, the same on every rank (the mean over ranks), into
  * r[0..4L]: per unit forward, backward (per micro-batch), all-gather and
  * reduce-scatter (per use; the program's value where none was timed), then
@@ -847,6 +901,7 @@ static strata_status_t step_costs(strata_model_t *m, float *r)
     int L = m->nunits, M = m->n_micro > 0 ? m->n_micro : 1;
     float *v = malloc((size_t)(4 * L + 1) * sizeof *v);
     if (!v) return STRATA_ERR_NOMEM;
+    comm_costs(x);
     for (int u = 0; u < L; u++) {
         v[u] = (float)(x->fwd_s[u] / M);
         v[L + u] = (float)(x->bwd_s[u] / M);
@@ -877,9 +932,17 @@ static void set_costs(strata_model_t *m, const double *c)
     x->prog->optim_s = c[4 * L];
 }
 
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
 /* After step 1 (first = 1): its costs replace the sizing pass's estimates.
- * After every later step: the costs become the mean over the steps since
- * step 1 (which is not typical: first touches, the sizing pass). */
+ * After every later step: each cost becomes its median over the last
+ * EXEC_HIST steps since step 1 (which is not typical: first touches, the
+ * sizing pass); a median, as one step slowed by something else on the
+ * machine should not move the plan's predictions. */
 static strata_status_t measured_costs(strata_model_t *m, int first)
 {
     fsdp_exec_t *x = X(m);
@@ -888,10 +951,18 @@ static strata_status_t measured_costs(strata_model_t *m, int first)
     double *c = malloc((size_t)n * sizeof *c);
     strata_status_t st = r && c ? step_costs(m, r) : STRATA_ERR_NOMEM;
     if (STRATA_OK == st) {
-        if (!first) x->cum_steps++;
-        for (int i = 0; i < n; i++) {
-            if (!first) x->cum[i] += r[i];
-            c[i] = first ? r[i] : x->cum[i] / x->cum_steps;
+        if (first) {
+            for (int i = 0; i < n; i++) c[i] = r[i];
+        } else {
+            memcpy(x->hist + (size_t)(x->hist_steps % EXEC_HIST) * n, r, (size_t)n * sizeof *r);
+            x->hist_steps++;
+            int k = x->hist_steps < EXEC_HIST ? x->hist_steps : EXEC_HIST;
+            float col[EXEC_HIST];
+            for (int i = 0; i < n; i++) {
+                for (int j = 0; j < k; j++) col[j] = x->hist[(size_t)j * n + i];
+                qsort(col, (size_t)k, sizeof *col, cmp_float);
+                c[i] = k % 2 ? col[k / 2] : 0.5 * (col[k / 2 - 1] + col[k / 2]);
+            }
         }
         set_costs(m, c);
     } else if (STRATA_ERR_NOMEM == st) {
@@ -947,6 +1018,21 @@ strata_status_t fsdp_exec_step_end(strata_model_t *m)
         sched_result_t r;
         sched_update_costs(x->sched);
         if (STRATA_OK == sched_simulate(x->sched, &r, NULL, NULL, NULL, 0)) x->pred = r;
+        if (0 == m->ctx->rank) {
+            double f = 0, b = 0, ag = 0, rs = 0;
+            for (int u = 0; u < m->nunits; u++) {
+                f += x->prog->units[u].cost_s[SCHED_COST_FWD];
+                b += x->prog->units[u].cost_s[SCHED_COST_BWD];
+                ag += x->prog->units[u].cost_s[SCHED_COST_AG];
+                rs += x->prog->units[u].cost_s[SCHED_COST_RS];
+            }
+            strata_debug(m->ctx, "step %d: measured %.1f ms; the plan now predicts %.1f ms "
+                         "(transfers %.1f, exposed %.1f, comm wait %.1f; costs F %.1f B %.1f "
+                         "AG %.1f RS %.1f optim %.1f)", m->step_count, 1e3 * s->step_s,
+                         1e3 * r.step_s, 1e3 * r.transfer_s, 1e3 * r.exposed_transfer_s,
+                         1e3 * r.comm_wait_s, 1e3 * f, 1e3 * b, 1e3 * ag, 1e3 * rs,
+                         1e3 * x->prog->optim_s);
+        }
         return STRATA_OK;
     }
     {
@@ -970,18 +1056,23 @@ void fsdp_exec_trace_comm(strata_model_t *m, const char *name, int unit, double 
 {
     fsdp_exec_t *x = X(m);
     if (x && x->ag_s && unit >= 0 && unit < m->nunits && t0 > 0 && PHASE_IDLE != m->phase) {
-        /* a collective's cost as the simulator's comm engine, which runs
-         * one at a time, sees it: from its start or the previous one's end,
-         * whichever is later, to when it was seen complete (by the
-         * progress thread, else when compute waited for it: t1) */
+        /* a collective of the step, from its start to when it was seen
+         * complete (by the progress thread; else when compute waited for
+         * it: t1); comm_costs turns them into costs */
         const strata_unit_t *u = m->units[unit];
         int ag = 'A' == name[0];
-        double done = ag ? u->t_gdone : u->t_rdone, *last = ag ? &x->last_ag : &x->last_rs;
-        double end = done >= t0 && done <= t1 ? done : t1;
-        double from = t0 > *last ? t0 : *last;
-        (ag ? x->ag_s : x->rs_s)[unit] += end > from ? end - from : 0;
-        (ag ? x->ag_n : x->rs_n)[unit]++;
-        *last = end;
+        double done = ag ? u->t_gdone : u->t_rdone;
+        if (x->nspans == x->cap_spans) {
+            int cap = x->cap_spans ? 2 * x->cap_spans : 64;
+            struct comm_span *n = realloc(x->spans, (size_t)cap * sizeof *n);
+            if (n) {
+                x->spans = n;
+                x->cap_spans = cap;
+            }
+        }
+        if (x->nspans < x->cap_spans)
+            x->spans[x->nspans++] = (struct comm_span){ t0, done >= t0 && done <= t1 ? done : t1,
+                                                        unit, ag };
     }
     if (!m->exec || !X(m)->trace || t0 <= 0) return;
     sched_trace_op(X(m)->trace, SCHED_COMM, name, t0, t1 - t0, unit, NULL, bytes);
@@ -1008,7 +1099,8 @@ void fsdp_exec_destroy(strata_model_t *m)
     sched_program_destroy(x->prog);
     sched_trace_destroy(x->trace);
     free(x->ubytes); free(x->soff); free(x->fwd_s); free(x->bwd_s);
-    free(x->ag_s); free(x->ag_n); free(x->rs_s); free(x->rs_n); free(x->cum);
+    free(x->ag_s); free(x->ag_n); free(x->rs_s); free(x->rs_n); free(x->hist);
+    free(x->spans);
     free(x);
     m->exec = NULL;
 }

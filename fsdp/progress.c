@@ -174,8 +174,12 @@ strata_status_t fsdp_gather_start(strata_model_t *m, strata_unit_t *u)
     size_t esz = strata_dtype_size(dt);
     if (GATHER_NONE != u->gstate) return STRATA_OK;
     u->t_gstart = strata_now();
-    st = fsdp_buf_alloc(m->ctx, STRATA_TIER_DEVICE, STRATA_TAG_PARAM, u->npad * esz, 0,
-                        &u->gathered);
+    /* a full tier may have room once cached workspace goes or an
+     * activation offload in flight completes (exec.c) */
+    do st = fsdp_buf_alloc(m->ctx, STRATA_TIER_DEVICE, STRATA_TAG_PARAM, u->npad * esz, 0,
+                           &u->gathered);
+    while ((STRATA_ERR_TIER_FULL == st || STRATA_ERR_FRAGMENTED == st) &&
+           (fsdp_ws_cache_drop(m) || fsdp_exec_make_room(m)));
     if (STRATA_OK != st) return st;
     const void *send = u->master.ptr;
     if (STRATA_BF16 == dt) {
