@@ -40,9 +40,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* lhs variants within this fraction of the fastest count as ties */
-#define SCHED_TIE 0.02
-
 static const char *const kind_names[SCHED_OP_COUNT] = {
     "AG", "F", "D2H", "H2S", "S2H", "H2D", "RECOMPUTE", "B", "RS", "OPTIM"
 };
