@@ -79,6 +79,8 @@ typedef struct fsdp_exec {
     double           *ag_s, *rs_s;     /* per unit: collective times this step (comm_costs) */
     int              *ag_n, *rs_n;     /* and their counts */
     struct comm_span { double t0, t1; int unit, ag; } *spans;   /* this step's collectives */
+    double            prev_end, prev_comm, prev_xfer;   /* at the last compute op's end */
+    int               have_prev;
     int               nspans, cap_spans;
     float            *hist;            /* costs of the last EXEC_HIST steps after step 1,
                                         * 4L+1 each (ring) */
@@ -711,6 +713,19 @@ strata_status_t fsdp_exec_after(strata_model_t *m, int kind, int unit, double t0
     fsdp_exec_t *x = X(m);
     strata_unit_t *u = m->units[unit];
     nvtxRangePop();
+    /* the main thread's time between two compute ops that no wait for a
+     * collective or a transfer explains (the runtime's own work: buffers,
+     * checks, issuing) belongs to the op's cost: the simulator's compute
+     * engine is that thread */
+    double over = 0;
+    if (x->have_prev) {
+        over = t0 - x->prev_end - (m->exposed_s - x->prev_comm) - (x->exposed_s - x->prev_xfer);
+        if (over < 0) over = 0;
+    }
+    x->have_prev = 1;
+    x->prev_end = t1;
+    x->prev_comm = m->exposed_s;
+    x->prev_xfer = x->exposed_s;
     if (SCHED_OP_F == kind) {
         const sched_unit_t *ru = &x->prog->units[unit];
         if (u->nsaves != ru->nsaves)
@@ -722,9 +737,9 @@ strata_status_t fsdp_exec_after(strata_model_t *m, int kind, int unit, double t0
         for (int i = 0; i < u->nsaves; i++)
             if (SCHED_RECOMPUTE == sched_save_action(x->sched, unit, i))
                 fsdp_buf_free(&u->saves[i].buf);   /* the re-run makes it again */
-        x->fwd_s[unit] += t1 - t0;
+        x->fwd_s[unit] += t1 - t0 + over;
     } else if (SCHED_OP_B == kind) {
-        x->bwd_s[unit] += t1 - t0;
+        x->bwd_s[unit] += t1 - t0 + over;
     }
     int id = compute_op(x, kind, unit);
     if (id < 0) return STRATA_OK;
@@ -755,6 +770,7 @@ strata_status_t fsdp_exec_step_begin(strata_model_t *m)
             x->ag_n[u] = x->rs_n[u] = 0;
         }
     x->nspans = 0;
+    x->have_prev = 0;
     if (x->active && x->trace_prefix[0] && !x->trace) {
         strata_status_t st = sched_trace_create(m->ctx->rank, &x->trace);
         if (STRATA_OK != st) return strata_error(m->ctx, st, "trace");
@@ -891,7 +907,7 @@ static void comm_costs(fsdp_exec_t *x)
     x->nspans = 0;
 }
 
-/* This step's costs, the same on every rank (the mean over ranks), into
+/* This step's costs, the same on every rank, into
  * r[0..4L]: per unit forward, backward (per micro-batch), all-gather and
  * reduce-scatter (per use; the program's value where none was timed), then
  * the optimizer. */
@@ -911,10 +927,29 @@ static strata_status_t step_costs(strata_model_t *m, float *r)
                                           : x->prog->units[u].cost_s[SCHED_COST_RS]);
     }
     v[4 * L] = (float)m->optim_s;
-    pthread_mutex_lock(&m->lock);
-    strata_status_t st = strata_allreduce(m->ctx->world, v, r, (size_t)(4 * L + 1), STRATA_F32,
-                                          STRATA_AVG);
-    pthread_mutex_unlock(&m->lock);
+    /* every unit ends with a collective that waits for the last rank, so
+     * the ranks advance at the pace of the slowest: compute costs are the
+     * maximum over ranks, and a collective's the minimum (what the last
+     * rank to arrive saw of it: the rest is waiting for that rank) */
+    size_t n = (size_t)(4 * L + 1);
+    int W = strata_group_size(m->ctx->world);
+    float *all = malloc(n * (size_t)W * sizeof *all);
+    strata_status_t st = STRATA_ERR_NOMEM;
+    if (all) {
+        pthread_mutex_lock(&m->lock);
+        st = strata_allgather(m->ctx->world, v, all, n, STRATA_F32);
+        pthread_mutex_unlock(&m->lock);
+    }
+    if (STRATA_OK == st)
+        for (size_t i = 0; i < n; i++) {
+            int comm = i >= (size_t)(2 * L) && i < (size_t)(4 * L);
+            r[i] = all[i];
+            for (int g = 1; g < W; g++) {
+                float y = all[(size_t)g * n + i];
+                if (comm ? y < r[i] : y > r[i]) r[i] = y;
+            }
+        }
+    free(all);
     free(v);
     return st;
 }
