@@ -632,7 +632,11 @@ int fsdp_exec_make_room(strata_model_t *m)
         if (!x->issued[id] || x->done[id]) continue;
         double t0 = strata_now();
         strata_event_wait(x->ev[id]);
-        x->exposed_s += strata_now() - t0;
+        double t1 = strata_now();
+        x->exposed_s += t1 - t0;
+        if (x->trace)   /* an allocation waited for room */
+            sched_trace_op(x->trace, SCHED_COMPUTE, "WAIT", t0, t1 - t0,
+                           sched_op(x->sched, id)->unit, NULL, 0);
         return STRATA_OK == finish(m, id) ? 1 : 0;
     }
     return 0;
@@ -688,7 +692,12 @@ strata_status_t fsdp_exec_before(strata_model_t *m, int kind, int unit)
         waited = 1;
         st = wait_op(m, o->deps[d]);
     }
-    if (waited) x->exposed_s = e0 + (strata_now() - t0);
+    if (waited) {
+        double t1 = strata_now();
+        x->exposed_s = e0 + (t1 - t0);
+        if (x->trace)   /* the exposed transfer time, on the compute track */
+            sched_trace_op(x->trace, SCHED_COMPUTE, "WAIT", t0, t1 - t0, unit, NULL, 0);
+    }
     if (STRATA_OK != st) return st;
     if (SCHED_OP_F != kind) {
         /* the unit's saves are on the device again: their addresses */

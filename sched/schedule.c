@@ -36,6 +36,7 @@
 #include "sched/sched.h"
 #include "sched/sched_impl.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -684,6 +685,25 @@ out:
     return st;
 }
 
+/* Exposed transfer time of s were compute and collectives SCHED_FAST
+ * times as long as predicted (transfers, paced by the link, unchanged). */
+static double fast_exposure(sched_t *s)
+{
+    double *keep = malloc(((size_t)s->nops + 1) * sizeof *keep);
+    if (!keep) return INFINITY;
+    for (int i = 0; i < s->nops; i++) {
+        keep[i] = s->ops[i].seconds;
+        if (SCHED_COMPUTE == s->ops[i].engine || SCHED_COMM == s->ops[i].engine)
+            s->ops[i].seconds *= SCHED_FAST;
+    }
+    sched_result_t r;
+    double e = STRATA_OK == sched_simulate(s, &r, NULL, NULL, NULL, 0) ? r.exposed_transfer_s
+                                                                         : INFINITY;
+    for (int i = 0; i < s->nops; i++) s->ops[i].seconds = keep[i];
+    free(keep);
+    return e;
+}
+
 size_t sched_min_device(const sched_program_t *prog, const sched_actions_t *acts,
                         const sched_opts_t *opts)
 {
@@ -800,18 +820,35 @@ strata_status_t sched_build(const sched_program_t *prog, const sched_actions_t *
             best_r = r;
         }
     }
-    if (best) {
-        double limit = best_r.step_s * (1 + SCHED_TIE);
-        if (base_s >= 0 && limit > base_s) limit = base_s > best_r.step_s ? base_s : best_r.step_s;
+    if (best && nvar > 1) {
+        /* robust choice: the measured costs are means, and a rank that
+         * computes faster than them reaches a drain or a prefetched save
+         * before the transfer is done. Score = predicted step + the
+         * transfer time exposed were compute and collectives SCHED_FAST
+         * times as long; never slower than the minimal form; ties (within
+         * SCHED_TIE) to the fewest bytes moved */
+        double limit = base_s >= 0 && base_s > best_r.step_s ? base_s : best_r.step_s;
+        double score[64], best_sc = INFINITY;
+        int pick = -1;
+        for (int v = 0; v < nvar; v++) {
+            score[v] = INFINITY;
+            if (!cand[v] || cand_r[v].step_s > limit + 1e-12) continue;
+            score[v] = cand_r[v].step_s + fast_exposure(cand[v]);
+            if (score[v] < best_sc) best_sc = score[v];
+        }
         for (int v = 0; v < nvar; v++)
-            if (cand[v] && cand[v] != best && cand_r[v].step_s <= limit + 1e-12 &&
-                cand_r[v].transfer_s < best_r.transfer_s - 1e-12) {
-                best = cand[v];
-                best_r = cand_r[v];
-            }
+            if (score[v] <= best_sc * (1 + SCHED_TIE) + 1e-12 &&
+                (pick < 0 || cand_r[v].transfer_s < cand_r[pick].transfer_s - 1e-12 ||
+                 (cand_r[v].transfer_s <= cand_r[pick].transfer_s + 1e-12 && score[v] < score[pick])))
+                pick = v;
+        if (pick >= 0) {
+            best = cand[pick];
+            best_r = cand_r[pick];
+        }
+    }
+    if (best)
         for (int v = 0; v < nvar; v++)
             if (cand[v] != best) sched_destroy(cand[v]);
-    }
     if (!best) {
         if (STRATA_ERR_TIER_FULL == st && (!err || !*err))
             return sched_fail(err, errlen, st, "no %s schedule fits the budgets", sched_mode_name(opts->mode));
