@@ -233,8 +233,8 @@ int main(void)
         }
         sched_update_costs(s);
         sched_update_costs(NULL);   /* NULL-safe */
-        ok(built && STRATA_OK == sched_simulate(s, &r2, NULL, NULL, NULL, 0) &&
-           fabs(r2.step_s - r1.step_s - add) < 1e-9,
+        built = built && STRATA_OK == sched_simulate(s, &r2, NULL, NULL, NULL, 0);
+        ok(built && fabs(r2.step_s - r1.step_s - add) < 1e-9,
            "sched_update_costs: doubled forward costs lengthen the simulated step by their sum "
            "(%g -> %g s, +%g)", r1.step_s, built ? r2.step_s : 0, add);
         sched_destroy(s);
