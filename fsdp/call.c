@@ -53,6 +53,55 @@ void fsdp_free_saves(strata_unit_t *u)
     u->nsaves = 0;
 }
 
+/* A device buffer for a callback; when the tier is full or fragmented,
+ * cached workspace is released and each completing offload frees device
+ * memory: retry. */
+static strata_status_t call_alloc(strata_unit_call_t *c, strata_tag_t tag, size_t bytes,
+                                  fsdp_buf_t *b)
+{
+    strata_model_t *m = c->unit->model;
+    for (;;) {
+        strata_status_t st = fsdp_buf_alloc(m->ctx, STRATA_TIER_DEVICE, tag, bytes, 0, b);
+        if ((STRATA_ERR_TIER_FULL != st && STRATA_ERR_FRAGMENTED != st) ||
+            (!fsdp_ws_cache_drop(m) && !fsdp_exec_make_room(m)))
+            return st;
+    }
+}
+
+int fsdp_ws_cache_drop(strata_model_t *m)
+{
+    int n = m->nws_cache;
+    for (int i = 0; i < n; i++) fsdp_buf_free(&m->ws_cache[i]);
+    m->nws_cache = 0;
+    return n > 0;
+}
+
+/* The smallest cached block that holds bytes (and the guard), or -1. */
+static int ws_cache_find(const strata_model_t *m, size_t bytes)
+{
+    int best = -1;
+    for (int i = 0; i < m->nws_cache; i++) {
+        size_t cap = strata_block_size(m->ws_cache[i].h);
+        if (cap >= bytes + FSDP_GUARD &&
+            (best < 0 || cap < strata_block_size(m->ws_cache[best].h))) best = i;
+    }
+    return best;
+}
+
+/* After a call: keep its workspace for the next one (executor running). */
+static void ws_release(strata_model_t *m, fsdp_buf_t *b)
+{
+    if (!b->h) return;
+    if (fsdp_exec_active(m) && m->nws_cache < FSDP_WS_CACHE) {
+        m->ws_cache[m->nws_cache++] = *b;
+        b->h = NULL;
+        b->ptr = NULL;
+        b->bytes = 0;
+        return;
+    }
+    fsdp_buf_free(b);
+}
+
 /* A misuse inside a callback is recorded on the call (the first one wins)
  * and also returned, so the callback can stop early; the runtime reports it
  * even if the callback ignores the status. */
@@ -89,7 +138,7 @@ strata_status_t fsdp_run_callback(strata_unit_call_t *c)
         if (!fsdp_guard_ok(&c->work[i])) bad = "workspace";
     for (int i = 0; !bad && i < u->nsaves; i++)
         if (!fsdp_guard_ok(&u->saves[i].buf)) bad = u->saves[i].name;
-    for (int i = 0; i < c->nwork; i++) fsdp_buf_free(&c->work[i]);
+    for (int i = 0; i < c->nwork; i++) ws_release(u->model, &c->work[i]);
     free(c->work);
     c->work = NULL;
     c->nwork = c->cap_work = 0;
@@ -170,8 +219,7 @@ strata_status_t strata_call_output(strata_unit_call_t *c, size_t bytes, void **p
         *ptr_p = c->out->ptr;
         return STRATA_OK;
     }
-    strata_status_t st = fsdp_buf_alloc(CTX(c), STRATA_TIER_DEVICE, STRATA_TAG_ACTIVATION,
-                                        bytes, 0, c->out);
+    strata_status_t st = call_alloc(c, STRATA_TAG_ACTIVATION, bytes, c->out);
     if (STRATA_OK != st) return misuse(c, st);
     *ptr_p = c->out->ptr;
     return STRATA_OK;
@@ -222,8 +270,19 @@ strata_status_t strata_call_workspace(strata_unit_call_t *c, size_t bytes, void 
         c->work = w;
         c->cap_work = cap;
     }
-    strata_status_t st = fsdp_buf_alloc(CTX(c), STRATA_TIER_DEVICE, STRATA_TAG_WORKSPACE, bytes,
-                                        0, &c->work[c->nwork]);
+    strata_model_t *m = c->unit->model;
+    int k = ws_cache_find(m, bytes);
+    if (k >= 0) {
+        /* a kept block: the guard moves to the new end */
+        fsdp_buf_t *w = &c->work[c->nwork];
+        *w = m->ws_cache[k];
+        m->ws_cache[k] = m->ws_cache[--m->nws_cache];
+        w->bytes = bytes;
+        memset((char *)w->ptr + bytes, GUARD_BYTE, FSDP_GUARD);
+        *ptr_p = c->work[c->nwork++].ptr;
+        return STRATA_OK;
+    }
+    strata_status_t st = call_alloc(c, STRATA_TAG_WORKSPACE, bytes, &c->work[c->nwork]);
     if (STRATA_OK != st) return misuse(c, st);
     *ptr_p = c->work[c->nwork++].ptr;
     return STRATA_OK;
@@ -260,8 +319,7 @@ strata_status_t strata_save(strata_unit_call_t *c, const char *name, size_t byte
             return misuse(c, strata_error(ctx, STRATA_ERR_MISMATCH, "unit '%s' recompute saves "
                                           "'%s', which its forward did not", u->name, name));
         if (!old->buf.h) {
-            st = fsdp_buf_alloc(ctx, STRATA_TIER_DEVICE, STRATA_TAG_ACTIVATION, bytes, 0,
-                                &old->buf);
+            st = call_alloc(c, STRATA_TAG_ACTIVATION, bytes, &old->buf);
             if (STRATA_OK != st) return misuse(c, st);
         }
         *ptr_p = old->buf.ptr;
@@ -278,8 +336,7 @@ strata_status_t strata_save(strata_unit_call_t *c, const char *name, size_t byte
         u->cap_saves = cap;
     }
     fsdp_save_t *s = &u->saves[u->nsaves];
-    st = fsdp_buf_alloc(ctx, STRATA_TIER_DEVICE, STRATA_TAG_ACTIVATION, bytes, 0,
-                                        &s->buf);
+    st = call_alloc(c, STRATA_TAG_ACTIVATION, bytes, &s->buf);
     if (STRATA_OK != st) return misuse(c, st);
     snprintf(s->name, sizeof s->name, "%s", name);
     u->nsaves++;

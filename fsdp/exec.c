@@ -72,10 +72,19 @@ typedef struct fsdp_exec {
     size_t           *ubytes;          /* per global save: bytes the callback asked for */
     int              *soff;            /* first global save of unit u (L+1 entries) */
     size_t            base_dev, base_host, base_storage;   /* in use when step 1 began */
-    size_t            acts_bytes, max_act, ws_bytes, grads_bytes, max_ag;
+    size_t            acts_bytes, max_act, ws_bytes, grads_bytes, max_ag, max_save;
     int               planned_micro;
     int               costs_measured;  /* step-1 costs replaced the estimates */
     double           *fwd_s, *bwd_s;   /* per unit, summed over this step's micro-batches */
+    double           *ag_s, *rs_s;     /* per unit: collective times this step (comm_costs) */
+    int              *ag_n, *rs_n;     /* and their counts */
+    struct comm_span { double t0, t1; int unit, ag; } *spans;   /* this step's collectives */
+    double            prev_end, prev_comm, prev_xfer;   /* at the last compute op's end */
+    int               have_prev;
+    int               nspans, cap_spans;
+    float            *hist;            /* costs of the last EXEC_HIST steps after step 1,
+                                        * 4L+1 each (ring) */
+    int               hist_steps;
 
     sched_opts_t      opts;
     sched_actions_t   acts;
@@ -100,6 +109,9 @@ typedef struct fsdp_exec {
 } fsdp_exec_t;
 
 #define X(m) ((fsdp_exec_t *)(m)->exec)
+
+/* steps whose measured costs the predictions take the median of */
+#define EXEC_HIST 32
 
 static size_t blk_bytes(size_t user)
 {
@@ -230,7 +242,12 @@ static strata_status_t install(strata_model_t *m, sched_t *s)
 
 static size_t resident(const fsdp_exec_t *x, int n_micro)
 {
-    size_t r = x->base_dev + x->acts_bytes + 2 * x->max_act + x->ws_bytes;
+    /* the schedule counts bytes, the tier needs contiguous spans: the
+     * slack of one more workspace and the largest save keeps a plan at the
+     * budget's edge from failing on fragmentation (blocks of many sizes
+     * come and go in a step) */
+    size_t slack = x->ws_bytes + x->max_save;
+    size_t r = x->base_dev + x->acts_bytes + 2 * x->max_act + x->ws_bytes + slack;
     if (n_micro > 1) r += x->grads_bytes;
     return r;
 }
@@ -342,11 +359,20 @@ static strata_status_t sizing(strata_model_t *m, const void *input, size_t in_by
     sched_program_destroy(x->prog);
     x->prog = NULL;
     free(x->ubytes); free(x->soff); free(x->fwd_s); free(x->bwd_s);
+    free(x->ag_s); free(x->ag_n); free(x->rs_s); free(x->rs_n); free(x->hist);
     x->ubytes = NULL;
     x->soff = calloc((size_t)L + 1, sizeof(int));
     x->fwd_s = calloc((size_t)L, sizeof(double));
     x->bwd_s = calloc((size_t)L, sizeof(double));
-    if (!x->soff || !x->fwd_s || !x->bwd_s) return strata_error(ctx, STRATA_ERR_NOMEM, "program");
+    x->ag_s = calloc((size_t)L, sizeof(double));
+    x->ag_n = calloc((size_t)L, sizeof(int));
+    x->rs_s = calloc((size_t)L, sizeof(double));
+    x->rs_n = calloc((size_t)L, sizeof(int));
+    x->hist = calloc((size_t)EXEC_HIST * (size_t)(4 * L + 1), sizeof(float));
+    x->hist_steps = 0;
+    if (!x->soff || !x->fwd_s || !x->bwd_s || !x->ag_s || !x->ag_n || !x->rs_s || !x->rs_n ||
+        !x->hist)
+        return strata_error(ctx, STRATA_ERR_NOMEM, "program");
     st = sched_program_create(&x->prog);
     if (STRATA_OK != st) return strata_error(ctx, st, "program");
     sched_record_begin(x->prog);
@@ -361,7 +387,7 @@ static strata_status_t sizing(strata_model_t *m, const void *input, size_t in_by
     strata_tiers_reset_peaks(ctx);
 
     size_t esz = strata_dtype_size(m->opts.compute_dtype), nsaves = 0, cap = 0;
-    x->acts_bytes = x->max_act = x->grads_bytes = x->max_ag = 0;
+    x->acts_bytes = x->max_act = x->grads_bytes = x->max_ag = x->max_save = 0;
     fsdp_buf_free(&m->acts[L]);
     st = fsdp_buf_alloc(ctx, STRATA_TIER_DEVICE, STRATA_TAG_ACTIVATION, in_bytes, 0, &m->acts[0]);
     if (STRATA_OK != st) goto out;
@@ -398,6 +424,8 @@ static strata_status_t sizing(strata_model_t *m, const void *input, size_t in_by
                 x->ubytes = nb;
             }
             x->ubytes[nsaves++] = u->saves[i].buf.bytes;
+            if (blk_bytes(u->saves[i].buf.bytes) > x->max_save)
+                x->max_save = blk_bytes(u->saves[i].buf.bytes);
         }
         fsdp_free_saves(u);
         fsdp_buf_free(&m->acts[ui]);
@@ -589,10 +617,49 @@ static strata_status_t wait_op(strata_model_t *m, int id)
     }
 }
 
+int fsdp_exec_make_room(strata_model_t *m)
+{
+    if (!fsdp_exec_active(m) || !X(m)->sched) return 0;
+    fsdp_exec_t *x = X(m);
+    /* the schedule bounds device bytes, not their layout: a tier that is
+     * full by fragmentation, or where a drain runs late (a slow link, a
+     * rank behind), gets room as the next offload completes */
+    if (STRATA_OK != pump(m)) return 0;
+    int n;
+    const int *ord = sched_engine_order(x->sched, SCHED_D2H, &n);
+    for (int k = 0; k < n; k++) {
+        int id = ord[k];
+        if (!x->issued[id] || x->done[id]) continue;
+        double t0 = strata_now();
+        strata_event_wait(x->ev[id]);
+        double t1 = strata_now();
+        x->exposed_s += t1 - t0;
+        if (x->trace)   /* an allocation waited for room */
+            sched_trace_op(x->trace, SCHED_COMPUTE, "WAIT", t0, t1 - t0,
+                           sched_op(x->sched, id)->unit, NULL, 0);
+        return STRATA_OK == finish(m, id) ? 1 : 0;
+    }
+    return 0;
+}
+
 static int compute_op(const fsdp_exec_t *x, int kind, int unit)
 {
     if (unit < 0 || !x->fid) return -1;
     return SCHED_OP_F == kind ? x->fid[unit] : SCHED_OP_B == kind ? x->bid[unit] : x->rid[unit];
+}
+
+/* Whether the device has free, beyond the plan's slack, what compute op o
+ * allocates (its saves), a workspace, an activation and the next unit's
+ * gathered parameters: then a drain in flight need not hold it back. */
+static int has_room(strata_model_t *m, const sched_op_t *o)
+{
+    const fsdp_exec_t *x = X(m);
+    strata_tier_usage_t u;
+    if (STRATA_OK != strata_tier_usage(m->ctx, STRATA_TIER_DEVICE, &u) || u.used > u.budget)
+        return 0;
+    size_t need = o->mem_alloc[STRATA_TIER_DEVICE] + 2 * x->ws_bytes + x->max_act +
+                  x->max_ag + x->max_save;
+    return u.budget - u.used >= need;
 }
 
 strata_status_t fsdp_exec_before(strata_model_t *m, int kind, int unit)
@@ -606,16 +673,31 @@ strata_status_t fsdp_exec_before(strata_model_t *m, int kind, int unit)
     double t0 = strata_now(), e0 = x->exposed_s;
     int waited = 0;
     strata_status_t st = pump(m);
+    int room = -1;   /* computed at the first drain met */
     for (int d = 0; STRATA_OK == st && d < o->ndeps; d++) {
         const sched_op_t *p = sched_op(x->sched, o->deps[d]);
         if (!is_transfer(p->engine)) continue;
         int done;
         st = is_done(m, o->deps[d], &done);
         if (STRATA_OK != st || done) continue;
+        if (SCHED_OP_D2H == p->kind && SCHED_MODE_LHS == x->opts.mode) {
+            /* a drain: compute waits only so that the device stays within
+             * the budget in any timing. Where the device has room now for
+             * all this op and the next may take, the wait would only expose
+             * the transfer; an allocation that still finds the tier full
+             * waits for the offloads in flight then (fsdp_exec_make_room). */
+            if (room < 0) room = has_room(m, o);
+            if (room) continue;
+        }
         waited = 1;
         st = wait_op(m, o->deps[d]);
     }
-    if (waited) x->exposed_s = e0 + (strata_now() - t0);
+    if (waited) {
+        double t1 = strata_now();
+        x->exposed_s = e0 + (t1 - t0);
+        if (x->trace)   /* the exposed transfer time, on the compute track */
+            sched_trace_op(x->trace, SCHED_COMPUTE, "WAIT", t0, t1 - t0, unit, NULL, 0);
+    }
     if (STRATA_OK != st) return st;
     if (SCHED_OP_F != kind) {
         /* the unit's saves are on the device again: their addresses */
@@ -640,6 +722,19 @@ strata_status_t fsdp_exec_after(strata_model_t *m, int kind, int unit, double t0
     fsdp_exec_t *x = X(m);
     strata_unit_t *u = m->units[unit];
     nvtxRangePop();
+    /* the main thread's time between two compute ops that no wait for a
+     * collective or a transfer explains (the runtime's own work: buffers,
+     * checks, issuing) belongs to the op's cost: the simulator's compute
+     * engine is that thread */
+    double over = 0;
+    if (x->have_prev) {
+        over = t0 - x->prev_end - (m->exposed_s - x->prev_comm) - (x->exposed_s - x->prev_xfer);
+        if (over < 0) over = 0;
+    }
+    x->have_prev = 1;
+    x->prev_end = t1;
+    x->prev_comm = m->exposed_s;
+    x->prev_xfer = x->exposed_s;
     if (SCHED_OP_F == kind) {
         const sched_unit_t *ru = &x->prog->units[unit];
         if (u->nsaves != ru->nsaves)
@@ -651,9 +746,9 @@ strata_status_t fsdp_exec_after(strata_model_t *m, int kind, int unit, double t0
         for (int i = 0; i < u->nsaves; i++)
             if (SCHED_RECOMPUTE == sched_save_action(x->sched, unit, i))
                 fsdp_buf_free(&u->saves[i].buf);   /* the re-run makes it again */
-        x->fwd_s[unit] += t1 - t0;
+        x->fwd_s[unit] += t1 - t0 + over;
     } else if (SCHED_OP_B == kind) {
-        x->bwd_s[unit] += t1 - t0;
+        x->bwd_s[unit] += t1 - t0 + over;
     }
     int id = compute_op(x, kind, unit);
     if (id < 0) return STRATA_OK;
@@ -671,6 +766,7 @@ strata_status_t fsdp_exec_after(strata_model_t *m, int kind, int unit, double t0
 
 strata_status_t fsdp_exec_step_begin(strata_model_t *m)
 {
+    fsdp_ws_cache_drop(m);
     strata_tiers_reset_peaks(m->ctx);
     if (!m->exec) return STRATA_OK;
     fsdp_exec_t *x = X(m);
@@ -678,7 +774,12 @@ strata_status_t fsdp_exec_step_begin(strata_model_t *m)
     x->moved_bytes = 0;
     x->t_plan0 = strata_now();
     if (x->fwd_s)
-        for (int u = 0; u < m->nunits; u++) x->fwd_s[u] = x->bwd_s[u] = 0;
+        for (int u = 0; u < m->nunits; u++) {
+            x->fwd_s[u] = x->bwd_s[u] = x->ag_s[u] = x->rs_s[u] = 0;
+            x->ag_n[u] = x->rs_n[u] = 0;
+        }
+    x->nspans = 0;
+    x->have_prev = 0;
     if (x->active && x->trace_prefix[0] && !x->trace) {
         strata_status_t st = sched_trace_create(m->ctx->rank, &x->trace);
         if (STRATA_OK != st) return strata_error(m->ctx, st, "trace");
@@ -790,39 +891,135 @@ void fsdp_exec_abort(strata_model_t *m)
     micro_reset(X(m));
 }
 
-/* Every rank the same costs: the mean over ranks. */
-static strata_status_t measured_costs(strata_model_t *m)
+static int cmp_span(const void *a, const void *b)
+{
+    const struct comm_span *x = a, *y = b;
+    return (x->t0 > y->t0) - (x->t0 < y->t0);
+}
+
+/* The step's collectives as the simulator's comm engine, which runs one
+ * at a time, would have run them: each in start order costs from its
+ * start or the previous one's end, whichever is later, to its end, so the
+ * costs add up to the time some collective was in flight (MPI runs them
+ * side by side; the simulator one after the other). */
+static void comm_costs(fsdp_exec_t *x)
+{
+    qsort(x->spans, (size_t)x->nspans, sizeof *x->spans, cmp_span);
+    double last = 0;
+    for (int i = 0; i < x->nspans; i++) {
+        const struct comm_span *c = &x->spans[i];
+        double from = c->t0 > last ? c->t0 : last, d = c->t1 > from ? c->t1 - from : 0;
+        if (c->ag) { x->ag_s[c->unit] += d; x->ag_n[c->unit]++; }
+        else { x->rs_s[c->unit] += d; x->rs_n[c->unit]++; }
+        if (c->t1 > last) last = c->t1;
+    }
+    x->nspans = 0;
+}
+
+/* This step's costs, the same on every rank, into
+ * r[0..4L]: per unit forward, backward (per micro-batch), all-gather and
+ * reduce-scatter (per use; the program's value where none was timed), then
+ * the optimizer. */
+static strata_status_t step_costs(strata_model_t *m, float *r)
 {
     fsdp_exec_t *x = X(m);
     int L = m->nunits, M = m->n_micro > 0 ? m->n_micro : 1;
-    float *v = malloc((size_t)(2 * L + 1) * sizeof *v), *r = malloc((size_t)(2 * L + 1) * sizeof *r);
-    if (!v || !r) {
-        free(v); free(r);
-        return strata_error(m->ctx, STRATA_ERR_NOMEM, "costs");
-    }
+    float *v = malloc((size_t)(4 * L + 1) * sizeof *v);
+    if (!v) return STRATA_ERR_NOMEM;
+    comm_costs(x);
     for (int u = 0; u < L; u++) {
         v[u] = (float)(x->fwd_s[u] / M);
         v[L + u] = (float)(x->bwd_s[u] / M);
+        v[2 * L + u] = (float)(x->ag_n[u] ? x->ag_s[u] / x->ag_n[u]
+                                          : x->prog->units[u].cost_s[SCHED_COST_AG]);
+        v[3 * L + u] = (float)(x->rs_n[u] ? x->rs_s[u] / x->rs_n[u]
+                                          : x->prog->units[u].cost_s[SCHED_COST_RS]);
     }
-    v[2 * L] = (float)m->optim_s;
-    pthread_mutex_lock(&m->lock);
-    strata_status_t st = strata_allreduce(m->ctx->world, v, r, (size_t)(2 * L + 1), STRATA_F32,
-                                          STRATA_AVG);
-    pthread_mutex_unlock(&m->lock);
-    if (STRATA_OK == st) {
-        for (int u = 0; u < L; u++) {
-            sched_record_cost(x->prog, u, SCHED_COST_FWD, r[u], NULL, 0);
-            sched_record_cost(x->prog, u, SCHED_COST_BWD, r[L + u], NULL, 0);
+    v[4 * L] = (float)m->optim_s;
+    /* every unit ends with a collective that waits for the last rank, so
+     * the ranks advance at the pace of the slowest: compute costs are the
+     * maximum over ranks, and a collective's the minimum (what the last
+     * rank to arrive saw of it: the rest is waiting for that rank) */
+    size_t n = (size_t)(4 * L + 1);
+    int W = strata_group_size(m->ctx->world);
+    float *all = malloc(n * (size_t)W * sizeof *all);
+    strata_status_t st = STRATA_ERR_NOMEM;
+    if (all) {
+        pthread_mutex_lock(&m->lock);
+        st = strata_allgather(m->ctx->world, v, all, n, STRATA_F32);
+        pthread_mutex_unlock(&m->lock);
+    }
+    if (STRATA_OK == st)
+        for (size_t i = 0; i < n; i++) {
+            int comm = i >= (size_t)(2 * L) && i < (size_t)(4 * L);
+            r[i] = all[i];
+            for (int g = 1; g < W; g++) {
+                float y = all[(size_t)g * n + i];
+                if (comm ? y < r[i] : y > r[i]) r[i] = y;
+            }
         }
-        x->prog->optim_s = r[2 * L];
-    }
+    free(all);
     free(v);
+    return st;
+}
+
+static void set_costs(strata_model_t *m, const double *c)
+{
+    fsdp_exec_t *x = X(m);
+    int L = m->nunits;
+    for (int u = 0; u < L; u++) {
+        sched_record_cost(x->prog, u, SCHED_COST_FWD, c[u], NULL, 0);
+        sched_record_cost(x->prog, u, SCHED_COST_BWD, c[L + u], NULL, 0);
+        sched_record_cost(x->prog, u, SCHED_COST_AG, c[2 * L + u], NULL, 0);
+        sched_record_cost(x->prog, u, SCHED_COST_RS, c[3 * L + u], NULL, 0);
+    }
+    x->prog->optim_s = c[4 * L];
+}
+
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+/* After step 1 (first = 1): its costs replace the sizing pass's estimates.
+ * After every later step: each cost becomes its median over the last
+ * EXEC_HIST steps since step 1 (which is not typical: first touches, the
+ * sizing pass); a median, as one step slowed by something else on the
+ * machine should not move the plan's predictions. */
+static strata_status_t measured_costs(strata_model_t *m, int first)
+{
+    fsdp_exec_t *x = X(m);
+    int L = m->nunits, n = 4 * L + 1;
+    float *r = malloc((size_t)n * sizeof *r);
+    double *c = malloc((size_t)n * sizeof *c);
+    strata_status_t st = r && c ? step_costs(m, r) : STRATA_ERR_NOMEM;
+    if (STRATA_OK == st) {
+        if (first) {
+            for (int i = 0; i < n; i++) c[i] = r[i];
+        } else {
+            memcpy(x->hist + (size_t)(x->hist_steps % EXEC_HIST) * n, r, (size_t)n * sizeof *r);
+            x->hist_steps++;
+            int k = x->hist_steps < EXEC_HIST ? x->hist_steps : EXEC_HIST;
+            float col[EXEC_HIST];
+            for (int i = 0; i < n; i++) {
+                for (int j = 0; j < k; j++) col[j] = x->hist[(size_t)j * n + i];
+                qsort(col, (size_t)k, sizeof *col, cmp_float);
+                c[i] = k % 2 ? col[k / 2] : 0.5 * (col[k / 2 - 1] + col[k / 2]);
+            }
+        }
+        set_costs(m, c);
+    } else if (STRATA_ERR_NOMEM == st) {
+        st = strata_error(m->ctx, st, "costs");
+    }
     free(r);
+    free(c);
     return st;
 }
 
 strata_status_t fsdp_exec_step_end(strata_model_t *m)
 {
+    fsdp_ws_cache_drop(m);
     strata_model_stats_t *s = &m->stats;
     fsdp_exec_t *x = X(m);
     s->transfer_s = s->exposed_transfer_s = 0;
@@ -856,10 +1053,36 @@ strata_status_t fsdp_exec_step_end(strata_model_t *m)
         fflush(stdout);
     }
     x->print_after = 0;
-    if (!x->costs_measured) {
+    if (x->costs_measured) {
+        /* the plan in force predicts again with the costs measured so far:
+         * predicted_step_s follows what the steps cost, and the schedule
+         * does not change under the run */
+        strata_status_t st = measured_costs(m, 0);
+        if (STRATA_OK != st) return st;
+        sched_result_t r;
+        sched_update_costs(x->sched);
+        if (STRATA_OK == sched_simulate(x->sched, &r, NULL, NULL, NULL, 0)) x->pred = r;
+        if (0 == m->ctx->rank) {
+            double f = 0, b = 0, ag = 0, rs = 0;
+            for (int u = 0; u < m->nunits; u++) {
+                f += x->prog->units[u].cost_s[SCHED_COST_FWD];
+                b += x->prog->units[u].cost_s[SCHED_COST_BWD];
+                ag += x->prog->units[u].cost_s[SCHED_COST_AG];
+                rs += x->prog->units[u].cost_s[SCHED_COST_RS];
+            }
+            strata_debug(m->ctx, "step %d: measured %.1f ms; the plan now predicts %.1f ms "
+                         "(transfers %.1f, exposed %.1f, comm wait %.1f; costs F %.1f B %.1f "
+                         "AG %.1f RS %.1f optim %.1f)", m->step_count, 1e3 * s->step_s,
+                         1e3 * r.step_s, 1e3 * r.transfer_s, 1e3 * r.exposed_transfer_s,
+                         1e3 * r.comm_wait_s, 1e3 * f, 1e3 * b, 1e3 * ag, 1e3 * rs,
+                         1e3 * x->prog->optim_s);
+        }
+        return STRATA_OK;
+    }
+    {
         /* plan again with what step 1 measured */
         x->costs_measured = 1;
-        strata_status_t st = measured_costs(m);
+        strata_status_t st = measured_costs(m, 1);
         if (STRATA_OK == st) st = plan(m, m->n_micro, 1);
         if (STRATA_OK != st) {
             /* the step itself succeeded: keep the plan it ran with */
@@ -875,6 +1098,26 @@ strata_status_t fsdp_exec_step_end(strata_model_t *m)
 void fsdp_exec_trace_comm(strata_model_t *m, const char *name, int unit, double t0, double t1,
                           size_t bytes)
 {
+    fsdp_exec_t *x = X(m);
+    if (x && x->ag_s && unit >= 0 && unit < m->nunits && t0 > 0 && PHASE_IDLE != m->phase) {
+        /* a collective of the step, from its start to when it was seen
+         * complete (by the progress thread; else when compute waited for
+         * it: t1); comm_costs turns them into costs */
+        const strata_unit_t *u = m->units[unit];
+        int ag = 'A' == name[0];
+        double done = ag ? u->t_gdone : u->t_rdone;
+        if (x->nspans == x->cap_spans) {
+            int cap = x->cap_spans ? 2 * x->cap_spans : 64;
+            struct comm_span *n = realloc(x->spans, (size_t)cap * sizeof *n);
+            if (n) {
+                x->spans = n;
+                x->cap_spans = cap;
+            }
+        }
+        if (x->nspans < x->cap_spans)
+            x->spans[x->nspans++] = (struct comm_span){ t0, done >= t0 && done <= t1 ? done : t1,
+                                                        unit, ag };
+    }
     if (!m->exec || !X(m)->trace || t0 <= 0) return;
     sched_trace_op(X(m)->trace, SCHED_COMM, name, t0, t1 - t0, unit, NULL, bytes);
 }
@@ -891,6 +1134,7 @@ static void write_trace(strata_model_t *m)
 
 void fsdp_exec_destroy(strata_model_t *m)
 {
+    fsdp_ws_cache_drop(m);
     fsdp_exec_t *x = X(m);
     if (!x) return;
     write_trace(m);
@@ -899,6 +1143,8 @@ void fsdp_exec_destroy(strata_model_t *m)
     sched_program_destroy(x->prog);
     sched_trace_destroy(x->trace);
     free(x->ubytes); free(x->soff); free(x->fwd_s); free(x->bwd_s);
+    free(x->ag_s); free(x->ag_n); free(x->rs_s); free(x->rs_n); free(x->hist);
+    free(x->spans);
     free(x);
     m->exec = NULL;
 }

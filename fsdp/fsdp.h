@@ -11,6 +11,8 @@
 #define FSDP_NAME_LEN 64
 #define FSDP_MAX_DIMS 4
 #define FSDP_GUARD    256          /* guard bytes after callback-writable buffers */
+/* workspace blocks a model keeps for reuse (fsdp_ws_cache_drop) */
+#define FSDP_WS_CACHE 4
 #define FSDP_ALIGN    256
 
 /* ---- geometry (geometry.c; pure) ------------------------------------------ */
@@ -111,6 +113,7 @@ struct strata_unit {
     fsdp_save_t    *saves;
     int             forward_done; /* forward of the current micro-batch ran */
     double          t_gstart, t_rstart;   /* when its all-gather / reduction started (trace) */
+    double          t_gdone, t_rdone;     /* when they were seen complete (costs) */
 };
 
 typedef enum { MODEL_BUILDING = 0, MODEL_READY, MODEL_BROKEN } fsdp_model_state_t;
@@ -147,9 +150,20 @@ struct strata_model {
 
     /* activation policies, the recorded program and its executor (exec.c) */
     struct fsdp_exec   *exec;
+    /* workspace blocks kept between calls while the executor runs (call.c) */
+    fsdp_buf_t          ws_cache[FSDP_WS_CACHE];
+    int                 nws_cache;
 };
 
 /* ---- call (call.c) -------------------------------------------------------------- */
+
+/* While the activation executor runs, a callback's workspace blocks are
+ * kept for the next call instead of freed: a block that stays put cannot
+ * be lost to fragmentation as blocks of every size come and go around it
+ * (the plan counts one workspace as always resident). Dropped when a
+ * device allocation fails, at every step's begin and end, and with the
+ * model. Returns 1 if it freed anything. */
+int fsdp_ws_cache_drop(strata_model_t *m);
 
 struct strata_unit_call {
     strata_unit_t *unit;
@@ -228,6 +242,12 @@ strata_status_t fsdp_exec_recompute(strata_model_t *m, strata_unit_t *u);
 strata_status_t fsdp_exec_micro_end(strata_model_t *m);
 void fsdp_exec_abort(strata_model_t *m);
 strata_status_t fsdp_exec_step_end(strata_model_t *m);
+/* A device allocation inside a callback found the tier full or fragmented:
+ * wait for the oldest offload still in flight (its completion frees its
+ * device copy) and return 1 so the caller retries; 0 when nothing in flight
+ * can free device memory (the tiers' error stands). The wait counts as
+ * exposed transfer time. */
+int fsdp_exec_make_room(strata_model_t *m);
 /* strata_save inside a callback: the check against the recording. */
 strata_status_t fsdp_exec_check_save(strata_unit_call_t *c, const char *name, size_t bytes);
 /* Collective ops for the trace (comm track). */

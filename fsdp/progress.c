@@ -66,6 +66,7 @@ static void arrived(strata_model_t *m, strata_unit_t *u)
 /* The reduce-scatter of u is complete. */
 static void rs_done(strata_model_t *m, strata_unit_t *u)
 {
+    u->t_rdone = strata_now();
     /* the full gradient was only the send buffer */
     fsdp_buf_free(&u->grad);
     fsdp_buf_free(&u->rs_send);
@@ -110,6 +111,7 @@ static strata_status_t gather_advance(strata_model_t *m, strata_unit_t *u, int b
     fsdp_buf_free(&u->gsend);
     if (STRATA_OK != st) return st;
     u->gstate = GATHER_READY;
+    u->t_gdone = strata_now();
     return STRATA_OK;
 }
 
@@ -172,8 +174,12 @@ strata_status_t fsdp_gather_start(strata_model_t *m, strata_unit_t *u)
     size_t esz = strata_dtype_size(dt);
     if (GATHER_NONE != u->gstate) return STRATA_OK;
     u->t_gstart = strata_now();
-    st = fsdp_buf_alloc(m->ctx, STRATA_TIER_DEVICE, STRATA_TAG_PARAM, u->npad * esz, 0,
-                        &u->gathered);
+    /* a full tier may have room once cached workspace goes or an
+     * activation offload in flight completes (exec.c) */
+    do st = fsdp_buf_alloc(m->ctx, STRATA_TIER_DEVICE, STRATA_TAG_PARAM, u->npad * esz, 0,
+                           &u->gathered);
+    while ((STRATA_ERR_TIER_FULL == st || STRATA_ERR_FRAGMENTED == st) &&
+           (fsdp_ws_cache_drop(m) || fsdp_exec_make_room(m)));
     if (STRATA_OK != st) return st;
     const void *send = u->master.ptr;
     if (STRATA_BF16 == dt) {

@@ -11,7 +11,16 @@
 
 #define EXHAUSTIVE_MAX 1024   /* plans: 4^5; beyond, greedy + local search */
 
-/* Predicted step time of a plan, or INFINITY when it does not fit. */
+/* What a plan is ranked by: its predicted step time, plus a small charge
+ * per second of transfer, so that of plans the simulator finds (nearly)
+ * equally fast the one moving the fewest bytes wins: a transfer the
+ * simulator hides can still show on a real machine, one not made cannot. */
+static double score(const sched_result_t *r)
+{
+    return r->step_s + SCHED_TIE * r->transfer_s;
+}
+
+/* Score of a plan (its result in *res), or INFINITY when it does not fit. */
 static double evaluate(const sched_program_t *prog, const sched_opts_t *opts,
                        const sched_actions_t *acts, sched_result_t *res)
 {
@@ -22,7 +31,7 @@ static double evaluate(const sched_program_t *prog, const sched_opts_t *opts,
     double t = INFINITY;
     if (STRATA_OK == sched_build(prog, acts, opts, &s, NULL, 0) &&
         STRATA_OK == sched_simulate(s, &r, NULL, NULL, NULL, 0)) {
-        t = r.step_s;
+        t = score(&r);
         if (res) *res = r;
     }
     sched_destroy(s);

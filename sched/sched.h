@@ -312,6 +312,11 @@ int sched_tail_kept(const sched_t *s);
  * action, except KEEP where lhs keeps a tail unit's offload on device.
  * The executor follows this, not the policy. -1 on bad indices. */
 int sched_save_action(const sched_t *s, int unit, int save);
+/* Take the compute and collective costs (F, RECOMPUTE, B, AG, RS, OPTIM)
+ * from the program again, e.g. after sched_record_cost with newer
+ * measurements, so that sched_simulate predicts with them; the orders,
+ * dependencies and transfers stay as built. NULL-safe no-op. */
+void sched_update_costs(sched_t *s);
 /* "D2H u3 qkv [2/8]" */
 const char *sched_op_label(const sched_t *s, int id, char *buf, size_t len);
 /* Readable per-engine list: every op, its duration and what it waits for. */

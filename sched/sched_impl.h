@@ -22,6 +22,14 @@ struct sched {
     sched_action_t *save_act;      /* effective action per global save */
 };
 
+/* Schedules (lhs variants) within this fraction of the fastest count as
+ * ties, won by the one that moves the fewest bytes; plans (auto) pay this
+ * much per second of transfer. */
+#define SCHED_TIE 0.02
+/* lhs schedules are chosen to hide their transfers also where compute runs
+ * this much faster than measured (ranks differ; costs are averages) */
+#define SCHED_FAST 0.7
+
 /* Write a message into err (may be NULL) and return st. */
 strata_status_t sched_fail(char *err, size_t errlen, strata_status_t st, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

@@ -3,7 +3,7 @@
 # a message that says what is wrong: dim not divisible by heads, an unknown
 # flag, a missing value, a bad number, an unknown saved name in
 # --act-policy, a device budget too small (the message names the tier, the
-# need and the budget), --trace before it exists, --resume without
+# need and the budget), an empty --trace name, --resume without
 # --ckpt-dir, a missing --data file; --help exits 0 and documents the stop
 # signal.
 set -u
@@ -26,7 +26,7 @@ refuses "an unknown name in --act-policy lists the saved names" \
     "saves no 'qkvx' \(it saves: ln1, .*mlp_act" --act-policy "qkvx=host,*=keep"
 refuses "a device budget too small names tier, need and budget" \
     "device tier full: need [0-9.]+ [KMG]?i?B, budget 64 KiB" --device-mem 64K --layers 2 --dim 32
-refuses "--trace says it is not available yet" "--trace: not available yet" --trace /tmp/t.json
+refuses "--trace with an empty file name" "--trace needs a file name" --trace ""
 refuses "--resume without --ckpt-dir" "--resume needs --ckpt-dir" --resume
 refuses "a missing --data file" "nonexistent" --data /nonexistent/file.txt
 refuses "--schedule other than lhs|naive" "--schedule is lhs or naive" --schedule fast

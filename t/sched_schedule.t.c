@@ -90,7 +90,7 @@ static double compute_sum(const sched_program_t *p, int recompute_all)
 int main(void)
 {
     char err[1024] = "";
-    plan(21);
+    plan(24);
 
     /* ---- randomized invariants ---- */
     int built = 0, fit_fail = 0, time_bad = 0, peak_bad = 0, slower = 0, naive_hidden = 0, ample_exposed = 0;
@@ -211,6 +211,72 @@ int main(void)
         int all_keep = STRATA_OK == sched_plan_auto(p, &o, &pick, &pred, err, sizeof err);
         for (int n = 0; all_keep && n < p->nnames; n++) all_keep = SCHED_KEEP == pick.action[n];
         ok(all_keep, "auto picks keep for every name when keep fits (even with free transfers)");
+        sched_program_destroy(p);
+    }
+
+    /* ---- new costs, same schedule: sched_update_costs ---- */
+    {
+        rng = 7;
+        sched_program_t *p = random_program(1);
+        sched_opts_t o;
+        sched_actions_t keep;
+        sched_opts_defaults(&o);
+        sched_actions_fill(&keep, p, SCHED_KEEP);
+        sched_t *s = NULL;
+        sched_result_t r1, r2;
+        int built = STRATA_OK == sched_build(p, &keep, &o, &s, err, sizeof err) &&
+                    STRATA_OK == sched_simulate(s, &r1, NULL, NULL, NULL, 0);
+        double add = 0;
+        for (int u = 0; u < p->nunits; u++) {
+            sched_record_cost(p, u, SCHED_COST_FWD, 2 * p->units[u].cost_s[SCHED_COST_FWD], NULL, 0);
+            add += p->units[u].cost_s[SCHED_COST_FWD] / 2;
+        }
+        sched_update_costs(s);
+        sched_update_costs(NULL);   /* NULL-safe */
+        built = built && STRATA_OK == sched_simulate(s, &r2, NULL, NULL, NULL, 0);
+        ok(built && fabs(r2.step_s - r1.step_s - add) < 1e-9,
+           "sched_update_costs: doubled forward costs lengthen the simulated step by their sum "
+           "(%g -> %g s, +%g)", r1.step_s, built ? r2.step_s : 0, add);
+        sched_destroy(s);
+        sched_program_destroy(p);
+    }
+
+    /* ---- lhs with room for everything and a slow link keeps every save:
+     * a transfer the simulator would hide is still one a real machine can
+     * expose ---- */
+    {
+        const char *text = "resident 1M\nunit b fwd=0.01 bwd=0.02 ag=0.001 rs=0.001 ag_bytes=1M "
+                           "repeat=6\nsave a 4M\nsave c 4M\n";
+        sched_program_t *p;
+        if (STRATA_OK != sched_program_parse(text, &p, err, sizeof err)) bail_out("%s", err);
+        sched_opts_t o;
+        sched_opts_defaults(&o);
+        o.budget[STRATA_TIER_DEVICE] = 1ull << 30;
+        o.link.d2h_bw = o.link.h2d_bw = 2e9;   /* 2 ms a save: hidden behind 10 ms forwards */
+        sched_actions_t host, keep;
+        sched_actions_fill(&host, p, SCHED_HOST);
+        sched_actions_fill(&keep, p, SCHED_KEEP);
+        sched_t *s = NULL, *k = NULL;
+        sched_result_t rh, rk;
+        int okb = STRATA_OK == sched_build(p, &host, &o, &s, err, sizeof err) &&
+                  STRATA_OK == sched_build(p, &keep, &o, &k, err, sizeof err) &&
+                  STRATA_OK == sched_simulate(s, &rh, NULL, NULL, NULL, 0) &&
+                  STRATA_OK == sched_simulate(k, &rk, NULL, NULL, NULL, 0);
+        ok(okb && p->nunits == sched_tail_kept(s) && 0 == rh.transfer_s &&
+           fabs(rh.step_s - rk.step_s) < 1e-12,
+           "host-lhs with a budget for everything keeps all %d units (kept %d, %g s moved)",
+           p->nunits, okb ? sched_tail_kept(s) : -1, okb ? rh.transfer_s : -1);
+        sched_destroy(s);
+        sched_destroy(k);
+        /* a budget below keep's: it must offload, and hides it */
+        o.budget[STRATA_TIER_DEVICE] = sched_min_device(p, &keep, &o) - (4u << 20);
+        okb = STRATA_OK == sched_build(p, &host, &o, &s, err, sizeof err) &&
+              STRATA_OK == sched_simulate(s, &rh, NULL, NULL, NULL, 0);
+        ok(okb && sched_tail_kept(s) < p->nunits && rh.transfer_s > 0 &&
+           rh.peak[STRATA_TIER_DEVICE] <= o.budget[STRATA_TIER_DEVICE],
+           "below keep's budget it offloads (tail %d of %d units kept) within the budget",
+           okb ? sched_tail_kept(s) : -1, p->nunits);
+        sched_destroy(s);
         sched_program_destroy(p);
     }
 

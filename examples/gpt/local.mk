@@ -29,8 +29,8 @@ examples_gpt_train_gpt_SOURCES = examples/gpt/train_gpt.c examples/gpt/gpt_fsdp.
     examples/gpt/gpt_fsdp.h
 examples_gpt_train_gpt_LDADD = $(GPT_LDADD)
 dist_check_SCRIPTS += t/gpt-train-np1-np4.t t/gpt-train-policy.t t/gpt-train-resume.t \
-    t/gpt-train-errors.t
-TESTS += t/gpt-train-np1-np4.t t/gpt-train-policy.t t/gpt-train-resume.t t/gpt-train-errors.t
+    t/gpt-train-errors.t t/gpt-train-trace.t t/gpt-train-tight.t
+TESTS += t/gpt-train-np1-np4.t t/gpt-train-policy.t t/gpt-train-resume.t t/gpt-train-errors.t t/gpt-train-trace.t t/gpt-train-tight.t
 
 # Tests: the programs live in t/ beside the others; they are listed here so
 # that they exist only where CBLAS does.

@@ -103,7 +103,8 @@ static void usage(FILE *f)
 "Output and evaluation:\n"
 "  --json            JSON lines instead of progress lines: one object per step and\n"
 "                    a final one with param_hash (see README)\n"
-"  --trace FILE      per-rank Chrome trace (not available in this build yet)\n"
+"  --trace FILE      per-rank Chrome trace (Perfetto): FILE.<rank>.json, a\n"
+"                    trailing .json of FILE dropped first; 'strata trace' merges\n"
 "  --data FILE       train on FILE at byte level\n"
 "  --eval-every N    held-out accuracy / validation loss every N steps (0 = end)\n"
 "  --eval-n N        held-out sums decoded per accuracy evaluation (500)\n"
@@ -465,9 +466,8 @@ int main(int argc, char **argv)
     gpt_data *data = NULL;
     if (0 == prc) {
         /* every check here fails the same way on every rank */
-        if (NULL != o.trace) {
-            snprintf(why, sizeof(why), "--trace: not available yet: this build's runtime has "
-                     "no trace writer (the offload scheduler work adds it); run without --trace");
+        if (NULL != o.trace && (0 == strlen(o.trace) || strlen(o.trace) >= 500)) {
+            snprintf(why, sizeof(why), "--trace needs a file name of 1..499 characters");
             prc = -2;
         } else if (NULL != o.schedule && strcmp(o.schedule, "lhs") && strcmp(o.schedule, "naive")) {
             snprintf(why, sizeof(why), "--schedule is lhs or naive, not '%s'", o.schedule);
@@ -572,6 +572,14 @@ int main(int argc, char **argv)
     CHECK(&r, "model create", strata_model_create(r.ctx, &mo, &r.model));
     CHECK(&r, "model build", gpt_fsdp_build(r.model, &o.cfg, &g));
     CHECK(&r, "model finalize", strata_model_finalize(r.model));
+    if (NULL != o.trace) {
+        /* --trace run/t.json -> run/t.<rank>.json, written when the model goes */
+        char prefix[512];
+        size_t n = strlen(o.trace);
+        snprintf(prefix, sizeof(prefix), "%s", o.trace);
+        if (5 < n && 0 == strcmp(o.trace + n - 5, ".json")) prefix[n - 5] = '\0';
+        CHECK(&r, "trace", strata_model_trace(r.model, prefix));
+    }
 
     /* stop requests: a flag checked at the end of every step */
     struct sigaction sa;
@@ -635,6 +643,9 @@ int main(int argc, char **argv)
     double loss = NAN, first_loss = NAN, t_sum = 0;
     int timed = 0, step = start, stopped = 0;
     size_t peak[3] = { 0, 0, 0 };
+    strata_model_stats_t ms;
+    memset(&ms, 0, sizeof(ms));
+    double xfer_sum = 0, exposed_sum = 0;
     for (; step < o.steps; step++) {
         double t0 = now();
         float cnt = 0;
@@ -675,19 +686,33 @@ int main(int argc, char **argv)
             strata_tier_usage_t u;
             if (STRATA_OK == strata_tier_usage(r.ctx, (strata_tier_t)k, &u)) peak[k] = u.peak;
         }
+        CHECK(&r, "stats", strata_model_stats(r.model, &ms));
+        if (step > start) {     /* the first step records and plans: not in the sums */
+            xfer_sum += ms.transfer_s;
+            exposed_sum += ms.exposed_transfer_s;
+        }
         if (0 == rank && o.json) {
             printf("{\"step\":%d,\"loss\":%.9g,\"lr\":%.6g,\"tokens_per_s\":%.1f,\"step_s\":%.6f,"
-                   "\"peak_device_bytes\":%zu,\"peak_host_bytes\":%zu,\"peak_storage_bytes\":%zu}\n",
-                   step + 1, loss, lr, tokens_step / dt, dt, peak[0], peak[1], peak[2]);
+                   "\"peak_device_bytes\":%zu,\"peak_host_bytes\":%zu,\"peak_storage_bytes\":%zu,"
+                   "\"transfer_s\":%.6f,\"exposed_transfer_s\":%.6f,\"overlap_frac\":%.4f,"
+                   "\"offload_bytes\":%zu,\"predicted_step_s\":%.6f,\"model_step_s\":%.6f,"
+                   "\"compute_s\":%.6f,\"exposed_comm_s\":%.6f}\n",
+                   step + 1, loss, lr, tokens_step / dt, dt, peak[0], peak[1], peak[2],
+                   ms.transfer_s, ms.exposed_transfer_s, ms.overlap_frac, ms.offload_bytes,
+                   ms.predicted_step_s, ms.step_s, ms.compute_s, ms.exposed_comm_s);
             fflush(stdout);
         } else if (0 == rank && (0 == (step + 1) % o.log_every || step + 1 == o.steps ||
                                  step == start)) {
-            char s0[32], s1[32], s2[32];
+            char s0[32], s1[32], s2[32], xf[96] = "";
+            if (0 < ms.transfer_s)   /* only where activations moved */
+                snprintf(xf, sizeof(xf), "  xfer %.1f ms exposed %.1f ms (overlap %.0f%%)",
+                         1e3 * ms.transfer_s, 1e3 * ms.exposed_transfer_s,
+                         100 * ms.overlap_frac);
             printf("step %5d/%d  loss %.4f  lr %.2e  %8.0f tok/s  %6.2f GFLOP/s  %7.1f ms  "
-                   "peak dev %s host %s storage %s\n", step + 1, o.steps, loss, lr,
+                   "peak dev %s host %s storage %s%s\n", step + 1, o.steps, loss, lr,
                    tokens_step / dt, flops_tok * tokens_step / dt / 1e9, 1e3 * dt,
                    fmt_size(peak[0], s0, sizeof(s0)), fmt_size(peak[1], s1, sizeof(s1)),
-                   fmt_size(peak[2], s2, sizeof(s2)));
+                   fmt_size(peak[2], s2, sizeof(s2)), xf);
             fflush(stdout);
         }
         int done = step + 1;
@@ -745,6 +770,13 @@ int main(int argc, char **argv)
     if (0 == rank) {
         char s0[32], s1[32], s2[32];
         double tps = 0 < timed ? timed * tokens_step / t_sum : 0;
+        /* transfer totals as the step times: mean over the steps after the first */
+        double mt = 0 < timed ? xfer_sum / timed : ms.transfer_s;
+        double me = 0 < timed ? exposed_sum / timed : ms.exposed_transfer_s;
+        if (0 < mt)
+            printf("summary: activation transfers %.1f ms/step, %.1f ms exposed (overlap "
+                   "%.0f%%), %zu bytes offloaded per step, predicted step %.1f ms\n", 1e3 * mt,
+                   1e3 * me, 100 * (1 - me / mt), ms.offload_bytes, 1e3 * ms.predicted_step_s);
         if (0 < timed)
             printf("summary: %d steps, loss %.4f -> %.4f, %.0f tok/s, %.2f GFLOP/s, %.1f ms/step "
                    "(mean over steps %d..%d)\n", steps_done - start, first_loss, loss, tps,
@@ -760,9 +792,12 @@ int main(int argc, char **argv)
             if (!isnan(loss)) snprintf(ls, sizeof(ls), "%.9g", loss);
             printf("{\"final\":true,\"steps\":%d,\"loss\":%s,\"%s\":%.9g,\"param_hash\":"
                    "\"%016llx\",\"peak_device_bytes\":%zu,\"peak_host_bytes\":%zu,"
-                   "\"peak_storage_bytes\":%zu,\"tokens_per_s\":%.1f}\n", steps_done, ls,
+                   "\"peak_storage_bytes\":%zu,\"tokens_per_s\":%.1f,\"transfer_s\":%.6f,"
+                   "\"exposed_transfer_s\":%.6f,\"overlap_frac\":%.4f,\"offload_bytes\":%zu,"
+                   "\"predicted_step_s\":%.6f}\n", steps_done, ls,
                    addition ? "accuracy" : "val_loss", addition ? acc : vl,
-                   (unsigned long long)hash, peak[0], peak[1], peak[2], tps);
+                   (unsigned long long)hash, peak[0], peak[1], peak[2], tps, mt, me,
+                   0 < mt ? 1 - me / mt : 1.0, ms.offload_bytes, ms.predicted_step_s);
         }
         if (addition) printf("held-out accuracy: %.1f%%\n", 100 * acc);
         else printf("val loss: %.4f\n", vl);
