@@ -460,7 +460,8 @@ static void wait_copy(tiers_state_t *ts, strata_event_t *ev)
 
 static double helper_grace(tiers_state_t *ts, const tiers_engine_t *e, const tiers_op_t *op)
 {
-    if (!ts->wait_storage || op->started || e->bw > 0 || !is_storage_op(op) ||
+    /* only the head: a waiter runs nothing else */
+    if (!ts->wait_storage || op != e->head || op->started || e->bw > 0 || !is_storage_op(op) ||
         op_bytes(op) < HELPER_GRACE_MIN || op->nocopy)
         return 0;
     double until = op->t_queued + HELPER_GRACE;
