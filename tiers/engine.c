@@ -359,12 +359,18 @@ static void run_chunk(tiers_state_t *ts, tiers_engine_t *e, tiers_op_t *op)
     }
 }
 
-/* A waiter runs a storage op (lock not held; the op is marked helped), in
- * chunks as the I/O thread would (storage.c sizes the calls within one).
- * Calls larger than chunk_size did not pay: see storage.c. */
+/* A waiter runs a storage op (lock not held; the op is marked helped).
+ * The I/O thread stays free for small ops meanwhile, so the waiter need not
+ * stop at chunk_size: reads go in chunks of up to WAIT_READ_CHUNK, inside
+ * which storage.c grows its pread calls (large calls pay for reads of
+ * hundreds of MiB); writes in chunk_size calls, which were as fast as
+ * larger ones (see storage.c). */
+#define WAIT_READ_CHUNK ((size_t)64 << 20)
+
 static strata_status_t help_storage(tiers_state_t *ts, tiers_op_t *op, size_t *done_p)
 {
     size_t bytes = op->blk->bytes, done = 0, max = ts->chunk;
+    if (STRATA_TIER_STORAGE == op->src && max < WAIT_READ_CHUNK) max = WAIT_READ_CHUNK;
     strata_status_t st = tiers_storage_begin(ts, op);
     while (STRATA_OK == st && done < bytes) {
         size_t n = bytes - done < max ? bytes - done : max;
@@ -454,7 +460,8 @@ static void wait_copy(tiers_state_t *ts, strata_event_t *ev)
 
 static double helper_grace(tiers_state_t *ts, const tiers_engine_t *e, const tiers_op_t *op)
 {
-    if (!ts->wait_storage || op->started || e->bw > 0 || !is_storage_op(op) ||
+    /* only the head: a waiter runs nothing else */
+    if (!ts->wait_storage || op != e->head || op->started || e->bw > 0 || !is_storage_op(op) ||
         op_bytes(op) < HELPER_GRACE_MIN || op->nocopy)
         return 0;
     double until = op->t_queued + HELPER_GRACE;

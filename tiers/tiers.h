@@ -142,6 +142,7 @@ typedef struct tiers_op {
     int               helped;         /* run by a thread in strata_event_wait, not the engine */
     double            t_queued;       /* strata_now() when enqueued */
     XXH3_state_t     *hash;
+    size_t            piece;          /* storage read: size of the next pread (0: first) */
     struct spill_ds  *ds;             /* storage write: the dataset chosen */
     /* OP_CALL: run fn(arg) on the engine's thread */
     strata_status_t (*fn)(void *arg);
