@@ -77,6 +77,8 @@ typedef struct fsdp_exec {
     int               costs_measured;  /* step-1 costs replaced the estimates */
     double           *fwd_s, *bwd_s;   /* per unit, summed over this step's micro-batches */
     double           *ag_s, *rs_s;     /* per unit: collective times this step (comm_costs) */
+    float            *cost_v, *cost_all;   /* a step's costs, in exchange (costs_post) */
+    strata_request_t *cost_req;
     int              *ag_n, *rs_n;     /* and their counts */
     struct comm_span { double t0, t1; int unit, ag; } *spans;   /* this step's collectives */
     double            prev_end, prev_comm, prev_xfer;   /* at the last compute op's end */
@@ -109,6 +111,8 @@ typedef struct fsdp_exec {
 } fsdp_exec_t;
 
 #define X(m) ((fsdp_exec_t *)(m)->exec)
+
+static strata_status_t costs_take(strata_model_t *m, float *r);
 
 /* steps whose measured costs the predictions take the median of */
 #define EXEC_HIST 32
@@ -358,6 +362,10 @@ static strata_status_t sizing(strata_model_t *m, const void *input, size_t in_by
 
     sched_program_destroy(x->prog);
     x->prog = NULL;
+    if (x->cost_req) costs_take(m, NULL);   /* an exchange for the old program */
+    free(x->cost_v);
+    free(x->cost_all);
+    x->cost_v = x->cost_all = NULL;
     free(x->ubytes); free(x->soff); free(x->fwd_s); free(x->bwd_s);
     free(x->ag_s); free(x->ag_n); free(x->rs_s); free(x->rs_n); free(x->hist);
     x->ubytes = NULL;
@@ -916,16 +924,28 @@ static void comm_costs(fsdp_exec_t *x)
     x->nspans = 0;
 }
 
-/* This step's costs, the same on every rank, into
- * r[0..4L]: per unit forward, backward (per micro-batch), all-gather and
- * reduce-scatter (per use; the program's value where none was timed), then
- * the optimizer. */
-static strata_status_t step_costs(strata_model_t *m, float *r)
+/* This step's costs, the same on every rank, into r[0..4L]: per unit
+ * forward, backward (per micro-batch), all-gather and reduce-scatter (per
+ * use; the program's value where none was timed), then the optimizer.
+ * Every unit ends with a collective that waits for the last rank, so the
+ * ranks advance at the pace of the slowest: compute costs are the maximum
+ * over ranks, and a collective's the minimum (what the last rank to
+ * arrive saw of it: the rest is waiting for that rank). The exchange is
+ * posted at one step's end (costs_post) and taken at the next's
+ * (costs_take), so that it adds no synchronisation to the step. */
+static strata_status_t costs_post(strata_model_t *m)
 {
     fsdp_exec_t *x = X(m);
     int L = m->nunits, M = m->n_micro > 0 ? m->n_micro : 1;
-    float *v = malloc((size_t)(4 * L + 1) * sizeof *v);
-    if (!v) return STRATA_ERR_NOMEM;
+    size_t n = (size_t)(4 * L + 1);
+    int W = strata_group_size(m->ctx->world);
+    if (x->cost_req) return strata_error(m->ctx, STRATA_ERR_STATE, "costs: an exchange is pending");
+    if (!x->cost_v) {
+        x->cost_v = malloc(n * sizeof *x->cost_v);
+        x->cost_all = malloc(n * (size_t)W * sizeof *x->cost_all);
+        if (!x->cost_v || !x->cost_all) return strata_error(m->ctx, STRATA_ERR_NOMEM, "costs");
+    }
+    float *v = x->cost_v;
     comm_costs(x);
     for (int u = 0; u < L; u++) {
         v[u] = (float)(x->fwd_s[u] / M);
@@ -936,31 +956,36 @@ static strata_status_t step_costs(strata_model_t *m, float *r)
                                           : x->prog->units[u].cost_s[SCHED_COST_RS]);
     }
     v[4 * L] = (float)m->optim_s;
-    /* every unit ends with a collective that waits for the last rank, so
-     * the ranks advance at the pace of the slowest: compute costs are the
-     * maximum over ranks, and a collective's the minimum (what the last
-     * rank to arrive saw of it: the rest is waiting for that rank) */
+    pthread_mutex_lock(&m->lock);
+    strata_status_t st = strata_allgather_start(m->ctx->world, v, x->cost_all, n, STRATA_F32,
+                                                &x->cost_req);
+    pthread_mutex_unlock(&m->lock);
+    return st;
+}
+
+/* Complete the pending exchange; r (may be NULL) receives the costs. */
+static strata_status_t costs_take(strata_model_t *m, float *r)
+{
+    fsdp_exec_t *x = X(m);
+    if (!x->cost_req) return STRATA_ERR_STATE;
+    int L = m->nunits;
     size_t n = (size_t)(4 * L + 1);
     int W = strata_group_size(m->ctx->world);
-    float *all = malloc(n * (size_t)W * sizeof *all);
-    strata_status_t st = STRATA_ERR_NOMEM;
-    if (all) {
-        pthread_mutex_lock(&m->lock);
-        st = strata_allgather(m->ctx->world, v, all, n, STRATA_F32);
-        pthread_mutex_unlock(&m->lock);
-    }
-    if (STRATA_OK == st)
-        for (size_t i = 0; i < n; i++) {
-            int comm = i >= (size_t)(2 * L) && i < (size_t)(4 * L);
-            r[i] = all[i];
-            for (int g = 1; g < W; g++) {
-                float y = all[(size_t)g * n + i];
-                if (comm ? y < r[i] : y > r[i]) r[i] = y;
-            }
+    pthread_mutex_lock(&m->lock);
+    strata_status_t st = strata_request_wait(x->cost_req);
+    pthread_mutex_unlock(&m->lock);
+    x->cost_req = NULL;
+    if (STRATA_OK != st || !r) return st;
+    const float *all = x->cost_all;
+    for (size_t i = 0; i < n; i++) {
+        int comm = i >= (size_t)(2 * L) && i < (size_t)(4 * L);
+        r[i] = all[i];
+        for (int g = 1; g < W; g++) {
+            float y = all[(size_t)g * n + i];
+            if (comm ? y < r[i] : y > r[i]) r[i] = y;
         }
-    free(all);
-    free(v);
-    return st;
+    }
+    return STRATA_OK;
 }
 
 static void set_costs(strata_model_t *m, const double *c)
@@ -993,8 +1018,23 @@ static strata_status_t measured_costs(strata_model_t *m, int first)
     int L = m->nunits, n = 4 * L + 1;
     float *r = malloc((size_t)n * sizeof *r);
     double *c = malloc((size_t)n * sizeof *c);
-    strata_status_t st = r && c ? step_costs(m, r) : STRATA_ERR_NOMEM;
-    if (STRATA_OK == st) {
+    strata_status_t st = r && c ? STRATA_OK : STRATA_ERR_NOMEM;
+    int have = 0;
+    if (STRATA_OK == st && first) {
+        /* the plan needs them now */
+        if (x->cost_req) costs_take(m, NULL);
+        st = costs_post(m);
+        if (STRATA_OK == st) st = costs_take(m, r);
+        have = STRATA_OK == st;
+    } else if (STRATA_OK == st) {
+        /* the previous step's, exchanged meanwhile; this step's go out */
+        if (x->cost_req) {
+            st = costs_take(m, r);
+            have = STRATA_OK == st;
+        }
+        if (STRATA_OK == st) st = costs_post(m);
+    }
+    if (STRATA_OK == st && have) {
         if (first) {
             for (int i = 0; i < n; i++) c[i] = r[i];
         } else {
@@ -1137,6 +1177,9 @@ void fsdp_exec_destroy(strata_model_t *m)
     fsdp_ws_cache_drop(m);
     fsdp_exec_t *x = X(m);
     if (!x) return;
+    if (x->cost_req) costs_take(m, NULL);   /* every rank posted it */
+    free(x->cost_v);
+    free(x->cost_all);
     write_trace(m);
     free_state(x);
     sched_destroy(x->sched);
