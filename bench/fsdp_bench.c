@@ -5,7 +5,7 @@
  * both alike; medians over the measured steps. Launched by bench/run fsdp
  * at W = 1, 2, 4.
  *
- *   fsdp_bench [--json] [--header] [--steps N] [--rounds N]
+ *   fsdp_bench [--json] [--header] [--steps N (2)] [--rounds N (30)]
  *
  * Per step: step_s (slowest rank), compute_s (time in callbacks),
  * exposed_comm_s (time the step blocked waiting for a collective) and
@@ -97,7 +97,7 @@ static int run(setup_t *s, int k, int measure, int W, int R)
 
 int main(int argc, char **argv)
 {
-    int json = 0, header = 0, steps = 2, rounds = 12, W, R, provided;
+    int json = 0, header = 0, steps = 2, rounds = 30, W, R, provided;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json")) json = 1;
         else if (!strcmp(argv[i], "--header")) header = 1;
