@@ -18,6 +18,7 @@ t_unit_group_t_SOURCES = t/unit_group.t.c
 t_unit_config_t_LDADD = $(TEST_LDADD)
 t_unit_dtype_t_LDADD = $(TEST_LDADD)
 t_unit_group_t_LDADD = $(TEST_LDADD)
+t_comm_coll_SOURCES = t/comm_coll.c t/comm_gen.h
 t_comm_coll_LDADD = $(TEST_LDADD)
 t_comm_errors_LDADD = $(TEST_LDADD)
 
@@ -44,6 +45,7 @@ if HAVE_NCCL
 check_PROGRAMS += t/unit_nccl.t t/comm_nccl
 t_unit_nccl_t_SOURCES = t/unit_nccl.t.c
 t_unit_nccl_t_LDADD = $(TEST_LDADD)
+t_comm_nccl_SOURCES = t/comm_nccl.c t/comm_gen.h
 t_comm_nccl_LDADD = $(TEST_LDADD) $(CUDA_LIBS)
 TESTS += t/unit_nccl.t t/comm-nccl-np1.t
 endif
