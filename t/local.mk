@@ -54,10 +54,10 @@ endif
 # strata_init, which starts MPI itself.
 check_PROGRAMS += t/tiers_arena.t t/tiers_move.t t/tiers_storage.t t/tiers_link.t t/tiers_cuda.t
 t_tiers_arena_t_SOURCES = t/tiers_arena.t.c
-t_tiers_move_t_SOURCES = t/tiers_move.t.c
-t_tiers_storage_t_SOURCES = t/tiers_storage.t.c
+t_tiers_move_t_SOURCES = t/tiers_move.t.c t/tiers_util.h
+t_tiers_storage_t_SOURCES = t/tiers_storage.t.c t/tiers_util.h
 t_tiers_link_t_SOURCES = t/tiers_link.t.c
-t_tiers_cuda_t_SOURCES = t/tiers_cuda.t.c
+t_tiers_cuda_t_SOURCES = t/tiers_cuda.t.c t/tiers_util.h
 t_tiers_arena_t_LDADD = $(TEST_LDADD)
 t_tiers_move_t_LDADD = $(TEST_LDADD)
 t_tiers_storage_t_LDADD = $(TEST_LDADD) $(HDF5_LIBS)
