@@ -27,23 +27,12 @@
 #include <unistd.h>
 
 #include "strata.h"
+#include "stats.h"
 
 #define NUNITS 4
 
 static int W, R;
 static strata_context_t *ctx;
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 static double slowest(double t)
 {

@@ -13,20 +13,9 @@
 #include <string.h>
 
 #include "strata.h"
+#include "stats.h"
 
 static int W, R;
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 typedef enum { OP_ALLGATHER, OP_REDUCE_SCATTER } op_t;
 

@@ -17,6 +17,7 @@
 
 #include "strata.h"
 #include "examples/mlp/mlp_model.h"
+#include "stats.h"
 
 /* the fixed configuration (printed) */
 #define LAYERS 8
@@ -25,18 +26,6 @@
 
 static int CHUNK = 16;       /* rows between strata_call_progress calls; 0 = none */
 static int PTHREAD = 1;      /* progress thread */
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 typedef struct {
     strata_context_t *ctx;

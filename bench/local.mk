@@ -1,16 +1,16 @@
 # bench/ - benchmark programs; bench/run launches them.
 noinst_PROGRAMS += bench/comm_bench
-bench_comm_bench_SOURCES = bench/comm_bench.c
+bench_comm_bench_SOURCES = bench/comm_bench.c bench/stats.h
 bench_comm_bench_LDADD = libstrata.la
 noinst_PROGRAMS += bench/ckpt_bench
-bench_ckpt_bench_SOURCES = bench/ckpt_bench.c
+bench_ckpt_bench_SOURCES = bench/ckpt_bench.c bench/stats.h
 bench_ckpt_bench_LDADD = libstrata.la
 EXTRA_DIST += bench/run bench/offload
 noinst_PROGRAMS += bench/tiers_bench
-bench_tiers_bench_SOURCES = bench/tiers_bench.c
+bench_tiers_bench_SOURCES = bench/tiers_bench.c bench/stats.h
 bench_tiers_bench_CPPFLAGS = $(AM_CPPFLAGS) $(BLAS_CFLAGS)
 bench_tiers_bench_LDADD = libstrata.la $(BLAS_LIBS)
 
 noinst_PROGRAMS += bench/fsdp_bench
-bench_fsdp_bench_SOURCES = bench/fsdp_bench.c examples/mlp/mlp_model.c
+bench_fsdp_bench_SOURCES = bench/fsdp_bench.c bench/stats.h examples/mlp/mlp_model.c
 bench_fsdp_bench_LDADD = libstrata.la

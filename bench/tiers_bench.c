@@ -38,6 +38,7 @@
 #include "config.h"
 #include "strata.h"
 #include "tiers/tiers.h"
+#include "stats.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -53,18 +54,6 @@
 static int json;
 /* bytes per side timed for a storage row (--storage-budget) */
 static size_t storage_budget = (size_t)2 << 30;
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 static void die(strata_context_t *ctx, const char *what)
 {

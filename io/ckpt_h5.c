@@ -155,30 +155,29 @@ int ckpt_attr_get_str(hid_t obj, const char *name, char *buf, size_t len)
     return rc;
 }
 
-int ckpt_attr_get_i64(hid_t obj, const char *name, int64_t *value)
+/* A numeric scalar attribute of class cls and at most 8 bytes, converted
+ * to mem_type (an 8-byte native type) into *value, written only on success. */
+static int attr_get(hid_t obj, const char *name, H5T_class_t cls, hid_t mem_type, void *value)
 {
     hid_t a, t;
-    int rc = attr_open(obj, name, H5T_INTEGER, &a, &t);
+    int rc = attr_open(obj, name, cls, &a, &t);
     if (rc) return rc;
-    int64_t v;
-    rc = (H5Tget_size(t) <= 8 && H5Aread(a, H5T_NATIVE_INT64, &v) >= 0) ? 0 : -2;
-    if (!rc) *value = v;
+    union { int64_t i; double f; } v;
+    rc = (H5Tget_size(t) <= 8 && H5Aread(a, mem_type, &v) >= 0) ? 0 : -2;
+    if (!rc) memcpy(value, &v, sizeof v);
     H5Tclose(t);
     H5Aclose(a);
     return rc;
 }
 
+int ckpt_attr_get_i64(hid_t obj, const char *name, int64_t *value)
+{
+    return attr_get(obj, name, H5T_INTEGER, H5T_NATIVE_INT64, value);
+}
+
 int ckpt_attr_get_f64(hid_t obj, const char *name, double *value)
 {
-    hid_t a, t;
-    int rc = attr_open(obj, name, H5T_FLOAT, &a, &t);
-    if (rc) return rc;
-    double v;
-    rc = (H5Tget_size(t) <= 8 && H5Aread(a, H5T_NATIVE_DOUBLE, &v) >= 0) ? 0 : -2;
-    if (!rc) *value = v;
-    H5Tclose(t);
-    H5Aclose(a);
-    return rc;
+    return attr_get(obj, name, H5T_FLOAT, H5T_NATIVE_DOUBLE, value);
 }
 
 /* ----------------------------------------------------------- header --- */

@@ -3,10 +3,9 @@
  * scheduler's options from the config table.
  */
 #include "config.h"
-#include "sched/sched.h"
+#include "sched/sched_impl.h"
 
 #include <ctype.h>
-#include <stdarg.h>
 #include <string.h>
 #include <strings.h>
 
@@ -28,19 +27,6 @@ const char *sched_mode_name(sched_mode_t m)
     return SCHED_MODE_NAIVE == m ? "naive" : "lhs";
 }
 
-static strata_status_t fail(char *err, size_t errlen, strata_status_t st, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static strata_status_t fail(char *err, size_t errlen, strata_status_t st, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return st;
-}
-
 /* Copy [b, e) without surrounding whitespace into out (size SCHED_NAME_MAX);
  * -1 if it does not fit. */
 static int trimmed(const char *b, const char *e, char *out)
@@ -57,7 +43,7 @@ strata_status_t sched_policy_parse(const char *text, sched_policy_t *pol_p, char
 {
     sched_policy_t pol;
     char name[SCHED_NAME_MAX], act[SCHED_NAME_MAX];
-    if (!text || !pol_p) return fail(err, errlen, STRATA_ERR_INVALID, "policy: NULL argument");
+    if (!text || !pol_p) return sched_fail(err, errlen, STRATA_ERR_INVALID, "policy: NULL argument");
     memset(&pol, 0, sizeof pol);
     pol.dflt = SCHED_KEEP;
 
@@ -78,32 +64,35 @@ strata_status_t sched_policy_parse(const char *text, sched_policy_t *pol_p, char
                 p = *end ? end + 1 : end;
                 continue;
             }
-            return fail(err, errlen, STRATA_ERR_CONFIG,
-                        "activation policy: '%s' is not NAME=ACTION (e.g. qkv=host,*=keep, or auto)", item);
+            return sched_fail(err, errlen, STRATA_ERR_CONFIG,
+                              "activation policy: '%s' is not NAME=ACTION (e.g. qkv=host,*=keep, or auto)",
+                              item);
         }
         if (trimmed(p, eq, name) || trimmed(eq + 1, end, act))
-            return fail(err, errlen, STRATA_ERR_CONFIG, "activation policy: '%s': name or action too long", item);
+            return sched_fail(err, errlen, STRATA_ERR_CONFIG,
+                              "activation policy: '%s': name or action too long", item);
         if (!*name)
-            return fail(err, errlen, STRATA_ERR_CONFIG, "activation policy: '%s' has no name", item);
+            return sched_fail(err, errlen, STRATA_ERR_CONFIG, "activation policy: '%s' has no name", item);
         int a;
         for (a = 0; a < SCHED_ACTION_COUNT; a++)
             if (!strcasecmp(act, action_names[a])) break;
         if (SCHED_ACTION_COUNT == a)
-            return fail(err, errlen, STRATA_ERR_CONFIG,
-                        "activation policy: '%s' for '%s' is not an action (keep, host, storage, recompute)",
-                        act, name);
+            return sched_fail(err, errlen, STRATA_ERR_CONFIG,
+                              "activation policy: '%s' for '%s' is not an action "
+                              "(keep, host, storage, recompute)", act, name);
         if (!strcmp(name, "*")) {
             if (pol.has_default)
-                return fail(err, errlen, STRATA_ERR_CONFIG, "activation policy: '*' given twice");
+                return sched_fail(err, errlen, STRATA_ERR_CONFIG, "activation policy: '*' given twice");
             pol.has_default = 1;
             pol.dflt = (sched_action_t)a;
         } else {
             for (int i = 0; i < pol.nrules; i++)
                 if (!strcmp(pol.rules[i].name, name))
-                    return fail(err, errlen, STRATA_ERR_CONFIG, "activation policy: '%s' given twice", name);
+                    return sched_fail(err, errlen, STRATA_ERR_CONFIG,
+                                      "activation policy: '%s' given twice", name);
             if (SCHED_MAX_NAMES == pol.nrules)
-                return fail(err, errlen, STRATA_ERR_CONFIG, "activation policy: more than %d names",
-                            SCHED_MAX_NAMES);
+                return sched_fail(err, errlen, STRATA_ERR_CONFIG, "activation policy: more than %d names",
+                                  SCHED_MAX_NAMES);
             snprintf(pol.rules[pol.nrules].name, SCHED_NAME_MAX, "%s", name);
             pol.rules[pol.nrules].action = (sched_action_t)a;
             pol.nrules++;
@@ -119,14 +108,14 @@ strata_status_t sched_policy_resolve(const sched_policy_t *pol, const sched_prog
 {
     sched_actions_t acts;
     char list[1024];
-    if (!pol || !prog || !acts_p) return fail(err, errlen, STRATA_ERR_INVALID, "resolve: NULL argument");
+    if (!pol || !prog || !acts_p) return sched_fail(err, errlen, STRATA_ERR_INVALID, "resolve: NULL argument");
     if (pol->is_auto)
-        return fail(err, errlen, STRATA_ERR_INVALID, "policy 'auto' is resolved by sched_plan_auto");
+        return sched_fail(err, errlen, STRATA_ERR_INVALID, "policy 'auto' is resolved by sched_plan_auto");
     for (int i = 0; i < pol->nrules; i++)
         if (sched_program_name_id(prog, pol->rules[i].name) < 0)
-            return fail(err, errlen, STRATA_ERR_NOT_FOUND,
-                        "activation policy names '%s', which the model does not save; it saves: %s",
-                        pol->rules[i].name, sched_program_name_list(prog, list, sizeof list));
+            return sched_fail(err, errlen, STRATA_ERR_NOT_FOUND,
+                              "activation policy names '%s', which the model does not save; it saves: %s",
+                              pol->rules[i].name, sched_program_name_list(prog, list, sizeof list));
     acts.nnames = prog->nnames;
     for (int n = 0; n < prog->nnames; n++) {
         acts.action[n] = pol->dflt;
@@ -186,14 +175,14 @@ strata_status_t sched_opts_from_config(const strata_config_t *cfg, sched_opts_t 
                                        char *err, size_t errlen)
 {
     sched_opts_t o;
-    if (!cfg || !opts_p) return fail(err, errlen, STRATA_ERR_INVALID, "opts: NULL argument");
+    if (!cfg || !opts_p) return sched_fail(err, errlen, STRATA_ERR_INVALID, "opts: NULL argument");
     sched_opts_defaults(&o);
     if (!strcasecmp(cfg->schedule, "lhs")) o.mode = SCHED_MODE_LHS;
     else if (!strcasecmp(cfg->schedule, "naive")) o.mode = SCHED_MODE_NAIVE;
     else
-        return fail(err, errlen, STRATA_ERR_CONFIG, "schedule '%s': use lhs or naive", cfg->schedule);
+        return sched_fail(err, errlen, STRATA_ERR_CONFIG, "schedule '%s': use lhs or naive", cfg->schedule);
     if (cfg->prefetch < 0)
-        return fail(err, errlen, STRATA_ERR_CONFIG, "prefetch %d: must be >= 0", cfg->prefetch);
+        return sched_fail(err, errlen, STRATA_ERR_CONFIG, "prefetch %d: must be >= 0", cfg->prefetch);
     o.budget[STRATA_TIER_DEVICE] = SIZE_MAX == cfg->device_mem ? 0 : cfg->device_mem;
     o.budget[STRATA_TIER_PINNED_HOST] = SIZE_MAX == cfg->host_mem ? 0 : cfg->host_mem;
     o.budget[STRATA_TIER_STORAGE] = SIZE_MAX == cfg->storage_mem ? 0 : cfg->storage_mem;

@@ -3,25 +3,11 @@
  * every later one, printed, and parsed from text for `strata plan`.
  */
 #include "config.h"
-#include "sched/sched.h"
+#include "sched/sched_impl.h"
 
 #include <ctype.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-
-static strata_status_t fail(char *err, size_t errlen, strata_status_t st, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static strata_status_t fail(char *err, size_t errlen, strata_status_t st, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return st;
-}
 
 static void forget(sched_program_t *p)
 {
@@ -70,15 +56,16 @@ strata_status_t sched_record_unit(sched_program_t *prog, const char *name, size_
                                   int *unit_p, char *err, size_t errlen)
 {
     if (!prog || !prog->recording)
-        return fail(err, errlen, STRATA_ERR_STATE, "record_unit outside record_begin/record_end");
+        return sched_fail(err, errlen, STRATA_ERR_STATE, "record_unit outside record_begin/record_end");
     if (name && *name && !valid_name(name))
-        return fail(err, errlen, STRATA_ERR_INVALID,
-                    "unit name '%s': use letters, digits, '_', '.', '-' (at most %d)", name,
-                    SCHED_NAME_MAX - 1);
+        return sched_fail(err, errlen, STRATA_ERR_INVALID,
+                          "unit name '%s': use letters, digits, '_', '.', '-' (at most %d)", name,
+                          SCHED_NAME_MAX - 1);
     if (prog->nunits == prog->cap_units) {
         int cap = prog->cap_units ? 2 * prog->cap_units : 16;
         sched_unit_t *u = realloc(prog->units, (size_t)cap * sizeof *u);
-        if (!u) return fail(err, errlen, STRATA_ERR_NOMEM, "out of memory recording unit %d", prog->nunits);
+        if (!u)
+            return sched_fail(err, errlen, STRATA_ERR_NOMEM, "out of memory recording unit %d", prog->nunits);
         prog->units = u;
         prog->cap_units = cap;
     }
@@ -96,27 +83,27 @@ strata_status_t sched_record_save(sched_program_t *prog, const char *name, size_
                                   char *err, size_t errlen)
 {
     if (!prog || !prog->recording || 0 == prog->nunits)
-        return fail(err, errlen, STRATA_ERR_STATE, "record_save before any record_unit");
+        return sched_fail(err, errlen, STRATA_ERR_STATE, "record_save before any record_unit");
     if (!valid_name(name))
-        return fail(err, errlen, STRATA_ERR_INVALID,
-                    "save name '%s': use letters, digits, '_', '.', '-' (at most %d)",
-                    name ? name : "(null)", SCHED_NAME_MAX - 1);
+        return sched_fail(err, errlen, STRATA_ERR_INVALID,
+                          "save name '%s': use letters, digits, '_', '.', '-' (at most %d)",
+                          name ? name : "(null)", SCHED_NAME_MAX - 1);
     sched_unit_t *u = &prog->units[prog->nunits - 1];
     for (int i = 0; i < u->nsaves; i++)
         if (!strcmp(u->saves[i].name, name))
-            return fail(err, errlen, STRATA_ERR_INVALID,
-                        "unit %d (%s) saves '%s' twice; each name once per unit",
-                        prog->nunits - 1, u->name, name);
+            return sched_fail(err, errlen, STRATA_ERR_INVALID,
+                              "unit %d (%s) saves '%s' twice; each name once per unit",
+                              prog->nunits - 1, u->name, name);
     int id = sched_program_name_id(prog, name);
     if (id < 0) {
         if (SCHED_MAX_NAMES == prog->nnames)
-            return fail(err, errlen, STRATA_ERR_OVERFLOW, "more than %d distinct save names",
-                        SCHED_MAX_NAMES);
+            return sched_fail(err, errlen, STRATA_ERR_OVERFLOW, "more than %d distinct save names",
+                              SCHED_MAX_NAMES);
         id = prog->nnames++;
         snprintf(prog->names[id], SCHED_NAME_MAX, "%s", name);
     }
     sched_save_t *s = realloc(u->saves, (size_t)(u->nsaves + 1) * sizeof *s);
-    if (!s) return fail(err, errlen, STRATA_ERR_NOMEM, "out of memory recording a save");
+    if (!s) return sched_fail(err, errlen, STRATA_ERR_NOMEM, "out of memory recording a save");
     u->saves = s;
     snprintf(s[u->nsaves].name, SCHED_NAME_MAX, "%s", name);
     s[u->nsaves].name_id = id;
@@ -129,10 +116,10 @@ strata_status_t sched_record_cost(sched_program_t *prog, int unit, sched_cost_t 
                                   double seconds, char *err, size_t errlen)
 {
     if (!prog || unit < 0 || unit >= prog->nunits || which < 0 || which >= SCHED_COST_COUNT)
-        return fail(err, errlen, STRATA_ERR_INVALID, "record_cost: no unit %d or cost %d", unit,
-                    (int)which);
+        return sched_fail(err, errlen, STRATA_ERR_INVALID, "record_cost: no unit %d or cost %d", unit,
+                          (int)which);
     if (!(seconds >= 0))
-        return fail(err, errlen, STRATA_ERR_INVALID, "record_cost: %g s is not a duration", seconds);
+        return sched_fail(err, errlen, STRATA_ERR_INVALID, "record_cost: %g s is not a duration", seconds);
     prog->units[unit].cost_s[which] = seconds;
     return STRATA_OK;
 }
@@ -141,11 +128,11 @@ strata_status_t sched_record_end(sched_program_t *prog, size_t resident_bytes, d
                                  char *err, size_t errlen)
 {
     if (!prog || !prog->recording)
-        return fail(err, errlen, STRATA_ERR_STATE, "record_end without record_begin");
+        return sched_fail(err, errlen, STRATA_ERR_STATE, "record_end without record_begin");
     if (0 == prog->nunits)
-        return fail(err, errlen, STRATA_ERR_INVALID, "the step recorded no units");
+        return sched_fail(err, errlen, STRATA_ERR_INVALID, "the step recorded no units");
     if (!(optim_s >= 0))
-        return fail(err, errlen, STRATA_ERR_INVALID, "optimizer time %g s is not a duration", optim_s);
+        return sched_fail(err, errlen, STRATA_ERR_INVALID, "optimizer time %g s is not a duration", optim_s);
     prog->resident_bytes = resident_bytes;
     prog->optim_s = optim_s;
     prog->recording = 0;
@@ -158,28 +145,28 @@ strata_status_t sched_check_save(const sched_program_t *ref, int unit, int index
                                  const char *name, size_t bytes, char *err, size_t errlen)
 {
     char a[32], b[32];
-    if (!ref || !name) return fail(err, errlen, STRATA_ERR_INVALID, "check_save: NULL argument");
+    if (!ref || !name) return sched_fail(err, errlen, STRATA_ERR_INVALID, "check_save: NULL argument");
     if (unit < 0 || unit >= ref->nunits)
-        return fail(err, errlen, STRATA_ERR_MISMATCH,
-                    "step program changed: unit %d ran, but the recorded step has %d units",
-                    unit, ref->nunits);
+        return sched_fail(err, errlen, STRATA_ERR_MISMATCH,
+                          "step program changed: unit %d ran, but the recorded step has %d units",
+                          unit, ref->nunits);
     const sched_unit_t *u = &ref->units[unit];
     if (index >= u->nsaves)
-        return fail(err, errlen, STRATA_ERR_MISMATCH,
-                    "step program changed at unit %d (%s): save #%d '%s' (%s) is extra; the "
-                    "recorded unit saved %d", unit, u->name, index, name,
-                    strata_format_size(bytes, a, sizeof a), u->nsaves);
+        return sched_fail(err, errlen, STRATA_ERR_MISMATCH,
+                          "step program changed at unit %d (%s): save #%d '%s' (%s) is extra; the "
+                          "recorded unit saved %d", unit, u->name, index, name,
+                          strata_format_size(bytes, a, sizeof a), u->nsaves);
     const sched_save_t *s = &u->saves[index];
     if (strcmp(s->name, name))
-        return fail(err, errlen, STRATA_ERR_MISMATCH,
-                    "step program changed at unit %d (%s): save #%d is '%s', recorded '%s'",
-                    unit, u->name, index, name, s->name);
+        return sched_fail(err, errlen, STRATA_ERR_MISMATCH,
+                          "step program changed at unit %d (%s): save #%d is '%s', recorded '%s'",
+                          unit, u->name, index, name, s->name);
     if (s->bytes != bytes)
-        return fail(err, errlen, STRATA_ERR_MISMATCH,
-                    "step program changed at unit %d (%s): save '%s' is %s (%zu bytes), "
-                    "recorded %s (%zu bytes)", unit, u->name, name,
-                    strata_format_size(bytes, a, sizeof a), bytes,
-                    strata_format_size(s->bytes, b, sizeof b), s->bytes);
+        return sched_fail(err, errlen, STRATA_ERR_MISMATCH,
+                          "step program changed at unit %d (%s): save '%s' is %s (%zu bytes), "
+                          "recorded %s (%zu bytes)", unit, u->name, name,
+                          strata_format_size(bytes, a, sizeof a), bytes,
+                          strata_format_size(s->bytes, b, sizeof b), s->bytes);
     return STRATA_OK;
 }
 
@@ -187,40 +174,40 @@ strata_status_t sched_check_unit(const sched_program_t *ref, int unit, int nsave
                                  size_t ag_bytes, char *err, size_t errlen)
 {
     char a[32], b[32];
-    if (!ref) return fail(err, errlen, STRATA_ERR_INVALID, "check_unit: NULL program");
+    if (!ref) return sched_fail(err, errlen, STRATA_ERR_INVALID, "check_unit: NULL program");
     if (unit < 0 || unit >= ref->nunits)
-        return fail(err, errlen, STRATA_ERR_MISMATCH,
-                    "step program changed: unit %d ran, but the recorded step has %d units",
-                    unit, ref->nunits);
+        return sched_fail(err, errlen, STRATA_ERR_MISMATCH,
+                          "step program changed: unit %d ran, but the recorded step has %d units",
+                          unit, ref->nunits);
     const sched_unit_t *u = &ref->units[unit];
     if (u->ag_bytes != ag_bytes)
-        return fail(err, errlen, STRATA_ERR_MISMATCH,
-                    "step program changed at unit %d (%s): gathered parameters are %s, recorded %s",
-                    unit, u->name, strata_format_size(ag_bytes, a, sizeof a),
-                    strata_format_size(u->ag_bytes, b, sizeof b));
+        return sched_fail(err, errlen, STRATA_ERR_MISMATCH,
+                          "step program changed at unit %d (%s): gathered parameters are %s, recorded %s",
+                          unit, u->name, strata_format_size(ag_bytes, a, sizeof a),
+                          strata_format_size(u->ag_bytes, b, sizeof b));
     if (nsaves != u->nsaves)
-        return fail(err, errlen, STRATA_ERR_MISMATCH,
-                    "step program changed at unit %d (%s): %d saves, recorded %d%s%s%s", unit,
-                    u->name, nsaves, u->nsaves, nsaves < u->nsaves ? " (first missing: '" : "",
-                    nsaves < u->nsaves ? u->saves[nsaves].name : "",
-                    nsaves < u->nsaves ? "')" : "");
+        return sched_fail(err, errlen, STRATA_ERR_MISMATCH,
+                          "step program changed at unit %d (%s): %d saves, recorded %d%s%s%s", unit,
+                          u->name, nsaves, u->nsaves, nsaves < u->nsaves ? " (first missing: '" : "",
+                          nsaves < u->nsaves ? u->saves[nsaves].name : "",
+                          nsaves < u->nsaves ? "')" : "");
     return STRATA_OK;
 }
 
 strata_status_t sched_check_end(const sched_program_t *ref, int nunits, char *err, size_t errlen)
 {
-    if (!ref) return fail(err, errlen, STRATA_ERR_INVALID, "check_end: NULL program");
+    if (!ref) return sched_fail(err, errlen, STRATA_ERR_INVALID, "check_end: NULL program");
     if (nunits != ref->nunits)
-        return fail(err, errlen, STRATA_ERR_MISMATCH,
-                    "step program changed: the forward ran %d units, recorded %d", nunits,
-                    ref->nunits);
+        return sched_fail(err, errlen, STRATA_ERR_MISMATCH,
+                          "step program changed: the forward ran %d units, recorded %d", nunits,
+                          ref->nunits);
     return STRATA_OK;
 }
 
 strata_status_t sched_program_compare(const sched_program_t *ref, const sched_program_t *now,
                                       char *err, size_t errlen)
 {
-    if (!ref || !now) return fail(err, errlen, STRATA_ERR_INVALID, "compare: NULL program");
+    if (!ref || !now) return sched_fail(err, errlen, STRATA_ERR_INVALID, "compare: NULL program");
     int n = now->nunits < ref->nunits ? now->nunits : ref->nunits;
     for (int u = 0; u < n; u++) {
         const sched_unit_t *nu = &now->units[u];
@@ -236,10 +223,10 @@ strata_status_t sched_program_compare(const sched_program_t *ref, const sched_pr
     if (STRATA_OK != st) return st;
     if (ref->resident_bytes != now->resident_bytes) {
         char a[32], b[32];
-        return fail(err, errlen, STRATA_ERR_MISMATCH,
-                    "step program changed: resident device bytes %s, recorded %s",
-                    strata_format_size(now->resident_bytes, a, sizeof a),
-                    strata_format_size(ref->resident_bytes, b, sizeof b));
+        return sched_fail(err, errlen, STRATA_ERR_MISMATCH,
+                          "step program changed: resident device bytes %s, recorded %s",
+                          strata_format_size(now->resident_bytes, a, sizeof a),
+                          strata_format_size(ref->resident_bytes, b, sizeof b));
     }
     return STRATA_OK;
 }
@@ -359,9 +346,12 @@ strata_status_t sched_program_parse(const char *text, sched_program_t **prog_p,
     int lineno = 0;
     char msg[256];
 
-    if (!text || !prog_p) { st = fail(err, errlen, STRATA_ERR_INVALID, "parse: NULL argument"); goto out; }
+    if (!text || !prog_p) {
+        st = sched_fail(err, errlen, STRATA_ERR_INVALID, "parse: NULL argument");
+        goto out;
+    }
     if (!pu || !copy || STRATA_OK != sched_program_create(&p)) {
-        st = fail(err, errlen, STRATA_ERR_NOMEM, "out of memory");
+        st = sched_fail(err, errlen, STRATA_ERR_NOMEM, "out of memory");
         goto out;
     }
     sched_record_begin(p);
@@ -437,11 +427,11 @@ strata_status_t sched_program_parse(const char *text, sched_program_t **prog_p,
         }
         continue;
     bad:
-        st = fail(err, errlen, STRATA_ERR_FORMAT, "program line %d: %s", lineno, msg);
+        st = sched_fail(err, errlen, STRATA_ERR_FORMAT, "program line %d: %s", lineno, msg);
         goto out;
     }
     if (pu->repeat && STRATA_OK != (st = flush_unit(p, pu, msg, sizeof msg))) {
-        st = fail(err, errlen, STRATA_ERR_FORMAT, "program: %s", msg);
+        st = sched_fail(err, errlen, STRATA_ERR_FORMAT, "program: %s", msg);
         goto out;
     }
     st = sched_record_end(p, resident, optim, err, errlen);

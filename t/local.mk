@@ -18,6 +18,7 @@ t_unit_group_t_SOURCES = t/unit_group.t.c
 t_unit_config_t_LDADD = $(TEST_LDADD)
 t_unit_dtype_t_LDADD = $(TEST_LDADD)
 t_unit_group_t_LDADD = $(TEST_LDADD)
+t_comm_coll_SOURCES = t/comm_coll.c t/comm_gen.h
 t_comm_coll_LDADD = $(TEST_LDADD)
 t_comm_errors_LDADD = $(TEST_LDADD)
 
@@ -44,6 +45,7 @@ if HAVE_NCCL
 check_PROGRAMS += t/unit_nccl.t t/comm_nccl
 t_unit_nccl_t_SOURCES = t/unit_nccl.t.c
 t_unit_nccl_t_LDADD = $(TEST_LDADD)
+t_comm_nccl_SOURCES = t/comm_nccl.c t/comm_gen.h
 t_comm_nccl_LDADD = $(TEST_LDADD) $(CUDA_LIBS)
 TESTS += t/unit_nccl.t t/comm-nccl-np1.t
 endif
@@ -52,10 +54,10 @@ endif
 # strata_init, which starts MPI itself.
 check_PROGRAMS += t/tiers_arena.t t/tiers_move.t t/tiers_storage.t t/tiers_link.t t/tiers_cuda.t
 t_tiers_arena_t_SOURCES = t/tiers_arena.t.c
-t_tiers_move_t_SOURCES = t/tiers_move.t.c
-t_tiers_storage_t_SOURCES = t/tiers_storage.t.c
+t_tiers_move_t_SOURCES = t/tiers_move.t.c t/tiers_util.h
+t_tiers_storage_t_SOURCES = t/tiers_storage.t.c t/tiers_util.h
 t_tiers_link_t_SOURCES = t/tiers_link.t.c
-t_tiers_cuda_t_SOURCES = t/tiers_cuda.t.c
+t_tiers_cuda_t_SOURCES = t/tiers_cuda.t.c t/tiers_util.h
 t_tiers_arena_t_LDADD = $(TEST_LDADD)
 t_tiers_move_t_LDADD = $(TEST_LDADD)
 t_tiers_storage_t_LDADD = $(TEST_LDADD) $(HDF5_LIBS)

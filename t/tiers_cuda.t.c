@@ -4,6 +4,7 @@
 #include "config.h"
 #include "strata.h"
 #include "tap.h"
+#include "tiers_util.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -12,16 +13,6 @@
 
 #ifdef HAVE_CUDA
 #include <cuda_runtime_api.h>
-
-static strata_status_t move_wait(strata_block_t *b, strata_tier_t dst, int release)
-{
-    strata_event_t *ev = NULL;
-    strata_status_t st = strata_block_move(b, dst, release, NULL, &ev);
-    if (STRATA_OK != st) return st;
-    st = strata_event_wait(ev);
-    strata_event_release(ev);
-    return st;
-}
 
 int main(void)
 {

@@ -4,6 +4,7 @@
 #include "strata.h"
 #include "tiers/tiers.h"
 #include "tap.h"
+#include "tiers_util.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -47,23 +48,6 @@ static int same(const uint8_t *p, size_t n, unsigned seed)
     int r = 0 == memcmp(p, q, n);
     free(q);
     return r;
-}
-
-static int only_in(strata_block_t *b, strata_tier_t t)
-{
-    for (int i = 0; i < STRATA_TIER_COUNT; i++)
-        if (strata_block_resident(b, (strata_tier_t)i) != (i == (int)t)) return 0;
-    return 1;
-}
-
-static strata_status_t move_wait(strata_block_t *b, strata_tier_t dst, int release)
-{
-    strata_event_t *ev = NULL;
-    strata_status_t st = strata_block_move(b, dst, release, NULL, &ev);
-    if (STRATA_OK != st) return st;
-    st = strata_event_wait(ev);
-    strata_event_release(ev);
-    return st;
 }
 
 /* Every directed pair: D->H, H->S, S->D, D->S, S->H, H->D, each a move

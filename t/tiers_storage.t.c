@@ -6,6 +6,7 @@
 #include "strata.h"
 #include "tiers/tiers.h"
 #include "tap.h"
+#include "tiers_util.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -57,23 +58,6 @@ static int intact(strata_block_t *b, strata_tier_t t, unsigned seed)
     for (size_t i = 0; i < strata_block_size(b); i++)
         if (p[i] != (uint8_t)(i * 31 + seed)) return 0;
     return 1;
-}
-
-static int only_in(strata_block_t *b, strata_tier_t t)
-{
-    for (int i = 0; i < STRATA_TIER_COUNT; i++)
-        if (strata_block_resident(b, (strata_tier_t)i) != (i == (int)t)) return 0;
-    return 1;
-}
-
-static strata_status_t move_wait(strata_block_t *b, strata_tier_t dst, int release)
-{
-    strata_event_t *ev = NULL;
-    strata_status_t st = strata_block_move(b, dst, release, NULL, &ev);
-    if (STRATA_OK != st) return st;
-    st = strata_event_wait(ev);
-    strata_event_release(ev);
-    return st;
 }
 
 static int flip_byte(const char *path, uint64_t off)

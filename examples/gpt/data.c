@@ -8,7 +8,6 @@
  * sees the same data on 1 rank or on 8.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,62 +144,51 @@ strata_status_t gpt_data_addition(gpt_data **data_p)
     return STRATA_OK;
 }
 
-static strata_status_t why_fail(strata_status_t st, char *why, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static strata_status_t why_fail(strata_status_t st, char *why, size_t len, const char *fmt, ...)
-{
-    if (NULL != why && 0 < len) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(why, len, fmt, ap);
-        va_end(ap);
-    }
-    return st;
-}
-
 strata_status_t gpt_data_text(const char *path, double val_frac, int T,
                               gpt_data **data_p, char *why, size_t why_len)
 {
     if (NULL == path || NULL == data_p)
-        return why_fail(STRATA_ERR_INVALID, why, why_len, "no data file given");
+        return gpt_why_fail(STRATA_ERR_INVALID, why, why_len, "no data file given");
     if (!(0.0 < val_frac && val_frac < 1.0))
-        return why_fail(STRATA_ERR_INVALID, why, why_len,
-                        "validation fraction %g is outside (0, 1)", val_frac);
+        return gpt_why_fail(STRATA_ERR_INVALID, why, why_len,
+                            "validation fraction %g is outside (0, 1)", val_frac);
     if (1 > T)
-        return why_fail(STRATA_ERR_INVALID, why, why_len, "sequence length %d < 1", T);
+        return gpt_why_fail(STRATA_ERR_INVALID, why, why_len, "sequence length %d < 1", T);
     strata_status_t st;
     gpt_data *d = NULL;
     FILE *f = fopen(path, "rb");
     if (NULL == f)
-        return why_fail(STRATA_ERR_IO, why, why_len, "cannot open data file %s: %s",
-                        path, strerror(errno));
+        return gpt_why_fail(STRATA_ERR_IO, why, why_len, "cannot open data file %s: %s",
+                            path, strerror(errno));
     if (0 != fseek(f, 0, SEEK_END)) {
-        st = why_fail(STRATA_ERR_IO, why, why_len, "cannot seek in %s: %s", path, strerror(errno));
+        st = gpt_why_fail(STRATA_ERR_IO, why, why_len, "cannot seek in %s: %s",
+                          path, strerror(errno));
         goto err_close;
     }
     long len = ftell(f);
     rewind(f);
     if (0 > len) {
-        st = why_fail(STRATA_ERR_IO, why, why_len, "cannot size %s: %s", path, strerror(errno));
+        st = gpt_why_fail(STRATA_ERR_IO, why, why_len, "cannot size %s: %s",
+                          path, strerror(errno));
         goto err_close;
     }
     d = calloc(1, sizeof(*d));
     if (NULL == d || NULL == (d->text = malloc((size_t)len + 1))) {
-        st = why_fail(STRATA_ERR_NOMEM, why, why_len, "no memory for %ld bytes of %s", len, path);
+        st = gpt_why_fail(STRATA_ERR_NOMEM, why, why_len, "no memory for %ld bytes of %s",
+                          len, path);
         goto err_free;
     }
     if ((size_t)len != fread(d->text, 1, (size_t)len, f)) {
-        st = why_fail(STRATA_ERR_IO, why, why_len, "short read from %s", path);
+        st = gpt_why_fail(STRATA_ERR_IO, why, why_len, "short read from %s", path);
         goto err_free;
     }
     d->n = (size_t)len;
     d->n_train = d->n - (size_t)(val_frac * (double)d->n);
     if (d->n_train < (size_t)T + 1 || d->n - d->n_train < (size_t)T + 1) {
-        st = why_fail(STRATA_ERR_INVALID, why, why_len,
-                      "%s has %zu bytes: too short for rows of %d bytes in both the "
-                      "training (%zu) and validation (%zu) parts",
-                      path, d->n, T + 1, d->n_train, d->n - d->n_train);
+        st = gpt_why_fail(STRATA_ERR_INVALID, why, why_len,
+                          "%s has %zu bytes: too short for rows of %d bytes in both the "
+                          "training (%zu) and validation (%zu) parts",
+                          path, d->n, T + 1, d->n_train, d->n - d->n_train);
         goto err_free;
     }
     fclose(f);

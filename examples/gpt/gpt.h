@@ -326,4 +326,9 @@ void gpt_add_format(int a, int b, char out[GPT_ADD_LEN]);
  * or -1 if any is not a digit. */
 int  gpt_add_decode(const int32_t answer[GPT_ADD_ANSWER]);
 
+/* For the functions here that explain a failure in why[why_len]: writes
+ * the message into why (when why is not NULL and len > 0) and returns st. */
+strata_status_t gpt_why_fail(strata_status_t st, char *why, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 #endif

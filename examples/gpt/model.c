@@ -12,10 +12,7 @@
 
 /* ------------------------------------------------------------- checks --- */
 
-static strata_status_t why_fail(strata_status_t st, char *why, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static strata_status_t why_fail(strata_status_t st, char *why, size_t len, const char *fmt, ...)
+strata_status_t gpt_why_fail(strata_status_t st, char *why, size_t len, const char *fmt, ...)
 {
     if (NULL != why && 0 < len) {
         va_list ap;
@@ -33,27 +30,27 @@ static strata_status_t why_fail(strata_status_t st, char *why, size_t len, const
 strata_status_t gpt_config_validate(const gpt_config *cfg, char *why, size_t why_len)
 {
     if (NULL == cfg)
-        return why_fail(STRATA_ERR_INVALID, why, why_len, "no model configuration given");
+        return gpt_why_fail(STRATA_ERR_INVALID, why, why_len, "no model configuration given");
     if (1 > cfg->n_layer)
-        return why_fail(STRATA_ERR_INVALID, why, why_len,
-                        "layers must be at least 1 (got %d)", cfg->n_layer);
+        return gpt_why_fail(STRATA_ERR_INVALID, why, why_len,
+                            "layers must be at least 1 (got %d)", cfg->n_layer);
     if (1 > cfg->n_head)
-        return why_fail(STRATA_ERR_INVALID, why, why_len,
-                        "heads must be at least 1 (got %d)", cfg->n_head);
+        return gpt_why_fail(STRATA_ERR_INVALID, why, why_len,
+                            "heads must be at least 1 (got %d)", cfg->n_head);
     if (1 > cfg->dim)
-        return why_fail(STRATA_ERR_INVALID, why, why_len,
-                        "dim must be at least 1 (got %d)", cfg->dim);
+        return gpt_why_fail(STRATA_ERR_INVALID, why, why_len,
+                            "dim must be at least 1 (got %d)", cfg->dim);
     if (0 != cfg->dim % cfg->n_head)
-        return why_fail(STRATA_ERR_INVALID, why, why_len,
-                        "dim %d is not divisible by heads %d: each head needs dim/heads "
-                        "channels (try dim %d)", cfg->dim, cfg->n_head,
-                        (cfg->dim / cfg->n_head + 1) * cfg->n_head);
+        return gpt_why_fail(STRATA_ERR_INVALID, why, why_len,
+                            "dim %d is not divisible by heads %d: each head needs dim/heads "
+                            "channels (try dim %d)", cfg->dim, cfg->n_head,
+                            (cfg->dim / cfg->n_head + 1) * cfg->n_head);
     if (1 > cfg->max_seq)
-        return why_fail(STRATA_ERR_INVALID, why, why_len,
-                        "seq must be at least 1 (got %d)", cfg->max_seq);
+        return gpt_why_fail(STRATA_ERR_INVALID, why, why_len,
+                            "seq must be at least 1 (got %d)", cfg->max_seq);
     if (GPT_MAX_INT / 4 < (long long)cfg->dim * 4 || GPT_MAX_INT / 4 / cfg->dim < cfg->dim)
-        return why_fail(STRATA_ERR_OVERFLOW, why, why_len,
-                        "dim %d is too large for the BLAS's int dimensions", cfg->dim);
+        return gpt_why_fail(STRATA_ERR_OVERFLOW, why, why_len,
+                            "dim %d is too large for the BLAS's int dimensions", cfg->dim);
     return STRATA_OK;
 }
 
@@ -63,18 +60,20 @@ strata_status_t gpt_shape_validate(const gpt_config *cfg, int B, int T, char *wh
     if (STRATA_OK != st)
         return st;
     if (1 > B)
-        return why_fail(STRATA_ERR_INVALID, why, why_len, "batch must be at least 1 (got %d)", B);
+        return gpt_why_fail(STRATA_ERR_INVALID, why, why_len,
+                            "batch must be at least 1 (got %d)", B);
     if (1 > T || T > cfg->max_seq)
-        return why_fail(STRATA_ERR_INVALID, why, why_len,
-                        "sequence length %d is outside 1..%d (the model's seq)", T, cfg->max_seq);
+        return gpt_why_fail(STRATA_ERR_INVALID, why, why_len,
+                            "sequence length %d is outside 1..%d (the model's seq)",
+                            T, cfg->max_seq);
     /* rows B*T times the widest row (4C, or 256 logits) must fit an int for
      * the BLAS; the attention probabilities B*H*T*T must fit a size_t */
     long long wide = 4LL * cfg->dim > GPT_VOCAB ? 4LL * cfg->dim : GPT_VOCAB;
     long long rows = (long long)B * T;
     if (GPT_MAX_INT / wide < rows)
-        return why_fail(STRATA_ERR_OVERFLOW, why, why_len,
-                        "batch %d x seq %d x width %lld elements is too large for one BLAS "
-                        "call; use a smaller batch", B, T, wide);
+        return gpt_why_fail(STRATA_ERR_OVERFLOW, why, why_len,
+                            "batch %d x seq %d x width %lld elements is too large for one BLAS "
+                            "call; use a smaller batch", B, T, wide);
     return STRATA_OK;
 }
 

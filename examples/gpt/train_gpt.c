@@ -752,15 +752,7 @@ int main(int argc, char **argv)
                    "checkpoint was written", NULL != o.ckpt_dir ? ckpt_path : "");
             fflush(stdout);
         }
-        free(in);
-        free(tg);
-        free(bt);
-        strata_model_destroy(r.model);
-        gpt_fsdp_destroy(g);
-        gpt_data_destroy(data);
-        strata_finalize(r.ctx);
-        MPI_Finalize();
-        return 0;
+        goto out;   /* no summary: the run is not finished */
     }
 
     uint64_t hash = param_hash(&r);
@@ -804,6 +796,7 @@ int main(int argc, char **argv)
         fflush(stdout);
     }
 
+out:
     free(in);
     free(tg);
     free(bt);
