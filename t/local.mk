@@ -132,3 +132,7 @@ t_act_equiv_SOURCES = t/act_equiv.c examples/mlp/mlp_model.c
 t_act_equiv_LDADD = $(TEST_LDADD)
 dist_check_SCRIPTS += t/act-np1.t t/act-np2.t t/act-np4.t
 TESTS += t/act-np1.t t/act-np2.t t/act-np4.t
+
+# the benchmarks at a tiny size: --json output is JSON objects with the issues' fields
+dist_check_SCRIPTS += t/bench-json.t
+TESTS += t/bench-json.t

@@ -1,0 +1,69 @@
+#!/bin/sh
+# bench-json.t - every benchmark runs at a tiny size, and with --json its
+# standard output is nothing but JSON objects, one per line, carrying the
+# fields the issues name (people pipe it into jq and dashboards). Timings
+# are not checked here: they live in bench/ and are measured as ratios.
+run="$top_srcdir/bench/run"
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+if ! command -v jq > /dev/null 2>&1; then echo "1..0 # SKIP jq is not installed"; exit 0; fi
+export STRATA_BUILDDIR="$top_builddir"
+n=0
+check() {   # check DESCRIPTION COMMAND...: ok when COMMAND succeeds
+    desc=$1; shift
+    n=$((n + 1))
+    if "$@"; then echo "ok $n - $desc"; else echo "not ok $n - $desc"; sed 's/^/# /' "$tmp/err" | tail -5; fi
+}
+# only_objects FILE: every line a JSON object, and at least one line
+only_objects() { [ -s "$1" ] && jq -e -s 'length > 0 and all(.[]; type == "object")' "$1" > /dev/null 2>&1; }
+# rows_have FILE SELECT FIELDS...: every object that SELECT keeps has FIELDS, and there is one
+rows_have() {
+    f=$1 sel=$2; shift 2
+    keys=$(printf '"%s",' "$@"); keys="[${keys%,}]"
+    jq -e -s "[.[] | select($sel)] as \$r | (\$r | length > 0) and all(\$r[]; . as \$o | all($keys[]; . as \$k | \$o | has(\$k)))" \
+        "$f" > /dev/null 2>&1
+}
+
+echo 1..12
+
+"$run" comm --json --ranks 2 --max 64K --repeats 2 > "$tmp/comm" 2> "$tmp/err"
+check "comm: exit 0" test $? -eq 0
+comm_ok() { only_objects "$tmp/comm" && rows_have "$tmp/comm" 'true' op ranks bytes_per_rank ratio; }
+check "comm: --json prints only JSON objects with op, ranks, ratio" comm_ok
+
+"$run" tiers --json --max 1M --repeats 1 --storage-budget 4M --dir "$tmp" > "$tmp/tiers" 2> "$tmp/err"
+check "tiers: exit 0" test $? -eq 0
+tiers_ok() { only_objects "$tmp/tiers" && rows_have "$tmp/tiers" 'has("path")' path bytes gbs ref_gbs ratio; }
+check "tiers: --json prints only JSON objects with path, bytes, gbs, ratio" tiers_ok
+
+"$run" fsdp --json --ranks "1 2" --rounds 2 > "$tmp/fsdp" 2> "$tmp/err"
+check "fsdp: exit 0" test $? -eq 0
+fsdp_ok() {
+    only_objects "$tmp/fsdp" && rows_have "$tmp/fsdp" 'true' ranks prefetch step_s compute_s exposed_comm_s optim_s &&
+        jq -e -s 'length == 4 and all(.[]; .prefetch | type == "boolean")' "$tmp/fsdp" > /dev/null
+}
+check "fsdp: --json prints only JSON objects, one per (ranks, prefetch), prefetch a boolean" fsdp_ok
+
+"$run" ckpt --json --ranks 2 --bytes 16M --repeats 2 --dir "$tmp" > "$tmp/ckpt" 2> "$tmp/err"
+check "ckpt: exit 0" test $? -eq 0
+ckpt_ok() {
+    only_objects "$tmp/ckpt" &&
+        rows_have "$tmp/ckpt" 'true' ranks bytes save_gbs raw_write_gbs save_ratio load_gbs raw_read_gbs load_ratio
+}
+check "ckpt: --json prints only JSON objects with the save and load ratios" ckpt_ok
+
+# the rows that need no budget search: keep@m runs, keep@4m ends oom
+"$run" offload --json --layers 2 --steps 3 --skip 1 --rounds 1 --rows "keep@m keep@4m" > "$tmp/off" 2> "$tmp/err"
+check "offload: exit 0" test $? -eq 0
+check "offload: --json prints only JSON objects" only_objects "$tmp/off"
+off_ok() {
+    rows_have "$tmp/off" 'has("config")' config status micro_batch step_s tokens_per_s peak_device_bytes \
+        peak_host_bytes peak_storage_bytes transfer_s exposed_transfer_s overlap_frac link_gbs &&
+        jq -e -s 'any(.[]; .config == "keep@m" and .status == "ok") and
+                  any(.[]; .config == "keep@4m" and .status == "oom")' "$tmp/off" > /dev/null
+}
+check "offload: keep@m ok and keep@4m oom, with the issue's fields" off_ok
+
+"$run" nonesuch > "$tmp/out" 2> "$tmp/err"
+rc=$?
+check "an unknown benchmark fails and says so" sh -c "[ $rc -ne 0 ] && grep -q nonesuch '$tmp/err'"
