@@ -3,27 +3,17 @@
  * the first step, the plan (policy or auto) and the executor that follows
  * the schedule of sched/ with tiers block moves and events.
  *
- * Step 1 begins with a SIZING PASS: on the first micro-batch, before
- * anything else, every unit's forward runs once (forward only, as a
- * training forward) and its saves are recorded (names, sizes) and freed at
- * the end of the unit, so the pass needs no more device memory than the
- * smallest plan (one unit's saves plus the activations between units).
- * With the sizes known the plan is made -- and a device budget too small
- * for any plan fails here, before any backward or update, with the
- * smallest budget that fits -- and then step 1 runs the planned schedule
- * like every later step. (The forward callbacks of step 1's first
- * micro-batch therefore run twice; they must not depend on being called
- * once.) The costs of step 1 (forward, backward; all-gather from the
- * sizing pass) replace the sizing estimates after step 1, averaged over
- * the ranks so that every rank plans the same, and the plan is made again.
+ * The executor is three files, their shared state (fsdp_exec_t) in
+ * fsdp.h: this one holds the policy, the per micro-batch state, the
+ * transfers, the hooks the step calls and the public API; exec_plan.c the
+ * sizing pass and the plan; exec_costs.c the costs each step measures.
  *
- * Memory the schedule does not model is added to the program's resident
- * bytes: what the device holds when the step begins (shards, optimizer
- * state), every activation between units (unit outputs stay on the device
- * from forward to backward), two of them again for the gradients flowing
- * back, the forward's workspace and one activation more, and with several
- * micro-batches every unit's accumulated gradient. The schedule's bound
- * is therefore conservative, and the budget it names is one that works.
+ * Step 1 begins with a sizing pass that records the step program, and the
+ * plan is made from it before any backward or update (exec_plan.c: the
+ * forward callbacks of step 1's first micro-batch therefore run twice);
+ * step 1 then runs the planned schedule like every later step. The costs
+ * step 1 measures replace the sizing estimates and the plan is made again
+ * (exec_costs.c).
  *
  * The executor: per micro-batch every op of the schedule starts not
  * issued. Compute ops (F, RECOMPUTE, B) run in the runtime's own order;
@@ -62,65 +52,7 @@
 #define nvtxMarkA(s)      ((void)(s))
 #endif
 
-typedef struct fsdp_exec {
-    char              policy[512];     /* text in force (config or API) */
-    sched_policy_t    pol;
-    char              trace_prefix[512];
-    int               active;
-
-    sched_program_t  *prog;            /* NULL until the sizing pass */
-    size_t           *ubytes;          /* per global save: bytes the callback asked for */
-    int              *soff;            /* first global save of unit u (L+1 entries) */
-    size_t            base_dev, base_host, base_storage;   /* in use when step 1 began */
-    size_t            acts_bytes, max_act, ws_bytes, grads_bytes, max_ag, max_save;
-    int               planned_micro;
-    int               costs_measured;  /* step-1 costs replaced the estimates */
-    double           *fwd_s, *bwd_s;   /* per unit, summed over this step's micro-batches */
-    double           *ag_s, *rs_s;     /* per unit: collective times this step (comm_costs) */
-    float            *cost_v, *cost_all;   /* a step's costs, in exchange (costs_post) */
-    strata_request_t *cost_req;
-    int              *ag_n, *rs_n;     /* and their counts */
-    struct comm_span { double t0, t1; int unit, ag; } *spans;   /* this step's collectives */
-    double            prev_end, prev_comm, prev_xfer;   /* at the last compute op's end */
-    int               have_prev;
-    int               nspans, cap_spans;
-    float            *hist;            /* costs of the last EXEC_HIST steps after step 1,
-                                        * 4L+1 each (ring) */
-    int               hist_steps;
-
-    sched_opts_t      opts;
-    sched_actions_t   acts;
-    sched_t          *sched;
-    sched_result_t    pred;
-    int               print_after;     /* rank 0 prints measured beside predicted */
-
-    /* per micro-batch */
-    int               nops;
-    unsigned char    *issued, *done;
-    strata_event_t  **ev;
-    int               next[SCHED_ENGINE_COUNT];
-    int              *fid, *bid, *rid; /* compute op per unit (-1 none) */
-    strata_status_t   blocked;         /* last move refused for memory */
-
-    /* this step */
-    double            t_plan0;         /* step time without the sizing pass starts here */
-    double            transfer_s, exposed_s;
-    size_t            moved_bytes;
-    sched_trace_t    *trace;
-    int               step;
-} fsdp_exec_t;
-
 #define X(m) ((fsdp_exec_t *)(m)->exec)
-
-static strata_status_t costs_take(strata_model_t *m, float *r);
-
-/* steps whose measured costs the predictions take the median of */
-#define EXEC_HIST 32
-
-static size_t blk_bytes(size_t user)
-{
-    return (user + FSDP_GUARD + 255) / 256 * 256;
-}
 
 static int is_transfer(sched_engine_t e)
 {
@@ -212,7 +144,7 @@ static void free_state(fsdp_exec_t *x)
     x->nops = 0;
 }
 
-static strata_status_t install(strata_model_t *m, sched_t *s)
+strata_status_t fsdp_exec_install(strata_model_t *m, sched_t *s)
 {
     fsdp_exec_t *x = X(m);
     int L = m->nunits, n = sched_nops(s);
@@ -242,234 +174,6 @@ static strata_status_t install(strata_model_t *m, sched_t *s)
     return STRATA_OK;
 }
 
-/* ---- the plan ------------------------------------------------------------------------- */
-
-static size_t resident(const fsdp_exec_t *x, int n_micro)
-{
-    /* the schedule counts bytes, the tier needs contiguous spans: the
-     * slack of one more workspace and the largest save keeps a plan at the
-     * budget's edge from failing on fragmentation (blocks of many sizes
-     * come and go in a step) */
-    size_t slack = x->ws_bytes + x->max_save;
-    size_t r = x->base_dev + x->acts_bytes + 2 * x->max_act + x->ws_bytes + slack;
-    if (n_micro > 1) r += x->grads_bytes;
-    return r;
-}
-
-static size_t left(size_t budget, size_t used)
-{
-    /* 0 would mean unlimited to the scheduler */
-    return budget > used ? budget - used : 1;
-}
-
-/* Agree over all ranks: a plan that fails anywhere fails everywhere, so no
- * rank walks into a collective that another has left. */
-static strata_status_t agree(strata_model_t *m, strata_status_t st)
-{
-    float mine = STRATA_OK == st ? 0.0f : 1.0f, all = 0.0f;
-    pthread_mutex_lock(&m->lock);
-    strata_status_t cst = strata_allreduce(m->ctx->world, &mine, &all, 1, STRATA_F32, STRATA_SUM);
-    pthread_mutex_unlock(&m->lock);
-    if (STRATA_OK != cst) return cst;
-    if (STRATA_OK == st && all > 0.0f)
-        return strata_error(m->ctx, STRATA_ERR_STATE, "the activation plan failed on %d other "
-                            "rank(s); see their message", (int)all);
-    return st;
-}
-
-static void print_plan(strata_model_t *m)
-{
-    fsdp_exec_t *x = X(m);
-    if (0 != m->ctx->rank) return;
-    printf("strata: activation plan (%s, %s schedule, device budget %zu bytes):\n",
-           x->pol.is_auto ? "auto" : x->policy, sched_mode_name(x->opts.mode),
-           x->opts.budget[STRATA_TIER_DEVICE]);
-    sched_plan_print(x->prog, &x->acts, &x->pred, stdout);
-    fflush(stdout);
-}
-
-/* Resolve the policy (or choose one) and build the schedule for n_micro. */
-static strata_status_t plan(strata_model_t *m, int n_micro, int print)
-{
-    fsdp_exec_t *x = X(m);
-    strata_context_t *ctx = m->ctx;
-    char err[1024] = "";
-    sched_opts_t o;
-    sched_actions_t acts;
-    sched_result_t pred;
-    sched_t *s = NULL;
-    strata_status_t st = sched_opts_from_config(&ctx->cfg, &o, err, sizeof err);
-    if (STRATA_OK != st) return strata_error(ctx, st, "%s", err);
-    o.link.chunk = 0;              /* one move per save; the engines chunk it */
-    o.prefetch = m->prefetch;
-    strata_tier_usage_t ud, uh, us;
-    strata_tier_usage(ctx, STRATA_TIER_DEVICE, &ud);
-    strata_tier_usage(ctx, STRATA_TIER_PINNED_HOST, &uh);
-    strata_tier_usage(ctx, STRATA_TIER_STORAGE, &us);
-    o.budget[STRATA_TIER_DEVICE] = ud.budget;
-    o.budget[STRATA_TIER_PINNED_HOST] = left(uh.budget, x->base_host);
-    o.budget[STRATA_TIER_STORAGE] = left(us.budget, x->base_storage);
-    x->prog->resident_bytes = resident(x, n_micro);
-
-    if (x->pol.is_auto) st = sched_plan_auto(x->prog, &o, &acts, &pred, err, sizeof err);
-    else st = sched_policy_resolve(&x->pol, x->prog, &acts, err, sizeof err);
-    if (STRATA_OK == st) st = sched_build(x->prog, &acts, &o, &s, err, sizeof err);
-    if (STRATA_OK == st) st = sched_simulate(s, &pred, NULL, NULL, err, sizeof err);
-    if (STRATA_ERR_TIER_FULL == st) {
-        size_t any = sched_plan_min_device(x->prog, &o);
-        char a[32], b[32], c[64] = "";
-        if (!x->pol.is_auto)
-            snprintf(c, sizeof c, " (this policy needs device_mem >= %zu)",
-                     sched_min_device(x->prog, &acts, &o));
-        st = strata_error(ctx, st, "activation plan for act_policy '%s' (%s schedule): %s. "
-                          "Device budget %s%s; the smallest device budget any plan fits is %s "
-                          "(device_mem=%zu, e.g. with act_policy=auto)",
-                          x->pol.is_auto ? "auto" : x->policy, sched_mode_name(o.mode), err,
-                          strata_format_size(ud.budget, a, sizeof a), c,
-                          strata_format_size(any, b, sizeof b), any);
-    } else if (STRATA_OK != st) {
-        st = strata_error(ctx, st, "activation plan: %s", err);
-    }
-    st = agree(m, st);
-    if (STRATA_OK != st) {
-        sched_destroy(s);
-        return st;
-    }
-    x->opts = o;
-    x->acts = acts;
-    x->pred = pred;
-    x->planned_micro = n_micro;
-    st = install(m, s);
-    if (STRATA_OK != st) return st;
-    if (print && x->pol.is_auto) print_plan(m);
-    char buf[1024];
-    strata_info(ctx, "activation plan: %s, %s schedule, predicted step %.3f ms, device bound %zu "
-                "of %zu bytes", sched_actions_string(&x->acts, x->prog, buf, sizeof buf),
-                sched_mode_name(o.mode), pred.step_s * 1e3, sched_device_bound(s), ud.budget);
-    return STRATA_OK;
-}
-
-/* ---- the sizing pass ------------------------------------------------------------------ */
-
-static strata_status_t sizing(strata_model_t *m, const void *input, size_t in_bytes)
-{
-    fsdp_exec_t *x = X(m);
-    strata_context_t *ctx = m->ctx;
-    int L = m->nunits;
-    char err[512];
-    strata_status_t st;
-    strata_tier_usage_t u0;
-
-    sched_program_destroy(x->prog);
-    x->prog = NULL;
-    if (x->cost_req) costs_take(m, NULL);   /* an exchange for the old program */
-    free(x->cost_v);
-    free(x->cost_all);
-    x->cost_v = x->cost_all = NULL;
-    free(x->ubytes); free(x->soff); free(x->fwd_s); free(x->bwd_s);
-    free(x->ag_s); free(x->ag_n); free(x->rs_s); free(x->rs_n); free(x->hist);
-    x->ubytes = NULL;
-    x->soff = calloc((size_t)L + 1, sizeof(int));
-    x->fwd_s = calloc((size_t)L, sizeof(double));
-    x->bwd_s = calloc((size_t)L, sizeof(double));
-    x->ag_s = calloc((size_t)L, sizeof(double));
-    x->ag_n = calloc((size_t)L, sizeof(int));
-    x->rs_s = calloc((size_t)L, sizeof(double));
-    x->rs_n = calloc((size_t)L, sizeof(int));
-    x->hist = calloc((size_t)EXEC_HIST * (size_t)(4 * L + 1), sizeof(float));
-    x->hist_steps = 0;
-    if (!x->soff || !x->fwd_s || !x->bwd_s || !x->ag_s || !x->ag_n || !x->rs_s || !x->rs_n ||
-        !x->hist)
-        return strata_error(ctx, STRATA_ERR_NOMEM, "program");
-    st = sched_program_create(&x->prog);
-    if (STRATA_OK != st) return strata_error(ctx, st, "program");
-    sched_record_begin(x->prog);
-    x->costs_measured = 0;
-
-    strata_tier_usage(ctx, STRATA_TIER_DEVICE, &u0);
-    x->base_dev = u0.used;
-    strata_tier_usage(ctx, STRATA_TIER_PINNED_HOST, &u0);
-    x->base_host = u0.used;
-    strata_tier_usage(ctx, STRATA_TIER_STORAGE, &u0);
-    x->base_storage = u0.used;
-    strata_tiers_reset_peaks(ctx);
-
-    size_t esz = strata_dtype_size(m->opts.compute_dtype), nsaves = 0, cap = 0;
-    x->acts_bytes = x->max_act = x->grads_bytes = x->max_ag = x->max_save = 0;
-    fsdp_buf_free(&m->acts[L]);
-    st = fsdp_buf_alloc(ctx, STRATA_TIER_DEVICE, STRATA_TAG_ACTIVATION, in_bytes, 0, &m->acts[0]);
-    if (STRATA_OK != st) goto out;
-    if (in_bytes) memcpy(m->acts[0].ptr, input, in_bytes);
-    x->acts_bytes = x->max_act = blk_bytes(in_bytes);
-    for (int ui = 0; ui < L; ui++) {
-        strata_unit_t *u = m->units[ui];
-        double t0 = strata_now();
-        st = fsdp_gather_start(m, u);
-        if (STRATA_OK == st) st = fsdp_gather_wait(m, u);
-        if (STRATA_OK != st) goto out;
-        double ag = strata_now() - t0;
-        size_t agb = blk_bytes(u->npad * esz), gb = blk_bytes(u->npad * sizeof(float));
-        if (gb > agb) agb = gb;   /* its gradient takes as much from B(u) */
-        int idx;
-        st = sched_record_unit(x->prog, u->name, agb, &idx, err, sizeof err);
-        if (STRATA_OK != st) { st = strata_error(ctx, st, "%s", err); goto out; }
-        fsdp_free_saves(u);
-        strata_unit_call_t c = { .unit = u, .backward = 0, .training = 1, .in = &m->acts[ui],
-                                 .out = &m->acts[ui + 1], .mode = CALL_SIZING };
-        t0 = strata_now();
-        st = fsdp_run_callback(&c);
-        double f = strata_now() - t0;
-        if (STRATA_OK != st) goto out;
-        x->soff[ui + 1] = x->soff[ui] + u->nsaves;
-        for (int i = 0; i < u->nsaves; i++) {
-            st = sched_record_save(x->prog, u->saves[i].name, blk_bytes(u->saves[i].buf.bytes),
-                                   err, sizeof err);
-            if (STRATA_OK != st) { st = strata_error(ctx, st, "unit '%s': %s", u->name, err); goto out; }
-            if (nsaves == cap) {
-                cap = cap ? 2 * cap : 64;
-                size_t *nb = realloc(x->ubytes, cap * sizeof *nb);
-                if (!nb) { st = strata_error(ctx, STRATA_ERR_NOMEM, "program"); goto out; }
-                x->ubytes = nb;
-            }
-            x->ubytes[nsaves++] = u->saves[i].buf.bytes;
-            if (blk_bytes(u->saves[i].buf.bytes) > x->max_save)
-                x->max_save = blk_bytes(u->saves[i].buf.bytes);
-        }
-        fsdp_free_saves(u);
-        fsdp_buf_free(&m->acts[ui]);
-        fsdp_gather_release(u);
-        size_t ab = blk_bytes(m->acts[ui + 1].bytes);
-        x->acts_bytes += ab;
-        if (ab > x->max_act) x->max_act = ab;
-        x->grads_bytes += gb;
-        if (agb > x->max_ag) x->max_ag = agb;
-        sched_record_cost(x->prog, idx, SCHED_COST_FWD, f, NULL, 0);
-        sched_record_cost(x->prog, idx, SCHED_COST_BWD, 2 * f, NULL, 0);
-        sched_record_cost(x->prog, idx, SCHED_COST_AG, ag, NULL, 0);
-        sched_record_cost(x->prog, idx, SCHED_COST_RS, ag, NULL, 0);
-    }
-    fsdp_buf_free(&m->acts[L]);
-    {
-        strata_tier_usage_t ud;
-        strata_tier_usage(ctx, STRATA_TIER_DEVICE, &ud);
-        /* forward workspace, and the backward's at least one activation's worth */
-        x->ws_bytes = ud.peak_by_tag[STRATA_TAG_WORKSPACE] + x->max_act;
-    }
-    st = sched_record_end(x->prog, 0, 0.0, err, sizeof err);
-    if (STRATA_OK != st) st = strata_error(ctx, st, "%s", err);
-out:
-    for (int i = 0; i <= L; i++) fsdp_buf_free(&m->acts[i]);
-    for (int i = 0; i < L; i++) {
-        fsdp_free_saves(m->units[i]);
-        fsdp_gather_release(m->units[i]);
-    }
-    if (STRATA_OK != st) {
-        sched_program_destroy(x->prog);
-        x->prog = NULL;
-    }
-    return st;
-}
-
 /* ---- transfers -------------------------------------------------------------------------- */
 
 static fsdp_save_t *op_save(strata_model_t *m, const sched_op_t *o)
@@ -478,7 +182,7 @@ static fsdp_save_t *op_save(strata_model_t *m, const sched_op_t *o)
     return o->save >= 0 && o->save < u->nsaves ? &u->saves[o->save] : NULL;
 }
 
-static void trace_memory(strata_model_t *m)
+void fsdp_exec_trace_memory(strata_model_t *m)
 {
     fsdp_exec_t *x = X(m);
     if (!x->trace) return;
@@ -765,7 +469,7 @@ strata_status_t fsdp_exec_after(strata_model_t *m, int kind, int unit, double t0
         const sched_op_t *o = sched_op(x->sched, id);
         sched_trace_op(x->trace, SCHED_COMPUTE, sched_op_kind_name(o->kind), t0, t1 - t0, unit,
                        NULL, 0);
-        trace_memory(m);
+        fsdp_exec_trace_memory(m);
     }
     return pump(m);
 }
@@ -801,15 +505,15 @@ strata_status_t fsdp_exec_forward_begin(strata_model_t *m, const void *input, si
     fsdp_exec_t *x = X(m);
     strata_status_t st;
     if (!x->prog) {
-        st = sizing(m, input, in_bytes);
-        st = agree(m, st);
+        st = fsdp_exec_sizing(m, input, in_bytes);
+        st = fsdp_exec_agree(m, st);
         if (STRATA_OK != st) return st;
-        st = plan(m, m->n_micro, 1);
+        st = fsdp_exec_plan(m, m->n_micro, 1);
         if (STRATA_OK != st) return st;
         x->print_after = x->pol.is_auto;
         x->t_plan0 = strata_now();
     } else if (!x->sched || (0 == m->micro && x->planned_micro != m->n_micro)) {
-        st = plan(m, m->n_micro, !x->sched);
+        st = fsdp_exec_plan(m, m->n_micro, !x->sched);
         if (STRATA_OK != st) return st;
     }
     micro_reset(x);
@@ -899,269 +603,6 @@ void fsdp_exec_abort(strata_model_t *m)
     micro_reset(X(m));
 }
 
-static int cmp_span(const void *a, const void *b)
-{
-    const struct comm_span *x = a, *y = b;
-    return (x->t0 > y->t0) - (x->t0 < y->t0);
-}
-
-/* The step's collectives as the simulator's comm engine, which runs one
- * at a time, would have run them: each in start order costs from its
- * start or the previous one's end, whichever is later, to its end, so the
- * costs add up to the time some collective was in flight (MPI runs them
- * side by side; the simulator one after the other). */
-static void comm_costs(fsdp_exec_t *x)
-{
-    qsort(x->spans, (size_t)x->nspans, sizeof *x->spans, cmp_span);
-    double last = 0;
-    for (int i = 0; i < x->nspans; i++) {
-        const struct comm_span *c = &x->spans[i];
-        double from = c->t0 > last ? c->t0 : last, d = c->t1 > from ? c->t1 - from : 0;
-        if (c->ag) { x->ag_s[c->unit] += d; x->ag_n[c->unit]++; }
-        else { x->rs_s[c->unit] += d; x->rs_n[c->unit]++; }
-        if (c->t1 > last) last = c->t1;
-    }
-    x->nspans = 0;
-}
-
-/* This step's costs, the same on every rank, into r[0..4L]: per unit
- * forward, backward (per micro-batch), all-gather and reduce-scatter (per
- * use; the program's value where none was timed), then the optimizer.
- * Every unit ends with a collective that waits for the last rank, so the
- * ranks advance at the pace of the slowest: compute costs are the maximum
- * over ranks, and a collective's the minimum (what the last rank to
- * arrive saw of it: the rest is waiting for that rank). The exchange is
- * posted at one step's end (costs_post) and taken at the next's
- * (costs_take), so that it adds no synchronisation to the step. */
-static strata_status_t costs_post(strata_model_t *m)
-{
-    fsdp_exec_t *x = X(m);
-    int L = m->nunits, M = m->n_micro > 0 ? m->n_micro : 1;
-    size_t n = (size_t)(4 * L + 1);
-    int W = strata_group_size(m->ctx->world);
-    if (x->cost_req) return strata_error(m->ctx, STRATA_ERR_STATE, "costs: an exchange is pending");
-    if (!x->cost_v) {
-        x->cost_v = malloc(n * sizeof *x->cost_v);
-        x->cost_all = malloc(n * (size_t)W * sizeof *x->cost_all);
-        if (!x->cost_v || !x->cost_all) return strata_error(m->ctx, STRATA_ERR_NOMEM, "costs");
-    }
-    float *v = x->cost_v;
-    comm_costs(x);
-    for (int u = 0; u < L; u++) {
-        v[u] = (float)(x->fwd_s[u] / M);
-        v[L + u] = (float)(x->bwd_s[u] / M);
-        v[2 * L + u] = (float)(x->ag_n[u] ? x->ag_s[u] / x->ag_n[u]
-                                          : x->prog->units[u].cost_s[SCHED_COST_AG]);
-        v[3 * L + u] = (float)(x->rs_n[u] ? x->rs_s[u] / x->rs_n[u]
-                                          : x->prog->units[u].cost_s[SCHED_COST_RS]);
-    }
-    v[4 * L] = (float)m->optim_s;
-    pthread_mutex_lock(&m->lock);
-    strata_status_t st = strata_allgather_start(m->ctx->world, v, x->cost_all, n, STRATA_F32,
-                                                &x->cost_req);
-    pthread_mutex_unlock(&m->lock);
-    return st;
-}
-
-/* Complete the pending exchange; r (may be NULL) receives the costs. */
-static strata_status_t costs_take(strata_model_t *m, float *r)
-{
-    fsdp_exec_t *x = X(m);
-    if (!x->cost_req) return STRATA_ERR_STATE;
-    int L = m->nunits;
-    size_t n = (size_t)(4 * L + 1);
-    int W = strata_group_size(m->ctx->world);
-    pthread_mutex_lock(&m->lock);
-    strata_status_t st = strata_request_wait(x->cost_req);
-    pthread_mutex_unlock(&m->lock);
-    x->cost_req = NULL;
-    if (STRATA_OK != st || !r) return st;
-    const float *all = x->cost_all;
-    for (size_t i = 0; i < n; i++) {
-        int comm = i >= (size_t)(2 * L) && i < (size_t)(4 * L);
-        r[i] = all[i];
-        for (int g = 1; g < W; g++) {
-            float y = all[(size_t)g * n + i];
-            if (comm ? y < r[i] : y > r[i]) r[i] = y;
-        }
-    }
-    return STRATA_OK;
-}
-
-static void set_costs(strata_model_t *m, const double *c)
-{
-    fsdp_exec_t *x = X(m);
-    int L = m->nunits;
-    for (int u = 0; u < L; u++) {
-        sched_record_cost(x->prog, u, SCHED_COST_FWD, c[u], NULL, 0);
-        sched_record_cost(x->prog, u, SCHED_COST_BWD, c[L + u], NULL, 0);
-        sched_record_cost(x->prog, u, SCHED_COST_AG, c[2 * L + u], NULL, 0);
-        sched_record_cost(x->prog, u, SCHED_COST_RS, c[3 * L + u], NULL, 0);
-    }
-    x->prog->optim_s = c[4 * L];
-}
-
-static int cmp_float(const void *a, const void *b)
-{
-    float x = *(const float *)a, y = *(const float *)b;
-    return (x > y) - (x < y);
-}
-
-/* After step 1 (first = 1): its costs replace the sizing pass's estimates.
- * After every later step: each cost becomes its median over the last
- * EXEC_HIST steps since step 1 (which is not typical: first touches, the
- * sizing pass); a median, as one step slowed by something else on the
- * machine should not move the plan's predictions. */
-static strata_status_t measured_costs(strata_model_t *m, int first)
-{
-    fsdp_exec_t *x = X(m);
-    int L = m->nunits, n = 4 * L + 1;
-    float *r = malloc((size_t)n * sizeof *r);
-    double *c = malloc((size_t)n * sizeof *c);
-    strata_status_t st = r && c ? STRATA_OK : STRATA_ERR_NOMEM;
-    int have = 0;
-    if (STRATA_OK == st && first) {
-        /* the plan needs them now */
-        if (x->cost_req) costs_take(m, NULL);
-        st = costs_post(m);
-        if (STRATA_OK == st) st = costs_take(m, r);
-        have = STRATA_OK == st;
-    } else if (STRATA_OK == st) {
-        /* the previous step's, exchanged meanwhile; this step's go out */
-        if (x->cost_req) {
-            st = costs_take(m, r);
-            have = STRATA_OK == st;
-        }
-        if (STRATA_OK == st) st = costs_post(m);
-    }
-    if (STRATA_OK == st && have) {
-        if (first) {
-            for (int i = 0; i < n; i++) c[i] = r[i];
-        } else {
-            memcpy(x->hist + (size_t)(x->hist_steps % EXEC_HIST) * n, r, (size_t)n * sizeof *r);
-            x->hist_steps++;
-            int k = x->hist_steps < EXEC_HIST ? x->hist_steps : EXEC_HIST;
-            float col[EXEC_HIST];
-            for (int i = 0; i < n; i++) {
-                for (int j = 0; j < k; j++) col[j] = x->hist[(size_t)j * n + i];
-                qsort(col, (size_t)k, sizeof *col, cmp_float);
-                c[i] = k % 2 ? col[k / 2] : 0.5 * (col[k / 2 - 1] + col[k / 2]);
-            }
-        }
-        set_costs(m, c);
-    } else if (STRATA_ERR_NOMEM == st) {
-        st = strata_error(m->ctx, st, "costs");
-    }
-    free(r);
-    free(c);
-    return st;
-}
-
-strata_status_t fsdp_exec_step_end(strata_model_t *m)
-{
-    fsdp_ws_cache_drop(m);
-    strata_model_stats_t *s = &m->stats;
-    fsdp_exec_t *x = X(m);
-    s->transfer_s = s->exposed_transfer_s = 0;
-    s->overlap_frac = 1.0;
-    s->offload_bytes = 0;
-    s->predicted_step_s = 0;
-    if (!x) return STRATA_OK;
-    double now = strata_now();
-    x->step++;
-    s->transfer_s = x->transfer_s;
-    s->exposed_transfer_s = x->exposed_s < x->transfer_s ? x->exposed_s : x->transfer_s;
-    s->overlap_frac = x->transfer_s > 0 ? 1.0 - s->exposed_transfer_s / x->transfer_s : 1.0;
-    s->offload_bytes = x->moved_bytes;
-    if (!fsdp_exec_active(m) || !x->sched) return STRATA_OK;
-    s->predicted_step_s = x->pred.step_s * (m->n_micro > 0 ? m->n_micro : 1);
-    if (x->trace) {
-        sched_trace_step(x->trace, x->step, m->t_step0, now - m->t_step0);
-        trace_memory(m);
-    }
-    if (x->print_after && 0 == m->ctx->rank) {
-        sched_result_t meas = { 0 };
-        fsdp_mem_stats_t ms;
-        fsdp_mem_stats(m->ctx, &ms);
-        meas.step_s = (now - x->t_plan0) / (m->n_micro > 0 ? m->n_micro : 1);
-        meas.transfer_s = s->transfer_s;
-        meas.exposed_transfer_s = s->exposed_transfer_s;
-        meas.overlap_frac = s->overlap_frac;
-        for (int t = 0; t < STRATA_TIER_COUNT; t++) meas.peak[t] = ms.peak[t];
-        printf("strata: step %d, measured beside the plan's prediction:\n", m->step_count);
-        sched_plan_print_measured(&x->pred, &meas, stdout);
-        fflush(stdout);
-    }
-    x->print_after = 0;
-    if (x->costs_measured) {
-        /* the plan in force predicts again with the costs measured so far:
-         * predicted_step_s follows what the steps cost, and the schedule
-         * does not change under the run */
-        strata_status_t st = measured_costs(m, 0);
-        if (STRATA_OK != st) return st;
-        sched_result_t r;
-        sched_update_costs(x->sched);
-        if (STRATA_OK == sched_simulate(x->sched, &r, NULL, NULL, NULL, 0)) x->pred = r;
-        if (0 == m->ctx->rank) {
-            double f = 0, b = 0, ag = 0, rs = 0;
-            for (int u = 0; u < m->nunits; u++) {
-                f += x->prog->units[u].cost_s[SCHED_COST_FWD];
-                b += x->prog->units[u].cost_s[SCHED_COST_BWD];
-                ag += x->prog->units[u].cost_s[SCHED_COST_AG];
-                rs += x->prog->units[u].cost_s[SCHED_COST_RS];
-            }
-            strata_debug(m->ctx, "step %d: measured %.1f ms; the plan now predicts %.1f ms "
-                         "(transfers %.1f, exposed %.1f, comm wait %.1f; costs F %.1f B %.1f "
-                         "AG %.1f RS %.1f optim %.1f)", m->step_count, 1e3 * s->step_s,
-                         1e3 * r.step_s, 1e3 * r.transfer_s, 1e3 * r.exposed_transfer_s,
-                         1e3 * r.comm_wait_s, 1e3 * f, 1e3 * b, 1e3 * ag, 1e3 * rs,
-                         1e3 * x->prog->optim_s);
-        }
-        return STRATA_OK;
-    }
-    {
-        /* plan again with what step 1 measured */
-        x->costs_measured = 1;
-        strata_status_t st = measured_costs(m, 1);
-        if (STRATA_OK == st) st = plan(m, m->n_micro, 1);
-        if (STRATA_OK != st) {
-            /* the step itself succeeded: keep the plan it ran with */
-            strata_warn(m->ctx, "activation plan with step 1's costs failed (%s); keeping "
-                        "the first plan", strata_last_error(m->ctx));
-            return STRATA_OK;
-        }
-        x->print_after = x->pol.is_auto;
-    }
-    return STRATA_OK;
-}
-
-void fsdp_exec_trace_comm(strata_model_t *m, const char *name, int unit, double t0, double t1,
-                          size_t bytes)
-{
-    fsdp_exec_t *x = X(m);
-    if (x && x->ag_s && unit >= 0 && unit < m->nunits && t0 > 0 && PHASE_IDLE != m->phase) {
-        /* a collective of the step, from its start to when it was seen
-         * complete (by the progress thread; else when compute waited for
-         * it: t1); comm_costs turns them into costs */
-        const strata_unit_t *u = m->units[unit];
-        int ag = 'A' == name[0];
-        double done = ag ? u->t_gdone : u->t_rdone;
-        if (x->nspans == x->cap_spans) {
-            int cap = x->cap_spans ? 2 * x->cap_spans : 64;
-            struct comm_span *n = realloc(x->spans, (size_t)cap * sizeof *n);
-            if (n) {
-                x->spans = n;
-                x->cap_spans = cap;
-            }
-        }
-        if (x->nspans < x->cap_spans)
-            x->spans[x->nspans++] = (struct comm_span){ t0, done >= t0 && done <= t1 ? done : t1,
-                                                        unit, ag };
-    }
-    if (!m->exec || !X(m)->trace || t0 <= 0) return;
-    sched_trace_op(X(m)->trace, SCHED_COMM, name, t0, t1 - t0, unit, NULL, bytes);
-}
-
 static void write_trace(strata_model_t *m)
 {
     fsdp_exec_t *x = X(m);
@@ -1177,7 +618,7 @@ void fsdp_exec_destroy(strata_model_t *m)
     fsdp_ws_cache_drop(m);
     fsdp_exec_t *x = X(m);
     if (!x) return;
-    if (x->cost_req) costs_take(m, NULL);   /* every rank posted it */
+    if (x->cost_req) fsdp_exec_costs_take(m, NULL);   /* every rank posted it */
     free(x->cost_v);
     free(x->cost_all);
     write_trace(m);
@@ -1263,52 +704,5 @@ strata_status_t strata_model_trace(strata_model_t *m, const char *prefix)
     if (was != x->active && PHASE_IDLE != m->phase) {
         x->active = was;   /* takes effect with the next step */
     }
-    return STRATA_OK;
-}
-
-strata_status_t strata_model_plan_need(strata_model_t *m, const char *policy, size_t *need_p,
-                                       size_t *any_p)
-{
-    if (!m) return STRATA_ERR_INVALID;
-    fsdp_exec_t *x = X(m);
-    if (!x || !x->prog)
-        return strata_error(m->ctx, STRATA_ERR_STATE, "strata_model_plan_need: no step program "
-                            "recorded yet (it is recorded by the first step when a policy other "
-                            "than keep, or a trace, is set)");
-    char err[1024];
-    sched_policy_t p = x->pol;
-    strata_status_t st;
-    if (policy && STRATA_OK != (st = sched_policy_parse(policy, &p, err, sizeof err)))
-        return strata_error(m->ctx, st, "act_policy '%s': %s", policy, err);
-    sched_opts_t o;
-    st = sched_opts_from_config(&m->ctx->cfg, &o, err, sizeof err);
-    if (STRATA_OK != st) return strata_error(m->ctx, st, "%s", err);
-    o.link.chunk = 0;
-    o.prefetch = m->prefetch;
-    x->prog->resident_bytes = resident(x, x->planned_micro > 0 ? x->planned_micro : 1);
-    size_t any = sched_plan_min_device(x->prog, &o), need = any;
-    if (!p.is_auto) {
-        sched_actions_t acts;
-        st = sched_policy_resolve(&p, x->prog, &acts, err, sizeof err);
-        if (STRATA_OK != st) return strata_error(m->ctx, st, "%s", err);
-        need = sched_min_device(x->prog, &acts, &o);
-    }
-    if (need_p) *need_p = need;
-    if (any_p) *any_p = any;
-    return STRATA_OK;
-}
-
-strata_status_t strata_model_plan_print(const strata_model_t *m, FILE *out)
-{
-    if (!m || !out) return STRATA_ERR_INVALID;
-    const fsdp_exec_t *x = X(m);
-    if (!x || !x->sched) {
-        fprintf(out, "no activation plan (every saved name kept, or no step ran yet)\n");
-        return STRATA_OK;
-    }
-    fprintf(out, "activation plan (%s, %s schedule):\n", x->pol.is_auto ? "auto" : x->policy,
-            sched_mode_name(x->opts.mode));
-    sched_plan_print(x->prog, &x->acts, &x->pred, out);
-    sched_print(x->sched, out);
     return STRATA_OK;
 }

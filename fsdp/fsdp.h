@@ -7,6 +7,7 @@
 #define STRATA_FSDP_INTERNAL_H
 
 #include "base/base.h"
+#include "sched/sched.h"
 
 #define FSDP_NAME_LEN 64
 #define FSDP_MAX_DIMS 4
@@ -222,7 +223,8 @@ void fsdp_drain(strata_model_t *m);
  * Inactive (every hook a no-op) while every saved name is kept and no trace
  * is asked for: the step then runs exactly as without it. Otherwise the
  * first step begins with a sizing pass, the program is planned, and every
- * later forward/backward follows the schedule (see exec.c).
+ * later forward/backward follows the schedule (see exec.c, exec_plan.c,
+ * exec_costs.c).
  */
 strata_status_t fsdp_exec_create(strata_model_t *m);
 void fsdp_exec_destroy(strata_model_t *m);
@@ -253,6 +255,76 @@ strata_status_t fsdp_exec_check_save(strata_unit_call_t *c, const char *name, si
 /* Collective ops for the trace (comm track). */
 void fsdp_exec_trace_comm(strata_model_t *m, const char *name, int unit, double t0, double t1,
                           size_t bytes);
+
+/* Within the executor only (exec.c, exec_plan.c, exec_costs.c): its state
+ * and the functions its files share. */
+
+/* steps whose measured costs the predictions take the median of */
+#define EXEC_HIST 32
+
+typedef struct fsdp_exec {
+    char              policy[512];     /* text in force (config or API) */
+    sched_policy_t    pol;
+    char              trace_prefix[512];
+    int               active;
+
+    sched_program_t  *prog;            /* NULL until the sizing pass */
+    size_t           *ubytes;          /* per global save: bytes the callback asked for */
+    int              *soff;            /* first global save of unit u (L+1 entries) */
+    size_t            base_dev, base_host, base_storage;   /* in use when step 1 began */
+    size_t            acts_bytes, max_act, ws_bytes, grads_bytes, max_ag, max_save;
+    int               planned_micro;
+    int               costs_measured;  /* step-1 costs replaced the estimates */
+    double           *fwd_s, *bwd_s;   /* per unit, summed over this step's micro-batches */
+    double           *ag_s, *rs_s;     /* per unit: collective times this step (comm_costs) */
+    float            *cost_v, *cost_all;   /* a step's costs, in exchange (costs_post) */
+    strata_request_t *cost_req;
+    int              *ag_n, *rs_n;     /* and their counts */
+    struct comm_span { double t0, t1; int unit, ag; } *spans;   /* this step's collectives */
+    double            prev_end, prev_comm, prev_xfer;   /* at the last compute op's end */
+    int               have_prev;
+    int               nspans, cap_spans;
+    float            *hist;            /* costs of the last EXEC_HIST steps after step 1,
+                                        * 4L+1 each (ring) */
+    int               hist_steps;
+
+    sched_opts_t      opts;
+    sched_actions_t   acts;
+    sched_t          *sched;
+    sched_result_t    pred;
+    int               print_after;     /* rank 0 prints measured beside predicted */
+
+    /* per micro-batch */
+    int               nops;
+    unsigned char    *issued, *done;
+    strata_event_t  **ev;
+    int               next[SCHED_ENGINE_COUNT];
+    int              *fid, *bid, *rid; /* compute op per unit (-1 none) */
+    strata_status_t   blocked;         /* last move refused for memory */
+
+    /* this step */
+    double            t_plan0;         /* step time without the sizing pass starts here */
+    double            transfer_s, exposed_s;
+    size_t            moved_bytes;
+    sched_trace_t    *trace;
+    int               step;
+} fsdp_exec_t;
+
+/* exec.c: the schedule s becomes the executor's, with fresh per
+ * micro-batch state. */
+strata_status_t fsdp_exec_install(strata_model_t *m, sched_t *s);
+/* The tiers' use now, on the trace's memory track. */
+void fsdp_exec_trace_memory(strata_model_t *m);
+/* exec_plan.c: agree over all ranks: a plan that fails anywhere fails
+ * everywhere, so no rank walks into a collective that another has left. */
+strata_status_t fsdp_exec_agree(strata_model_t *m, strata_status_t st);
+/* Resolve the policy (or choose one) and build the schedule for n_micro. */
+strata_status_t fsdp_exec_plan(strata_model_t *m, int n_micro, int print);
+/* The sizing pass: record the step program on the first micro-batch. */
+strata_status_t fsdp_exec_sizing(strata_model_t *m, const void *input, size_t in_bytes);
+/* exec_costs.c: complete the pending exchange of a step's costs; r (may
+ * be NULL) receives the costs. */
+strata_status_t fsdp_exec_costs_take(strata_model_t *m, float *r);
 
 /* ---- optimizer (optim.c) --------------------------------------------------------- */
 

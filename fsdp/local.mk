@@ -10,4 +10,6 @@ libstrata_la_SOURCES += \
     fsdp/progress.c \
     fsdp/optim.c \
     fsdp/step.c \
-    fsdp/exec.c
+    fsdp/exec.c \
+    fsdp/exec_plan.c \
+    fsdp/exec_costs.c

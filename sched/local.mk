@@ -7,6 +7,8 @@ libstrata_la_SOURCES += \
     sched/program.c \
     sched/policy.c \
     sched/schedule.c \
+    sched/schedule_layout.c \
+    sched/schedule_ops.c \
     sched/simulate.c \
     sched/plan.c \
     sched/trace.c

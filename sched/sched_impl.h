@@ -1,6 +1,8 @@
 /*
  * sched_impl.h - what the files of sched/ share beyond sched.h: the
- * schedule's layout and the error helper. Not for other folders.
+ * schedule's layout, the error helper and what the parts of the schedule
+ * (schedule.c, schedule_layout.c, schedule_ops.c) share. Not for other
+ * folders.
  */
 #ifndef STRATA_SCHED_IMPL_H
 #define STRATA_SCHED_IMPL_H
@@ -39,5 +41,52 @@ strata_status_t sched_fail(char *err, size_t errlen, strata_status_t st, const c
 typedef struct { double t; int tier; long long delta; } sched_mem_event_t;
 int sched_mem_events(const sched_t *s, const double *start, const double *end,
                      sched_mem_event_t **ev_p, int *n_p);
+
+/* ---- the schedule's parts (schedule.c, schedule_layout.c, schedule_ops.c) ---- */
+
+/* A program laid out over compute positions (schedule_layout.c). */
+typedef struct {
+    const sched_program_t *prog;
+    const sched_opts_t *opts;
+    sched_mode_t mode;
+    int L, P, J, p;
+    int *fpos, *rpos, *bpos, *cpos, *rec;   /* per unit */
+    int *ufirst, *ulast, *uunit;            /* per param use */
+    int NS, NC;
+    int *soff;                              /* first global save of unit u */
+    int *sunit, *ssave;                     /* per global save */
+    sched_action_t *act;                    /* per global save, effective */
+    int *nch, *coff;                        /* per save: chunks, first chunk */
+    size_t *cbytes, *coffset;               /* per chunk */
+    size_t budget;
+} sched_layout_t;
+
+/* Decisions: per save its drain position, per chunk its H2D and S2H gates
+ * (the first position in which the transfer may run). */
+typedef struct { int *dl, *g, *gs; } sched_decide_t;
+
+/* schedule_layout.c */
+int  sched_offloaded(sched_action_t a);
+int  sched_layout_init(sched_layout_t *l, const sched_program_t *prog,
+                       const sched_actions_t *acts, const sched_opts_t *opts, sched_mode_t mode,
+                       int chunked, int tail);
+void sched_layout_free(sched_layout_t *l);
+size_t sched_max_of(const size_t *use, int n);
+int  sched_decide_alloc(sched_decide_t *d, const sched_layout_t *l);
+void sched_decide_free(sched_decide_t *d);
+/* The minimum: drain into the next op, prefetch only when needed. */
+void sched_decide_min(const sched_layout_t *l, sched_decide_t *d);
+/* Base plus the device copies that offloaded saves keep until drained. */
+void sched_usage_drains(const sched_layout_t *l, const sched_decide_t *d, size_t *use);
+/* That plus the prefetched chunks: the device use per position. */
+void sched_usage_of(const sched_layout_t *l, const sched_decide_t *d, size_t *use);
+/* Pull drains in where the budget is exceeded. */
+void sched_tighten_drains(const sched_layout_t *l, sched_decide_t *d, size_t *use);
+/* Gate every prefetch chunk as early as memory and the lookahead allow;
+ * -1 if one does not fit even right before its use. */
+int  sched_place_gates(const sched_layout_t *l, sched_decide_t *d, size_t *use);
+/* schedule_ops.c: the ops, dependencies and engine orders of s; -1 when
+ * out of memory. */
+int  sched_build_ops(const sched_layout_t *l, const sched_decide_t *d, sched_t *s);
 
 #endif

@@ -31,6 +31,11 @@
  * where the budget demands), prefetch gates as early as memory and the
  * lookahead allow, chunks; a few variants are built and the fastest in
  * simulation is kept.
+ *
+ * The schedule is three files: this one builds the variants, picks one
+ * and answers queries about it; schedule_layout.c lays a program out
+ * over positions and bounds its memory (the intervals above);
+ * schedule_ops.c turns the decisions into ops and dependencies.
  */
 #include "config.h"
 #include "sched/sched.h"
@@ -61,517 +66,6 @@ strata_status_t sched_fail(char *err, size_t errlen, strata_status_t st, const c
     return st;
 }
 
-/* ---- layout: positions, uses, saves and chunks --------------------------- */
-
-typedef struct {
-    const sched_program_t *prog;
-    const sched_opts_t *opts;
-    sched_mode_t mode;
-    int L, P, J, p;
-    int *fpos, *rpos, *bpos, *cpos, *rec;   /* per unit */
-    int *ufirst, *ulast, *uunit;            /* per param use */
-    int NS, NC;
-    int *soff;                              /* first global save of unit u */
-    int *sunit, *ssave;                     /* per global save */
-    sched_action_t *act;                    /* per global save, effective */
-    int *nch, *coff;                        /* per save: chunks, first chunk */
-    size_t *cbytes, *coffset;               /* per chunk */
-    size_t budget;
-} layout_t;
-
-static void layout_free(layout_t *l)
-{
-    free(l->fpos); free(l->rpos); free(l->bpos); free(l->cpos); free(l->rec);
-    free(l->ufirst); free(l->ulast); free(l->uunit);
-    free(l->soff); free(l->sunit); free(l->ssave); free(l->act);
-    free(l->nch); free(l->coff); free(l->cbytes); free(l->coffset);
-    memset(l, 0, sizeof *l);
-}
-
-static int offloaded(sched_action_t a) { return SCHED_HOST == a || SCHED_STORAGE == a; }
-
-static int layout_init(layout_t *l, const sched_program_t *prog, const sched_actions_t *acts,
-                       const sched_opts_t *opts, sched_mode_t mode, int chunked, int tail)
-{
-    memset(l, 0, sizeof *l);
-    l->prog = prog;
-    l->opts = opts;
-    l->mode = mode;
-    l->L = prog->nunits;
-    l->J = 2 * l->L;
-    l->p = opts->prefetch < 0 ? 0 : opts->prefetch;
-    l->budget = opts->budget[STRATA_TIER_DEVICE] ? opts->budget[STRATA_TIER_DEVICE] : SIZE_MAX;
-    int L = l->L;
-    l->fpos = calloc((size_t)L, sizeof(int)); l->rpos = calloc((size_t)L, sizeof(int));
-    l->bpos = calloc((size_t)L, sizeof(int)); l->cpos = calloc((size_t)L, sizeof(int));
-    l->rec = calloc((size_t)L, sizeof(int)); l->soff = calloc((size_t)L + 1, sizeof(int));
-    l->ufirst = calloc((size_t)l->J, sizeof(int)); l->ulast = calloc((size_t)l->J, sizeof(int));
-    l->uunit = calloc((size_t)l->J, sizeof(int));
-    if (!l->fpos || !l->rpos || !l->bpos || !l->cpos || !l->rec || !l->soff || !l->ufirst ||
-        !l->ulast || !l->uunit) return -1;
-    for (int u = 0; u < L; u++) {
-        l->soff[u + 1] = l->soff[u] + prog->units[u].nsaves;
-        for (int s = 0; s < prog->units[u].nsaves; s++)
-            if (SCHED_RECOMPUTE == acts->action[prog->units[u].saves[s].name_id]) l->rec[u] = 1;
-    }
-    l->NS = l->soff[L];
-    int pos = 0;
-    for (int u = 0; u < L; u++) l->fpos[u] = pos++;
-    for (int u = L - 1; u >= 0; u--) {
-        l->rpos[u] = l->rec[u] ? pos++ : -1;
-        l->bpos[u] = pos++;
-        l->cpos[u] = l->rec[u] ? l->rpos[u] : l->bpos[u];
-    }
-    l->P = pos + 1;   /* OPTIM */
-    for (int j = 0; j < l->J; j++) {
-        int u = j < L ? j : 2 * L - 1 - j;
-        l->uunit[j] = u;
-        l->ufirst[j] = j < L ? l->fpos[u] : l->cpos[u];
-        l->ulast[j] = j < L ? l->fpos[u] : l->bpos[u];
-    }
-    size_t ns = (size_t)l->NS + 1;
-    l->sunit = calloc(ns, sizeof(int)); l->ssave = calloc(ns, sizeof(int));
-    l->act = calloc(ns, sizeof *l->act); l->nch = calloc(ns, sizeof(int));
-    l->coff = calloc(ns + 1, sizeof(int));
-    if (!l->sunit || !l->ssave || !l->act || !l->nch || !l->coff) return -1;
-    size_t chunk = opts->link.chunk;
-    for (int u = 0; u < L; u++)
-        for (int s = 0; s < prog->units[u].nsaves; s++) {
-            int i = l->soff[u] + s;
-            const sched_save_t *sv = &prog->units[u].saves[s];
-            l->sunit[i] = u;
-            l->ssave[i] = s;
-            l->act[i] = acts->action[sv->name_id];
-            if (u >= L - tail && offloaded(l->act[i])) l->act[i] = SCHED_KEEP;
-            int n = 0;
-            if (offloaded(l->act[i])) {
-                n = 1;
-                if (chunked && chunk > 0 && sv->bytes > chunk) {
-                    size_t k = (sv->bytes + chunk - 1) / chunk;
-                    n = k > SCHED_MAX_CHUNKS ? SCHED_MAX_CHUNKS : (int)k;
-                }
-            }
-            l->nch[i] = n;
-            l->coff[i + 1] = l->coff[i] + n;
-        }
-    l->NC = l->coff[l->NS];
-    l->cbytes = calloc((size_t)l->NC + 1, sizeof(size_t));
-    l->coffset = calloc((size_t)l->NC + 1, sizeof(size_t));
-    if (!l->cbytes || !l->coffset) return -1;
-    for (int i = 0; i < l->NS; i++) {
-        size_t bytes = prog->units[l->sunit[i]].saves[l->ssave[i]].bytes;
-        int n = l->nch[i];
-        size_t per = n ? (bytes + (size_t)n - 1) / (size_t)n : 0, off = 0;
-        for (int c = 0; c < n; c++) {
-            size_t b = bytes - off < per ? bytes - off : per;
-            l->cbytes[l->coff[i] + c] = b;
-            l->coffset[l->coff[i] + c] = off;
-            off += b;
-        }
-    }
-    return 0;
-}
-
-/* ---- the memory bound over positions ------------------------------------ */
-
-static void add(size_t *use, int a, int b, size_t bytes)
-{
-    for (int k = a; k <= b; k++) use[k] += bytes;
-}
-
-static void sub(size_t *use, int a, int b, size_t bytes)
-{
-    for (int k = a; k <= b; k++) use[k] -= bytes;
-}
-
-/* Everything but the offloaded saves. */
-static void base_usage(const layout_t *l, size_t *use)
-{
-    const sched_program_t *prog = l->prog;
-    for (int k = 0; k < l->P; k++) use[k] = prog->resident_bytes;
-    for (int j = 0; j < l->J; j++) {
-        int from = j - l->p < 0 ? 0 : j - l->p;
-        add(use, l->ufirst[from], l->ulast[j], prog->units[l->uunit[j]].ag_bytes);
-        if (j >= l->L) {
-            int u = l->uunit[j];
-            int end = j + l->p + 1 < l->J ? l->ufirst[j + l->p + 1] : l->P - 1;
-            add(use, l->bpos[u], end, prog->units[u].ag_bytes);
-        }
-    }
-    for (int i = 0; i < l->NS; i++) {
-        int u = l->sunit[i];
-        size_t bytes = prog->units[u].saves[l->ssave[i]].bytes;
-        if (SCHED_KEEP == l->act[i]) add(use, l->fpos[u], l->bpos[u], bytes);
-        else if (SCHED_RECOMPUTE == l->act[i]) {
-            add(use, l->fpos[u], l->fpos[u], bytes);
-            add(use, l->rpos[u], l->bpos[u], bytes);
-        }
-    }
-}
-
-static size_t max_of(const size_t *use, int n)
-{
-    size_t m = 0;
-    for (int k = 0; k < n; k++) if (use[k] > m) m = use[k];
-    return m;
-}
-
-/* Decisions: per save its drain position, per chunk its H2D and S2H gates
- * (the first position in which the transfer may run). */
-typedef struct { int *dl, *g, *gs; } decide_t;
-
-static void decide_free(decide_t *d) { free(d->dl); free(d->g); free(d->gs); }
-
-static int decide_alloc(decide_t *d, const layout_t *l)
-{
-    d->dl = calloc((size_t)l->NS + 1, sizeof(int));
-    d->g = calloc((size_t)l->NC + 1, sizeof(int));
-    d->gs = calloc((size_t)l->NC + 1, sizeof(int));
-    return d->dl && d->g && d->gs ? 0 : -1;
-}
-
-/* The minimum: drain into the next op, prefetch only when needed. */
-static void decide_min(const layout_t *l, decide_t *d)
-{
-    for (int i = 0; i < l->NS; i++) {
-        int u = l->sunit[i];
-        d->dl[i] = l->fpos[u] + 1;
-        for (int c = 0; c < l->nch[i]; c++) d->g[l->coff[i] + c] = d->gs[l->coff[i] + c] = l->cpos[u];
-    }
-}
-
-/* Base plus the device copies that offloaded saves keep until drained. */
-static void usage_drains(const layout_t *l, const decide_t *d, size_t *use)
-{
-    base_usage(l, use);
-    for (int i = 0; i < l->NS; i++)
-        if (offloaded(l->act[i]))
-            add(use, l->fpos[l->sunit[i]], d->dl[i], l->prog->units[l->sunit[i]].saves[l->ssave[i]].bytes);
-}
-
-/* A prefetched chunk is on device from its gate to B(u); its H2D waits for
- * its own D2H, so where that interval meets the drain interval the chunk
- * is counted once: from max(g, dl+1). */
-static void add_chunks(const layout_t *l, const decide_t *d, size_t *use)
-{
-    for (int i = 0; i < l->NS; i++)
-        for (int c = 0; c < l->nch[i]; c++) {
-            int ci = l->coff[i] + c, from = d->g[ci] > d->dl[i] ? d->g[ci] : d->dl[i] + 1;
-            add(use, from, l->bpos[l->sunit[i]], l->cbytes[ci]);
-        }
-}
-
-static void usage_of(const layout_t *l, const decide_t *d, size_t *use)
-{
-    usage_drains(l, d, use);
-    add_chunks(l, d, use);
-}
-
-/* Pull drains in where the budget is exceeded: at each over-budget
- * position, the oldest pending offload (the D2H engine finishes it first)
- * must be done before that position's op. */
-static void tighten_drains(const layout_t *l, decide_t *d, size_t *use)
-{
-    for (int k = 0; k < l->P; k++) {
-        while (use[k] > l->budget) {
-            int best = -1;
-            for (int i = 0; i < l->NS; i++) {
-                if (!offloaded(l->act[i])) continue;
-                int f = l->fpos[l->sunit[i]];
-                if (f <= k - 2 && d->dl[i] >= k && (best < 0 || f < l->fpos[l->sunit[best]])) best = i;
-            }
-            if (best < 0) break;
-            size_t bytes = l->prog->units[l->sunit[best]].saves[l->ssave[best]].bytes;
-            sub(use, k, d->dl[best], bytes);
-            d->dl[best] = k - 1;
-        }
-    }
-}
-
-/* Gate every prefetch chunk as early as memory and the lookahead allow, in
- * the order they are needed (the H2D engine's order). -1 if one does not
- * fit even right before its use. use holds everything but the chunks;
- * the drains (d->dl) are final. */
-static int place_gates(const layout_t *l, decide_t *d, size_t *use)
-{
-    int look = l->opts->lookahead < 0 ? 0 : l->opts->lookahead;
-    int gprev = 0;
-    for (int u = l->L - 1; u >= 0; u--)
-        for (int s = 0; s < l->prog->units[u].nsaves; s++) {
-            int i = l->soff[u] + s;
-            if (!offloaded(l->act[i])) continue;
-            for (int c = 0; c < l->nch[i]; c++) {
-                int ci = l->coff[i] + c;
-                size_t bytes = l->cbytes[ci];
-                int lo = l->cpos[u] - look;
-                if (lo < l->fpos[u] + 1) lo = l->fpos[u] + 1;
-                if (lo < gprev) lo = gprev;
-                int g = lo;
-                for (int k = l->bpos[u]; k >= g && k > d->dl[i]; k--)
-                    if (use[k] + bytes > l->budget) { g = k + 1; break; }
-                if (g > l->cpos[u]) return -1;
-                add(use, g > d->dl[i] ? g : d->dl[i] + 1, l->bpos[u], bytes);
-                d->g[ci] = g;
-                gprev = g;
-                /* storage: the read-back may start `look` positions before the H2D */
-                int gs = g - look;
-                d->gs[ci] = gs < l->fpos[u] + 1 ? l->fpos[u] + 1 : gs;
-            }
-        }
-    return 0;
-}
-
-/* ---- building ops ------------------------------------------------------- */
-
-typedef struct { int op, dep; } edge_t;
-
-typedef struct {
-    sched_t *s;
-    edge_t *edges;
-    int nedges, capedges;
-} builder_t;
-
-static int new_op(builder_t *b, sched_op_kind_t kind, sched_engine_t eng, int unit, int save)
-{
-    sched_t *s = b->s;
-    if (s->nops == s->capops) {
-        int cap = s->capops ? 2 * s->capops : 256;
-        sched_op_t *o = realloc(s->ops, (size_t)cap * sizeof *o);
-        if (!o) return -1;
-        s->ops = o;
-        s->capops = cap;
-    }
-    sched_op_t *o = &s->ops[s->nops];
-    memset(o, 0, sizeof *o);
-    o->kind = kind;
-    o->engine = eng;
-    o->unit = unit;
-    o->save = save;
-    o->pos = -1;
-    int n = s->norder[eng];
-    int *ord = realloc(s->order[eng], (size_t)(n + 1) * sizeof(int));
-    if (!ord) return -1;
-    s->order[eng] = ord;
-    ord[n] = s->nops;
-    s->norder[eng] = n + 1;
-    return s->nops++;
-}
-
-static int dep(builder_t *b, int op, int on)
-{
-    if (op < 0 || on < 0 || op == on) return 0;
-    if (b->nedges == b->capedges) {
-        int cap = b->capedges ? 2 * b->capedges : 1024;
-        edge_t *e = realloc(b->edges, (size_t)cap * sizeof *e);
-        if (!e) return -1;
-        b->edges = e;
-        b->capedges = cap;
-    }
-    b->edges[b->nedges++] = (edge_t){ op, on };
-    return 0;
-}
-
-static int cmp_edge(const void *x, const void *y)
-{
-    const edge_t *a = x, *b = y;
-    if (a->op != b->op) return a->op < b->op ? -1 : 1;
-    return (a->dep > b->dep) - (a->dep < b->dep);
-}
-
-/* Sort edges into per-op dependency lists (duplicates dropped). */
-static int finish_deps(builder_t *b)
-{
-    sched_t *s = b->s;
-    qsort(b->edges, (size_t)b->nedges, sizeof *b->edges, cmp_edge);
-    s->deps = malloc(((size_t)b->nedges + 1) * sizeof(int));
-    if (!s->deps) return -1;
-    int n = 0;
-    for (int i = 0; i < b->nedges; i++) {
-        if (i && b->edges[i].op == b->edges[i - 1].op && b->edges[i].dep == b->edges[i - 1].dep)
-            continue;
-        s->deps[n++] = b->edges[i].dep;
-        s->ops[b->edges[i].op].ndeps++;
-    }
-    s->ndeps = n;
-    int off = 0;
-    for (int i = 0; i < s->nops; i++) {
-        s->ops[i].deps = s->deps + off;
-        off += s->ops[i].ndeps;
-    }
-    return 0;
-}
-
-static int build_ops(const layout_t *l, const decide_t *d, sched_t *s)
-{
-    const sched_program_t *prog = l->prog;
-    const sched_link_t *link = &l->opts->link;
-    int L = l->L, rc = -1;
-    builder_t b = { s, NULL, 0, 0 };
-    int *fid = malloc((size_t)L * sizeof(int)), *rid = malloc((size_t)L * sizeof(int));
-    int *bid = malloc((size_t)L * sizeof(int)), *rsid = malloc((size_t)L * sizeof(int));
-    int *agid = malloc((size_t)l->J * sizeof(int)), *posop = malloc((size_t)l->P * sizeof(int));
-    int nc = l->NC + 1;
-    int *d2h = malloc((size_t)nc * sizeof(int)), *h2s = malloc((size_t)nc * sizeof(int));
-    int *s2h = malloc((size_t)nc * sizeof(int)), *h2d = malloc((size_t)nc * sizeof(int));
-    if (!fid || !rid || !bid || !rsid || !agid || !posop || !d2h || !h2s || !s2h || !h2d) goto out;
-    for (int i = 0; i < nc; i++) d2h[i] = h2s[i] = s2h[i] = h2d[i] = -1;
-
-    /* compute, in position order */
-    for (int u = 0; u < L; u++) {
-        const sched_unit_t *x = &prog->units[u];
-        int id = fid[u] = new_op(&b, SCHED_OP_F, SCHED_COMPUTE, u, -1);
-        if (id < 0) goto out;
-        sched_op_t *o = &s->ops[id];
-        o->seconds = x->cost_s[SCHED_COST_FWD];
-        o->mem_free[STRATA_TIER_DEVICE] = x->ag_bytes;
-        for (int i = l->soff[u]; i < l->soff[u + 1]; i++) {
-            size_t by = x->saves[l->ssave[i]].bytes;
-            o->mem_alloc[STRATA_TIER_DEVICE] += by;
-            if (SCHED_RECOMPUTE == l->act[i]) o->mem_free[STRATA_TIER_DEVICE] += by;
-        }
-    }
-    for (int u = L - 1; u >= 0; u--) {
-        const sched_unit_t *x = &prog->units[u];
-        rid[u] = -1;
-        if (l->rec[u]) {
-            int id = rid[u] = new_op(&b, SCHED_OP_RECOMPUTE, SCHED_COMPUTE, u, -1);
-            if (id < 0) goto out;
-            s->ops[id].seconds = x->cost_s[SCHED_COST_FWD];
-            for (int i = l->soff[u]; i < l->soff[u + 1]; i++)
-                if (SCHED_RECOMPUTE == l->act[i])
-                    s->ops[id].mem_alloc[STRATA_TIER_DEVICE] += x->saves[l->ssave[i]].bytes;
-        }
-        int id = bid[u] = new_op(&b, SCHED_OP_B, SCHED_COMPUTE, u, -1);
-        if (id < 0) goto out;
-        sched_op_t *o = &s->ops[id];
-        o->seconds = x->cost_s[SCHED_COST_BWD];
-        o->mem_alloc[STRATA_TIER_DEVICE] = x->ag_bytes;
-        o->mem_free[STRATA_TIER_DEVICE] = x->ag_bytes;
-        for (int i = 0; i < x->nsaves; i++) o->mem_free[STRATA_TIER_DEVICE] += x->saves[i].bytes;
-    }
-    int optid = new_op(&b, SCHED_OP_OPTIM, SCHED_COMPUTE, -1, -1);
-    if (optid < 0) goto out;
-    s->ops[optid].seconds = prog->optim_s;
-    for (int k = 0; k < s->norder[SCHED_COMPUTE]; k++) {
-        posop[k] = s->order[SCHED_COMPUTE][k];
-        s->ops[posop[k]].pos = k;
-    }
-
-    /* comm: AG(0..p), then per use j: [RS of j] AG(j+p+1) */
-    for (int j = 0; j < l->J; j++) agid[j] = -1;
-    for (int u = 0; u < L; u++) rsid[u] = -1;
-    for (int j = -1; j < l->J; j++) {
-        if (j >= l->L) {
-            int u = l->uunit[j];
-            int id = rsid[u] = new_op(&b, SCHED_OP_RS, SCHED_COMM, u, -1);
-            if (id < 0) goto out;
-            s->ops[id].seconds = prog->units[u].cost_s[SCHED_COST_RS];
-            s->ops[id].mem_free[STRATA_TIER_DEVICE] = prog->units[u].ag_bytes;
-        }
-        int from = j < 0 ? 0 : j + l->p + 1, to = j < 0 ? l->p : j + l->p + 1;
-        for (int a = from; a <= to && a < l->J; a++) {
-            int u = l->uunit[a];
-            int id = agid[a] = new_op(&b, SCHED_OP_AG, SCHED_COMM, u, -1);
-            if (id < 0) goto out;
-            s->ops[id].seconds = prog->units[u].cost_s[SCHED_COST_AG];
-            s->ops[id].bytes = prog->units[u].ag_bytes;
-            s->ops[id].mem_alloc[STRATA_TIER_DEVICE] = prog->units[u].ag_bytes;
-        }
-    }
-
-    /* transfers: forward legs in forward order, backward legs in need order */
-    for (int pass = 0; pass < 4; pass++)
-        for (int k = 0; k < L; k++) {
-            int u = pass < 2 ? k : L - 1 - k;
-            for (int i = l->soff[u]; i < l->soff[u + 1]; i++) {
-                if (!offloaded(l->act[i])) continue;
-                int storage = SCHED_STORAGE == l->act[i];
-                if ((1 == pass || 2 == pass) && !storage) continue;
-                static const sched_op_kind_t kinds[4] = { SCHED_OP_D2H, SCHED_OP_H2S, SCHED_OP_S2H, SCHED_OP_H2D };
-                static const sched_engine_t engs[4] = { SCHED_D2H, SCHED_IO, SCHED_IO, SCHED_H2D };
-                /* tier allocated at the start, tier freed at the end */
-                static const int from_t[4] = { STRATA_TIER_DEVICE, STRATA_TIER_PINNED_HOST, STRATA_TIER_STORAGE, STRATA_TIER_PINNED_HOST };
-                static const int to_t[4] = { STRATA_TIER_PINNED_HOST, STRATA_TIER_STORAGE, STRATA_TIER_PINNED_HOST, STRATA_TIER_DEVICE };
-                int *ids = 0 == pass ? d2h : 1 == pass ? h2s : 2 == pass ? s2h : h2d;
-                for (int c = 0; c < l->nch[i]; c++) {
-                    int ci = l->coff[i] + c;
-                    int id = ids[ci] = new_op(&b, kinds[pass], engs[pass], u, l->ssave[i]);
-                    if (id < 0) goto out;
-                    sched_op_t *o = &s->ops[id];
-                    o->chunk = c;
-                    o->nchunks = l->nch[i];
-                    o->bytes = l->cbytes[ci];
-                    o->offset = l->coffset[ci];
-                    o->seconds = sched_link_time(link, engs[pass], o->bytes);
-                    o->mem_alloc[to_t[pass]] = o->bytes;
-                    o->mem_free[from_t[pass]] = o->bytes;
-                }
-            }
-        }
-
-    /* dependencies */
-    for (int j = 0; j < l->J; j++)
-        if (j - l->p - 1 >= 0 && dep(&b, agid[j], posop[l->ulast[j - l->p - 1]])) goto out;
-    for (int u = 0; u < L; u++) {
-        int bj = 2 * L - 1 - u;
-        if (dep(&b, fid[u], agid[u]) || dep(&b, bid[u], agid[bj]) || dep(&b, rid[u], agid[bj]) ||
-            dep(&b, rsid[u], bid[u]) || dep(&b, optid, rsid[u])) goto out;
-    }
-    for (int i = 0; i < l->NS; i++) {
-        if (!offloaded(l->act[i])) continue;
-        int u = l->sunit[i], storage = SCHED_STORAGE == l->act[i];
-        int consumer = l->rec[u] ? rid[u] : bid[u];
-        for (int c = 0; c < l->nch[i]; c++) {
-            int ci = l->coff[i] + c;
-            if (dep(&b, d2h[ci], fid[u])) goto out;
-            if (storage && (dep(&b, h2s[ci], d2h[ci]) || dep(&b, s2h[ci], h2s[ci]) ||
-                            dep(&b, h2d[ci], s2h[ci]))) goto out;
-            if (!storage && dep(&b, h2d[ci], d2h[ci])) goto out;
-            if (d->g[ci] >= 1 && dep(&b, h2d[ci], posop[d->g[ci] - 1])) goto out;
-            if (storage && d->gs[ci] >= 1 && dep(&b, s2h[ci], posop[d->gs[ci] - 1])) goto out;
-            if (dep(&b, consumer, h2d[ci])) goto out;
-        }
-        int last = l->coff[i] + l->nch[i] - 1;
-        if (d->dl[i] < l->cpos[u] && dep(&b, posop[d->dl[i]], d2h[last])) goto out;
-    }
-    if (SCHED_MODE_NAIVE == l->mode) {
-        /* one transfer at a time, in program order, and compute waits for
-         * each unit's transfers right after producing / right before using */
-        int prev = -1;
-        for (int u = 0; u < L; u++) {
-            for (int i = l->soff[u]; i < l->soff[u + 1]; i++)
-                for (int c = 0; offloaded(l->act[i]) && c < l->nch[i]; c++) {
-                    int ci = l->coff[i] + c;
-                    if (dep(&b, d2h[ci], prev)) goto out;
-                    prev = d2h[ci];
-                    if (h2s[ci] >= 0) {
-                        if (dep(&b, h2s[ci], prev)) goto out;
-                        prev = h2s[ci];
-                    }
-                }
-            if (prev >= 0 && dep(&b, posop[l->fpos[u] + 1], prev)) goto out;
-        }
-        for (int u = L - 1; u >= 0; u--)
-            for (int i = l->soff[u]; i < l->soff[u + 1]; i++)
-                for (int c = 0; offloaded(l->act[i]) && c < l->nch[i]; c++) {
-                    int ci = l->coff[i] + c;
-                    if (s2h[ci] >= 0) {
-                        if (dep(&b, s2h[ci], prev)) goto out;
-                        prev = s2h[ci];
-                    }
-                    if (dep(&b, h2d[ci], prev)) goto out;
-                    prev = h2d[ci];
-                }
-    }
-    if (finish_deps(&b)) goto out;
-    rc = 0;
-out:
-    free(b.edges);
-    free(fid); free(rid); free(bid); free(rsid); free(agid); free(posop);
-    free(d2h); free(h2s); free(s2h); free(h2d);
-    return rc;
-}
-
 static sched_t *sched_new(const sched_program_t *prog, sched_mode_t mode)
 {
     sched_t *s = calloc(1, sizeof *s);
@@ -594,25 +88,25 @@ void sched_destroy(sched_t *s)
 }
 
 /* Build one schedule for a layout; min_drains forces the minimal drains. */
-static strata_status_t build_variant(const layout_t *l, int min_drains, sched_t **s_p)
+static strata_status_t build_variant(const sched_layout_t *l, int min_drains, sched_t **s_p)
 {
-    decide_t d = { 0 };
+    sched_decide_t d = { 0 };
     size_t *use = calloc((size_t)l->P, sizeof(size_t));
     sched_t *s = NULL;
     strata_status_t st = STRATA_ERR_NOMEM;
-    if (!use || decide_alloc(&d, l)) goto out;
-    decide_min(l, &d);
-    usage_of(l, &d, use);
-    if (max_of(use, l->P) > l->budget) { st = STRATA_ERR_TIER_FULL; goto out; }
+    if (!use || sched_decide_alloc(&d, l)) goto out;
+    sched_decide_min(l, &d);
+    sched_usage_of(l, &d, use);
+    if (sched_max_of(use, l->P) > l->budget) { st = STRATA_ERR_TIER_FULL; goto out; }
 
     if (SCHED_MODE_LHS == l->mode) {
         if (!min_drains) {
             /* probe: no drains, gates at the lookahead, memory ignored; its
              * predicted D2H completions place the drains */
             sched_t *probe = sched_new(l->prog, l->mode);
-            decide_t pd = { 0 };
+            sched_decide_t pd = { 0 };
             double *start = NULL, *end = NULL;
-            int ok = probe && 0 == decide_alloc(&pd, l);
+            int ok = probe && 0 == sched_decide_alloc(&pd, l);
             if (ok) {
                 int look = l->opts->lookahead < 0 ? 0 : l->opts->lookahead;
                 for (int i = 0; i < l->NS; i++) {
@@ -623,7 +117,7 @@ static strata_status_t build_variant(const layout_t *l, int min_drains, sched_t 
                         pd.g[l->coff[i] + c] = pd.gs[l->coff[i] + c] = g < l->fpos[u] + 1 ? l->fpos[u] + 1 : g;
                     }
                 }
-                ok = 0 == build_ops(l, &pd, probe);
+                ok = 0 == sched_build_ops(l, &pd, probe);
             }
             if (ok) {
                 start = malloc((size_t)probe->nops * sizeof(double));
@@ -645,7 +139,7 @@ static strata_status_t build_variant(const layout_t *l, int min_drains, sched_t 
                     }
                 }
                 for (int i = 0; ok && i < l->NS; i++) {
-                    if (!offloaded(l->act[i])) continue;
+                    if (!sched_offloaded(l->act[i])) continue;
                     int u = l->sunit[i], k = l->fpos[u] + 1;
                     while (k < l->cpos[u] && cstart[k] < d2hend[i] - 1e-12) k++;
                     d.dl[i] = k;
@@ -655,20 +149,20 @@ static strata_status_t build_variant(const layout_t *l, int min_drains, sched_t 
             }
             free(start);
             free(end);
-            decide_free(&pd);
+            sched_decide_free(&pd);
             sched_destroy(probe);
             if (!ok) goto out;
-            usage_drains(l, &d, use);
-            tighten_drains(l, &d, use);
+            sched_usage_drains(l, &d, use);
+            sched_tighten_drains(l, &d, use);
         } else {
-            usage_drains(l, &d, use);
+            sched_usage_drains(l, &d, use);
         }
-        if (place_gates(l, &d, use)) { st = STRATA_ERR_TIER_FULL; goto out; }
+        if (sched_place_gates(l, &d, use)) { st = STRATA_ERR_TIER_FULL; goto out; }
     }
-    usage_of(l, &d, use);
+    sched_usage_of(l, &d, use);
     s = sched_new(l->prog, l->mode);
-    if (!s || build_ops(l, &d, s)) goto out;
-    s->device_bound = max_of(use, l->P);
+    if (!s || sched_build_ops(l, &d, s)) goto out;
+    s->device_bound = sched_max_of(use, l->P);
     s->save_off = malloc(((size_t)l->L + 1) * sizeof(int));
     s->save_act = malloc(((size_t)l->NS + 1) * sizeof(sched_action_t));
     if (!s->save_off || !s->save_act) goto out;
@@ -680,7 +174,7 @@ static strata_status_t build_variant(const layout_t *l, int min_drains, sched_t 
     st = STRATA_OK;
 out:
     sched_destroy(s);
-    decide_free(&d);
+    sched_decide_free(&d);
     free(use);
     return st;
 }
@@ -707,21 +201,22 @@ static double fast_exposure(sched_t *s)
 size_t sched_min_device(const sched_program_t *prog, const sched_actions_t *acts,
                         const sched_opts_t *opts)
 {
-    layout_t l;
-    decide_t d = { 0 };
+    sched_layout_t l;
+    sched_decide_t d = { 0 };
     size_t m = SIZE_MAX;
     if (!prog || !acts || !opts || prog->nunits < 1) return m;
-    if (0 == layout_init(&l, prog, acts, opts, SCHED_MODE_NAIVE, 0, 0) && 0 == decide_alloc(&d, &l)) {
+    if (0 == sched_layout_init(&l, prog, acts, opts, SCHED_MODE_NAIVE, 0, 0) &&
+        0 == sched_decide_alloc(&d, &l)) {
         size_t *use = calloc((size_t)l.P, sizeof(size_t));
         if (use) {
-            decide_min(&l, &d);
-            usage_of(&l, &d, use);
-            m = max_of(use, l.P);
+            sched_decide_min(&l, &d);
+            sched_usage_of(&l, &d, use);
+            m = sched_max_of(use, l.P);
         }
         free(use);
     }
-    decide_free(&d);
-    layout_free(&l);
+    sched_decide_free(&d);
+    sched_layout_free(&l);
     return m;
 }
 
@@ -789,15 +284,15 @@ strata_status_t sched_build(const sched_program_t *prog, const sched_actions_t *
     sched_result_t best_r = { 0 };
     strata_status_t st = STRATA_ERR_TIER_FULL;
     for (int v = 0; v < nvar; v++) {
-        layout_t l;
+        sched_layout_t l;
         sched_t *s = NULL;
-        if (layout_init(&l, prog, acts, opts, opts->mode, var[v].chunked, var[v].tail)) {
-            layout_free(&l);
+        if (sched_layout_init(&l, prog, acts, opts, opts->mode, var[v].chunked, var[v].tail)) {
+            sched_layout_free(&l);
             for (int k = 0; k < v; k++) sched_destroy(cand[k]);
             return sched_fail(err, errlen, STRATA_ERR_NOMEM, "out of memory building the schedule");
         }
         strata_status_t vst = build_variant(&l, var[v].min_drains, &s);
-        layout_free(&l);
+        sched_layout_free(&l);
         if (STRATA_ERR_NOMEM == vst) {
             for (int k = 0; k < v; k++) sched_destroy(cand[k]);
             return sched_fail(err, errlen, STRATA_ERR_NOMEM, "out of memory building the schedule");

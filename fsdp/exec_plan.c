@@ -1,0 +1,320 @@
+/*
+ * exec_plan.c - the plan of the activation executor (exec.c): the sizing
+ * pass that records the step program on the first step, the plan made
+ * from it (policy or auto) for a number of micro-batches, and the public
+ * queries of the plan (strata_model_plan_need, strata_model_plan_print).
+ *
+ * Step 1 begins with a SIZING PASS: on the first micro-batch, before
+ * anything else, every unit's forward runs once (forward only, as a
+ * training forward) and its saves are recorded (names, sizes) and freed at
+ * the end of the unit, so the pass needs no more device memory than the
+ * smallest plan (one unit's saves plus the activations between units).
+ * With the sizes known the plan is made -- and a device budget too small
+ * for any plan fails here, before any backward or update, with the
+ * smallest budget that fits -- and then step 1 runs the planned schedule
+ * like every later step. (The forward callbacks of step 1's first
+ * micro-batch therefore run twice; they must not depend on being called
+ * once.) The costs of step 1 (forward, backward; all-gather from the
+ * sizing pass) replace the sizing estimates after step 1, averaged over
+ * the ranks so that every rank plans the same, and the plan is made again.
+ *
+ * Memory the schedule does not model is added to the program's resident
+ * bytes: what the device holds when the step begins (shards, optimizer
+ * state), every activation between units (unit outputs stay on the device
+ * from forward to backward), two of them again for the gradients flowing
+ * back, the forward's workspace and one activation more, and with several
+ * micro-batches every unit's accumulated gradient. The schedule's bound
+ * is therefore conservative, and the budget it names is one that works.
+ */
+#include "config.h"
+#include "fsdp.h"
+#include "sched/sched.h"
+#include "tiers/tiers.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define X(m) ((fsdp_exec_t *)(m)->exec)
+
+static size_t blk_bytes(size_t user)
+{
+    return (user + FSDP_GUARD + 255) / 256 * 256;
+}
+
+/* ---- the plan ------------------------------------------------------------------------- */
+
+static size_t resident(const fsdp_exec_t *x, int n_micro)
+{
+    /* the schedule counts bytes, the tier needs contiguous spans: the
+     * slack of one more workspace and the largest save keeps a plan at the
+     * budget's edge from failing on fragmentation (blocks of many sizes
+     * come and go in a step) */
+    size_t slack = x->ws_bytes + x->max_save;
+    size_t r = x->base_dev + x->acts_bytes + 2 * x->max_act + x->ws_bytes + slack;
+    if (n_micro > 1) r += x->grads_bytes;
+    return r;
+}
+
+static size_t left(size_t budget, size_t used)
+{
+    /* 0 would mean unlimited to the scheduler */
+    return budget > used ? budget - used : 1;
+}
+
+/* Agree over all ranks: a plan that fails anywhere fails everywhere, so no
+ * rank walks into a collective that another has left. */
+strata_status_t fsdp_exec_agree(strata_model_t *m, strata_status_t st)
+{
+    float mine = STRATA_OK == st ? 0.0f : 1.0f, all = 0.0f;
+    pthread_mutex_lock(&m->lock);
+    strata_status_t cst = strata_allreduce(m->ctx->world, &mine, &all, 1, STRATA_F32, STRATA_SUM);
+    pthread_mutex_unlock(&m->lock);
+    if (STRATA_OK != cst) return cst;
+    if (STRATA_OK == st && all > 0.0f)
+        return strata_error(m->ctx, STRATA_ERR_STATE, "the activation plan failed on %d other "
+                            "rank(s); see their message", (int)all);
+    return st;
+}
+
+static void print_plan(strata_model_t *m)
+{
+    fsdp_exec_t *x = X(m);
+    if (0 != m->ctx->rank) return;
+    printf("strata: activation plan (%s, %s schedule, device budget %zu bytes):\n",
+           x->pol.is_auto ? "auto" : x->policy, sched_mode_name(x->opts.mode),
+           x->opts.budget[STRATA_TIER_DEVICE]);
+    sched_plan_print(x->prog, &x->acts, &x->pred, stdout);
+    fflush(stdout);
+}
+
+/* Resolve the policy (or choose one) and build the schedule for n_micro. */
+strata_status_t fsdp_exec_plan(strata_model_t *m, int n_micro, int print)
+{
+    fsdp_exec_t *x = X(m);
+    strata_context_t *ctx = m->ctx;
+    char err[1024] = "";
+    sched_opts_t o;
+    sched_actions_t acts;
+    sched_result_t pred;
+    sched_t *s = NULL;
+    strata_status_t st = sched_opts_from_config(&ctx->cfg, &o, err, sizeof err);
+    if (STRATA_OK != st) return strata_error(ctx, st, "%s", err);
+    o.link.chunk = 0;              /* one move per save; the engines chunk it */
+    o.prefetch = m->prefetch;
+    strata_tier_usage_t ud, uh, us;
+    strata_tier_usage(ctx, STRATA_TIER_DEVICE, &ud);
+    strata_tier_usage(ctx, STRATA_TIER_PINNED_HOST, &uh);
+    strata_tier_usage(ctx, STRATA_TIER_STORAGE, &us);
+    o.budget[STRATA_TIER_DEVICE] = ud.budget;
+    o.budget[STRATA_TIER_PINNED_HOST] = left(uh.budget, x->base_host);
+    o.budget[STRATA_TIER_STORAGE] = left(us.budget, x->base_storage);
+    x->prog->resident_bytes = resident(x, n_micro);
+
+    if (x->pol.is_auto) st = sched_plan_auto(x->prog, &o, &acts, &pred, err, sizeof err);
+    else st = sched_policy_resolve(&x->pol, x->prog, &acts, err, sizeof err);
+    if (STRATA_OK == st) st = sched_build(x->prog, &acts, &o, &s, err, sizeof err);
+    if (STRATA_OK == st) st = sched_simulate(s, &pred, NULL, NULL, err, sizeof err);
+    if (STRATA_ERR_TIER_FULL == st) {
+        size_t any = sched_plan_min_device(x->prog, &o);
+        char a[32], b[32], c[64] = "";
+        if (!x->pol.is_auto)
+            snprintf(c, sizeof c, " (this policy needs device_mem >= %zu)",
+                     sched_min_device(x->prog, &acts, &o));
+        st = strata_error(ctx, st, "activation plan for act_policy '%s' (%s schedule): %s. "
+                          "Device budget %s%s; the smallest device budget any plan fits is %s "
+                          "(device_mem=%zu, e.g. with act_policy=auto)",
+                          x->pol.is_auto ? "auto" : x->policy, sched_mode_name(o.mode), err,
+                          strata_format_size(ud.budget, a, sizeof a), c,
+                          strata_format_size(any, b, sizeof b), any);
+    } else if (STRATA_OK != st) {
+        st = strata_error(ctx, st, "activation plan: %s", err);
+    }
+    st = fsdp_exec_agree(m, st);
+    if (STRATA_OK != st) {
+        sched_destroy(s);
+        return st;
+    }
+    x->opts = o;
+    x->acts = acts;
+    x->pred = pred;
+    x->planned_micro = n_micro;
+    st = fsdp_exec_install(m, s);
+    if (STRATA_OK != st) return st;
+    if (print && x->pol.is_auto) print_plan(m);
+    char buf[1024];
+    strata_info(ctx, "activation plan: %s, %s schedule, predicted step %.3f ms, device bound %zu "
+                "of %zu bytes", sched_actions_string(&x->acts, x->prog, buf, sizeof buf),
+                sched_mode_name(o.mode), pred.step_s * 1e3, sched_device_bound(s), ud.budget);
+    return STRATA_OK;
+}
+
+/* ---- the sizing pass ------------------------------------------------------------------ */
+
+strata_status_t fsdp_exec_sizing(strata_model_t *m, const void *input, size_t in_bytes)
+{
+    fsdp_exec_t *x = X(m);
+    strata_context_t *ctx = m->ctx;
+    int L = m->nunits;
+    char err[512];
+    strata_status_t st;
+    strata_tier_usage_t u0;
+
+    sched_program_destroy(x->prog);
+    x->prog = NULL;
+    if (x->cost_req) fsdp_exec_costs_take(m, NULL);   /* an exchange for the old program */
+    free(x->cost_v);
+    free(x->cost_all);
+    x->cost_v = x->cost_all = NULL;
+    free(x->ubytes); free(x->soff); free(x->fwd_s); free(x->bwd_s);
+    free(x->ag_s); free(x->ag_n); free(x->rs_s); free(x->rs_n); free(x->hist);
+    x->ubytes = NULL;
+    x->soff = calloc((size_t)L + 1, sizeof(int));
+    x->fwd_s = calloc((size_t)L, sizeof(double));
+    x->bwd_s = calloc((size_t)L, sizeof(double));
+    x->ag_s = calloc((size_t)L, sizeof(double));
+    x->ag_n = calloc((size_t)L, sizeof(int));
+    x->rs_s = calloc((size_t)L, sizeof(double));
+    x->rs_n = calloc((size_t)L, sizeof(int));
+    x->hist = calloc((size_t)EXEC_HIST * (size_t)(4 * L + 1), sizeof(float));
+    x->hist_steps = 0;
+    if (!x->soff || !x->fwd_s || !x->bwd_s || !x->ag_s || !x->ag_n || !x->rs_s || !x->rs_n ||
+        !x->hist)
+        return strata_error(ctx, STRATA_ERR_NOMEM, "program");
+    st = sched_program_create(&x->prog);
+    if (STRATA_OK != st) return strata_error(ctx, st, "program");
+    sched_record_begin(x->prog);
+    x->costs_measured = 0;
+
+    strata_tier_usage(ctx, STRATA_TIER_DEVICE, &u0);
+    x->base_dev = u0.used;
+    strata_tier_usage(ctx, STRATA_TIER_PINNED_HOST, &u0);
+    x->base_host = u0.used;
+    strata_tier_usage(ctx, STRATA_TIER_STORAGE, &u0);
+    x->base_storage = u0.used;
+    strata_tiers_reset_peaks(ctx);
+
+    size_t esz = strata_dtype_size(m->opts.compute_dtype), nsaves = 0, cap = 0;
+    x->acts_bytes = x->max_act = x->grads_bytes = x->max_ag = x->max_save = 0;
+    fsdp_buf_free(&m->acts[L]);
+    st = fsdp_buf_alloc(ctx, STRATA_TIER_DEVICE, STRATA_TAG_ACTIVATION, in_bytes, 0, &m->acts[0]);
+    if (STRATA_OK != st) goto out;
+    if (in_bytes) memcpy(m->acts[0].ptr, input, in_bytes);
+    x->acts_bytes = x->max_act = blk_bytes(in_bytes);
+    for (int ui = 0; ui < L; ui++) {
+        strata_unit_t *u = m->units[ui];
+        double t0 = strata_now();
+        st = fsdp_gather_start(m, u);
+        if (STRATA_OK == st) st = fsdp_gather_wait(m, u);
+        if (STRATA_OK != st) goto out;
+        double ag = strata_now() - t0;
+        size_t agb = blk_bytes(u->npad * esz), gb = blk_bytes(u->npad * sizeof(float));
+        if (gb > agb) agb = gb;   /* its gradient takes as much from B(u) */
+        int idx;
+        st = sched_record_unit(x->prog, u->name, agb, &idx, err, sizeof err);
+        if (STRATA_OK != st) { st = strata_error(ctx, st, "%s", err); goto out; }
+        fsdp_free_saves(u);
+        strata_unit_call_t c = { .unit = u, .backward = 0, .training = 1, .in = &m->acts[ui],
+                                 .out = &m->acts[ui + 1], .mode = CALL_SIZING };
+        t0 = strata_now();
+        st = fsdp_run_callback(&c);
+        double f = strata_now() - t0;
+        if (STRATA_OK != st) goto out;
+        x->soff[ui + 1] = x->soff[ui] + u->nsaves;
+        for (int i = 0; i < u->nsaves; i++) {
+            st = sched_record_save(x->prog, u->saves[i].name, blk_bytes(u->saves[i].buf.bytes),
+                                   err, sizeof err);
+            if (STRATA_OK != st) { st = strata_error(ctx, st, "unit '%s': %s", u->name, err); goto out; }
+            if (nsaves == cap) {
+                cap = cap ? 2 * cap : 64;
+                size_t *nb = realloc(x->ubytes, cap * sizeof *nb);
+                if (!nb) { st = strata_error(ctx, STRATA_ERR_NOMEM, "program"); goto out; }
+                x->ubytes = nb;
+            }
+            x->ubytes[nsaves++] = u->saves[i].buf.bytes;
+            if (blk_bytes(u->saves[i].buf.bytes) > x->max_save)
+                x->max_save = blk_bytes(u->saves[i].buf.bytes);
+        }
+        fsdp_free_saves(u);
+        fsdp_buf_free(&m->acts[ui]);
+        fsdp_gather_release(u);
+        size_t ab = blk_bytes(m->acts[ui + 1].bytes);
+        x->acts_bytes += ab;
+        if (ab > x->max_act) x->max_act = ab;
+        x->grads_bytes += gb;
+        if (agb > x->max_ag) x->max_ag = agb;
+        sched_record_cost(x->prog, idx, SCHED_COST_FWD, f, NULL, 0);
+        sched_record_cost(x->prog, idx, SCHED_COST_BWD, 2 * f, NULL, 0);
+        sched_record_cost(x->prog, idx, SCHED_COST_AG, ag, NULL, 0);
+        sched_record_cost(x->prog, idx, SCHED_COST_RS, ag, NULL, 0);
+    }
+    fsdp_buf_free(&m->acts[L]);
+    {
+        strata_tier_usage_t ud;
+        strata_tier_usage(ctx, STRATA_TIER_DEVICE, &ud);
+        /* forward workspace, and the backward's at least one activation's worth */
+        x->ws_bytes = ud.peak_by_tag[STRATA_TAG_WORKSPACE] + x->max_act;
+    }
+    st = sched_record_end(x->prog, 0, 0.0, err, sizeof err);
+    if (STRATA_OK != st) st = strata_error(ctx, st, "%s", err);
+out:
+    for (int i = 0; i <= L; i++) fsdp_buf_free(&m->acts[i]);
+    for (int i = 0; i < L; i++) {
+        fsdp_free_saves(m->units[i]);
+        fsdp_gather_release(m->units[i]);
+    }
+    if (STRATA_OK != st) {
+        sched_program_destroy(x->prog);
+        x->prog = NULL;
+    }
+    return st;
+}
+
+/* ---- public queries of the plan ------------------------------------------------------- */
+
+strata_status_t strata_model_plan_need(strata_model_t *m, const char *policy, size_t *need_p,
+                                       size_t *any_p)
+{
+    if (!m) return STRATA_ERR_INVALID;
+    fsdp_exec_t *x = X(m);
+    if (!x || !x->prog)
+        return strata_error(m->ctx, STRATA_ERR_STATE, "strata_model_plan_need: no step program "
+                            "recorded yet (it is recorded by the first step when a policy other "
+                            "than keep, or a trace, is set)");
+    char err[1024];
+    sched_policy_t p = x->pol;
+    strata_status_t st;
+    if (policy && STRATA_OK != (st = sched_policy_parse(policy, &p, err, sizeof err)))
+        return strata_error(m->ctx, st, "act_policy '%s': %s", policy, err);
+    sched_opts_t o;
+    st = sched_opts_from_config(&m->ctx->cfg, &o, err, sizeof err);
+    if (STRATA_OK != st) return strata_error(m->ctx, st, "%s", err);
+    o.link.chunk = 0;
+    o.prefetch = m->prefetch;
+    x->prog->resident_bytes = resident(x, x->planned_micro > 0 ? x->planned_micro : 1);
+    size_t any = sched_plan_min_device(x->prog, &o), need = any;
+    if (!p.is_auto) {
+        sched_actions_t acts;
+        st = sched_policy_resolve(&p, x->prog, &acts, err, sizeof err);
+        if (STRATA_OK != st) return strata_error(m->ctx, st, "%s", err);
+        need = sched_min_device(x->prog, &acts, &o);
+    }
+    if (need_p) *need_p = need;
+    if (any_p) *any_p = any;
+    return STRATA_OK;
+}
+
+strata_status_t strata_model_plan_print(const strata_model_t *m, FILE *out)
+{
+    if (!m || !out) return STRATA_ERR_INVALID;
+    const fsdp_exec_t *x = X(m);
+    if (!x || !x->sched) {
+        fprintf(out, "no activation plan (every saved name kept, or no step ran yet)\n");
+        return STRATA_OK;
+    }
+    fprintf(out, "activation plan (%s, %s schedule):\n", x->pol.is_auto ? "auto" : x->policy,
+            sched_mode_name(x->opts.mode));
+    sched_plan_print(x->prog, &x->acts, &x->pred, out);
+    sched_print(x->sched, out);
+    return STRATA_OK;
+}
