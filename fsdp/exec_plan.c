@@ -15,8 +15,10 @@
  * like every later step. (The forward callbacks of step 1's first
  * micro-batch therefore run twice; they must not depend on being called
  * once.) The costs of step 1 (forward, backward; all-gather from the
- * sizing pass) replace the sizing estimates after step 1, averaged over
- * the ranks so that every rank plans the same, and the plan is made again.
+ * sizing pass) replace the sizing estimates after step 1, combined over
+ * the ranks (compute: the slowest rank's; collectives: the least any rank
+ * waited, see exec_costs.c) so that every rank plans the same, and the
+ * plan is made again.
  *
  * Memory the schedule does not model is added to the program's resident
  * bytes: what the device holds when the step begins (shards, optimizer
