@@ -15,7 +15,7 @@
  * right after (see io.h, "Direct raw data transfers"); the checksum tables
  * are written through HDF5.
  */
-#define _GNU_SOURCE             /* sync_file_range */
+#define _GNU_SOURCE             /* sync_file_range, fallocate */
 #include "config.h"
 #include "base/base.h"
 #include "io/io.h"
@@ -563,8 +563,10 @@ strata_status_t strata_ckpt_write(strata_context_t *ctx, const strata_ckpt_layou
      * file of 4 writers came out in ~120 extents here, against 9 with
      * this call (and ~10 for one raw file written by 4 ranks). A hint
      * only: where fallocate is not supported the writes allocate. */
+#ifdef FALLOC_FL_KEEP_SIZE
     if (STRATA_OK == st && 0 == w.rank && w.fd >= 0 && w.data_end > 0)
         (void)fallocate(w.fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)w.data_end);
+#endif
     /* Everyone agrees the datasets exist before anyone writes: a
      * collective HDF5 write may still be in progress on another rank
      * (MPI-IO aggregators read-modify-write file ranges spanning the raw
