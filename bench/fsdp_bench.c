@@ -104,7 +104,8 @@ int main(int argc, char **argv)
     if (make(&s[0], 0, cap) || make(&s[1], 1, cap)) MPI_Abort(MPI_COMM_WORLD, 1);
     if (0 == R && header) {
         /* with --json, stdout carries only JSON objects (one per line) */
-        fprintf(json ? stderr : stdout, "# fsdp bench: MLP %d layers x %d (one unit per layer, %.1f MiB of f32 params), "
+        fprintf(json ? stderr : stdout,
+               "# fsdp bench: MLP %d layers x %d (one unit per layer, %.1f MiB of f32 params), "
                "batch %d per rank, AdamW, f32, S = W, comm_check off, progress thread %s, "
                "strata_call_progress every %d rows (0 = never); %d rounds x %d steps per setting, "
                "interleaved, medians\n", LAYERS, WIDTH,
