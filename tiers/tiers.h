@@ -240,7 +240,7 @@ typedef struct tiers_state {
     char                    summary[512];
 } tiers_state_t;
 
-/* Context hooks (base/context.c). */
+/* Context hooks (fsdp/context.c). */
 strata_status_t tiers_init(strata_context_t *ctx);
 void tiers_cleanup(strata_context_t *ctx);
 
