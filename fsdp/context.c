@@ -3,7 +3,7 @@
  * tiers/). It lives in fsdp/, the top of the library, because it includes
  * those layers; base/ stays below everything. */
 #include "config.h"
-#include "base.h"
+#include "base/base.h"
 #include "comm/comm.h"
 #include "tiers/tiers.h"
 
