@@ -121,7 +121,7 @@ t_sched_trace_t_SOURCES = t/sched_trace.t.c
 t_sched_program_t_LDADD = $(TEST_LDADD)
 t_sched_policy_t_LDADD = $(TEST_LDADD)
 t_sched_schedule_t_LDADD = $(TEST_LDADD) -lm
-t_sched_trace_t_LDADD = $(TEST_LDADD) -lpthread
+t_sched_trace_t_LDADD = $(TRACE_LIBS) $(TEST_LDADD) -lpthread
 dist_check_SCRIPTS += t/sched-cli.t
 EXTRA_DIST += t/sched_gpt.prog
 TESTS += t/sched_program.t t/sched_policy.t t/sched_schedule.t t/sched_trace.t t/sched-cli.t
@@ -129,7 +129,7 @@ TESTS += t/sched_program.t t/sched_policy.t t/sched_schedule.t t/sched_trace.t t
 # activation policies and schedules in the FSDP step (fsdp/exec.c)
 check_PROGRAMS += t/act_equiv
 t_act_equiv_SOURCES = t/act_equiv.c examples/mlp/mlp_model.c
-t_act_equiv_LDADD = $(TEST_LDADD)
+t_act_equiv_LDADD = $(TRACE_LIBS) $(TEST_LDADD)
 dist_check_SCRIPTS += t/act-np1.t t/act-np2.t t/act-np4.t
 TESTS += t/act-np1.t t/act-np2.t t/act-np4.t
 
