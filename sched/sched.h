@@ -42,6 +42,11 @@
 
 #include "strata.h"
 
+/* Write a message into err (may be NULL) and return st: the error
+ * convention above, for sched/ and the tools built on it. */
+strata_status_t sched_fail(char *err, size_t errlen, strata_status_t st, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 #define SCHED_NAME_MAX  48    /* bytes of a save or unit name, with the NUL */
 #define SCHED_MAX_NAMES 64    /* distinct save names in one program */
 #define SCHED_MAX_CHUNKS 64   /* a transfer is split into at most this many chunks */

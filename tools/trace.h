@@ -61,8 +61,4 @@ typedef struct {
 strata_status_t sched_trace_analyze(const sched_trace_events_t *evs, sched_trace_step_t **steps_p,
                                     int *nsteps_p, char *err, size_t errlen);
 
-/* Format into (err, errlen) when err is not NULL and return st. */
-strata_status_t trace_fail(char *err, size_t errlen, strata_status_t st, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
 #endif

@@ -113,7 +113,7 @@ static int cmp_step(const void *x, const void *y)
 strata_status_t sched_trace_analyze(const sched_trace_events_t *evs, sched_trace_step_t **steps_p,
                                     int *nsteps_p, char *err, size_t errlen)
 {
-    if (!evs || !steps_p || !nsteps_p) return trace_fail(err, errlen, STRATA_ERR_INVALID, "analyze: NULL argument");
+    if (!evs || !steps_p || !nsteps_p) return sched_fail(err, errlen, STRATA_ERR_INVALID, "analyze: NULL argument");
     sched_trace_step_t *steps = NULL;
     int nsteps = 0;
     iv_t *iv[SCHED_ENGINE_COUNT + 2] = { NULL };
@@ -180,7 +180,7 @@ strata_status_t sched_trace_analyze(const sched_trace_events_t *evs, sched_trace
     }
     if (nsteps > 1) qsort(steps, (size_t)nsteps, sizeof *steps, cmp_step);
     if (0 == nsteps) {
-        st = trace_fail(err, errlen, STRATA_ERR_FORMAT, "the trace holds no timed events");
+        st = sched_fail(err, errlen, STRATA_ERR_FORMAT, "the trace holds no timed events");
         goto out;
     }
     *steps_p = steps;
@@ -188,7 +188,7 @@ strata_status_t sched_trace_analyze(const sched_trace_events_t *evs, sched_trace
     steps = NULL;
     st = STRATA_OK;
 out:
-    if (STRATA_ERR_NOMEM == st) trace_fail(err, errlen, st, "out of memory analysing the trace");
+    if (STRATA_ERR_NOMEM == st) sched_fail(err, errlen, st, "out of memory analysing the trace");
     free(steps);
     free(ranks);
     for (int e = 0; e < SCHED_ENGINE_COUNT + 2; e++) free(iv[e]);

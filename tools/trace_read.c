@@ -9,21 +9,9 @@
 
 #include <errno.h>
 #include <jansson.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-strata_status_t trace_fail(char *err, size_t errlen, strata_status_t st, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return st;
-}
 
 static int engine_of(const char *cat)
 {
@@ -74,7 +62,7 @@ static strata_status_t take_event(json_t *o, size_t i, sched_trace_events_t *evs
     char ph[8] = "", cat[32] = "";
     double pid = 0, step = -1;
     const char *what = NULL;
-    if (!json_is_object(o)) return trace_fail(err, errlen, STRATA_ERR_FORMAT, "event %zu is not an object", i);
+    if (!json_is_object(o)) return sched_fail(err, errlen, STRATA_ERR_FORMAT, "event %zu is not an object", i);
     json_t *args = json_object_get(o, "args");
     if (get_string(o, "ph", ph, sizeof ph)) what = "\"ph\" a string";
     else if (get_string(o, "name", e.name, sizeof e.name)) what = "\"name\" a string";
@@ -82,9 +70,9 @@ static strata_status_t take_event(json_t *o, size_t i, sched_trace_events_t *evs
     else if (get_number(o, "pid", 1, &pid)) what = "\"pid\" a number";
     else if (get_number(o, "ts", 1e-6, &e.ts)) what = "\"ts\" a number";
     else if (get_number(o, "dur", 1e-6, &e.dur)) what = "\"dur\" a number";
-    else if (json_is_object(args) && json_is_number(json_object_get(args, "step")))
+    if (what) return sched_fail(err, errlen, STRATA_ERR_FORMAT, "event %zu: expected %s", i, what);
+    if (json_is_object(args) && json_is_number(json_object_get(args, "step")))   /* else no step */
         step = json_number_value(json_object_get(args, "step"));
-    if (what) return trace_fail(err, errlen, STRATA_ERR_FORMAT, "event %zu: expected %s", i, what);
     if (!ph[0]) return STRATA_OK;   /* not an event we know: ignore */
     e.rank = (int)pid;
     e.step = (int)step;
@@ -92,9 +80,11 @@ static strata_status_t take_event(json_t *o, size_t i, sched_trace_events_t *evs
     e.engine = engine_of(cat);
     e.is_step = !strcmp(e.name, "step");
     if (!e.is_step && 'X' == e.ph && e.engine < 0) return STRATA_OK;   /* someone else's range */
-    if (e.dur < 0) return trace_fail(err, errlen, STRATA_ERR_FORMAT, "event %zu: expected a non-negative dur", i);
+    if (e.dur < 0) return sched_fail(err, errlen, STRATA_ERR_FORMAT, "event %zu: expected a non-negative dur", i);
     return push_event(evs, &e);
 }
+
+static int is_space(char c) { return ' ' == c || '\t' == c || '\r' == c || '\n' == c; }
 
 /* The text closed as Chrome closes a trace cut short: trailing spaces and
  * one trailing comma dropped, then "]" (a bare array) or "]}" (the
@@ -102,10 +92,10 @@ static strata_status_t take_event(json_t *o, size_t i, sched_trace_events_t *evs
 static char *closed(const char *text, size_t len, size_t *n_p)
 {
     size_t n = len;
-    while (n > 0 && strchr(" \t\r\n", text[n - 1])) n--;
+    while (n > 0 && is_space(text[n - 1])) n--;
     if (n > 0 && ',' == text[n - 1]) n--;
     size_t b = 0;
-    while (b < n && strchr(" \t\r\n", text[b])) b++;
+    while (b < n && is_space(text[b])) b++;
     const char *tail = b < n && '{' == text[b] ? "]}" : "]";
     char *s = malloc(n + 3);
     if (!s) return NULL;
@@ -115,6 +105,7 @@ static char *closed(const char *text, size_t len, size_t *n_p)
     return s;
 }
 
+/* The document, or NULL with jansson's error (of the text as given). */
 static json_t *load(const char *text, size_t len, json_error_t *jerr)
 {
     json_t *root = json_loadb(text, len, 0, jerr);
@@ -131,14 +122,14 @@ static json_t *load(const char *text, size_t len, json_error_t *jerr)
 strata_status_t sched_trace_parse(const char *text, size_t len, sched_trace_events_t *evs,
                                   char *err, size_t errlen)
 {
-    if (!text || !evs) return trace_fail(err, errlen, STRATA_ERR_INVALID, "trace parse: NULL argument");
+    if (!text || !evs) return sched_fail(err, errlen, STRATA_ERR_INVALID, "trace parse: NULL argument");
     json_error_t jerr;
     json_t *root = load(text, len, &jerr);
-    if (!root) return trace_fail(err, errlen, STRATA_ERR_FORMAT, "line %d: %s", jerr.line, jerr.text);
+    if (!root) return sched_fail(err, errlen, STRATA_ERR_FORMAT, "line %d: %s", jerr.line, jerr.text);
     json_t *arr = json_is_object(root) ? json_object_get(root, "traceEvents") : root;
     strata_status_t st = STRATA_OK;
     if (!json_is_array(arr)) {
-        st = trace_fail(err, errlen, STRATA_ERR_FORMAT, "expected a JSON array of trace events or an object "
+        st = sched_fail(err, errlen, STRATA_ERR_FORMAT, "expected a JSON array of trace events or an object "
                         "with a \"traceEvents\" array");
     } else {
         size_t i;
@@ -146,7 +137,7 @@ strata_status_t sched_trace_parse(const char *text, size_t len, sched_trace_even
         json_array_foreach(arr, i, o) {
             if (STRATA_OK != (st = take_event(o, i + 1, evs, err, errlen))) break;
         }
-        if (STRATA_ERR_NOMEM == st) trace_fail(err, errlen, st, "out of memory reading the trace");
+        if (STRATA_ERR_NOMEM == st) sched_fail(err, errlen, st, "out of memory reading the trace");
     }
     json_decref(root);
     return st;
@@ -156,14 +147,14 @@ strata_status_t sched_trace_parse(const char *text, size_t len, sched_trace_even
 static strata_status_t slurp(const char *path, char **buf_p, size_t *n_p, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "rb");
-    if (!f) return trace_fail(err, errlen, STRATA_ERR_IO, "%s: %s", path, strerror(errno));
+    if (!f) return sched_fail(err, errlen, STRATA_ERR_IO, "%s: %s", path, strerror(errno));
     char *buf = NULL;
     size_t n = 0, cap = 0;
     for (;;) {
         if (n + 65536 > cap) {
             cap = cap ? 2 * cap : 1 << 20;
             char *x = realloc(buf, cap);
-            if (!x) { free(buf); fclose(f); return trace_fail(err, errlen, STRATA_ERR_NOMEM, "%s: out of memory", path); }
+            if (!x) { free(buf); fclose(f); return sched_fail(err, errlen, STRATA_ERR_NOMEM, "%s: out of memory", path); }
             buf = x;
         }
         size_t k = fread(buf + n, 1, cap - n, f);
@@ -172,7 +163,7 @@ static strata_status_t slurp(const char *path, char **buf_p, size_t *n_p, char *
     }
     int rerr = ferror(f);
     fclose(f);
-    if (rerr) { free(buf); return trace_fail(err, errlen, STRATA_ERR_IO, "%s: read error", path); }
+    if (rerr) { free(buf); return sched_fail(err, errlen, STRATA_ERR_IO, "%s: read error", path); }
     *buf_p = buf;
     *n_p = n;
     return STRATA_OK;
@@ -180,7 +171,7 @@ static strata_status_t slurp(const char *path, char **buf_p, size_t *n_p, char *
 
 strata_status_t sched_trace_read(const char *path, sched_trace_events_t *evs, char *err, size_t errlen)
 {
-    if (!path || !evs) return trace_fail(err, errlen, STRATA_ERR_INVALID, "trace read: NULL argument");
+    if (!path || !evs) return sched_fail(err, errlen, STRATA_ERR_INVALID, "trace read: NULL argument");
     char *buf, msg[512];
     size_t n;
     strata_status_t st = slurp(path, &buf, &n, err, errlen);
@@ -190,7 +181,7 @@ strata_status_t sched_trace_read(const char *path, sched_trace_events_t *evs, ch
     free(buf);
     if (STRATA_OK != st) {
         evs->nevents = before;
-        return trace_fail(err, errlen, st, "%s: not a strata trace: %s", path, msg);
+        return sched_fail(err, errlen, st, "%s: not a strata trace: %s", path, msg);
     }
     return STRATA_OK;
 }
