@@ -133,6 +133,10 @@ t_act_equiv_LDADD = $(MLP_LIBS) $(TRACE_LIBS) $(TEST_LDADD)
 dist_check_SCRIPTS += t/act-np1.t t/act-np2.t t/act-np4.t
 TESTS += t/act-np1.t t/act-np2.t t/act-np4.t
 
+# the layers of docs/architecture.md: each folder includes only those below it
+dist_check_SCRIPTS += t/layers-includes.t
+TESTS += t/layers-includes.t
+
 # the benchmarks at a tiny size: --json output is JSON objects with the issues' fields
 dist_check_SCRIPTS += t/bench-json.t
 TESTS += t/bench-json.t
