@@ -1,8 +1,8 @@
 #!/bin/sh
-# layers-includes.t - the layers of docs/architecture.md hold: each folder's sources
-# include (by "folder/file.h") only the folders drawn below it. The checker
-# is first shown a folder that breaks the rule, so it cannot pass by
-# finding nothing.
+# layers-includes.t - the layers of docs/architecture.md hold: each
+# folder's sources include (by "folder/file.h") only the folders drawn
+# below it. The checker is first shown a folder that breaks the rule, so it
+# cannot pass by finding nothing.
 set -u
 src="${top_srcdir:-.}"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/layers.XXXXXX") || exit 1
