@@ -136,3 +136,11 @@ TESTS += t/act-np1.t t/act-np2.t t/act-np4.t
 # the benchmarks at a tiny size: --json output is JSON objects with the issues' fields
 dist_check_SCRIPTS += t/bench-json.t
 TESTS += t/bench-json.t
+
+# the planner: model and hardware files, formulas, the worked example of
+# docs/planner.md (checks the example GPT against examples/gpt's own sizes)
+check_PROGRAMS += t/plan_model.t
+t_plan_model_t_SOURCES = t/plan_model.t.c
+t_plan_model_t_LDADD = $(GPT_LDADD) t/libtap.a
+dist_check_SCRIPTS += t/plan-model-cli.t
+TESTS += t/plan_model.t t/plan-model-cli.t

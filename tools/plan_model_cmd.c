@@ -253,7 +253,7 @@ static json_t *by_name(const plan_t *p, const double *v)
 {
     json_t *o = json_object();
     for (int n = 0; n < p->prog->nnames; n++)
-        if (v[n] > 0) json_object_set_new(o, p->prog->names[n], json_real(v[n]));
+        if (v[n] > 0) json_object_set_new(o, p->prog->names[n], json_integer((json_int_t)v[n]));
     return o;
 }
 
@@ -262,26 +262,28 @@ static void json_row(const plan_t *p, const want_t *w, const plan_row_t *r)
     const plan_memory_t *mm = &p->mem;
     const plan_shape_t *sh = &p->shape;
     char pol[1024];
-    json_t *bd = json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:o}",
-        "param_shard", mm->param_shard, "grad_shard", mm->grad_shard, "master", mm->master,
-        "optimizer", mm->optim, "expert_local", mm->expert_local, "expert_grads", mm->expert_grads,
-        "unit_inputs", mm->boundary, "workspace", mm->workspace, "transfer_buffers", mm->transfer_buffers,
-        "comm_buffers", mm->comm_buffers, "gathered_params", mm->gathered_max * (double)(sh->prefetch + 1),
-        "unsharded_grads", mm->gathered_max, "kept_activations", by_name(p, r->kept_by_name));
-    json_t *host = json_pack("{s:o,s:f,s:f}", "offloaded_activations", by_name(p, r->offloaded_by_name),
-                             "pinned_buffers", 0.0, "optimizer", 0.0);
-    json_t *o = json_pack("{s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:s,s:s,s:s,s:b,s:b,s:b,s:f,s:f,s:f,s:f,s:f,"
+#define B_(x) ((json_int_t)(x))
+    json_t *bd = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o}",
+        "param_shard", B_(mm->param_shard), "grad_shard", B_(mm->grad_shard), "master", B_(mm->master),
+        "optimizer", B_(mm->optim), "expert_local", B_(mm->expert_local), "expert_grads", B_(mm->expert_grads),
+        "unit_inputs", B_(mm->boundary), "workspace", B_(mm->workspace), "transfer_buffers", B_(mm->transfer_buffers),
+        "comm_buffers", B_(mm->comm_buffers), "gathered_params", B_(mm->gathered_max * (double)(sh->prefetch + 1)),
+        "unsharded_grads", B_(mm->gathered_max), "kept_activations", by_name(p, r->kept_by_name));
+    json_t *host = json_pack("{s:o,s:I,s:I}", "offloaded_activations", by_name(p, r->offloaded_by_name),
+                             "pinned_buffers", B_(0), "optimizer", B_(0));
+    json_t *o = json_pack("{s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:s,s:s,s:s,s:b,s:b,s:b,s:I,s:I,s:I,s:I,s:I,"
                           "s:f,s:f,s:f,s:f,s:I,s:o,s:o}",
         "model", p->model.name, "hw", p->hw.name, "fsdp", (json_int_t)sh->fsdp, "replicas", (json_int_t)sh->replicas,
         "ep", (json_int_t)sh->ep, "micro_batch", (json_int_t)sh->micro, "seq", (json_int_t)sh->seq,
         "accum", (json_int_t)sh->accum, "prefetch", (json_int_t)sh->prefetch, "policy", w->label,
         "actions", sched_actions_string(&r->acts, p->prog, pol, sizeof pol), "schedule", sched_mode_name(r->mode),
         "fits", r->fits, "fits_device", r->fits_device, "fits_host", r->fits_host,
-        "device_bytes", r->device_bytes, "device_capacity", r->device_capacity,
-        "short_bytes", r->fits_device ? 0.0 : r->device_bytes - r->device_capacity,
-        "host_bytes", r->host_bytes, "host_capacity", r->host_capacity, "step_s", r->step_s,
+        "device_bytes", B_(r->device_bytes), "device_capacity", B_(r->device_capacity),
+        "short_bytes", B_(r->fits_device ? 0.0 : r->device_bytes - r->device_capacity),
+        "host_bytes", B_(r->host_bytes), "host_capacity", B_(r->host_capacity), "step_s", r->step_s,
         "tokens_per_s", r->tokens_per_s, "tflops_per_device", r->tflops_per_device,
         "exposed_transfer_s", r->exposed_s, "tail_kept", (json_int_t)r->tail_kept, "breakdown", bd, "host", host);
+#undef B_
     char *txt = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
     if (txt) puts(txt);
     free(txt);
