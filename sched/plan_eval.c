@@ -46,7 +46,9 @@ static void unit_costs(const plan_t *p, const plan_unit_t *u, double c[SCHED_COS
     c[SCHED_COST_FWD] = plan_compute_time(hw, u->fwd_flops, u->fwd_mem_bytes) + a2a;
     c[SCHED_COST_BWD] = u->bwd_factor > 0 ?
         plan_compute_time(hw, u->bwd_factor * u->fwd_flops, u->bwd_factor * u->fwd_mem_bytes) + a2a : 0;
-    c[SCHED_COST_AG] = plan_coll_time(hw, PLAN_AG, sh->fsdp, sh->fsdp, u->gathered * a);
+    double local = sh->fsdp > sh->ep ? u->local_params / (double)sh->ep * a : 0;
+    c[SCHED_COST_AG] = plan_coll_time(hw, PLAN_AG, sh->fsdp, sh->fsdp, u->gathered * a) +
+                       plan_coll_time(hw, PLAN_AG, sh->fsdp / sh->ep, sh->fsdp, local);
     /* gradients reduce-scattered in the compute dtype; EP-local experts
      * over the fsdp/ep ranks that hold the same experts; replicas all-reduce
      * the shard */
@@ -66,7 +68,8 @@ static strata_status_t build_program(plan_t *p, char *err, size_t errlen)
         const plan_unit_t *u = &p->units[i];
         int idx;
         double c[SCHED_COST_COUNT];
-        st = sched_record_unit(p->prog, u->name, (size_t)(u->gathered * p->model.compute_b), &idx, err, errlen);
+        st = sched_record_unit(p->prog, u->name, (size_t)(plan_unit_gathered(u, &p->shape) * p->model.compute_b),
+                               &idx, err, errlen);
         for (int s = 0; STRATA_OK == st && s < u->nsaves; s++)
             st = sched_record_save(p->prog, u->saves[s].name, (size_t)u->saves[s].bytes, err, errlen);
         unit_costs(p, u, c);
@@ -163,6 +166,20 @@ static strata_status_t run_one(plan_t *p, const sched_actions_t *acts, const sch
     return st;
 }
 
+/* Unlimited, lhs keeps every offload on device: the host would hold what
+ * the policy offloads. */
+static void policy_offload(const plan_t *p, const sched_actions_t *acts, plan_row_t *row)
+{
+    row->host_bytes = 0;
+    row->tail_kept = 0;
+    memset(row->offloaded_by_name, 0, sizeof row->offloaded_by_name);
+    for (int n = 0; n < p->prog->nnames; n++)
+        if (SCHED_HOST == acts->action[n] || SCHED_STORAGE == acts->action[n]) {
+            row->offloaded_by_name[n] = (double)sched_program_name_bytes(p->prog, n);
+            row->host_bytes += row->offloaded_by_name[n];
+        }
+}
+
 strata_status_t plan_evaluate(plan_t *p, const sched_actions_t *acts, sched_mode_t mode,
                               plan_row_t *row_p, char *err, size_t errlen)
 {
@@ -177,10 +194,17 @@ strata_status_t plan_evaluate(plan_t *p, const sched_actions_t *acts, sched_mode
     if (STRATA_OK == st) {
         row.fits = row.fits_device = row.fits_host = 1;
     } else if (STRATA_ERR_TIER_FULL == st) {
-        /* no schedule fits: time the unlimited one, and say how much it needs */
-        o.budget[STRATA_TIER_DEVICE] = o.budget[STRATA_TIER_PINNED_HOST] = 0;
+        /* no schedule fits: first the device alone (the host may be what
+         * is short), then unlimited, to time it and say how much it needs */
+        o.budget[STRATA_TIER_PINNED_HOST] = 0;
         st = run_one(p, acts, &o, &row, err, errlen);
+        int unlimited = STRATA_ERR_TIER_FULL == st;
+        if (unlimited) {
+            o.budget[STRATA_TIER_DEVICE] = 0;
+            st = run_one(p, acts, &o, &row, err, errlen);
+        }
         if (STRATA_OK != st) return st;
+        if (unlimited) policy_offload(p, acts, &row);
         row.fits_device = row.device_bytes <= row.device_capacity;
         row.fits_host = 0 == row.host_capacity || row.host_bytes <= row.host_capacity;
         if (!row.fits_device) {

@@ -182,6 +182,11 @@ strata_status_t plan_units(const plan_model_t *m, const plan_shape_t *sh, plan_u
     return STRATA_OK;
 }
 
+double plan_unit_gathered(const plan_unit_t *u, const plan_shape_t *sh)
+{
+    return u->gathered + (sh->fsdp > sh->ep ? u->local_params / (double)sh->ep : 0);
+}
+
 void plan_memory(const plan_model_t *m, const plan_shape_t *sh, const plan_unit_t *u, int n,
                  plan_memory_t *mem)
 {
@@ -191,7 +196,7 @@ void plan_memory(const plan_model_t *m, const plan_shape_t *sh, const plan_unit_
         P += u[i].params;
         Pl += u[i].local_params;
         if (u[i].workspace > ws) ws = u[i].workspace;
-        if (u[i].gathered * a > gmax) gmax = u[i].gathered * a;
+        if (plan_unit_gathered(&u[i], sh) * a > gmax) gmax = plan_unit_gathered(&u[i], sh) * a;
     }
     if (m->tied) P -= (double)(m->vocab * m->hidden);   /* one matrix, two units */
     active = P - u[0].params;   /* the embedding is a lookup: no FLOPs */
@@ -205,8 +210,10 @@ void plan_memory(const plan_model_t *m, const plan_shape_t *sh, const plan_unit_
     mem->grad_shard = P / N * m->grad_b;
     mem->master = P / N * m->master_b;
     mem->optim = P / N * m->optim_b * m->optim_states;
-    mem->expert_local = Pl / (double)sh->ep * a;
-    mem->expert_grads = Pl / (double)sh->ep * a;
+    if (sh->ep == sh->fsdp) {   /* each rank holds its experts whole: resident */
+        mem->expert_local = Pl / (double)sh->ep * a;
+        mem->expert_grads = Pl / (double)sh->ep * a;
+    }
     /* each unit's input stays on device for the step (the runtime keeps
      * it for the backward and for a recompute) */
     mem->boundary = (double)(n - 1) * tokens * (double)m->hidden * (PLAN_GPT == m->family ? 4 : a);

@@ -142,6 +142,11 @@ void plan_destroy(plan_t *p);   /* NULL-safe */
 /* The units alone (no program); *n_p units into a malloc'd array. */
 strata_status_t plan_units(const plan_model_t *m, const plan_shape_t *sh, plan_unit_t **units_p,
                            int *n_p, char *err, size_t errlen);
+/* Parameters of unit u gathered on one device while it runs: the
+ * non-expert ones, plus with --ep E < --fsdp N the rank's E-th of the
+ * routed experts (each sharded over the N/E ranks that hold it, and
+ * gathered among them only). */
+double plan_unit_gathered(const plan_unit_t *u, const plan_shape_t *sh);
 /* The memory outside the program, for units from plan_units. */
 void plan_memory(const plan_model_t *m, const plan_shape_t *sh, const plan_unit_t *u, int n,
                  plan_memory_t *mem);

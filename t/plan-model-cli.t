@@ -60,5 +60,5 @@ check "--ep on a dense model is refused" has "has no experts" "$tmp/ep"
 
 "$strata" plan --model qwen3-30b-a3b --hw h100-hgx --fsdp 8 --ep 8 --micro 1 --seq 4096 --policy '*=recompute' \
     --hbm 40G > "$tmp/moe" 2>&1
-check "MoE with --ep and --hbm: expert-local weights, usable HBM as given" \
-    sh -c "grep -q 'expert weights (ep-local)' '$tmp/moe' && grep -q 'usable HBM 42.95 GB' '$tmp/moe'"
+check "MoE with --ep = --fsdp and --hbm: whole expert-local weights, usable HBM as given" \
+    sh -c "grep -q 'expert weights (ep-local, whole)' '$tmp/moe' && grep -q 'usable HBM 42.95 GB' '$tmp/moe'"

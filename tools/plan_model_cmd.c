@@ -202,9 +202,14 @@ static void print_header(const plan_t *p, FILE *out)
     ROW("gradient shard", mm->grad_shard);
     ROW("master weights", mm->master);
     ROW("optimizer state", mm->optim);
-    if (sh->ep > 1) {
-        ROW("expert weights (ep-local)", mm->expert_local);
+    if (sh->ep > 1 && sh->ep == sh->fsdp) {
+        ROW("expert weights (ep-local, whole)", mm->expert_local);
         ROW("expert gradients (ep-local)", mm->expert_grads);
+    } else if (sh->ep > 1) {
+        fprintf(out, "  routed experts: each rank's 1/%ld, sharded over the %ld ranks that hold them, gathered
+"
+                     "  among those per unit (in the gathered parameters below)
+", sh->ep, sh->fsdp / sh->ep);
     }
     ROW("unit inputs (kept for backward)", mm->boundary);
     ROW("workspace (largest unit)", mm->workspace);
@@ -240,7 +245,7 @@ static void print_row(const plan_t *p, const want_t *w, const plan_row_t *r, FIL
     char a[32], b[32], c[32], pol[1024];
     fprintf(out, "%-10s %-5s %-4s %11s %11s %11s %10.4f %12.0f %9.1f  %s\n", w->label, sched_mode_name(r->mode),
             r->fits ? "yes" : "NO", gb(r->device_bytes, a, sizeof a),
-            gb(r->fits_device ? 0 : r->device_bytes - r->device_capacity, b, sizeof b),
+            gb(r->fits_device || r->device_bytes < r->device_capacity ? 0 : r->device_bytes - r->device_capacity, b, sizeof b),
             gb(r->host_bytes, c, sizeof c), r->step_s, r->tokens_per_s, r->tflops_per_device,
             sched_actions_string(&r->acts, p->prog, pol, sizeof pol));
     if (r->tail_kept > 0)
@@ -279,7 +284,7 @@ static void json_row(const plan_t *p, const want_t *w, const plan_row_t *r)
         "actions", sched_actions_string(&r->acts, p->prog, pol, sizeof pol), "schedule", sched_mode_name(r->mode),
         "fits", r->fits, "fits_device", r->fits_device, "fits_host", r->fits_host,
         "device_bytes", B_(r->device_bytes), "device_capacity", B_(r->device_capacity),
-        "short_bytes", B_(r->fits_device ? 0.0 : r->device_bytes - r->device_capacity),
+        "short_bytes", B_(r->fits_device || r->device_bytes < r->device_capacity ? 0.0 : r->device_bytes - r->device_capacity),
         "host_bytes", B_(r->host_bytes), "host_capacity", B_(r->host_capacity), "step_s", r->step_s,
         "tokens_per_s", r->tokens_per_s, "tflops_per_device", r->tflops_per_device,
         "exposed_transfer_s", r->exposed_s, "tail_kept", (json_int_t)r->tail_kept, "breakdown", bd, "host", host);
