@@ -206,10 +206,8 @@ static void print_header(const plan_t *p, FILE *out)
         ROW("expert weights (ep-local, whole)", mm->expert_local);
         ROW("expert gradients (ep-local)", mm->expert_grads);
     } else if (sh->ep > 1) {
-        fprintf(out, "  routed experts: each rank's 1/%ld, sharded over the %ld ranks that hold them, gathered
-"
-                     "  among those per unit (in the gathered parameters below)
-", sh->ep, sh->fsdp / sh->ep);
+        fprintf(out, "  routed experts: each rank's 1/%ld, sharded over the %ld ranks that hold them, gathered\n"
+                     "  among those per unit (in the gathered parameters below)\n", sh->ep, sh->fsdp / sh->ep);
     }
     ROW("unit inputs (kept for backward)", mm->boundary);
     ROW("workspace (largest unit)", mm->workspace);
