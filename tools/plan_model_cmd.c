@@ -303,8 +303,9 @@ static void print_assumptions(const plan_t *p, FILE *out)
         "    communication buffers are inside the 2 GiB reserve; optimizer state stays on device\n",
         PLAN_GPT == p->model.family ? " (except the example GPT, which saves attn_probs as train_gpt does)" : "");
     if (p->model.moe)
-        fprintf(out, "  - MoE: perfect load balance; with --ep E > 1 the routed experts are split over E ranks, not\n"
-            "    gathered, tokens moved by all-to-all (dispatch + combine, on the compute path); --ep 1 gathers them\n");
+        fprintf(out, "  - MoE: perfect load balance; with --ep E > 1 the routed experts are split over E ranks (not\n"
+            "    gathered across them; sharded and gathered only among the fsdp/E ranks holding the same ones),\n"
+            "    tokens moved by all-to-all (dispatch + combine, on the compute path); --ep 1 gathers them\n");
     if (p->shape.accum > 1)
         fprintf(out, "  - accum: the step is accum micro-batch passes (each gathers again) and one optimizer step\n");
 }
