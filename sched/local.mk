@@ -12,4 +12,12 @@ libstrata_la_SOURCES += \
     sched/schedule_ops.c \
     sched/simulate.c \
     sched/plan.c \
-    sched/trace.c
+    sched/trace.c \
+    sched/planner.h \
+    sched/plan_files.c \
+    sched/plan_units.c \
+    sched/plan_eval.c
+# the planner reads JSON with jansson and finds its data files by name
+AM_CPPFLAGS += $(JANSSON_CFLAGS) -DSTRATA_PKGDATADIR='"$(pkgdatadir)"' \
+               -DSTRATA_SRCDIR='"$(abs_top_srcdir)"' -DSTRATA_BUILDDIR='"$(abs_top_builddir)"'
+libstrata_la_LIBADD += $(JANSSON_LIBS)

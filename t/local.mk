@@ -156,4 +156,12 @@ t_gpt_data_t_LDADD = $(GPT_LDADD) t/libtap.a
 TESTS += t/gpt_grad.t t/gpt_ref.t t/gpt_data.t t/gpt-learn.t
 TESTS += t/gpt-train-np1-np4.t t/gpt-train-policy.t t/gpt-train-resume.t t/gpt-train-errors.t \
     t/gpt-train-trace.t t/gpt-train-tight.t
+
+# the planner: model and hardware files, formulas, the worked example of
+# docs/planner.md (checks the example GPT against examples/gpt's own sizes)
+check_PROGRAMS += t/plan_model.t
+t_plan_model_t_SOURCES = t/plan_model.t.c
+t_plan_model_t_LDADD = $(GPT_LDADD) t/libtap.a
+dist_check_SCRIPTS += t/plan-model-cli.t
+TESTS += t/plan_model.t t/plan-model-cli.t
 endif

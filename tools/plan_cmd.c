@@ -18,6 +18,7 @@ static void plan_usage(FILE *out)
 {
     fprintf(out,
         "usage: strata plan [OPTIONS] PROGRAM   (PROGRAM a file, or - for stdin)\n"
+        "   or: strata plan --model M --hw H ...  (a model on a machine: strata plan --model x --help)\n"
         "Schedule a step program and simulate it. Defaults come from the config table\n"
         "(STRATA_* variables); the flags override them.\n"
         "  --budget SIZE          device budget (device_mem)\n"
@@ -84,6 +85,8 @@ int cmd_plan(int argc, char **argv)
     sched_program_t *prog = NULL;
     char *text = NULL;
 
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--model") || !strcmp(argv[i], "--hw")) return cmd_plan_model(argc, argv);
     if (STRATA_OK != strata_config_init(&cfg, err, sizeof err)) {
         fprintf(stderr, "strata plan: %s\n", err);
         return 2;

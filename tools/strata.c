@@ -7,6 +7,7 @@
  *
  *   strata plan [OPTIONS] PROGRAM         schedule and simulate a step program
  *   strata trace FILE...                  transfer overlap per step from rank traces
+ *   strata calibrate [--out FILE]         measure this machine into a hardware file (mpirun)
  *
  * Further subcommands (ckpt) join this table as they land.
  */
@@ -88,8 +89,9 @@ static const subcommand_t subcommands[] = {
     { "config",  "[-v] [NAME=VALUE ...]", "print the options in effect (defaults + STRATA_* + args)", cmd_config },
     { "version", "",                      "print library, MPI and build information",                 cmd_version },
     { "ckpt",    "info|verify|diff FILE...", "inspect, verify (checksums) and compare HDF5 checkpoints", strata_cmd_ckpt },
-    { "plan",    "[OPTIONS] PROGRAM",     "schedule and simulate a step program (activation plan)",   cmd_plan },
+    { "plan",    "[OPTIONS] PROGRAM",     "schedule and simulate a step program; --model/--hw: plan a model", cmd_plan },
     { "trace",   "FILE...",               "per-step transfer overlap and engine waits from traces",   cmd_trace },
+    { "calibrate", "[--out FILE]",        "measure this machine into a planner hardware file (mpirun)", cmd_calibrate },
     { NULL, NULL, NULL, NULL }
 };
 
