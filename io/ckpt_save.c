@@ -287,6 +287,62 @@ static void uplan_free(uplan_t *up)
     memset(up, 0, sizeof *up);
 }
 
+/* One tensor's dataset `name` under parent, created, then written or
+ * queued (put_tensor): tensor elements [ta, tb) from src. path: its full
+ * name, kept for the checksum table as up->paths[*t]. */
+static strata_status_t put_dataset(writer_t *w, hid_t parent, const char *name, const char *path,
+                                   hid_t ftype, hid_t memtype, size_t esize,
+                                   const strata_ckpt_param_t *P, uint64_t ta, uint64_t tb,
+                                   const void *src, uplan_t *up, int *t)
+{
+    if (!(up->paths[*t] = strdup(path))) return STRATA_ERR_NOMEM;
+    hid_t ds = create_dataset(w, parent, name, ftype, P->ndims, P->dims);
+    if (ds < 0) return h5fail(w, "creating", path);
+    strata_status_t st = put_tensor(w, ds, up->paths[*t], memtype, esize, P->ndims, P->dims,
+                                    ta, tb, src, up->rows + 3 * *t);
+    (*t)++;
+    H5Dclose(ds);
+    return st;
+}
+
+/* A parameter's datasets: /model, its optimizer states under /optim, its
+ * 16-bit copy; each gets the part of the tensor in this rank's shard
+ * [sa, sb) (none where this rank does not write). */
+static strata_status_t put_param(writer_t *w, hid_t gm, hid_t go, hid_t gh,
+                                 const strata_ckpt_unit_t *U, const strata_ckpt_param_t *P,
+                                 uint64_t sa, uint64_t sb, const uint16_t *half, uplan_t *up,
+                                 int *t)
+{
+    uint64_t numel, lo, hi, ta = 0, tb = 0;
+    ckpt_numel(P->ndims, P->dims, &numel);
+    /* the part of this tensor in my shard, in tensor positions */
+    if (w->writes && ckpt_overlap(sa, sb, P->offset, P->offset + numel, &lo, &hi)) {
+        ta = lo - P->offset;
+        tb = hi - P->offset;
+    }
+    size_t at = tb > ta ? (size_t)(P->offset + ta - sa) : 0;   /* where it starts in my shard */
+    char path[3 * STRATA_CKPT_MAX_NAME + 32];
+    snprintf(path, sizeof path, "/model/%s/%s", U->name, P->name);
+    strata_status_t st = put_dataset(w, gm, P->name, path, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 4,
+                                     P, ta, tb, U->shard + at, up, t);
+    if (STRATA_OK == st && U->nstates) {
+        hid_t gp = make_group(go, P->name);
+        if (gp < 0) st = h5fail(w, "creating the group of", path);
+        for (int k = 0; k < U->nstates && STRATA_OK == st; k++) {
+            snprintf(path, sizeof path, "/optim/%s/%s/%s", U->name, P->name, U->states[k].name);
+            st = put_dataset(w, gp, U->states[k].name, path, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 4,
+                             P, ta, tb, U->states[k].shard + at, up, t);
+        }
+        if (gp >= 0) H5Gclose(gp);
+    }
+    if (STRATA_OK == st && gh >= 0) {
+        snprintf(path, sizeof path, "/%s/%s/%s", w->half_group, U->name, P->name);
+        st = put_dataset(w, gh, P->name, path, w->half_type, w->half_type, 2, P, ta, tb,
+                         half + at, up, t);
+    }
+    return st;
+}
+
 /* Create a unit's groups, scalars and datasets (collective); queue this
  * rank's direct writes in w->pieces, or write through HDF5 now where a
  * dataset cannot take them. half: this unit's part of the 16-bit buffer. */
@@ -297,91 +353,25 @@ static strata_status_t create_unit(writer_t *w, hid_t gmodel, hid_t goptim, hid_
     strata_status_t st = STRATA_OK;
     uint64_t sa, sb;
     strata_ckpt_shard_range(U->npad, L->shard_size, L->shard_rank, &sa, &sb);
-    int T = unit_tensors(w, U), t = 0;
-    char **paths = up->paths = calloc((size_t)T, sizeof *paths);
-    uint64_t *rows = up->rows = calloc((size_t)T * 3, sizeof *rows);
-    up->T = T;
-    hid_t gm = -1, go = -1, gh = -1, gp = -1, ds = -1;
-    if (!paths || !rows) { st = strata_error(w->ctx, STRATA_ERR_NOMEM, "checkpoint: no memory"); goto out; }
+    up->T = unit_tensors(w, U);
+    up->paths = calloc((size_t)up->T, sizeof *up->paths);
+    up->rows = calloc((size_t)up->T * 3, sizeof *up->rows);
+    hid_t gm = -1, go = -1, gh = -1;
+    if (!up->paths || !up->rows) return strata_error(w->ctx, STRATA_ERR_NOMEM, "checkpoint: no memory");
 
     if ((gm = make_group(gmodel, U->name)) < 0 || (go = make_group(goptim, U->name)) < 0 ||
-        (ghalf >= 0 && (gh = make_group(ghalf, U->name)) < 0)) {
+        (ghalf >= 0 && (gh = make_group(ghalf, U->name)) < 0))
         st = h5fail(w, "creating the groups of unit", U->name);
-        goto out;
-    }
-    for (int k = 0; k < U->nscalars; k++) {
-        if (ckpt_attr_put_f64(go, U->scalars[k].name, U->scalars[k].value) < 0) {
+    for (int k = 0; k < U->nscalars && STRATA_OK == st; k++)
+        if (ckpt_attr_put_f64(go, U->scalars[k].name, U->scalars[k].value) < 0)
             st = h5fail(w, "writing optimizer scalar", U->scalars[k].name);
-            goto out;
-        }
-    }
     /* the 16-bit copy of the whole shard, read by the writes below */
     if (gh >= 0 && w->writes && STRATA_BF16 == w->half) strata_f32_to_bf16(U->shard, half, (size_t)(sb - sa));
     else if (gh >= 0 && w->writes) strata_f32_to_f16(U->shard, half, (size_t)(sb - sa));
-    for (int p = 0; p < U->nparams; p++) {
-        const strata_ckpt_param_t *P = &U->params[p];
-        uint64_t numel, lo, hi, ta = 0, tb = 0;
-        ckpt_numel(P->ndims, P->dims, &numel);
-        /* the part of this tensor in my shard, in tensor positions */
-        if (w->writes && ckpt_overlap(sa, sb, P->offset, P->offset + numel, &lo, &hi)) {
-            ta = lo - P->offset;
-            tb = hi - P->offset;
-        }
-        size_t at = (size_t)(P->offset + ta - sa);   /* where it starts in my shard */
-        char path[3 * STRATA_CKPT_MAX_NAME + 32];
-
-        snprintf(path, sizeof path, "/model/%s/%s", U->name, P->name);
-        if (!(paths[t] = strdup(path))) { st = STRATA_ERR_NOMEM; goto out; }
-        if ((ds = create_dataset(w, gm, P->name, H5T_IEEE_F32LE, P->ndims, P->dims)) < 0) {
-            st = h5fail(w, "creating", path);
-            goto out;
-        }
-        st = put_tensor(w, ds, paths[t], H5T_NATIVE_FLOAT, 4, P->ndims, P->dims, ta, tb,
-                        U->shard + (tb > ta ? at : 0), rows + 3 * t);
-        t++;
-        H5Dclose(ds);
-        ds = -1;
-        if (STRATA_OK != st) goto out;
-
-        if (U->nstates) {
-            if ((gp = make_group(go, P->name)) < 0) { st = h5fail(w, "creating the group of", path); goto out; }
-            for (int k = 0; k < U->nstates; k++) {
-                snprintf(path, sizeof path, "/optim/%s/%s/%s", U->name, P->name, U->states[k].name);
-                if (!(paths[t] = strdup(path))) { st = STRATA_ERR_NOMEM; goto out; }
-                if ((ds = create_dataset(w, gp, U->states[k].name, H5T_IEEE_F32LE, P->ndims, P->dims)) < 0) {
-                    st = h5fail(w, "creating", path);
-                    goto out;
-                }
-                st = put_tensor(w, ds, paths[t], H5T_NATIVE_FLOAT, 4, P->ndims, P->dims, ta, tb,
-                                U->states[k].shard + (tb > ta ? at : 0), rows + 3 * t);
-                t++;
-                H5Dclose(ds);
-                ds = -1;
-                if (STRATA_OK != st) goto out;
-            }
-            H5Gclose(gp);
-            gp = -1;
-        }
-        if (gh >= 0) {
-            snprintf(path, sizeof path, "/%s/%s/%s", w->half_group, U->name, P->name);
-            if (!(paths[t] = strdup(path))) { st = STRATA_ERR_NOMEM; goto out; }
-            if ((ds = create_dataset(w, gh, P->name, w->half_type, P->ndims, P->dims)) < 0) {
-                st = h5fail(w, "creating", path);
-                goto out;
-            }
-            st = put_tensor(w, ds, paths[t], w->half_type, 2, P->ndims, P->dims, ta, tb,
-                            half + (tb > ta ? at : 0), rows + 3 * t);
-            t++;
-            H5Dclose(ds);
-            ds = -1;
-            if (STRATA_OK != st) goto out;
-        }
-    }
-out:
+    for (int p = 0, t = 0; p < U->nparams && STRATA_OK == st; p++)
+        st = put_param(w, gm, go, gh, U, &U->params[p], sa, sb, half, up, &t);
     if (STRATA_ERR_NOMEM == st && !w->ctx->errmsg[0])
         strata_error(w->ctx, st, "checkpoint: no memory for tensor paths");
-    if (ds >= 0) H5Dclose(ds);
-    if (gp >= 0) H5Gclose(gp);
     if (gh >= 0) H5Gclose(gh);
     if (go >= 0) H5Gclose(go);
     if (gm >= 0) H5Gclose(gm);
