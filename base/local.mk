@@ -3,4 +3,6 @@ libstrata_la_SOURCES += \
     base/status.c \
     base/dtype.c \
     base/config.c \
-    base/log.c
+    base/log.c \
+    base/test_fault.h \
+    base/test_fault.c

@@ -199,8 +199,4 @@ uint64_t ckpt_hash64(const void *p, size_t n);
  * malloc'ed *steps_p; returns their number, -1 if dir cannot be read. */
 int ckpt_list_steps(const char *dir, long long **steps_p);
 
-/* Test hook: STRATA_TEST_CKPT_KILL_AFTER=BYTES makes rank 1 raise SIGKILL
- * once it has written that many bytes of tensor data in a save. */
-#define CKPT_KILL_ENV "STRATA_TEST_CKPT_KILL_AFTER"
-
 #endif

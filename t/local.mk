@@ -73,6 +73,11 @@ check_PROGRAMS += t/unit_ckpt_hash.t
 t_unit_ckpt_hash_t_SOURCES = t/unit_ckpt_hash.t.c
 t_unit_ckpt_hash_t_LDADD = $(TEST_LDADD) $(XXHASH_LIBS)
 TESTS += t/unit_ckpt_hash.t
+# the test-fault switch (base/test_fault.h)
+check_PROGRAMS += t/unit_test_fault.t
+t_unit_test_fault_t_SOURCES = t/unit_test_fault.t.c
+t_unit_test_fault_t_LDADD = $(TEST_LDADD)
+TESTS += t/unit_test_fault.t
 # the same with libxxhash's generic build forced
 dist_check_SCRIPTS += t/ckpt-hash-generic.t
 TESTS += t/ckpt-hash-generic.t

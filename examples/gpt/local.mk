@@ -25,7 +25,9 @@ examples_gpt_gpt_ref_train_LDADD = $(GPT_LDADD)
 
 # the main job: the model as FSDP units, trained by mpirun
 noinst_PROGRAMS += examples/gpt/train_gpt
-examples_gpt_train_gpt_SOURCES = examples/gpt/train_gpt.c examples/gpt/gpt_fsdp.c \
-    examples/gpt/gpt_fsdp.h
-examples_gpt_train_gpt_LDADD = $(GPT_LDADD)
+examples_gpt_train_gpt_SOURCES = examples/gpt/train_gpt.c examples/gpt/train_gpt.h \
+    examples/gpt/train_opts.c examples/gpt/train_report.c \
+    examples/gpt/gpt_fsdp.c examples/gpt/gpt_fsdp.h
+examples_gpt_train_gpt_CPPFLAGS = $(AM_CPPFLAGS) $(JANSSON_CFLAGS)
+examples_gpt_train_gpt_LDADD = $(GPT_LDADD) $(JANSSON_LIBS)
 endif
