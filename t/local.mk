@@ -126,7 +126,7 @@ dist_check_SCRIPTS += t/sched-cli.t
 EXTRA_DIST += t/sched_gpt.prog
 TESTS += t/sched_program.t t/sched_policy.t t/sched_schedule.t t/sched_trace.t t/sched-cli.t
 
-# activation policies and schedules in the FSDP step (fsdp/exec.c)
+# activation policies and schedules in the FSDP step (fsdp/exec_*.c)
 check_PROGRAMS += t/act_equiv
 t_act_equiv_SOURCES = t/act_equiv.c examples/mlp/mlp_model.c
 t_act_equiv_LDADD = $(TEST_LDADD)
