@@ -1,7 +1,9 @@
 /*
  * fsdp.h - internal interface of the FSDP runtime: the model and unit
- * structs, shard geometry, memory, progress of collectives, optimizer
- * kernels, and the enumeration used by checkpoints (io/). Not installed.
+ * structs, shard geometry, memory, progress of collectives, what a callback
+ * gets, the activation executor's hooks, optimizer kernels, and the
+ * enumeration used by checkpoints (io/). Not installed. Who calls whom
+ * among the files of fsdp/: see exec_impl.h.
  */
 #ifndef STRATA_FSDP_INTERNAL_H
 #define STRATA_FSDP_INTERNAL_H
@@ -275,7 +277,8 @@ strata_status_t fsdp_exec_recompute(strata_model_t *m, strata_unit_t *u);
 strata_status_t fsdp_exec_micro_end(strata_model_t *m);
 void fsdp_exec_abort(strata_model_t *m);
 strata_status_t fsdp_exec_step_end(strata_model_t *m);
-/* The recording unit's forward saves are checked against (the call's rec). */
+/* What unit's forward saves are checked against (a call's rec): the
+ * recorded program's while a schedule is followed, else empty. */
 fsdp_recorded_t fsdp_exec_recorded(const strata_model_t *m, int unit);
 /* Collective ops for the trace (comm track). */
 void fsdp_exec_trace_comm(strata_model_t *m, const char *name, int unit, double t0, double t1,
