@@ -1,7 +1,9 @@
 /*
  * call.c - what a callback sees: the per-call handle and its accessors,
- * saved activations, and the guard bytes that catch writes past the end of
- * a buffer.
+ * saved activations (checked against the recorded step program the call
+ * carries), and the check of the guard bytes (mem.c) that catch writes
+ * past the end of a buffer. A callback's device buffers come through
+ * mem.c's door, which makes room when the tier is full.
  */
 #include "config.h"
 #include "fsdp.h"
@@ -9,97 +11,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define GUARD_BYTE 0xA5
-
-strata_status_t fsdp_buf_alloc(strata_context_t *ctx, strata_tier_t tier, strata_tag_t tag,
-                               size_t bytes, int zero, fsdp_buf_t *b)
-{
-    void *p = NULL;
-    fsdp_mem_t *h = NULL;
-    size_t total;
-    if (strata_add_size(bytes, FSDP_GUARD, &total))
-        return strata_error(ctx, STRATA_ERR_OVERFLOW, "buffer of %zu bytes overflows", bytes);
-    strata_status_t st = fsdp_mem_alloc(ctx, tier, tag, total, &p, &h);
-    if (STRATA_OK != st) return st;
-    if (zero) memset(p, 0, bytes);
-    memset((char *)p + bytes, GUARD_BYTE, FSDP_GUARD);
-    b->ptr = p;
-    b->bytes = bytes;
-    b->h = h;
-    return STRATA_OK;
-}
-
-void fsdp_buf_free(fsdp_buf_t *b)
-{
-    if (!b) return;
-    fsdp_mem_free(b->h);
-    b->ptr = NULL;
-    b->h = NULL;
-    b->bytes = 0;
-}
-
-int fsdp_guard_ok(const fsdp_buf_t *b)
-{
-    if (!b || !b->ptr) return 1;
-    const unsigned char *g = (const unsigned char *)b->ptr + b->bytes;
-    for (size_t i = 0; i < FSDP_GUARD; i++)
-        if (GUARD_BYTE != g[i]) return 0;
-    return 1;
-}
-
 void fsdp_free_saves(strata_unit_t *u)
 {
     for (int i = 0; i < u->nsaves; i++) fsdp_buf_free(&u->saves[i].buf);
     u->nsaves = 0;
 }
 
-/* A device buffer for a callback; when the tier is full or fragmented,
- * cached workspace is released and each completing offload frees device
- * memory: retry. */
+/* A device buffer for the callback, through the door that makes room. */
 static strata_status_t call_alloc(strata_unit_call_t *c, strata_tag_t tag, size_t bytes,
                                   fsdp_buf_t *b)
 {
-    strata_model_t *m = c->unit->model;
-    for (;;) {
-        strata_status_t st = fsdp_buf_alloc(m->ctx, STRATA_TIER_DEVICE, tag, bytes, 0, b);
-        if ((STRATA_ERR_TIER_FULL != st && STRATA_ERR_FRAGMENTED != st) ||
-            (!fsdp_ws_cache_drop(m) && !fsdp_exec_make_room(m)))
-            return st;
-    }
-}
-
-int fsdp_ws_cache_drop(strata_model_t *m)
-{
-    int n = m->nws_cache;
-    for (int i = 0; i < n; i++) fsdp_buf_free(&m->ws_cache[i]);
-    m->nws_cache = 0;
-    return n > 0;
-}
-
-/* The smallest cached block that holds bytes (and the guard), or -1. */
-static int ws_cache_find(const strata_model_t *m, size_t bytes)
-{
-    int best = -1;
-    for (int i = 0; i < m->nws_cache; i++) {
-        size_t cap = strata_block_size(m->ws_cache[i].h);
-        if (cap >= bytes + FSDP_GUARD &&
-            (best < 0 || cap < strata_block_size(m->ws_cache[best].h))) best = i;
-    }
-    return best;
-}
-
-/* After a call: keep its workspace for the next one (executor running). */
-static void ws_release(strata_model_t *m, fsdp_buf_t *b)
-{
-    if (!b->h) return;
-    if (fsdp_exec_active(m) && m->nws_cache < FSDP_WS_CACHE) {
-        m->ws_cache[m->nws_cache++] = *b;
-        b->h = NULL;
-        b->ptr = NULL;
-        b->bytes = 0;
-        return;
-    }
-    fsdp_buf_free(b);
+    return fsdp_buf_alloc_room(c->unit->model, tag, bytes, b);
 }
 
 /* A misuse inside a callback is recorded on the call (the first one wins)
@@ -138,7 +60,7 @@ strata_status_t fsdp_run_callback(strata_unit_call_t *c)
         if (!fsdp_guard_ok(&c->work[i])) bad = "workspace";
     for (int i = 0; !bad && i < u->nsaves; i++)
         if (!fsdp_guard_ok(&u->saves[i].buf)) bad = u->saves[i].name;
-    for (int i = 0; i < c->nwork; i++) ws_release(u->model, &c->work[i]);
+    for (int i = 0; i < c->nwork; i++) fsdp_ws_give(u->model, &c->work[i]);
     free(c->work);
     c->work = NULL;
     c->nwork = c->cap_work = 0;
@@ -270,21 +192,35 @@ strata_status_t strata_call_workspace(strata_unit_call_t *c, size_t bytes, void 
         c->work = w;
         c->cap_work = cap;
     }
-    strata_model_t *m = c->unit->model;
-    int k = ws_cache_find(m, bytes);
-    if (k >= 0) {
-        /* a kept block: the guard moves to the new end */
-        fsdp_buf_t *w = &c->work[c->nwork];
-        *w = m->ws_cache[k];
-        m->ws_cache[k] = m->ws_cache[--m->nws_cache];
-        w->bytes = bytes;
-        memset((char *)w->ptr + bytes, GUARD_BYTE, FSDP_GUARD);
-        *ptr_p = c->work[c->nwork++].ptr;
-        return STRATA_OK;
+    /* a kept block if one fits, else a new one */
+    if (!fsdp_ws_take(c->unit->model, bytes, &c->work[c->nwork])) {
+        strata_status_t st = call_alloc(c, STRATA_TAG_WORKSPACE, bytes, &c->work[c->nwork]);
+        if (STRATA_OK != st) return misuse(c, st);
     }
-    strata_status_t st = call_alloc(c, STRATA_TAG_WORKSPACE, bytes, &c->work[c->nwork]);
-    if (STRATA_OK != st) return misuse(c, st);
     *ptr_p = c->work[c->nwork++].ptr;
+    return STRATA_OK;
+}
+
+/* A training forward's save against the recording (c->rec): the same
+ * name and bytes as the sizing pass saw at this position. */
+static strata_status_t check_save(strata_unit_call_t *c, const char *name, size_t bytes)
+{
+    const sched_unit_t *ru = c->rec.unit;
+    if (CALL_SIZING == c->mode || !c->training || !ru) return STRATA_OK;
+    strata_context_t *ctx = CTX(c);
+    int i = c->save_calls;
+    if (i >= ru->nsaves)
+        return strata_error(ctx, STRATA_ERR_MISMATCH, "unit '%s' forward saves '%s' (%zu "
+                            "bytes) as its save #%d; the recorded step program has only %d saves "
+                            "for it. The program changed: call strata_model_replan between steps "
+                            "to record it again", c->unit->name, name, bytes, i + 1, ru->nsaves);
+    size_t want = c->rec.bytes[i];
+    if (strcmp(ru->saves[i].name, name) || want != bytes)
+        return strata_error(ctx, STRATA_ERR_MISMATCH, "unit '%s' forward saves '%s' of %zu "
+                            "bytes as its save #%d; the recorded step program has '%s' of %zu "
+                            "bytes there. The program changed: call strata_model_replan between "
+                            "steps to record it again", c->unit->name, name, bytes, i + 1,
+                            ru->saves[i].name, want);
     return STRATA_OK;
 }
 
@@ -308,7 +244,7 @@ strata_status_t strata_save(strata_unit_call_t *c, const char *name, size_t byte
         return misuse(c, strata_error(ctx, STRATA_ERR_INVALID, "unit '%s': save name '%s' is "
                                       "empty or longer than %d bytes", u->name, name,
                                       FSDP_NAME_LEN - 1));
-    strata_status_t st = fsdp_exec_check_save(c, name, bytes);
+    strata_status_t st = check_save(c, name, bytes);
     if (STRATA_OK != st) return misuse(c, st);
     c->save_calls++;
     fsdp_save_t *old = find_save(u, name);

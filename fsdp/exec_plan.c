@@ -1,5 +1,5 @@
 /*
- * exec_plan.c - the plan of the activation executor (exec.c): the sizing
+ * exec_plan.c - the plan of the activation executor (exec_step.c): the sizing
  * pass that records the step program on the first step, the plan made
  * from it (policy or auto) for a number of micro-batches, and the public
  * queries of the plan (strata_model_plan_need, strata_model_plan_print).
@@ -29,15 +29,12 @@
  * is therefore conservative, and the budget it names is one that works.
  */
 #include "config.h"
-#include "fsdp.h"
-#include "sched/sched.h"
+#include "exec_impl.h"
 #include "tiers/tiers.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define X(m) ((fsdp_exec_t *)(m)->exec)
 
 static size_t blk_bytes(size_t user)
 {
@@ -81,7 +78,7 @@ strata_status_t fsdp_exec_agree(strata_model_t *m, strata_status_t st)
 
 static void print_plan(strata_model_t *m)
 {
-    fsdp_exec_t *x = X(m);
+    fsdp_exec_t *x = m->exec;
     if (0 != m->ctx->rank) return;
     printf("strata: activation plan (%s, %s schedule, device budget %zu bytes):\n",
            x->pol.is_auto ? "auto" : x->policy, sched_mode_name(x->opts.mode),
@@ -93,7 +90,7 @@ static void print_plan(strata_model_t *m)
 /* Resolve the policy (or choose one) and build the schedule for n_micro. */
 strata_status_t fsdp_exec_plan(strata_model_t *m, int n_micro, int print)
 {
-    fsdp_exec_t *x = X(m);
+    fsdp_exec_t *x = m->exec;
     strata_context_t *ctx = m->ctx;
     char err[1024] = "";
     sched_opts_t o;
@@ -155,7 +152,7 @@ strata_status_t fsdp_exec_plan(strata_model_t *m, int n_micro, int print)
 
 strata_status_t fsdp_exec_sizing(strata_model_t *m, const void *input, size_t in_bytes)
 {
-    fsdp_exec_t *x = X(m);
+    fsdp_exec_t *x = m->exec;
     strata_context_t *ctx = m->ctx;
     int L = m->nunits;
     char err[512];
@@ -278,7 +275,7 @@ strata_status_t strata_model_plan_need(strata_model_t *m, const char *policy, si
                                        size_t *any_p)
 {
     if (!m) return STRATA_ERR_INVALID;
-    fsdp_exec_t *x = X(m);
+    fsdp_exec_t *x = m->exec;
     if (!x || !x->prog)
         return strata_error(m->ctx, STRATA_ERR_STATE, "strata_model_plan_need: no step program "
                             "recorded yet (it is recorded by the first step when a policy other "
@@ -309,7 +306,7 @@ strata_status_t strata_model_plan_need(strata_model_t *m, const char *policy, si
 strata_status_t strata_model_plan_print(const strata_model_t *m, FILE *out)
 {
     if (!m || !out) return STRATA_ERR_INVALID;
-    const fsdp_exec_t *x = X(m);
+    const fsdp_exec_t *x = m->exec;
     if (!x || !x->sched) {
         fprintf(out, "no activation plan (every saved name kept, or no step ran yet)\n");
         return STRATA_OK;

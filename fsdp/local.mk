@@ -12,6 +12,8 @@ libstrata_la_SOURCES += \
     fsdp/progress.c \
     fsdp/optim.c \
     fsdp/step.c \
-    fsdp/exec.c \
+    fsdp/exec_impl.h \
+    fsdp/exec_step.c \
+    fsdp/exec_run.c \
     fsdp/exec_plan.c \
     fsdp/exec_costs.c

@@ -174,12 +174,9 @@ strata_status_t fsdp_gather_start(strata_model_t *m, strata_unit_t *u)
     size_t esz = strata_dtype_size(dt);
     if (GATHER_NONE != u->gstate) return STRATA_OK;
     u->t_gstart = strata_now();
-    /* a full tier may have room once cached workspace goes or an
-     * activation offload in flight completes (exec.c) */
-    do st = fsdp_buf_alloc(m->ctx, STRATA_TIER_DEVICE, STRATA_TAG_PARAM, u->npad * esz, 0,
-                           &u->gathered);
-    while ((STRATA_ERR_TIER_FULL == st || STRATA_ERR_FRAGMENTED == st) &&
-           (fsdp_ws_cache_drop(m) || fsdp_exec_make_room(m)));
+    /* a full tier may have room once kept workspace goes or an
+     * activation offload in flight completes (mem.c makes room) */
+    st = fsdp_buf_alloc_room(m, STRATA_TAG_PARAM, u->npad * esz, &u->gathered);
     if (STRATA_OK != st) return st;
     const void *send = u->master.ptr;
     if (STRATA_BF16 == dt) {

@@ -80,7 +80,8 @@ static strata_status_t run_forward(strata_model_t *m, const void *input, size_t 
         fsdp_free_saves(u);
         if (training && STRATA_OK != (st = fsdp_exec_before(m, SCHED_OP_F, ui))) return st;
         strata_unit_call_t c = { .unit = u, .backward = 0, .training = training,
-                                 .in = &m->acts[ui], .out = &m->acts[ui + 1] };
+                                 .in = &m->acts[ui], .out = &m->acts[ui + 1],
+                                 .rec = fsdp_exec_recorded(m, ui) };
         double t0 = strata_now();
         st = fsdp_run_callback(&c);
         if (STRATA_OK != st) return st;

@@ -91,9 +91,11 @@ TESTS += t/ckpt-np1.t t/ckpt-np2.t t/ckpt-np4.t t/ckpt-reshard.t t/ckpt-bad.t t/
 # h5dump, when configure found it, for t/ckpt-h5dump.t
 AM_TESTS_ENVIRONMENT += H5DUMP='$(H5DUMP)'; export H5DUMP;
 # FSDP core (issue 4)
-check_PROGRAMS += t/unit_fsdp_geometry.t t/fsdp_equiv t/fsdp_errors
+check_PROGRAMS += t/unit_fsdp_geometry.t t/unit_fsdp_mem.t t/fsdp_equiv t/fsdp_errors
 t_unit_fsdp_geometry_t_SOURCES = t/unit_fsdp_geometry.t.c
 t_unit_fsdp_geometry_t_LDADD = $(TEST_LDADD)
+t_unit_fsdp_mem_t_SOURCES = t/unit_fsdp_mem.t.c
+t_unit_fsdp_mem_t_LDADD = $(TEST_LDADD)
 t_fsdp_equiv_SOURCES = t/fsdp_equiv.c
 t_fsdp_equiv_LDADD = $(MLP_LIBS) $(TEST_LDADD)
 t_fsdp_errors_SOURCES = t/fsdp_errors.c
@@ -103,7 +105,7 @@ dist_check_SCRIPTS += \
     t/fsdp-np8.t \
     t/fsdp-np128.t t/fsdp-errors.t
 TESTS += \
-    t/unit_fsdp_geometry.t \
+    t/unit_fsdp_geometry.t t/unit_fsdp_mem.t \
     t/fsdp-errors.t \
     t/fsdp-np1.t t/fsdp-np2.t t/fsdp-np2-s1.t t/fsdp-np3.t t/fsdp-np4.t t/fsdp-np4-s2.t \
     t/fsdp-np8.t \
@@ -131,7 +133,7 @@ dist_check_SCRIPTS += t/sched-cli.t
 EXTRA_DIST += t/sched_gpt.prog
 TESTS += t/sched_program.t t/sched_policy.t t/sched_schedule.t t/sched_trace.t t/sched-cli.t
 
-# activation policies and schedules in the FSDP step (fsdp/exec.c)
+# activation policies and schedules in the FSDP step (fsdp/exec_*.c)
 check_PROGRAMS += t/act_equiv
 t_act_equiv_SOURCES = t/act_equiv.c
 t_act_equiv_LDADD = $(MLP_LIBS) $(TRACE_LIBS) $(TEST_LDADD)

@@ -221,7 +221,7 @@ typedef struct {
 } strata_model_stats_t;
 strata_status_t strata_model_stats(const strata_model_t *model, strata_model_stats_t *stats_p);
 
-/* ---- activation policies, the step program, the trace (fsdp/exec.c) --------- */
+/* ---- activation policies, the step program, the trace (fsdp/exec_*.c) ------- */
 
 /*
  * What happens to each saved activation (strata_save) between its forward

@@ -1,42 +1,29 @@
 /*
- * exec.c - activation policies made real: the step program recorded on
- * the first step, the plan (policy or auto) and the executor that follows
- * the schedule of sched/ with tiers block moves and events.
+ * exec_run.c - the activation executor following its schedule: the per
+ * micro-batch state, the transfers as tiers block moves and events, the
+ * waits of compute ops for them, and the room hook that lets a full device
+ * tier wait for an offload in flight.
  *
- * The executor is three files, their shared state (fsdp_exec_t) in
- * fsdp.h: this one holds the policy, the per micro-batch state, the
- * transfers, the hooks the step calls and the public API; exec_plan.c the
- * sizing pass and the plan; exec_costs.c the costs each step measures.
- *
- * Step 1 begins with a sizing pass that records the step program, and the
- * plan is made from it before any backward or update (exec_plan.c: the
- * forward callbacks of step 1's first micro-batch therefore run twice);
- * step 1 then runs the planned schedule like every later step. The costs
- * step 1 measures replace the sizing estimates and the plan is made again
- * (exec_costs.c).
- *
- * The executor: per micro-batch every op of the schedule starts not
- * issued. Compute ops (F, RECOMPUTE, B) run in the runtime's own order;
- * before one runs, the transfers it depends on are waited for (that wait
- * is the exposed transfer time); after it, every transfer engine's order
- * is walked and each op whose dependencies completed is issued as one
- * tiers move of the save's block (one move per save: the tiers engines
- * split it into chunk_size pieces, so a small urgent copy can still pass a
- * large one between chunks): D2H = move to host releasing the device copy,
- * H2S = to storage releasing host, S2H = back to host, H2D = to device.
- * Collectives are not driven from the schedule: the runtime starts them in
- * program order (progress.c) and they never wait behind a transfer, which
- * runs on the copy engines. In naive mode each transfer is waited for as
- * soon as it is issued. A move that finds its tier full is retried later;
- * only when compute needs it and nothing in flight can free memory does
- * the step fail with the tiers' message.
+ * Per micro-batch every op of the schedule starts not issued. Compute ops
+ * (F, RECOMPUTE, B) run in the runtime's own order; before one runs, the
+ * transfers it depends on are waited for (that wait is the exposed transfer
+ * time); after it, every transfer engine's order is walked and each op
+ * whose dependencies completed is issued as one tiers move of the save's
+ * block (one move per save: the tiers engines split it into chunk_size
+ * pieces, so a small urgent copy can still pass a large one between
+ * chunks): D2H = move to host releasing the device copy, H2S = to storage
+ * releasing host, S2H = back to host, H2D = to device. Collectives are not
+ * driven from the schedule: the runtime starts them in program order
+ * (progress.c) and they never wait behind a transfer, which runs on the
+ * copy engines. In naive mode each transfer is waited for as soon as it is
+ * issued. A move that finds its tier full is retried later; only when
+ * compute needs it and nothing in flight can free memory does the step fail
+ * with the tiers' message.
  */
 #include "config.h"
-#include "fsdp.h"
-#include "sched/sched.h"
+#include "exec_impl.h"
 #include "tiers/tiers.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,63 +39,9 @@
 #define nvtxMarkA(s)      ((void)(s))
 #endif
 
-#define X(m) ((fsdp_exec_t *)(m)->exec)
-
 static int is_transfer(sched_engine_t e)
 {
     return SCHED_D2H == e || SCHED_H2D == e || SCHED_IO == e;
-}
-
-/* ---- policy ------------------------------------------------------------------------ */
-
-static int pure_keep(const sched_policy_t *p)
-{
-    if (p->is_auto) return 0;
-    if (p->has_default && SCHED_KEEP != p->dflt) return 0;
-    for (int i = 0; i < p->nrules; i++)
-        if (SCHED_KEEP != p->rules[i].action) return 0;
-    return 1;
-}
-
-static void update_active(fsdp_exec_t *x)
-{
-    x->active = !pure_keep(&x->pol) || x->trace_prefix[0];
-}
-
-static strata_status_t set_policy(strata_model_t *m, const char *text)
-{
-    fsdp_exec_t *x = X(m);
-    char err[512];
-    sched_policy_t p;
-    strata_status_t st = sched_policy_parse(text ? text : "", &p, err, sizeof err);
-    if (STRATA_OK != st)
-        return strata_error(m->ctx, st, "act_policy '%s': %s", text ? text : "", err);
-    snprintf(x->policy, sizeof x->policy, "%s", text ? text : "");
-    x->pol = p;
-    update_active(x);
-    return STRATA_OK;
-}
-
-strata_status_t fsdp_exec_create(strata_model_t *m)
-{
-    fsdp_exec_t *x = calloc(1, sizeof *x);
-    if (!x) return strata_error(m->ctx, STRATA_ERR_NOMEM, "activation executor");
-    m->exec = x;
-    x->planned_micro = -1;
-    snprintf(x->trace_prefix, sizeof x->trace_prefix, "%s", m->ctx->cfg.trace);
-    strata_status_t st = set_policy(m, m->ctx->cfg.act_policy);
-    if (STRATA_OK != st) return st;
-    /* the schedule name is checked now, not at the first step */
-    char err[256];
-    sched_opts_t o;
-    st = sched_opts_from_config(&m->ctx->cfg, &o, err, sizeof err);
-    if (STRATA_OK != st) return strata_error(m->ctx, st, "%s", err);
-    return STRATA_OK;
-}
-
-int fsdp_exec_active(const strata_model_t *m)
-{
-    return m->exec && X(m)->active;
 }
 
 /* ---- per micro-batch state ------------------------------------------------------------ */
@@ -122,8 +55,9 @@ static void release_events(fsdp_exec_t *x)
         }
 }
 
-static void micro_reset(fsdp_exec_t *x)
+void fsdp_exec_micro_reset(strata_model_t *m)
 {
+    fsdp_exec_t *x = m->exec;
     release_events(x);
     if (x->nops) {
         memset(x->issued, 0, (size_t)x->nops);
@@ -146,7 +80,7 @@ static void free_state(fsdp_exec_t *x)
 
 strata_status_t fsdp_exec_install(strata_model_t *m, sched_t *s)
 {
-    fsdp_exec_t *x = X(m);
+    fsdp_exec_t *x = m->exec;
     int L = m->nunits, n = sched_nops(s);
     free_state(x);
     sched_destroy(x->sched);
@@ -170,8 +104,16 @@ strata_status_t fsdp_exec_install(strata_model_t *m, sched_t *s)
         else if (SCHED_OP_B == o->kind) x->bid[o->unit] = i;
         else if (SCHED_OP_RECOMPUTE == o->kind) x->rid[o->unit] = i;
     }
-    micro_reset(x);
+    fsdp_exec_micro_reset(m);
     return STRATA_OK;
+}
+
+void fsdp_exec_uninstall(strata_model_t *m)
+{
+    fsdp_exec_t *x = m->exec;
+    free_state(x);
+    sched_destroy(x->sched);
+    x->sched = NULL;
 }
 
 /* ---- transfers -------------------------------------------------------------------------- */
@@ -184,7 +126,7 @@ static fsdp_save_t *op_save(strata_model_t *m, const sched_op_t *o)
 
 void fsdp_exec_trace_memory(strata_model_t *m)
 {
-    fsdp_exec_t *x = X(m);
+    fsdp_exec_t *x = m->exec;
     if (!x->trace) return;
     size_t b[STRATA_TIER_COUNT];
     for (int t = 0; t < STRATA_TIER_COUNT; t++) {
@@ -198,7 +140,7 @@ void fsdp_exec_trace_memory(strata_model_t *m)
 /* The transfer completed: its status, its busy time, its trace event. */
 static strata_status_t finish(strata_model_t *m, int id)
 {
-    fsdp_exec_t *x = X(m);
+    fsdp_exec_t *x = m->exec;
     const sched_op_t *o = sched_op(x->sched, id);
     strata_status_t st = strata_event_wait(x->ev[id]);
     double t0, t1;
@@ -221,7 +163,7 @@ static strata_status_t finish(strata_model_t *m, int id)
 /* Whether op id has completed, finishing a transfer seen complete. */
 static strata_status_t is_done(strata_model_t *m, int id, int *done_p)
 {
-    fsdp_exec_t *x = X(m);
+    fsdp_exec_t *x = m->exec;
     const sched_op_t *o = sched_op(x->sched, id);
     *done_p = 1;
     if (x->done[id] || SCHED_COMM == o->engine) return STRATA_OK;   /* collectives: progress.c */
@@ -236,7 +178,7 @@ static strata_status_t is_done(strata_model_t *m, int id, int *done_p)
 
 static strata_status_t issue(strata_model_t *m, int id)
 {
-    fsdp_exec_t *x = X(m);
+    fsdp_exec_t *x = m->exec;
     const sched_op_t *o = sched_op(x->sched, id);
     fsdp_save_t *s = op_save(m, o);
     if (!s || !s->buf.h)
@@ -269,7 +211,7 @@ static strata_status_t issue(strata_model_t *m, int id)
  * dependencies have completed. */
 static strata_status_t pump(strata_model_t *m)
 {
-    fsdp_exec_t *x = X(m);
+    fsdp_exec_t *x = m->exec;
     static const sched_engine_t engs[3] = { SCHED_D2H, SCHED_IO, SCHED_H2D };
     strata_status_t st;
     for (int k = 0; k < 3; k++) {
@@ -300,7 +242,7 @@ static strata_status_t pump(strata_model_t *m)
 /* Block until transfer op id has completed, issuing what becomes ready. */
 static strata_status_t wait_op(strata_model_t *m, int id)
 {
-    fsdp_exec_t *x = X(m);
+    fsdp_exec_t *x = m->exec;
     for (;;) {
         int d;
         strata_status_t st = is_done(m, id, &d);
@@ -331,8 +273,8 @@ static strata_status_t wait_op(strata_model_t *m, int id)
 
 int fsdp_exec_make_room(strata_model_t *m)
 {
-    if (!fsdp_exec_active(m) || !X(m)->sched) return 0;
-    fsdp_exec_t *x = X(m);
+    fsdp_exec_t *x = exec_following(m);
+    if (!x) return 0;
     /* the schedule bounds device bytes, not their layout: a tier that is
      * full by fragmentation, or where a drain runs late (a slow link, a
      * rank behind), gets room as the next offload completes */
@@ -365,7 +307,7 @@ static int compute_op(const fsdp_exec_t *x, int kind, int unit)
  * gathered parameters: then a drain in flight need not hold it back. */
 static int has_room(strata_model_t *m, const sched_op_t *o)
 {
-    const fsdp_exec_t *x = X(m);
+    const fsdp_exec_t *x = m->exec;
     strata_tier_usage_t u;
     if (STRATA_OK != strata_tier_usage(m->ctx, STRATA_TIER_DEVICE, &u) || u.used > u.budget)
         return 0;
@@ -376,8 +318,8 @@ static int has_room(strata_model_t *m, const sched_op_t *o)
 
 strata_status_t fsdp_exec_before(strata_model_t *m, int kind, int unit)
 {
-    if (!fsdp_exec_active(m) || !X(m)->sched) return STRATA_OK;
-    fsdp_exec_t *x = X(m);
+    fsdp_exec_t *x = exec_following(m);
+    if (!x) return STRATA_OK;
     int id = compute_op(x, kind, unit);
     if (id < 0) return STRATA_OK;
     const sched_op_t *o = sched_op(x->sched, id);
@@ -430,8 +372,8 @@ strata_status_t fsdp_exec_before(strata_model_t *m, int kind, int unit)
 
 strata_status_t fsdp_exec_after(strata_model_t *m, int kind, int unit, double t0, double t1)
 {
-    if (!fsdp_exec_active(m) || !X(m)->sched) return STRATA_OK;
-    fsdp_exec_t *x = X(m);
+    fsdp_exec_t *x = exec_following(m);
+    if (!x) return STRATA_OK;
     strata_unit_t *u = m->units[unit];
     nvtxRangePop();
     /* the main thread's time between two compute ops that no wait for a
@@ -474,72 +416,28 @@ strata_status_t fsdp_exec_after(strata_model_t *m, int kind, int unit, double t0
     return pump(m);
 }
 
-/* ---- hooks of the step ------------------------------------------------------------------- */
-
-strata_status_t fsdp_exec_step_begin(strata_model_t *m)
+fsdp_recorded_t fsdp_exec_recorded(const strata_model_t *m, int unit)
 {
-    fsdp_ws_cache_drop(m);
-    strata_tiers_reset_peaks(m->ctx);
-    if (!m->exec) return STRATA_OK;
-    fsdp_exec_t *x = X(m);
-    x->transfer_s = x->exposed_s = 0;
-    x->moved_bytes = 0;
-    x->t_plan0 = strata_now();
-    if (x->fwd_s)
-        for (int u = 0; u < m->nunits; u++) {
-            x->fwd_s[u] = x->bwd_s[u] = x->ag_s[u] = x->rs_s[u] = 0;
-            x->ag_n[u] = x->rs_n[u] = 0;
-        }
-    x->nspans = 0;
-    x->have_prev = 0;
-    if (x->active && x->trace_prefix[0] && !x->trace) {
-        strata_status_t st = sched_trace_create(m->ctx->rank, &x->trace);
-        if (STRATA_OK != st) return strata_error(m->ctx, st, "trace");
+    const fsdp_exec_t *x = exec_following(m);
+    fsdp_recorded_t r = { NULL, NULL };
+    if (x && unit >= 0 && unit < m->nunits) {
+        r.unit = &x->prog->units[unit];
+        r.bytes = x->ubytes ? x->ubytes + x->soff[unit] : NULL;   /* NULL: no saves */
     }
-    return STRATA_OK;
-}
-
-strata_status_t fsdp_exec_forward_begin(strata_model_t *m, const void *input, size_t in_bytes)
-{
-    if (!fsdp_exec_active(m)) return STRATA_OK;
-    fsdp_exec_t *x = X(m);
-    strata_status_t st;
-    if (!x->prog) {
-        st = fsdp_exec_sizing(m, input, in_bytes);
-        st = fsdp_exec_agree(m, st);
-        if (STRATA_OK != st) return st;
-        st = fsdp_exec_plan(m, m->n_micro, 1);
-        if (STRATA_OK != st) return st;
-        x->print_after = x->pol.is_auto;
-        x->t_plan0 = strata_now();
-    } else if (!x->sched || (0 == m->micro && x->planned_micro != m->n_micro)) {
-        st = fsdp_exec_plan(m, m->n_micro, !x->sched);
-        if (STRATA_OK != st) return st;
-    }
-    micro_reset(x);
-    return STRATA_OK;
-}
-
-strata_status_t fsdp_exec_forward_end(strata_model_t *m)
-{
-    if (!fsdp_exec_active(m) || !X(m)->sched) return STRATA_OK;
-    fsdp_exec_t *x = X(m);
-    char err[512];
-    strata_status_t st = sched_check_end(x->prog, m->nunits, err, sizeof err);
-    if (STRATA_OK != st) return strata_error(m->ctx, st, "%s", err);
-    return STRATA_OK;
+    return r;
 }
 
 strata_status_t fsdp_exec_recompute(strata_model_t *m, strata_unit_t *u)
 {
-    if (!fsdp_exec_active(m) || !X(m)->sched) return STRATA_OK;
-    fsdp_exec_t *x = X(m);
+    fsdp_exec_t *x = exec_following(m);
+    if (!x) return STRATA_OK;
     int ui = u->index;
     if (compute_op(x, SCHED_OP_RECOMPUTE, ui) < 0) return STRATA_OK;
     strata_status_t st = fsdp_exec_before(m, SCHED_OP_RECOMPUTE, ui);
     if (STRATA_OK != st) return st;
     strata_unit_call_t c = { .unit = u, .backward = 0, .training = 1, .in = &m->acts[ui],
-                             .out = &m->acts[ui + 1], .mode = CALL_RECOMPUTE };
+                             .out = &m->acts[ui + 1], .mode = CALL_RECOMPUTE,
+                             .rec = fsdp_exec_recorded(m, ui) };
     double t0 = strata_now();
     st = fsdp_run_callback(&c);
     double t1 = strata_now();
@@ -551,34 +449,11 @@ strata_status_t fsdp_exec_recompute(strata_model_t *m, strata_unit_t *u)
     return fsdp_exec_after(m, SCHED_OP_RECOMPUTE, ui, t0, t1);
 }
 
-strata_status_t fsdp_exec_check_save(strata_unit_call_t *c, const char *name, size_t bytes)
-{
-    strata_model_t *m = c->unit->model;
-    if (CALL_SIZING == c->mode || !c->training || !fsdp_exec_active(m) || !X(m)->sched)
-        return STRATA_OK;
-    fsdp_exec_t *x = X(m);
-    int ui = c->unit->index, i = c->save_calls;
-    const sched_unit_t *ru = &x->prog->units[ui];
-    if (i >= ru->nsaves)
-        return strata_error(m->ctx, STRATA_ERR_MISMATCH, "unit '%s' forward saves '%s' (%zu "
-                            "bytes) as its save #%d; the recorded step program has only %d saves "
-                            "for it. The program changed: call strata_model_replan between steps "
-                            "to record it again", c->unit->name, name, bytes, i + 1, ru->nsaves);
-    size_t want = x->ubytes[x->soff[ui] + i];
-    if (strcmp(ru->saves[i].name, name) || want != bytes)
-        return strata_error(m->ctx, STRATA_ERR_MISMATCH, "unit '%s' forward saves '%s' of %zu "
-                            "bytes as its save #%d; the recorded step program has '%s' of %zu "
-                            "bytes there. The program changed: call strata_model_replan between "
-                            "steps to record it again", c->unit->name, name, bytes, i + 1,
-                            ru->saves[i].name, want);
-    return STRATA_OK;
-}
-
 /* Wait for whatever is still in flight (the backward consumed every
  * prefetch, but an error path may leave transfers behind). */
 static strata_status_t drain(strata_model_t *m)
 {
-    fsdp_exec_t *x = X(m);
+    fsdp_exec_t *x = m->exec;
     strata_status_t st = STRATA_OK;
     for (int i = 0; i < x->nops; i++)
         if (x->issued[i] && !x->done[i]) {
@@ -590,119 +465,18 @@ static strata_status_t drain(strata_model_t *m)
 
 strata_status_t fsdp_exec_micro_end(strata_model_t *m)
 {
-    if (!fsdp_exec_active(m) || !X(m)->sched) return STRATA_OK;
+    fsdp_exec_t *x = exec_following(m);
+    if (!x) return STRATA_OK;
     strata_status_t st = drain(m);
-    micro_reset(X(m));
+    fsdp_exec_micro_reset(m);
     return st;
 }
 
 void fsdp_exec_abort(strata_model_t *m)
 {
-    if (!m->exec || !X(m)->sched) return;
+    /* whatever is in flight, active or not (without a schedule there are no ops) */
+    if (!m->exec) return;
     drain(m);
-    micro_reset(X(m));
+    fsdp_exec_micro_reset(m);
 }
 
-static void write_trace(strata_model_t *m)
-{
-    fsdp_exec_t *x = X(m);
-    if (!x->trace || !x->trace_prefix[0]) return;
-    char path[600], err[256];
-    snprintf(path, sizeof path, "%s.%d.json", x->trace_prefix, m->ctx->rank);
-    if (STRATA_OK != sched_trace_write(x->trace, path, err, sizeof err))
-        strata_warn(m->ctx, "trace %s not written: %s", path, err);
-}
-
-void fsdp_exec_destroy(strata_model_t *m)
-{
-    fsdp_ws_cache_drop(m);
-    fsdp_exec_t *x = X(m);
-    if (!x) return;
-    if (x->cost_req) fsdp_exec_costs_take(m, NULL);   /* every rank posted it */
-    free(x->cost_v);
-    free(x->cost_all);
-    write_trace(m);
-    free_state(x);
-    sched_destroy(x->sched);
-    sched_program_destroy(x->prog);
-    sched_trace_destroy(x->trace);
-    free(x->ubytes); free(x->soff); free(x->fwd_s); free(x->bwd_s);
-    free(x->ag_s); free(x->ag_n); free(x->rs_s); free(x->rs_n); free(x->hist);
-    free(x->spans);
-    free(x);
-    m->exec = NULL;
-}
-
-/* ---- public API ------------------------------------------------------------------------- */
-
-static strata_status_t between_steps(strata_model_t *m, const char *fn)
-{
-    if (!m) return STRATA_ERR_INVALID;
-    if (MODEL_READY != m->state || !m->exec)
-        return strata_error(m->ctx, STRATA_ERR_STATE, "%s: finalize the model first", fn);
-    if (PHASE_IDLE != m->phase)
-        return strata_error(m->ctx, STRATA_ERR_STATE, "%s: only between steps", fn);
-    return STRATA_OK;
-}
-
-strata_status_t strata_model_set_act_policy(strata_model_t *m, const char *policy)
-{
-    strata_status_t st = between_steps(m, "strata_model_set_act_policy");
-    if (STRATA_OK != st) return st;
-    fsdp_exec_t *x = X(m);
-    char old[512];
-    sched_policy_t oldp = x->pol;
-    snprintf(old, sizeof old, "%s", x->policy);
-    st = set_policy(m, policy ? policy : m->ctx->cfg.act_policy);
-    if (STRATA_OK != st) return st;
-    if (x->prog && x->active) {
-        /* a program is known: resolve now, so unknown names fail here */
-        char err[1024];
-        sched_actions_t acts;
-        if (!x->pol.is_auto &&
-            STRATA_OK != (st = sched_policy_resolve(&x->pol, x->prog, &acts, err, sizeof err))) {
-            snprintf(x->policy, sizeof x->policy, "%s", old);
-            x->pol = oldp;
-            update_active(x);
-            return strata_error(m->ctx, st, "%s", err);
-        }
-        /* the next step plans (collectively, at its first forward) */
-        free_state(x);
-        sched_destroy(x->sched);
-        x->sched = NULL;
-    }
-    return STRATA_OK;
-}
-
-strata_status_t strata_model_replan(strata_model_t *m)
-{
-    strata_status_t st = between_steps(m, "strata_model_replan");
-    if (STRATA_OK != st) return st;
-    fsdp_exec_t *x = X(m);
-    free_state(x);
-    sched_destroy(x->sched);
-    x->sched = NULL;
-    sched_program_destroy(x->prog);
-    x->prog = NULL;
-    return STRATA_OK;
-}
-
-strata_status_t strata_model_trace(strata_model_t *m, const char *prefix)
-{
-    if (!m) return STRATA_ERR_INVALID;
-    if (!m->exec)
-        return strata_error(m->ctx, STRATA_ERR_STATE, "strata_model_trace: finalize the model "
-                            "first");
-    fsdp_exec_t *x = X(m);
-    if (prefix && strlen(prefix) >= sizeof x->trace_prefix)
-        return strata_error(m->ctx, STRATA_ERR_INVALID, "trace prefix longer than %zu bytes",
-                            sizeof x->trace_prefix - 1);
-    write_trace(m);
-    snprintf(x->trace_prefix, sizeof x->trace_prefix, "%s", prefix ? prefix : "");
-    int was = x->active;
-    update_active(x);
-    if (was != x->active && PHASE_IDLE != m->phase) {
-        x->active = was;   /* takes effect with the next step */
-    }
-    return STRATA_OK;
-}
