@@ -21,6 +21,7 @@
 
 void ckpt_h5_quiet(ckpt_h5quiet_t *q)
 {
+    io_h5_lock();
     q->func = NULL;
     q->data = NULL;
     H5Eget_auto2(H5E_DEFAULT, &q->func, &q->data);
@@ -30,6 +31,7 @@ void ckpt_h5_quiet(ckpt_h5quiet_t *q)
 void ckpt_h5_restore(const ckpt_h5quiet_t *q)
 {
     H5Eset_auto2(H5E_DEFAULT, q->func, q->data);
+    io_h5_unlock();
 }
 
 typedef struct { char *buf; size_t len; } walk_t;

@@ -7,9 +7,22 @@
  * contiguous layout, allocated when created (no fill), so its raw bytes
  * sit at a fixed file offset: block data moves with pwrite/pread at that
  * offset, at the speed of the file system, while the file stays an
- * ordinary HDF5 file (h5dump reads it). Every function that calls HDF5
- * must run on the tiers' I/O thread: Debian's parallel HDF5 is not
- * thread-safe.
+ * ordinary HDF5 file (h5dump reads it).
+ *
+ * Threads and HDF5. Debian's parallel HDF5 is not thread-safe, and two
+ * threads can want it at once: the tiers' I/O thread (spill file and
+ * datasets) and a checkpoint on the caller's thread while a move to the
+ * storage tier is still in flight. So every HDF5 call of the library holds
+ * the one process-wide HDF5 lock (io_h5_lock): io_spill_open,
+ * io_spill_dataset and io_spill_close take it themselves, and every
+ * checkpoint entry point holds it from ckpt_h5_quiet to ckpt_h5_restore
+ * (its whole HDF5 part, collective calls included). A checkpoint therefore
+ * delays a spill that needs a new dataset until it is done; raw spill
+ * reads and writes (pwrite/pread on the file descriptor) need no lock and
+ * go on. No holder waits for another rank while another thread of its own
+ * process waits for the lock with a remote dependency: the spill's HDF5
+ * calls are local (a serial file per rank), so a checkpoint's collective
+ * calls cannot deadlock on it.
  */
 #ifndef STRATA_IO_H
 #define STRATA_IO_H
@@ -23,15 +36,23 @@
 /* The storage tier's spill file (io/spill.c)                                */
 /* ======================================================================== */
 
+/* The process-wide HDF5 lock (h5lock.c), recursive. trylock: 1 when
+ * taken (for tests). */
+void io_h5_lock(void);
+void io_h5_unlock(void);
+int io_h5_trylock(void);
+
 typedef struct io_spill io_spill_t;
 
 /* Any thread, no HDF5: make the private directory under root and an empty
  * file in it. Fails with STRATA_ERR_IO and a message naming the path. */
 strata_status_t io_spill_prepare(const char *root, int rank, io_spill_t **sp_p,
                                  char *msg, size_t msglen);
-/* I/O thread: create the HDF5 file over the prepared one. Idempotent. */
+/* I/O thread, under the HDF5 lock (taken here): create the HDF5 file over
+ * the prepared one. Idempotent. */
 strata_status_t io_spill_open(io_spill_t *sp, char *msg, size_t msglen);
-/* I/O thread: a new dataset of `bytes`, its disk space reserved
+/* I/O thread, under the HDF5 lock (taken here): a new dataset of `bytes`,
+ * its disk space reserved
  * (fallocate, so a full disk fails here rather than mid-write). */
 strata_status_t io_spill_dataset(io_spill_t *sp, size_t bytes, uint64_t *offset_p,
                                  char *msg, size_t msglen);
@@ -47,7 +68,7 @@ void io_spill_prefetch(io_spill_t *sp, uint64_t off, size_t n);
 strata_status_t io_spill_sync(io_spill_t *sp, char *msg, size_t msglen);
 /* Whether the file was unlinked underneath us (the open handle still works). */
 int io_spill_unlinked(io_spill_t *sp);
-/* I/O thread: close the HDF5 file. */
+/* I/O thread, under the HDF5 lock (taken here): close the HDF5 file. */
 void io_spill_close(io_spill_t *sp);
 /* Any thread, after io_spill_close: remove the file and the directory and
  * free sp. NULL is a no-op. */
@@ -97,8 +118,11 @@ static inline int ckpt_overlap(uint64_t a, uint64_t b, uint64_t c, uint64_t d,
 
 /* ---- HDF5 plumbing shared by save, load and the inspectors (ckpt_h5.c) */
 
-/* Switch HDF5's automatic error printing off and back: failures become
- * strata messages instead of stack dumps on stderr. */
+/* Bracket every checkpoint entry point's HDF5 calls: quiet takes the HDF5
+ * lock (io_h5_lock) and switches HDF5's automatic error printing off,
+ * restore switches it back and releases the lock. Failures become strata
+ * messages instead of stack dumps on stderr. No HDF5 call before quiet or
+ * after restore. */
 typedef struct ckpt_h5quiet {
     H5E_auto2_t func;
     void       *data;

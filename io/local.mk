@@ -1,6 +1,7 @@
 # io/ - HDF5: the storage tier's spill file (spill.c) and checkpoints (ckpt_*.c).
 libstrata_la_SOURCES += \
     io/io.h \
+    io/h5lock.c \
     io/spill.c \
     io/ckpt_geom.c \
     io/ckpt_h5.c \
