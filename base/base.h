@@ -51,6 +51,11 @@ int  strata_log_enabled(const strata_context_t *ctx, strata_log_level_t level);
 #define strata_info(ctx, ...)  STRATA_LOG(ctx, STRATA_LOG_INFO, __VA_ARGS__)
 #define strata_debug(ctx, ...) STRATA_LOG(ctx, STRATA_LOG_DEBUG, __VA_ARGS__)
 
+/* Set one option (by table name) from its STRATA_* variable, or to its
+ * default when unset or unparsable: for code that runs without a context
+ * (config.c; every STRATA_* variable is read through the table). */
+void config_option_from_env(strata_config_t *cfg, const char *name);
+
 /* Checked arithmetic: 0 on success, -1 on overflow (result untouched). */
 static inline int strata_mul_size(size_t a, size_t b, size_t *out)
 {

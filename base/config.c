@@ -28,6 +28,8 @@ typedef struct {
 
 static const char *const log_level_names[] = { "error", "warn", "info", "debug", "trace", NULL };
 static const char *const backend_names[]   = { "auto", "host", "cuda", NULL };
+static const char *const schedule_names[]  = { "lhs", "naive", NULL };
+static const char *const ckpt_mpio_names[] = { "independent", "collective", "individual", NULL };
 
 #define OFF(f) offsetof(strata_config_t, f)
 #define STR(f) OPT_STRING, sizeof(((strata_config_t *)0)->f), NULL
@@ -71,7 +73,7 @@ static const opt_row_t opt_table[] = {
     { "act_policy", "*=keep", "activation policy per saved name, e.g. qkv=host,mlp_up=storage,*=keep; or auto",
       OFF(act_policy), STR(act_policy) },
     { "schedule",   "lhs",  "transfer schedule: lhs (latency-hiding) or naive",
-      OFF(schedule), STR(schedule) },
+      OFF(schedule), OPT_ENUM, 0, schedule_names },
     { "trace",      "",     "write a Chrome trace-event file per rank, <trace>.<rank>.json, when a model is "
                             "destroyed (read with strata trace); empty = none",
       OFF(trace), STR(trace) },
@@ -85,6 +87,12 @@ static const opt_row_t opt_table[] = {
       OFF(ckpt_keep), OPT_INT, 0, NULL },
     { "ckpt_dir",   "checkpoints", "directory for step-<8 digits>.h5 checkpoints and the latest pointer",
       OFF(ckpt_dir), STR(ckpt_dir) },
+    { "ckpt_direct", "on",  "checkpoints move tensor bytes with pwrite/pread at the datasets' file offsets; "
+                            "off uses H5Dwrite/H5Dread (for file systems where MPI-IO does better)",
+      OFF(ckpt_direct), OPT_BOOL, 0, NULL },
+    { "ckpt_mpio",  "independent", "checkpoint data transfers through HDF5: independent, collective "
+                            "(MPI-IO two-phase aggregation) or individual (a collective call doing per-rank I/O)",
+      OFF(ckpt_mpio), OPT_ENUM, 0, ckpt_mpio_names },
     { NULL, NULL, NULL, 0, 0, 0, NULL }
 };
 
@@ -164,6 +172,17 @@ static const opt_row_t *find_row(const char *name)
     return NULL;
 }
 
+/* "a, b or c": the values an enum row accepts. */
+static void enum_list(const opt_row_t *r, char *buf, size_t len)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int i = 0; r->names[i] && n < len; i++) {
+        const char *sep = !i ? "" : r->names[i + 1] ? ", " : " or ";
+        n += (size_t)snprintf(buf + n, len - n, "%s%s", sep, r->names[i]);
+    }
+}
+
 static strata_status_t set_row(strata_config_t *cfg, const opt_row_t *r,
                                const char *value, char *errbuf, size_t errlen)
 {
@@ -211,7 +230,12 @@ static strata_status_t set_row(strata_config_t *cfg, const opt_row_t *r,
         for (int i = 0; r->names[i]; i++) {
             if (!strcasecmp(value, r->names[i])) { *(int *)field = i; return STRATA_OK; }
         }
-        goto bad;
+        if (errbuf) {
+            char list[256];
+            enum_list(r, list, sizeof list);
+            snprintf(errbuf, errlen, "option %s: '%s' is not one of %s", r->name, value, list);
+        }
+        return STRATA_ERR_CONFIG;
     }
 bad:
     if (errbuf) {
@@ -221,7 +245,7 @@ bad:
         case OPT_SIZE:   expect = "a size such as 4096, 512M, 4G or inf"; break;
         case OPT_DOUBLE: expect = "a non-negative number such as 0.5 or 2G"; break;
         case OPT_BOOL:   expect = "on/off, yes/no, true/false or 1/0"; break;
-        case OPT_ENUM:   expect = "one of the listed names"; break;
+        case OPT_ENUM:   /* reported above */
         case OPT_STRING: break;
         }
         snprintf(errbuf, errlen, "option %s: cannot parse '%s'; expected %s (%s)",
@@ -281,6 +305,19 @@ strata_status_t strata_config_init(strata_config_t *cfg, char *errbuf, size_t er
         }
     }
     return first;
+}
+
+void config_option_from_env(strata_config_t *cfg, const char *name)
+{
+    const opt_row_t *r = find_row(name);
+    if (!r) return;
+    char env[96];
+    env_name(r->name, env, sizeof env);
+    const char *v = getenv(env);
+    if (!v || STRATA_OK != set_row(cfg, r, v, NULL, 0)) {
+        strata_status_t st = set_row(cfg, r, r->dflt, NULL, 0);
+        (void)st;  /* defaults are constants */
+    }
 }
 
 static void format_value(const strata_config_t *cfg, const opt_row_t *r, char *buf, size_t len)

@@ -134,12 +134,14 @@ typedef struct strata_config {
     int      checksums;           /* storage tier: verify blocks on read-back */
     int      prefetch;            /* all-gather lookahead in units */
     char     act_policy[512];     /* e.g. "qkv=host,*=keep" or "auto" */
-    char     schedule[16];        /* "lhs" or "naive" */
+    int      schedule;            /* 0 = lhs, 1 = naive */
     char     trace[512];          /* per-rank trace files <trace>.<rank>.json; "" = none */
     int      threads;             /* compute threads per rank; 0 = affinity */
     int      comm_check;          /* verify ranks agree on each collective */
     int      ckpt_keep;           /* checkpoints kept in a directory (newest K) */
     char     ckpt_dir[512];       /* where training writes checkpoints */
+    int      ckpt_direct;         /* tensor bytes with pwrite/pread, not H5Dwrite/H5Dread */
+    int      ckpt_mpio;           /* 0 independent, 1 collective, 2 individual */
 } strata_config_t;
 
 /* Fill *cfg with the defaults, then apply STRATA_<NAME> environment

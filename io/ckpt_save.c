@@ -473,7 +473,7 @@ strata_status_t strata_ckpt_write(strata_context_t *ctx, const strata_ckpt_layou
     w.half = half;
     w.fid = w.dcpl = w.dxpl = w.half_type = -1;
     w.fd = -1;
-    w.direct = ckpt_direct_enabled();
+    w.direct = ckpt_direct_enabled(ctx);
     const char *kill = getenv(CKPT_KILL_ENV);
     if (kill) w.kill_after = strtoull(kill, NULL, 10);
 
@@ -520,7 +520,7 @@ strata_status_t strata_ckpt_write(strata_context_t *ctx, const strata_ckpt_layou
     H5Pset_alloc_time(w.dcpl, H5D_ALLOC_TIME_EARLY);
     H5Pset_fill_time(w.dcpl, H5D_FILL_TIME_NEVER);   /* every element is written */
     w.dxpl = H5Pcreate(H5P_DATASET_XFER);
-    ckpt_set_transfer(w.dxpl);
+    ckpt_set_transfer(ctx, w.dxpl);
 
     t_start = strata_now();
     w.fid = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);

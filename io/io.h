@@ -215,9 +215,9 @@ strata_status_t ckpt_layout_check(strata_context_t *ctx, MPI_Comm comm,
  * or "..", printable. */
 int ckpt_name_ok(const char *name);
 
-/* The data transfer mode: independent unless STRATA_CKPT_MPIO says
+/* The data transfer mode: independent unless the option ckpt_mpio says
  * collective or individual (see ckpt_h5.c). */
-void ckpt_set_transfer(hid_t dxpl);
+void ckpt_set_transfer(const strata_context_t *ctx, hid_t dxpl);
 
 /* ---- Direct raw data transfers (ckpt_h5.c)
  *
@@ -235,10 +235,9 @@ void ckpt_set_transfer(hid_t dxpl);
  * around metadata inside a collective call still running on another rank.
  * Like MPI-IO itself, this needs a file system on which one process's
  * write is seen by the next read of another (local, Lustre, GPFS).
- * STRATA_CKPT_DIRECT=0 (or off) forces the HDF5 transfers (for tests and
- * for file systems where MPI-IO does better). */
-#define CKPT_DIRECT_ENV "STRATA_CKPT_DIRECT"
-int ckpt_direct_enabled(void);
+ * The option ckpt_direct = off (STRATA_CKPT_DIRECT=0) forces the HDF5
+ * transfers (for tests and for file systems where MPI-IO does better). */
+int ckpt_direct_enabled(const strata_context_t *ctx);
 
 /* The file offset of dataset ds's raw bytes when they can be moved
  * directly: contiguous layout, no filters, no external files, storage of
@@ -254,7 +253,10 @@ int ckpt_pread_full(int fd, void *buf, size_t n, uint64_t off);
 
 /* ---- The checkpoint hash (ckpt_hash.c): XXH3-64, seed 0, the same values
  * as libxxhash's XXH3_64bits, on AVX2 where the CPU has it. A state
- * hashes one stream: reset, update..., digest. */
+ * hashes one stream: reset, update..., digest. Test hook, not an option
+ * (the values do not depend on it): STRATA_TEST_CKPT_HASH=generic forces
+ * the baseline build so that t/ckpt-hash-generic.t covers that path. */
+#define CKPT_HASH_TEST_ENV "STRATA_TEST_CKPT_HASH"
 typedef struct ckpt_hash ckpt_hash_t;
 ckpt_hash_t *ckpt_hash_new(void);              /* NULL without memory */
 void ckpt_hash_free(ckpt_hash_t *h);           /* NULL-safe */

@@ -75,7 +75,8 @@ static void run(const run_t *r, result_t *res)
     if (r->budget) cfg.device_mem = r->budget;
     int api = !strncmp(r->policy, "api:", 4);   /* set through strata_model_set_act_policy */
     if (!api) snprintf(cfg.act_policy, sizeof cfg.act_policy, "%s", r->policy);
-    snprintf(cfg.schedule, sizeof cfg.schedule, "%s", r->schedule ? r->schedule : "lhs");
+    if (STRATA_OK != strata_config_set(&cfg, "schedule", r->schedule ? r->schedule : "lhs", NULL, 0))
+        bail_out("schedule '%s' refused", r->schedule);
     if (r->trace) snprintf(cfg.trace, sizeof cfg.trace, "%s", r->trace);
     strata_status_t st = strata_init(MPI_COMM_WORLD, &cfg, &ctx);
     if (STRATA_OK != st) {

@@ -27,9 +27,55 @@ static const struct { const char *text; size_t bytes; strata_status_t st; } size
     { NULL, 0, 0 }
 };
 
+/* Every option with a fixed set of values: each value accepted, anything
+ * else refused with a message that lists the values. */
+static const struct { const char *name, *value, *list; } enums[] = {
+    { "schedule",  "lhs",         NULL },
+    { "schedule",  "NAIVE",       NULL },
+    { "schedule",  "bogus",       "lhs or naive" },
+    { "schedule",  "",            "lhs or naive" },
+    { "ckpt_mpio", "independent", NULL },
+    { "ckpt_mpio", "collective",  NULL },
+    { "ckpt_mpio", "individual",  NULL },
+    { "ckpt_mpio", "two-phase",   "independent, collective or individual" },
+    { "log_level", "trace",       NULL },
+    { "log_level", "loud",        "error, warn, info, debug or trace" },
+    { "backend",   "host",        NULL },
+    { "backend",   "gpu",         "auto, host or cuda" },
+    { NULL, NULL, NULL }
+};
+
+static void test_enums(strata_config_t *cfg)
+{
+    char err[512];
+    for (int i = 0; enums[i].name; i++) {
+        err[0] = '\0';
+        strata_status_t st = strata_config_set(cfg, enums[i].name, enums[i].value, err, sizeof err);
+        if (!enums[i].list)
+            ok(STRATA_OK == st, "%s=%s accepted", enums[i].name, enums[i].value);
+        else
+            ok(STRATA_ERR_CONFIG == st && strstr(err, enums[i].name) && strstr(err, enums[i].list),
+               "%s='%s' refused with the values: %s", enums[i].name, enums[i].value, err);
+    }
+    setenv("STRATA_SCHEDULE", "bogus", 1);
+    ok(STRATA_ERR_CONFIG == strata_config_init(cfg, err, sizeof err) &&
+       strstr(err, "STRATA_SCHEDULE") && strstr(err, "lhs or naive"),
+       "STRATA_SCHEDULE=bogus refused, naming the variable and the values: %s", err);
+    setenv("STRATA_CKPT_MPIO", "collective", 1);
+    setenv("STRATA_SCHEDULE", "naive", 1);
+    ok(STRATA_OK == strata_config_init(cfg, err, sizeof err) && 1 == cfg->ckpt_mpio &&
+       1 == cfg->schedule, "STRATA_CKPT_MPIO and STRATA_SCHEDULE go through the table");
+    setenv("STRATA_CKPT_DIRECT", "perhaps", 1);
+    ok(STRATA_ERR_CONFIG == strata_config_init(cfg, err, sizeof err) &&
+       strstr(err, "STRATA_CKPT_DIRECT"), "STRATA_CKPT_DIRECT=perhaps refused: %s", err);
+    unsetenv("STRATA_CKPT_DIRECT");
+    unsetenv("STRATA_CKPT_MPIO");
+    unsetenv("STRATA_SCHEDULE");
+}
+
 int main(void)
 {
-    plan(33);
+    plan(33 + 12 + 3);
     for (int i = 0; sizes[i].text; i++) {
         size_t b = 12345;
         strata_status_t st = strata_parse_size(sizes[i].text, &b);
@@ -41,7 +87,8 @@ int main(void)
     strata_config_t cfg;
     strata_config_defaults(&cfg);
     is_int((long long)cfg.device_mem, 4ll << 30, "default device_mem is 4G");
-    is_string(cfg.schedule, "lhs", "default schedule is lhs");
+    ok(0 == cfg.schedule && 1 == cfg.ckpt_direct && 0 == cfg.ckpt_mpio,
+       "default schedule lhs, ckpt_direct on, ckpt_mpio independent");
     ok(cfg.comm_check == 1 && cfg.checksums == 1, "default booleans on");
 
     char err[512] = "";
@@ -65,12 +112,16 @@ int main(void)
     setenv("STRATA_HOST_MEM", "3G", 1);
     setenv("STRATA_SCHEDULE", "naive", 1);
     ok(STRATA_OK == strata_config_init(&cfg, err, sizeof err) && cfg.host_mem == 3ull << 30 &&
-       0 == strcmp(cfg.schedule, "naive"), "STRATA_* environment overrides");
+       1 == cfg.schedule, "STRATA_* environment overrides");
     setenv("STRATA_DEVICE_MEM", "12X", 1);
     ok(STRATA_ERR_CONFIG == strata_config_init(&cfg, err, sizeof err) &&
        strstr(err, "STRATA_DEVICE_MEM") && cfg.host_mem == 3ull << 30,
        "bad environment value names the variable; other overrides kept");
     unsetenv("STRATA_DEVICE_MEM");
+    unsetenv("STRATA_HOST_MEM");
+    test_enums(&cfg);
+    setenv("STRATA_HOST_MEM", "3G", 1);
+    strata_config_init(&cfg, err, sizeof err);
 
     char *buf = NULL;
     size_t len = 0;

@@ -632,7 +632,7 @@ int main(int argc, char **argv)
                W, 1 == W ? "" : "s", o.shard ? o.shard : W, o.cfg.n_layer, o.cfg.dim,
                o.cfg.n_head, T, gpt_num_params(&o.cfg), B, M, W, B * M * W,
                strata_dtype_name(o.dtype), threads, 1 == threads ? "" : "s",
-               fmt_size(cfg.device_mem, dm, sizeof(dm)), cfg.act_policy, cfg.schedule,
+               fmt_size(cfg.device_mem, dm, sizeof(dm)), cfg.act_policy, cfg.schedule ? "naive" : "lhs",
                NULL != o.data ? o.data : "addition (generated)");
         fflush(stdout);
     }
