@@ -18,6 +18,44 @@ struct tiers_state;    /* tiers/tiers.h */
 
 #define STRATA_ERRMSG_LEN 1024
 
+/*
+ * The options, one field per row of the option table (config.c), which
+ * gives each its name, default, doc and parser. Private: the public
+ * strata_config_t is this struct behind a handle, reached by name, so a
+ * field added here (with its row) changes no ABI. Sizes are bytes,
+ * bandwidths bytes per second (0 = unpaced), times seconds.
+ */
+struct strata_config {
+    strata_log_level_t    log_level;
+    strata_backend_kind_t backend;
+    int      shard_size;          /* FSDP group size S; 0 = world size */
+    size_t   device_mem;          /* device tier budget */
+    size_t   host_mem;            /* pinned-host tier budget */
+    size_t   storage_mem;         /* storage tier budget */
+    char     spill_dir[512];      /* root under which the storage tier lives */
+    size_t   chunk_size;          /* copy engines split transfers at this size */
+    double   link_d2h_bw;         /* link model: bytes/s, 0 = off */
+    double   link_h2d_bw;
+    double   link_storage_bw;
+    double   link_latency;        /* seconds added per copy when paced */
+    double   spin_time;           /* seconds engines and waiters poll before sleeping */
+    int      wait_copies;         /* strata_event_wait runs an unstarted copy itself */
+    int      checksums;           /* storage tier: verify blocks on read-back */
+    int      prefetch;            /* all-gather lookahead in units */
+    char     act_policy[512];     /* e.g. "qkv=host,*=keep" or "auto" */
+    int      schedule;            /* 0 = lhs, 1 = naive */
+    char     trace[512];          /* per-rank trace files <trace>.<rank>.json; "" = none */
+    int      threads;             /* compute threads per rank; 0 = affinity */
+    int      comm_check;          /* verify ranks agree on each collective */
+    int      ckpt_keep;           /* checkpoints kept in a directory (newest K) */
+    char     ckpt_dir[512];       /* where training writes checkpoints */
+    int      ckpt_direct;         /* tensor bytes with pwrite/pread, not H5Dwrite/H5Dread */
+    int      ckpt_mpio;           /* 0 independent, 1 collective, 2 individual */
+};
+
+/* Fill *cfg with the defaults (config.c; strata_config_create's contents). */
+void config_defaults(strata_config_t *cfg);
+
 struct strata_context {
     MPI_Comm         comm;           /* private duplicate of the user's comm */
     int              rank;

@@ -2,7 +2,9 @@
  * config.c - the one option table. Each row gives the name, the default as
  * text, a line of documentation, the field's offset and its parser, so the
  * same table yields defaults, STRATA_* environment overrides, the CLI
- * flags that map onto it and the printed dump.
+ * flags that map onto it and the printed dump. The struct itself
+ * (base.h) is private: callers hold a strata_config_t handle and reach the
+ * options by name (strata.h), so an option added here changes no ABI.
  */
 #include "config.h"
 #include "base.h"
@@ -262,7 +264,7 @@ static void env_name(const char *name, char *buf, size_t len)
     buf[n] = '\0';
 }
 
-void strata_config_defaults(strata_config_t *cfg)
+void config_defaults(strata_config_t *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
     for (const opt_row_t *r = opt_table; r->name; r++) {
@@ -287,10 +289,12 @@ strata_status_t strata_config_set(strata_config_t *cfg, const char *name,
     return set_row(cfg, r, value, errbuf, errlen);
 }
 
-strata_status_t strata_config_init(strata_config_t *cfg, char *errbuf, size_t errlen)
+strata_status_t strata_config_read_env(strata_config_t *cfg, char *errbuf, size_t errlen)
 {
-    if (!cfg) return STRATA_ERR_INVALID;
-    strata_config_defaults(cfg);
+    if (!cfg) {
+        if (errbuf) snprintf(errbuf, errlen, "strata_config_read_env: NULL configuration");
+        return STRATA_ERR_INVALID;
+    }
     strata_status_t first = STRATA_OK;
     for (const opt_row_t *r = opt_table; r->name; r++) {
         char env[96];
@@ -331,6 +335,148 @@ static void format_value(const strata_config_t *cfg, const opt_row_t *r, char *b
     case OPT_STRING: snprintf(buf, len, "%s", field); break;
     case OPT_ENUM:   snprintf(buf, len, "%s", r->names[*(const int *)field]); break;
     }
+}
+
+/* ---- the handle: create, copy, destroy; typed access by name ---------- */
+
+strata_status_t strata_config_create(strata_config_t **cfg_p)
+{
+    if (!cfg_p) return STRATA_ERR_INVALID;
+    strata_config_t *cfg = malloc(sizeof *cfg);
+    if (!cfg) return STRATA_ERR_NOMEM;
+    config_defaults(cfg);
+    *cfg_p = cfg;
+    return STRATA_OK;
+}
+
+strata_status_t strata_config_dup(const strata_config_t *cfg, strata_config_t **copy_p)
+{
+    if (!cfg || !copy_p) return STRATA_ERR_INVALID;
+    strata_config_t *c = malloc(sizeof *c);
+    if (!c) return STRATA_ERR_NOMEM;
+    *c = *cfg;
+    *copy_p = c;
+    return STRATA_OK;
+}
+
+void strata_config_destroy(strata_config_t *cfg)
+{
+    free(cfg);
+}
+
+/* The row of name, or a status (and message) saying why there is none or
+ * why it does not hold a value of the kind asked for. */
+static strata_status_t typed_row(const strata_config_t *cfg, const char *name, unsigned kinds,
+                                 const opt_row_t **row_p, char *errbuf, size_t errlen)
+{
+    if (!cfg || !name) {
+        if (errbuf) snprintf(errbuf, errlen, "strata_config: NULL argument");
+        return STRATA_ERR_INVALID;
+    }
+    const opt_row_t *r = find_row(name);
+    if (!r) {
+        if (errbuf) snprintf(errbuf, errlen,
+                             "unknown option '%s' (run 'strata config' for the list)", name);
+        return STRATA_ERR_NOT_FOUND;
+    }
+    if (!(kinds & (1u << r->kind))) {
+        if (errbuf) snprintf(errbuf, errlen, "option %s does not hold a value of this type", r->name);
+        return STRATA_ERR_MISMATCH;
+    }
+    *row_p = r;
+    return STRATA_OK;
+}
+
+#define K(k) (1u << (k))
+
+strata_status_t strata_config_set_int(strata_config_t *cfg, const char *name, long long value,
+                                      char *errbuf, size_t errlen)
+{
+    const opt_row_t *r;
+    strata_status_t st = typed_row(cfg, name, K(OPT_INT) | K(OPT_BOOL) | K(OPT_ENUM), &r,
+                                   errbuf, errlen);
+    if (STRATA_OK != st) return st;
+    char text[32];
+    int n = 0;
+    if (OPT_ENUM == r->kind) while (r->names[n]) n++;
+    if (OPT_ENUM == r->kind && value >= 0 && value < n)
+        snprintf(text, sizeof text, "%s", r->names[value]);
+    else
+        snprintf(text, sizeof text, "%lld", value);
+    return set_row(cfg, r, text, errbuf, errlen);     /* one parser checks every value */
+}
+
+strata_status_t strata_config_set_size(strata_config_t *cfg, const char *name, size_t value,
+                                       char *errbuf, size_t errlen)
+{
+    const opt_row_t *r;
+    strata_status_t st = typed_row(cfg, name, K(OPT_SIZE), &r, errbuf, errlen);
+    if (STRATA_OK != st) return st;
+    *(size_t *)((char *)cfg + r->offset) = value;
+    return STRATA_OK;
+}
+
+strata_status_t strata_config_set_double(strata_config_t *cfg, const char *name, double value,
+                                         char *errbuf, size_t errlen)
+{
+    const opt_row_t *r;
+    strata_status_t st = typed_row(cfg, name, K(OPT_DOUBLE), &r, errbuf, errlen);
+    if (STRATA_OK != st) return st;
+    char text[40];
+    snprintf(text, sizeof text, "%.17g", value);
+    return set_row(cfg, r, text, errbuf, errlen);
+}
+
+/* Copy the field of an option of one of `kinds` into out (size bytes). */
+static strata_status_t get_field(const strata_config_t *cfg, const char *name, unsigned kinds,
+                                 void *out, size_t size)
+{
+    const opt_row_t *r;
+    strata_status_t st = typed_row(cfg, name, kinds, &r, NULL, 0);
+    if (STRATA_OK != st) return st;
+    if (!out) return STRATA_ERR_INVALID;
+    memcpy(out, (const char *)cfg + r->offset, size);
+    return STRATA_OK;
+}
+
+strata_status_t strata_config_get_int(const strata_config_t *cfg, const char *name, long long *value_p)
+{
+    int v;
+    strata_status_t st = get_field(cfg, name, K(OPT_INT) | K(OPT_BOOL) | K(OPT_ENUM),
+                                   value_p ? &v : NULL, sizeof v);
+    if (STRATA_OK == st) *value_p = v;
+    return st;
+}
+
+strata_status_t strata_config_get_size(const strata_config_t *cfg, const char *name, size_t *value_p)
+{
+    return get_field(cfg, name, K(OPT_SIZE), value_p, sizeof *value_p);
+}
+
+strata_status_t strata_config_get_double(const strata_config_t *cfg, const char *name, double *value_p)
+{
+    return get_field(cfg, name, K(OPT_DOUBLE), value_p, sizeof *value_p);
+}
+
+strata_status_t strata_config_get(const strata_config_t *cfg, const char *name, char *buf, size_t len)
+{
+    const opt_row_t *r;
+    strata_status_t st = typed_row(cfg, name, ~0u, &r, NULL, 0);
+    if (STRATA_OK != st) return st;
+    if (!buf || !len) return STRATA_ERR_INVALID;
+    const char *field = (const char *)cfg + r->offset;
+    char tmp[600];
+    switch (r->kind) {      /* exact forms, so that strata_config_set reads them back */
+    case OPT_SIZE:
+        if (SIZE_MAX == *(const size_t *)field) snprintf(tmp, sizeof tmp, "inf");
+        else snprintf(tmp, sizeof tmp, "%zu", *(const size_t *)field);
+        break;
+    case OPT_DOUBLE: snprintf(tmp, sizeof tmp, "%.17g", *(const double *)field); break;
+    default:         format_value(cfg, r, tmp, sizeof tmp); break;
+    }
+    if (strlen(tmp) >= len) return STRATA_ERR_OVERFLOW;
+    memcpy(buf, tmp, strlen(tmp) + 1);
+    return STRATA_OK;
 }
 
 void strata_config_print(const strata_config_t *cfg, FILE *out, int verbose)

@@ -112,52 +112,62 @@ typedef enum {
 } strata_backend_kind_t;
 
 /*
- * All options in one plain struct. Every field has a row in the option
- * table (name, default, doc, parser); strata_config_print() lists them.
- * Sizes are bytes, bandwidths bytes per second (0 = unpaced), times seconds.
+ * A set of options, opaque: every option is a row of the option table
+ * (name, default, doc, parser; `strata config -v` lists them) and is read
+ * and written by name, so options can be added without changing the ABI.
+ * Names compare case-insensitively with '-' and '_' alike. Sizes are bytes,
+ * bandwidths bytes per second (0 = unpaced), times seconds.
+ *
+ * Lifetime: a handle from strata_config_create or strata_config_dup belongs
+ * to the caller until strata_config_destroy. strata_init copies it, so it
+ * may be destroyed right after. The one from strata_get_config is borrowed.
+ * A handle is not locked: one thread at a time may change it.
  */
-typedef struct strata_config {
-    strata_log_level_t    log_level;
-    strata_backend_kind_t backend;
-    int      shard_size;          /* FSDP group size S; 0 = world size */
-    size_t   device_mem;          /* device tier budget */
-    size_t   host_mem;            /* pinned-host tier budget */
-    size_t   storage_mem;         /* storage tier budget */
-    char     spill_dir[512];      /* root under which the storage tier lives */
-    size_t   chunk_size;          /* copy engines split transfers at this size */
-    double   link_d2h_bw;         /* link model: bytes/s, 0 = off */
-    double   link_h2d_bw;
-    double   link_storage_bw;
-    double   link_latency;        /* seconds added per copy when paced */
-    double   spin_time;           /* seconds engines and waiters poll before sleeping */
-    int      wait_copies;         /* strata_event_wait runs an unstarted copy itself */
-    int      checksums;           /* storage tier: verify blocks on read-back */
-    int      prefetch;            /* all-gather lookahead in units */
-    char     act_policy[512];     /* e.g. "qkv=host,*=keep" or "auto" */
-    int      schedule;            /* 0 = lhs, 1 = naive */
-    char     trace[512];          /* per-rank trace files <trace>.<rank>.json; "" = none */
-    int      threads;             /* compute threads per rank; 0 = affinity */
-    int      comm_check;          /* verify ranks agree on each collective */
-    int      ckpt_keep;           /* checkpoints kept in a directory (newest K) */
-    char     ckpt_dir[512];       /* where training writes checkpoints */
-    int      ckpt_direct;         /* tensor bytes with pwrite/pread, not H5Dwrite/H5Dread */
-    int      ckpt_mpio;           /* 0 independent, 1 collective, 2 individual */
-} strata_config_t;
+typedef struct strata_config strata_config_t;
 
-/* Fill *cfg with the defaults, then apply STRATA_<NAME> environment
- * variables (e.g. STRATA_DEVICE_MEM=512M). On a bad environment value
- * returns STRATA_ERR_CONFIG and writes a message into errbuf (may be NULL);
- * *cfg then holds the defaults plus the overrides that parsed. */
-strata_status_t strata_config_init(strata_config_t *cfg, char *errbuf, size_t errlen);
+/* A new set holding the defaults (the environment is not read). */
+strata_status_t strata_config_create(strata_config_t **cfg_p);
+/* A copy of cfg, to change without touching the original. */
+strata_status_t strata_config_dup(const strata_config_t *cfg, strata_config_t **copy_p);
+/* NULL is a no-op. */
+void strata_config_destroy(strata_config_t *cfg);
 
-/* Set only the defaults, ignoring the environment. */
-void strata_config_defaults(strata_config_t *cfg);
+/* Apply STRATA_<NAME> environment variables (e.g. STRATA_DEVICE_MEM=512M)
+ * on top of cfg's current values. On a bad value returns STRATA_ERR_CONFIG
+ * with a message naming the variable in errbuf (may be NULL); cfg then
+ * holds every override that parsed, the bad ones left as they were. */
+strata_status_t strata_config_read_env(strata_config_t *cfg, char *errbuf, size_t errlen);
 
-/* Set one option by name (case-insensitive, '-' and '_' alike) from a
- * string, as a user types it: sizes accept k/K, M, G, T suffixes (powers of
- * 1024) and "inf"; booleans accept 1/0/yes/no/on/off/true/false. */
+/* Set one option from a string, as a user types it: sizes accept k/K, M,
+ * G, T suffixes (powers of 1024) and "inf"; booleans 1/0/yes/no/on/off/
+ * true/false; options with a fixed set of values (log_level, backend,
+ * schedule, ckpt_mpio) only those, and the message lists them.
+ * STRATA_ERR_CONFIG for an unknown name or a bad value (the option keeps
+ * its value; errbuf, may be NULL, says why). */
 strata_status_t strata_config_set(strata_config_t *cfg, const char *name,
                                   const char *value, char *errbuf, size_t errlen);
+
+/* Typed access. _int: integer, boolean (0/1) and fixed-set options (the
+ * value's index in the list strata_config_set names, e.g. schedule 0 = lhs,
+ * 1 = naive; log_level and backend as strata_log_level_t and
+ * strata_backend_kind_t); _size: sizes (SIZE_MAX = inf); _double:
+ * bandwidths and times. Setters check values as strata_config_set does.
+ * Errors: STRATA_ERR_NOT_FOUND (no such option), STRATA_ERR_MISMATCH
+ * (the option holds another type), STRATA_ERR_CONFIG (value refused);
+ * nothing is changed then. */
+strata_status_t strata_config_set_int(strata_config_t *cfg, const char *name, long long value,
+                                      char *errbuf, size_t errlen);
+strata_status_t strata_config_set_size(strata_config_t *cfg, const char *name, size_t value,
+                                       char *errbuf, size_t errlen);
+strata_status_t strata_config_set_double(strata_config_t *cfg, const char *name, double value,
+                                         char *errbuf, size_t errlen);
+strata_status_t strata_config_get_int(const strata_config_t *cfg, const char *name, long long *value_p);
+strata_status_t strata_config_get_size(const strata_config_t *cfg, const char *name, size_t *value_p);
+strata_status_t strata_config_get_double(const strata_config_t *cfg, const char *name, double *value_p);
+/* Any option as text that strata_config_set reads back to the same value
+ * (sizes in bytes or "inf", booleans on/off, fixed sets by name).
+ * STRATA_ERR_OVERFLOW when it does not fit in len bytes (buf untouched). */
+strata_status_t strata_config_get(const strata_config_t *cfg, const char *name, char *buf, size_t len);
 
 /* Write one "name = value" line per option, with its doc when verbose. */
 void strata_config_print(const strata_config_t *cfg, FILE *out, int verbose);
@@ -177,8 +187,10 @@ typedef struct strata_context strata_context_t;
  * Create a context over the ranks of comm (duplicated; the caller keeps
  * ownership of comm). If MPI is not initialised yet, strata_init calls
  * MPI_Init_thread asking for MPI_THREAD_MULTIPLE and strata_finalize then
- * calls MPI_Finalize; otherwise MPI is left to the caller. cfg may be NULL
- * (defaults plus environment). Collective over comm.
+ * calls MPI_Finalize; otherwise MPI is left to the caller. The options are
+ * copied from cfg; cfg may be NULL (defaults plus environment; a bad
+ * STRATA_* value then fails with STRATA_ERR_CONFIG, logged). Collective
+ * over comm.
  */
 strata_status_t strata_init(MPI_Comm comm, const strata_config_t *cfg,
                             strata_context_t **ctx_p);

@@ -4,6 +4,7 @@
  */
 #include "config.h"
 #include "sched/sched_impl.h"
+#include "base/base.h"       /* the options struct (sched_opts_from_config) */
 
 #include <ctype.h>
 #include <string.h>

@@ -124,10 +124,11 @@ int main(int argc, char **argv)
     tap_use_comm(MPI_COMM_WORLD);
     plan(28);
 
-    strata_config_t cfg;
-    strata_config_init(&cfg, NULL, 0);
+    strata_config_t *cfg = NULL, *c3 = NULL, *ct = NULL;
+    if (STRATA_OK != strata_config_create(&cfg)) bail_out("strata_config_create failed");
+    strata_config_read_env(cfg, NULL, 0);
     strata_context_t *ctx = NULL, *ctx3 = NULL, *tiny = NULL;
-    if (STRATA_OK != strata_init(MPI_COMM_WORLD, &cfg, &ctx)) bail_out("strata_init failed");
+    if (STRATA_OK != strata_init(MPI_COMM_WORLD, cfg, &ctx)) bail_out("strata_init failed");
     strata_model_t *m = NULL, *bad = NULL;
     strata_unit_t *u = NULL;
     strata_model_opts_t o;
@@ -135,9 +136,10 @@ int main(int argc, char **argv)
     size_t dims[1] = { F };
 
     /* ---- creation and registration ---- */
-    strata_config_t c3 = cfg;
-    c3.shard_size = W + 1;
-    if (STRATA_OK != strata_init(MPI_COMM_WORLD, &c3, &ctx3)) bail_out("strata_init failed");
+    if (STRATA_OK != strata_config_dup(cfg, &c3) ||
+        STRATA_OK != strata_config_set_int(c3, "shard_size", W + 1, NULL, 0) ||
+        STRATA_OK != strata_init(MPI_COMM_WORLD, c3, &ctx3)) bail_out("strata_init failed");
+    strata_config_destroy(c3);
     {
         strata_context_t *ctx_save = ctx;
         ctx = ctx3;
@@ -253,9 +255,11 @@ int main(int argc, char **argv)
     strata_model_destroy(NULL);
 
     /* ---- a device budget too small ---- */
-    strata_config_t ct = cfg;
-    ct.device_mem = 4096;
-    if (STRATA_OK != strata_init(MPI_COMM_WORLD, &ct, &tiny)) bail_out("strata_init failed");
+    if (STRATA_OK != strata_config_dup(cfg, &ct) ||
+        STRATA_OK != strata_config_set_size(ct, "device_mem", 4096, NULL, 0) ||
+        STRATA_OK != strata_init(MPI_COMM_WORLD, ct, &tiny)) bail_out("strata_init failed");
+    strata_config_destroy(ct);
+    strata_config_destroy(cfg);
     strata_status_t st = build(tiny, &m, 1);
     ok(STRATA_ERR_TIER_FULL == st && strstr(strata_last_error(tiny), "device tier full") &&
        strstr(strata_last_error(tiny), "budget 4 KiB"),

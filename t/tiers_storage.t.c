@@ -29,17 +29,19 @@ static char root[] = "/tmp/strata-tstore-XXXXXX";
 
 static strata_context_t *make_ctx(const char *spill_dir, const char *storage_mem, const char *checksums)
 {
-    strata_config_t cfg;
+    strata_config_t *cfg = NULL;
     strata_context_t *ctx = NULL;
-    strata_config_defaults(&cfg);
-    strata_config_set(&cfg, "device_mem", "64M", NULL, 0);
-    strata_config_set(&cfg, "host_mem", "64M", NULL, 0);
-    strata_config_set(&cfg, "chunk_size", "256K", NULL, 0);
-    strata_config_set(&cfg, "spill_dir", spill_dir, NULL, 0);
-    strata_config_set(&cfg, "storage_mem", storage_mem, NULL, 0);
-    strata_config_set(&cfg, "checksums", checksums, NULL, 0);
-    strata_config_set(&cfg, "log_level", "error", NULL, 0);
-    if (STRATA_OK != strata_init(MPI_COMM_WORLD, &cfg, &ctx)) bail_out("strata_init failed");
+    if (STRATA_OK != strata_config_create(&cfg)) bail_out("strata_config_create");
+    strata_config_set(cfg, "device_mem", "64M", NULL, 0);
+    strata_config_set(cfg, "host_mem", "64M", NULL, 0);
+    strata_config_set(cfg, "chunk_size", "256K", NULL, 0);
+    strata_config_set(cfg, "spill_dir", spill_dir, NULL, 0);
+    strata_config_set(cfg, "storage_mem", storage_mem, NULL, 0);
+    strata_config_set(cfg, "checksums", checksums, NULL, 0);
+    strata_config_set(cfg, "log_level", "error", NULL, 0);
+    strata_status_t st = strata_init(MPI_COMM_WORLD, cfg, &ctx);
+    strata_config_destroy(cfg);
+    if (STRATA_OK != st) bail_out("strata_init failed");
     return ctx;
 }
 

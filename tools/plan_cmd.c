@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "strata.h"
+#include "base/base.h"     /* the options struct, for sched_opts_from_config */
 #include "sched/sched.h"
 #include "tools/cmds.h"
 
@@ -84,7 +85,10 @@ int cmd_plan(int argc, char **argv)
     sched_program_t *prog = NULL;
     char *text = NULL;
 
-    if (STRATA_OK != strata_config_init(&cfg, err, sizeof err)) {
+    /* the options by value: this tool hands them to the scheduler's
+     * internal sched_opts_from_config (base/base.h has the struct) */
+    config_defaults(&cfg);
+    if (STRATA_OK != strata_config_read_env(&cfg, err, sizeof err)) {
         fprintf(stderr, "strata plan: %s\n", err);
         return 2;
     }

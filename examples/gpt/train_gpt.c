@@ -520,10 +520,12 @@ int main(int argc, char **argv)
     }
 
     /* the runtime's options: defaults, STRATA_* environment, then the flags */
-    strata_config_t cfg;
+    strata_config_t *cfg = NULL;
     char err[512];
-    if (STRATA_OK != strata_config_init(&cfg, err, sizeof(err))) {
-        if (0 == rank) fprintf(stderr, PROG ": %s\n", err);
+    if (STRATA_OK != strata_config_create(&cfg) ||
+        STRATA_OK != strata_config_read_env(cfg, err, sizeof(err))) {
+        if (0 == rank) fprintf(stderr, PROG ": %s\n", cfg ? err : "out of memory");
+        strata_config_destroy(cfg);
         MPI_Finalize();
         return 2;
     }
@@ -549,8 +551,9 @@ int main(int argc, char **argv)
     }
     for (int i = 0; i < nflags; i++) {
         if (NULL == flags[i].value) continue;
-        if (STRATA_OK != strata_config_set(&cfg, flags[i].name, flags[i].value, err, sizeof(err))) {
+        if (STRATA_OK != strata_config_set(cfg, flags[i].name, flags[i].value, err, sizeof(err))) {
             if (0 == rank) fprintf(stderr, PROG ": %s\n", err);
+            strata_config_destroy(cfg);
             gpt_data_destroy(data);
             MPI_Finalize();
             return 2;
@@ -558,7 +561,9 @@ int main(int argc, char **argv)
     }
 
     run_t r = { .rank = rank, .W = W };
-    CHECK(&r, "strata_init", strata_init(MPI_COMM_WORLD, &cfg, &r.ctx));
+    strata_status_t init_st = strata_init(MPI_COMM_WORLD, cfg, &r.ctx);
+    strata_config_destroy(cfg);               /* the context holds a copy */
+    CHECK(&r, "strata_init", init_st);
 
     strata_model_opts_t mo;
     strata_model_opts_default(&mo);
@@ -625,14 +630,19 @@ int main(int argc, char **argv)
     const double flops_tok = gpt_flops_per_token(&o.cfg, T);
     const double tokens_step = (double)W * M * B * T;
     if (0 == rank) {
-        char dm[32];
+        const strata_config_t *rc = strata_get_config(r.ctx);
+        char dm[32], pol[512], sched[16];
+        size_t budget = 0;
+        strata_config_get_size(rc, "device_mem", &budget);
+        strata_config_get(rc, "act_policy", pol, sizeof(pol));
+        strata_config_get(rc, "schedule", sched, sizeof(sched));
         printf(PROG ": %d rank%s, shard group %d, layers %d dim %d heads %d seq %d, "
                "%zu parameters, batch %d x %d micro x %d ranks = %d rows/step, %s, %d thread%s "
                "per rank, device budget %s, act-policy %s, schedule %s, data %s\n",
                W, 1 == W ? "" : "s", o.shard ? o.shard : W, o.cfg.n_layer, o.cfg.dim,
                o.cfg.n_head, T, gpt_num_params(&o.cfg), B, M, W, B * M * W,
                strata_dtype_name(o.dtype), threads, 1 == threads ? "" : "s",
-               fmt_size(cfg.device_mem, dm, sizeof(dm)), cfg.act_policy, cfg.schedule ? "naive" : "lhs",
+               fmt_size(budget, dm, sizeof(dm)), pol, sched,
                NULL != o.data ? o.data : "addition (generated)");
         fflush(stdout);
     }
