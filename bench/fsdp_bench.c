@@ -55,7 +55,7 @@ static int make(setup_t *s, int prefetch, int cap)
     if (STRATA_OK != st ||
         STRATA_OK != strata_model_create(s->ctx, &o, &s->model) ||
         STRATA_OK != mlp_build(s->model, &s->mlp, LAYERS, WIDTH) ||
-        STRATA_OK != strata_model_finalize(s->model)) {
+        STRATA_OK != strata_model_commit(s->model)) {
         fprintf(stderr, "fsdp_bench: set-up failed: %s\n", strata_last_error(s->ctx));
         return -1;
     }

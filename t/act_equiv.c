@@ -93,7 +93,7 @@ static void run(const run_t *r, result_t *res)
     o.seed = 42;
     st = strata_model_create(ctx, &o, &model);
     if (STRATA_OK == st) st = mlp_build(model, &mlp, L, D);
-    if (STRATA_OK == st) st = strata_model_finalize(model);
+    if (STRATA_OK == st) st = strata_model_commit(model);
     if (STRATA_OK == st && api) st = strata_model_set_act_policy(model, r->policy + 4);
     for (int s = 0; s < r->steps && STRATA_OK == st; s++) {
         mlp_train_t a = { .batch = r->deviate && 2 == s ? B + 1 : B,

@@ -31,7 +31,7 @@ static strata_model_t *make_model(strata_context_t *ctx, mlp_t *mlp)
     o.seed = 99;
     strata_model_t *m = NULL;
     if (strata_model_create(ctx, &o, &m) || mlp_build(m, mlp, LAYERS, WIDTH) ||
-        strata_model_finalize(m))
+        strata_model_commit(m))
         bail_out("model set-up failed: %s", strata_last_error(ctx));
     return m;
 }

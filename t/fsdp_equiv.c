@@ -64,7 +64,7 @@ static float *train(strata_context_t *ctx, const run_t *r, int batch, int accum,
     o.seed = 42;
     strata_status_t st = strata_model_create(ctx, &o, &model);
     if (STRATA_OK == st) st = mlp_build(model, &mlp, L, D);
-    if (STRATA_OK == st) st = strata_model_finalize(model);
+    if (STRATA_OK == st) st = strata_model_commit(model);
     size_t n = (size_t)L * (D * D + D), off;
     all = malloc(n * sizeof *all);
     init = malloc(n * sizeof *init);

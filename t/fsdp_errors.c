@@ -1,6 +1,6 @@
 /*
  * fsdp_errors.c - bad use of the FSDP API returns a clear status, never a
- * crash or a hang: bad shard size, registering after finalize, calls out of
+ * crash or a hang: bad shard size, registering after commit, calls out of
  * order, callbacks that write past their buffers or misuse the call handle,
  * a device budget too small. After each failed step a new one works.
  * Run on 2 ranks by t/fsdp-errors.t.
@@ -83,7 +83,7 @@ static strata_status_t build(strata_context_t *ctx, strata_model_t **m_p, int bi
         st = strata_model_add_unit(m, name, fwd, bwd, &ids[i], &u);
         if (STRATA_OK == st) st = strata_unit_add_param(u, "w", 1, dims, STRATA_F32, one, NULL);
     }
-    if (STRATA_OK == st) st = strata_model_finalize(m);
+    if (STRATA_OK == st) st = strata_model_commit(m);
     if (STRATA_OK != st) strata_model_destroy(m);
     else *m_p = m;
     return st;
@@ -153,18 +153,18 @@ int main(int argc, char **argv)
     EXPECT(strata_model_create(ctx, &o, &bad), STRATA_ERR_INVALID, "compute dtype",
            "f16 compute copy is refused with a message");
     ok(STRATA_OK == strata_model_create(ctx, NULL, &m), "a model with the defaults is created");
-    EXPECT(strata_model_finalize(m), STRATA_ERR_STATE, "no units", "finalize of an empty model");
+    EXPECT(strata_model_commit(m), STRATA_ERR_STATE, "no units", "commit of an empty model");
     strata_model_add_unit(m, "u", fwd, bwd, &ids[0], &u);
     EXPECT(strata_unit_add_param(u, "w", 1, dims, STRATA_BF16, zero, NULL), STRATA_ERR_UNSUPPORTED,
            "master parameters are f32", "a bf16 master parameter is refused");
     EXPECT(strata_model_add_unit(m, "u", fwd, bwd, NULL, &u), STRATA_ERR_INVALID, "used twice",
            "a unit name used twice is refused");
     strata_unit_add_param(u, "w", 1, dims, STRATA_F32, zero, NULL);
-    ok(STRATA_OK == strata_model_finalize(m), "finalize");
-    EXPECT(strata_model_add_unit(m, "v", fwd, bwd, NULL, &u), STRATA_ERR_STATE, "finalized",
-           "adding a unit after finalize: STRATA_ERR_STATE");
+    ok(STRATA_OK == strata_model_commit(m), "commit");
+    EXPECT(strata_model_add_unit(m, "v", fwd, bwd, NULL, &u), STRATA_ERR_STATE, "committed",
+           "adding a unit after commit: STRATA_ERR_STATE");
     EXPECT(strata_unit_add_param(u, "w2", 1, dims, STRATA_F32, zero, NULL), STRATA_ERR_STATE,
-           "finalized", "adding a param after finalize: STRATA_ERR_STATE");
+           "committed", "adding a param after commit: STRATA_ERR_STATE");
     strata_model_destroy(m);
     m = NULL;
 

@@ -576,7 +576,7 @@ int main(int argc, char **argv)
     gpt_fsdp *g = NULL;
     CHECK(&r, "model create", strata_model_create(r.ctx, &mo, &r.model));
     CHECK(&r, "model build", gpt_fsdp_build(r.model, &o.cfg, &g));
-    CHECK(&r, "model finalize", strata_model_finalize(r.model));
+    CHECK(&r, "model commit", strata_model_commit(r.model));
     if (NULL != o.trace) {
         /* --trace run/t.json -> run/t.<rank>.json, written when the model goes */
         char prefix[512];

@@ -103,7 +103,7 @@ int main(int argc, char **argv)
     opts.seed = seed;
     if (STRATA_OK != (st = strata_model_create(ctx, &opts, &model))) goto fail;
     if (STRATA_OK != (st = mlp_build(model, &mlp, layers, width))) goto fail;
-    if (STRATA_OK != (st = strata_model_finalize(model))) goto fail;
+    if (STRATA_OK != (st = strata_model_commit(model))) goto fail;
     if (0 == rank)
         printf("mlp: %d ranks, shard group %d, %d layers x %d, batch %d x %d ranks x %d micro, "
                "%s lr %g\n", W, shard ? shard : W, layers, width, batch, W, accum,

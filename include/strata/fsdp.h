@@ -43,7 +43,7 @@
  * so oversubscribed ranks give their core away instead of spinning.
  * Callbacks run on the thread that called forward/backward.
  *
- * Collective calls: create/finalize/destroy, step_begin/forward/backward/
+ * Collective calls: create/commit/destroy, step_begin/forward/backward/
  * step_end and read_param are collective over the context's ranks, in the
  * same order on every rank. A callback that fails on some ranks only leaves
  * the other ranks waiting in the next collective: make failures symmetric
@@ -130,7 +130,7 @@ void strata_model_destroy(strata_model_t *model);
 
 /* Append a unit. name is copied (at most 63 bytes); user_data is passed to
  * both callbacks and stays owned by the caller. backward may be NULL only
- * for a model never trained (eval). After finalize: STRATA_ERR_STATE. The
+ * for a model never trained (eval). After commit: STRATA_ERR_STATE. The
  * unit handle lives as long as the model. */
 strata_status_t strata_model_add_unit(strata_model_t *model, const char *name,
                                       strata_unit_fn forward, strata_unit_fn backward,
@@ -138,7 +138,7 @@ strata_status_t strata_model_add_unit(strata_model_t *model, const char *name,
 
 /* Append a parameter to a unit: ndims 1..4, dims copied; dtype is the
  * master dtype and must be STRATA_F32 (the compute copy follows
- * opts.compute_dtype). Names are unique within a unit. After finalize:
+ * opts.compute_dtype). Names are unique within a unit. After commit:
  * STRATA_ERR_STATE. *index_p (may be NULL) receives the param's index, for
  * strata_call_param/grad. */
 strata_status_t strata_unit_add_param(strata_unit_t *unit, const char *name, int ndims,
@@ -147,7 +147,7 @@ strata_status_t strata_unit_add_param(strata_unit_t *unit, const char *name, int
 
 /* Lay out and allocate the shards and optimizer state, initialise the
  * parameters. Collective. After it, registration calls fail. */
-strata_status_t strata_model_finalize(strata_model_t *model);
+strata_status_t strata_model_commit(strata_model_t *model);
 
 /* ---- the step ------------------------------------------------------------------- */
 
