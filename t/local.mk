@@ -136,3 +136,7 @@ TESTS += t/act-np1.t t/act-np2.t t/act-np4.t
 # the benchmarks at a tiny size: --json output is JSON objects with the fields README.md documents
 dist_check_SCRIPTS += t/bench-json.t
 TESTS += t/bench-json.t
+
+# README.md's option table against `strata config -v`
+dist_check_SCRIPTS += t/readme-options.t
+TESTS += t/readme-options.t

@@ -4,11 +4,10 @@
  *   strata config [-v] [NAME=VALUE ...]   print the options in effect
  *   strata version                        library and build information
  *   strata ckpt info|verify|diff ...      inspect checkpoints (tools/ckpt_cmd.c)
- *
  *   strata plan [OPTIONS] PROGRAM         schedule and simulate a step program
  *   strata trace FILE...                  transfer overlap per step from rank traces
  *
- * Further subcommands (ckpt) join this table as they land.
+ * Each subcommand is a row of the subcommands table below.
  */
 #include "config.h"
 
