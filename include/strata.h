@@ -7,7 +7,11 @@
  *  - out-parameters end in _p and are written only on success;
  *  - on failure a message a person can act on is kept per context and read
  *    with strata_last_error(); functions without a context log it instead;
- *  - the library never calls exit() or abort() on bad input.
+ *  - the library never calls exit() or abort() on bad input;
+ *  - a pointer a function returns (not through an out-parameter the caller
+ *    then owns) is borrowed: its lifetime is stated at the function, and
+ *    the caller never frees it. Static strings (strata_strerror, the
+ *    *_name functions of enums) live as long as the process.
  */
 #ifndef STRATA_H
 #define STRATA_H
@@ -49,8 +53,17 @@ typedef enum {
     STRATA_ERR_UNSUPPORTED  = -17,  /* not available in this build or on this machine */
     STRATA_ERR_CANCELLED    = -18,  /* operation cancelled (shutdown) */
     STRATA_ERR_TIMEOUT      = -19,  /* gave up waiting */
-    STRATA_ERR_LAST         = -20
+    STRATA_ERR_LAST         = -20   /* one past the last error in this version */
 } strata_status_t;
+
+/*
+ * Codes may grow: later versions add errors below STRATA_ERR_LAST (which
+ * moves down with them) and never renumber or reuse a code. The range
+ * -1 ... -999 is reserved for strata's errors and 2 ... 99 for further
+ * non-error states; a caller should treat any unknown negative code as a
+ * failure (strata_strerror names it "unknown status").
+ */
+#define STRATA_ERR_RANGE_MIN (-999)
 
 /* A static, one-line description of a status code; never NULL. */
 const char *strata_strerror(strata_status_t status);
@@ -194,17 +207,29 @@ typedef struct strata_context strata_context_t;
  */
 strata_status_t strata_init(MPI_Comm comm, const strata_config_t *cfg,
                             strata_context_t **ctx_p);
-/* Release everything the context owns. NULL is a no-op. Collective. */
+/* Release everything the context owns: the world group, the tiers with
+ * their copy engines (queued copies are cancelled), every block still
+ * allocated and the spill directory. Groups from strata_group_split,
+ * models and events are not: destroy or release them first, as they refer
+ * to the context. Every pointer borrowed from ctx is invalid afterwards.
+ * NULL is a no-op. Collective. */
 strata_status_t strata_finalize(strata_context_t *ctx);
 
-/* The detailed message of the last failed call on ctx ("" if none). */
+/* The detailed message of the last failed call on ctx ("" if none; "" for
+ * a NULL ctx). Borrowed: it points into ctx, stays valid until
+ * strata_finalize(ctx), and its text is overwritten by the next failure of
+ * any call on ctx, from any thread; copy it to keep it. */
 const char *strata_last_error(const strata_context_t *ctx);
 int strata_rank(const strata_context_t *ctx);
 int strata_world_size(const strata_context_t *ctx);
+/* The options the context runs with (a copy taken by strata_init), for
+ * the strata_config_get* functions. Borrowed: valid until
+ * strata_finalize(ctx); never changes, never destroy it. NULL for NULL. */
 const strata_config_t *strata_get_config(const strata_context_t *ctx);
 /* The MPI thread level granted (MPI_THREAD_SINGLE ... MULTIPLE). */
 int strata_thread_level(const strata_context_t *ctx);
-/* "host" or "cuda": the backend actually in use. */
+/* "host" or "cuda": the backend actually in use ("none" for NULL). A static
+ * string. */
 const char *strata_backend_name(const strata_context_t *ctx);
 
 /* Log through the context: "[strata r3 INFO] message". Messages above the
@@ -227,7 +252,12 @@ void strata_log(const strata_context_t *ctx, strata_log_level_t level,
 typedef struct strata_group strata_group_t;
 typedef struct strata_request strata_request_t;
 
+/* The group of every rank of the context. Borrowed: owned by ctx, valid
+ * until strata_finalize(ctx); strata_group_destroy on it is a no-op. NULL
+ * for NULL. */
 strata_group_t *strata_world_group(strata_context_t *ctx);
+/* The two groups are the caller's, to strata_group_destroy before
+ * strata_finalize. On failure neither is written. Collective. */
 strata_status_t strata_group_split(strata_context_t *ctx, int shard_size,
                                    strata_group_t **shard_p,
                                    strata_group_t **replica_p);
@@ -269,9 +299,15 @@ strata_status_t strata_broadcast_start(strata_group_t *g, void *buf, size_t coun
                                        strata_request_t **req_p);
 strata_status_t strata_barrier_start(strata_group_t *g, strata_request_t **req_p);
 
-/* *done_p = 1 once complete (the request is then still valid until wait). */
+/* *done_p = 1 once complete (the request is then still valid until wait).
+ * On failure (STRATA_ERR_MPI or _NCCL, message on the context) *done_p is
+ * not written, the operation is over and the receive buffer's contents
+ * are undefined; the request stays allocated: release it with
+ * strata_request_wait, which returns the same error without waiting. */
 strata_status_t strata_request_test(strata_request_t *req, int *done_p);
-/* Wait for completion and release the request. NULL is a no-op. */
+/* Wait for completion and release the request, whatever the outcome: after
+ * it returns req is gone, and on failure (STRATA_ERR_MPI or _NCCL) the
+ * receive buffer's contents are undefined. NULL is a no-op (STRATA_OK). */
 strata_status_t strata_request_wait(strata_request_t *req);
 
 /* Blocking conveniences: start + wait. */
@@ -286,7 +322,7 @@ strata_status_t strata_broadcast(strata_group_t *g, void *buf, size_t count,
                                  strata_dtype_t dtype, int root);
 strata_status_t strata_barrier(strata_group_t *g);
 
-/* Name of the collective backend in use ("mpi" or "nccl"). */
+/* Name of the collective backend in use ("mpi" or "nccl"); a static string. */
 const char *strata_comm_backend_name(const strata_context_t *ctx);
 
 /* ------------------------------------------------------------------------ */

@@ -145,8 +145,11 @@ strata_status_t strata_unit_add_param(strata_unit_t *unit, const char *name, int
                                       const size_t *dims, strata_dtype_t dtype,
                                       strata_init_t init, int *index_p);
 
-/* Lay out and allocate the shards and optimizer state, initialise the
- * parameters. Collective. After it, registration calls fail. */
+/* Commit the registration: lay out and allocate the shards and optimizer
+ * state, initialise the parameters. Collective. After it, registration
+ * calls fail with STRATA_ERR_STATE. On failure (STRATA_ERR_TIER_FULL,
+ * _NOMEM, _OVERFLOW, ...; message on the context) the model may hold part
+ * of its buffers and can only be destroyed. */
 strata_status_t strata_model_commit(strata_model_t *model);
 
 /* ---- the step ------------------------------------------------------------------- */
@@ -189,11 +192,15 @@ strata_status_t strata_model_set_lr(strata_model_t *model, float lr);
 
 /* ---- reading parameters and statistics ------------------------------------------- */
 
+/* Units and their names are owned by the model: borrowed, valid until
+ * strata_model_destroy; NULL for an index out of range or a NULL model. */
 int strata_model_unit_count(const strata_model_t *model);
 strata_unit_t *strata_model_unit(strata_model_t *model, int index);
 const char *strata_unit_name(const strata_unit_t *unit);
 int strata_unit_param_count(const strata_unit_t *unit);
-/* Name, element count and dims (up to 4, may be NULL) of a parameter. */
+/* Name, element count and dims (up to 4, may be NULL) of a parameter.
+ * *name_p is borrowed from the model: valid until strata_model_destroy.
+ * Out-parameters may be NULL; none is written on failure. */
 strata_status_t strata_unit_param_info(const strata_unit_t *unit, int index, const char **name_p,
                                        size_t *numel_p, int *ndims_p, size_t dims[4]);
 /* Copy the full fp32 master value of a parameter (numel elements) into dst
