@@ -4,5 +4,6 @@ libstrata_la_SOURCES += \
     base/dtype.c \
     base/config.c \
     base/log.c \
+    base/h5lock.c \
     base/test_fault.h \
     base/test_fault.c

@@ -9,14 +9,13 @@
 
 static const char *const level_name[] = { "ERROR", "WARN", "INFO", "DEBUG", "TRACE" };
 
-/* Without a context the level comes from STRATA_LOG_LEVEL (default warn). */
+/* Without a context the level comes from STRATA_LOG_LEVEL, read through
+ * the option table (its default when unset or bad). */
 static strata_log_level_t env_level(void)
 {
-    static const char *const names[] = { "error", "warn", "info", "debug", "trace" };
-    const char *v = getenv("STRATA_LOG_LEVEL");
-    if (!v) return STRATA_LOG_WARN;
-    for (int i = 0; i < 5; i++) if (!strcasecmp(v, names[i])) return (strata_log_level_t)i;
-    return STRATA_LOG_WARN;
+    strata_config_t c;
+    config_option_from_env(&c, "log_level");
+    return c.log_level;
 }
 
 int strata_log_enabled(const strata_context_t *ctx, strata_log_level_t level)

@@ -112,16 +112,17 @@ static void row(const char *path, size_t bytes, int checksums, int fsync_on, dou
 
 static strata_context_t *make_ctx(size_t max, const char *dir, int checksums)
 {
-    strata_config_t cfg;
+    strata_config_t *cfg = NULL;
     strata_context_t *ctx;
-    char v[64];
-    strata_config_init(&cfg, NULL, 0);
-    snprintf(v, sizeof v, "%zu", 2 * max + (64u << 20));
-    strata_config_set(&cfg, "device_mem", v, NULL, 0);
-    strata_config_set(&cfg, "host_mem", v, NULL, 0);
-    strata_config_set(&cfg, "spill_dir", dir, NULL, 0);
-    strata_config_set(&cfg, "checksums", checksums ? "on" : "off", NULL, 0);
-    if (STRATA_OK != strata_init(MPI_COMM_WORLD, &cfg, &ctx)) die(NULL, "strata_init");
+    if (STRATA_OK != strata_config_create(&cfg)) die(NULL, "strata_config_create");
+    strata_config_read_env(cfg, NULL, 0);
+    strata_config_set_size(cfg, "device_mem", 2 * max + (64u << 20), NULL, 0);
+    strata_config_set_size(cfg, "host_mem", 2 * max + (64u << 20), NULL, 0);
+    strata_config_set(cfg, "spill_dir", dir, NULL, 0);
+    strata_config_set_int(cfg, "checksums", checksums, NULL, 0);
+    strata_status_t st = strata_init(MPI_COMM_WORLD, cfg, &ctx);
+    strata_config_destroy(cfg);
+    if (STRATA_OK != st) die(NULL, "strata_init");
     return ctx;
 }
 

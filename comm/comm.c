@@ -250,10 +250,11 @@ strata_status_t strata_barrier_start(strata_group_t *g, strata_request_t **req_p
 strata_status_t strata_request_test(strata_request_t *req, int *done_p)
 {
     if (!req || !done_p) return STRATA_ERR_INVALID;
+    if (STRATA_OK != req->status) return req->status;
     if (!req->complete) {
         int done = 0;
         strata_status_t st = req->group->ctx->comm_ops->test(req, &done);
-        if (STRATA_OK != st) return st;
+        if (STRATA_OK != st) return req->status = st;
         if (done) request_finish(req);
     }
     *done_p = req->complete;
@@ -263,8 +264,8 @@ strata_status_t strata_request_test(strata_request_t *req, int *done_p)
 strata_status_t strata_request_wait(strata_request_t *req)
 {
     if (!req) return STRATA_OK;
-    strata_status_t st = STRATA_OK;
-    if (!req->complete) {
+    strata_status_t st = req->status;       /* a failed test: the operation is over */
+    if (STRATA_OK == st && !req->complete) {
         st = req->group->ctx->comm_ops->wait(req);
         if (STRATA_OK == st) request_finish(req);
     }

@@ -38,7 +38,7 @@ static strata_status_t build_layout(strata_model_t *m, const strata_model_ckpt_t
 {
     memset(ls, 0, sizeof *ls);
     if (MODEL_READY != m->state)
-        return strata_error(m->ctx, STRATA_ERR_STATE, "checkpoint: the model is not finalized");
+        return strata_error(m->ctx, STRATA_ERR_STATE, "checkpoint: the model is not committed");
     if (PHASE_IDLE != m->phase)
         return strata_error(m->ctx, STRATA_ERR_STATE, "checkpoint: only between steps "
                             "(call strata_model_step_end first)");

@@ -53,7 +53,8 @@ strata_status_t strata_init(MPI_Comm comm, const strata_config_t *cfg,
         ctx->cfg = *cfg;
     } else {
         char msg[512] = "";
-        st = strata_config_init(&ctx->cfg, msg, sizeof msg);
+        config_defaults(&ctx->cfg);
+        st = strata_config_read_env(&ctx->cfg, msg, sizeof msg);
         if (STRATA_OK != st) {
             strata_log(NULL, STRATA_LOG_ERROR, "strata_init: %s", msg);
             goto err_free;

@@ -225,7 +225,7 @@ static strata_status_t between_steps(strata_model_t *m, const char *fn)
 {
     if (!m) return STRATA_ERR_INVALID;
     if (MODEL_READY != m->state || !m->exec)
-        return strata_error(m->ctx, STRATA_ERR_STATE, "%s: finalize the model first", fn);
+        return strata_error(m->ctx, STRATA_ERR_STATE, "%s: commit the model first", fn);
     if (PHASE_IDLE != m->phase)
         return strata_error(m->ctx, STRATA_ERR_STATE, "%s: only between steps", fn);
     return STRATA_OK;
@@ -273,7 +273,7 @@ strata_status_t strata_model_trace(strata_model_t *m, const char *prefix)
 {
     if (!m) return STRATA_ERR_INVALID;
     if (!m->exec)
-        return strata_error(m->ctx, STRATA_ERR_STATE, "strata_model_trace: finalize the model "
+        return strata_error(m->ctx, STRATA_ERR_STATE, "strata_model_trace: commit the model "
                             "first");
     fsdp_exec_t *x = m->exec;
     if (prefix && strlen(prefix) >= sizeof x->trace_prefix)

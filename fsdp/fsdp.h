@@ -123,7 +123,7 @@ struct strata_unit {
     int             nparams, cap_params;
     fsdp_param_t   *params;
 
-    /* geometry, fixed at finalize */
+    /* geometry, fixed at commit */
     size_t          n, npad;      /* flat elements, padded to a multiple of S */
     size_t          shard_off, shard_len;
 

@@ -1,5 +1,5 @@
 /*
- * model.c - model and unit registration, finalize (shard layout, memory,
+ * model.c - model and unit registration, commit (shard layout, memory,
  * deterministic initialisation), reading parameters back, statistics and
  * the enumeration the checkpoint code uses.
  */
@@ -125,7 +125,7 @@ strata_status_t strata_model_add_unit(strata_model_t *m, const char *name, strat
     strata_context_t *ctx = m->ctx;
     if (MODEL_BUILDING != m->state)
         return strata_error(ctx, STRATA_ERR_STATE, "cannot add unit '%s': the model is "
-                            "finalized; register every unit before strata_model_finalize",
+                            "committed; register every unit before strata_model_commit",
                             name ? name : "(null)");
     if (!name || !name[0] || strlen(name) >= FSDP_NAME_LEN || !forward || !unit_p)
         return strata_error(ctx, STRATA_ERR_INVALID, "strata_model_add_unit: need a name of 1.."
@@ -161,7 +161,7 @@ strata_status_t strata_unit_add_param(strata_unit_t *u, const char *name, int nd
     strata_context_t *ctx = u->model->ctx;
     if (MODEL_BUILDING != u->model->state)
         return strata_error(ctx, STRATA_ERR_STATE, "cannot add param '%s' to unit '%s': the "
-                            "model is finalized", name ? name : "(null)", u->name);
+                            "model is committed", name ? name : "(null)", u->name);
     if (!name || !name[0] || strlen(name) >= FSDP_NAME_LEN || ndims < 1 ||
         ndims > FSDP_MAX_DIMS || !dims)
         return strata_error(ctx, STRATA_ERR_INVALID, "unit '%s': a param needs a name of 1..%d "
@@ -236,15 +236,15 @@ static strata_status_t init_param(strata_model_t *m, strata_unit_t *u, int pi)
     return STRATA_OK;
 }
 
-strata_status_t strata_model_finalize(strata_model_t *m)
+strata_status_t strata_model_commit(strata_model_t *m)
 {
     strata_status_t st;
     if (!m) return STRATA_ERR_INVALID;
     strata_context_t *ctx = m->ctx;
     if (MODEL_BUILDING != m->state)
-        return strata_error(ctx, STRATA_ERR_STATE, "strata_model_finalize called twice");
+        return strata_error(ctx, STRATA_ERR_STATE, "strata_model_commit called twice");
     if (0 == m->nunits)
-        return strata_error(ctx, STRATA_ERR_STATE, "strata_model_finalize: the model has no units");
+        return strata_error(ctx, STRATA_ERR_STATE, "strata_model_commit: the model has no units");
     strata_tier_t otier = m->opts.optim_on_host ? STRATA_TIER_PINNED_HOST : STRATA_TIER_DEVICE;
     int nstate = fsdp_optim_nstate(&m->opts);
 
@@ -314,7 +314,7 @@ strata_status_t strata_unit_read_param(strata_unit_t *u, int i, float *dst, size
     if (!u) return STRATA_ERR_INVALID;
     strata_model_t *m = u->model;
     if (MODEL_READY != m->state)
-        return strata_error(m->ctx, STRATA_ERR_STATE, "read_param: the model is not finalized");
+        return strata_error(m->ctx, STRATA_ERR_STATE, "read_param: the model is not committed");
     if (i < 0 || i >= u->nparams || !dst || numel != u->params[i].numel)
         return strata_error(m->ctx, STRATA_ERR_INVALID, "read_param: unit '%s' param %d: need "
                             "a destination of exactly its element count", u->name, i);

@@ -20,8 +20,8 @@ static strata_status_t need_ready(strata_model_t *m, const char *fn)
 {
     if (!m) return STRATA_ERR_INVALID;
     if (MODEL_READY != m->state)
-        return strata_error(m->ctx, STRATA_ERR_STATE, "%s: the model is not finalized; call "
-                            "strata_model_finalize first", fn);
+        return strata_error(m->ctx, STRATA_ERR_STATE, "%s: the model is not committed; call "
+                            "strata_model_commit first", fn);
     return STRATA_OK;
 }
 

@@ -21,6 +21,7 @@
 
 void ckpt_h5_quiet(ckpt_h5quiet_t *q)
 {
+    base_h5_lock();
     q->func = NULL;
     q->data = NULL;
     H5Eget_auto2(H5E_DEFAULT, &q->func, &q->data);
@@ -30,6 +31,7 @@ void ckpt_h5_quiet(ckpt_h5quiet_t *q)
 void ckpt_h5_restore(const ckpt_h5quiet_t *q)
 {
     H5Eset_auto2(H5E_DEFAULT, q->func, q->data);
+    base_h5_unlock();
 }
 
 typedef struct { char *buf; size_t len; } walk_t;
@@ -443,27 +445,26 @@ strata_status_t ckpt_regions_check(strata_context_t *ctx, const char *file,
  * one large contiguous range per tensor, which MPI-IO aggregation cannot
  * improve, and an independent call has no hidden synchronisation, so one
  * rank's slow write does not stall the others tensor by tensor (measured:
- * bench/run ckpt). Metadata stays collective. STRATA_CKPT_MPIO=collective
- * (two-phase aggregation) or individual (a collective call doing
- * per-rank I/O) switch for file systems where that pays. */
-void ckpt_set_transfer(hid_t dxpl)
+ * bench/run ckpt). Metadata stays collective. The option ckpt_mpio
+ * (STRATA_CKPT_MPIO) = collective (two-phase aggregation) or individual
+ * (a collective call doing per-rank I/O) switches for file systems where
+ * that pays. */
+void ckpt_set_transfer(const strata_context_t *ctx, hid_t dxpl)
 {
-    const char *mode = getenv("STRATA_CKPT_MPIO");
-    if (!mode || !strcmp(mode, "independent")) {
+    int mode = ctx->cfg.ckpt_mpio;       /* 0 independent, 1 collective, 2 individual */
+    if (0 == mode) {
         H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_INDEPENDENT);
         return;
     }
     H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE);
-    if (strcmp(mode, "collective"))
+    if (2 == mode)
         H5Pset_dxpl_mpio_collective_opt(dxpl, H5FD_MPIO_INDIVIDUAL_IO);
 }
 
 
-int ckpt_direct_enabled(void)
+int ckpt_direct_enabled(const strata_context_t *ctx)
 {
-    const char *v = getenv(CKPT_DIRECT_ENV);
-    return !v || !(!strcmp(v, "0") || !strcasecmp(v, "off") || !strcasecmp(v, "no") ||
-                   !strcasecmp(v, "false"));
+    return ctx->cfg.ckpt_direct;
 }
 
 uint64_t ckpt_raw_offset(hid_t ds, hid_t memtype, uint64_t nbytes)

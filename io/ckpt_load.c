@@ -462,7 +462,7 @@ strata_status_t strata_ckpt_load(strata_context_t *ctx, strata_ckpt_layout_t *la
     t_read = t_hash = t_sync = t_meta = 0;
     n_direct = n_hdf5 = 0;
     loader_t ld = { .ctx = ctx, .L = layout, .file = path, .fid = -1, .dxpl = -1, .comm = ctx->comm,
-                    .direct = ckpt_direct_enabled(), .fd = -1, .local = STRATA_OK };
+                    .direct = ckpt_direct_enabled(ctx), .fd = -1, .local = STRATA_OK };
     ckpt_header_t hdr;
     ckpt_sumtab_t *tabs = NULL;
     st = ckpt_open(ctx, path, ctx->comm, &ld.fid, &hdr);
@@ -478,7 +478,7 @@ strata_status_t strata_ckpt_load(strata_context_t *ctx, strata_ckpt_layout_t *la
     }
     t_open = strata_now() - t_start;
     ld.dxpl = H5Pcreate(H5P_DATASET_XFER);
-    ckpt_set_transfer(ld.dxpl);
+    ckpt_set_transfer(ctx, ld.dxpl);
     strata_debug(ctx, "loading %s: step %llu written by %lld ranks (S=%lld), reading with W=%d S=%d",
                  path, (unsigned long long)hdr.step, (long long)hdr.world_size,
                  (long long)hdr.shard_size, layout->world_size, layout->shard_size);

@@ -485,7 +485,7 @@ static void writer_init(writer_t *w, strata_context_t *ctx, const strata_ckpt_la
     w->fid = w->fapl = w->dcpl = w->dxpl = w->half_type = -1;
     w->gmodel = w->goptim = w->ghalf = w->gsum = -1;
     w->fd = -1;
-    w->direct = ckpt_direct_enabled();
+    w->direct = ckpt_direct_enabled(ctx);
     w->kill_after = test_fault_arg("ckpt_kill");
     snprintf(w->tmpbuf, sizeof w->tmpbuf, "%s.tmp", path);
     w->tmp = w->tmpbuf;
@@ -536,7 +536,7 @@ static strata_status_t save_open(writer_t *w)
     H5Pset_alloc_time(w->dcpl, H5D_ALLOC_TIME_EARLY);
     H5Pset_fill_time(w->dcpl, H5D_FILL_TIME_NEVER);   /* every element is written */
     w->dxpl = H5Pcreate(H5P_DATASET_XFER);
-    ckpt_set_transfer(w->dxpl);
+    ckpt_set_transfer(w->ctx, w->dxpl);
 
     w->t[T_START] = strata_now();
     w->fid = H5Fcreate(w->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, w->fapl);

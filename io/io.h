@@ -2,6 +2,21 @@
  * io.h - internal header of io/, the HDF5 checkpoint formats: save, load
  * with resharding, inspect and verify (io/ckpt_*.c). Not installed. The
  * storage tier's spill file, also HDF5, is the tier's own: tiers/spill.h.
+ *
+ * Threads and HDF5. Debian's parallel HDF5 is not thread-safe, and two
+ * threads can want it at once: the tiers' I/O thread (spill file and
+ * datasets) and a checkpoint on the caller's thread while a move to the
+ * storage tier is still in flight. So every HDF5 call of the library holds
+ * the one process-wide HDF5 lock (base_h5_lock, base/h5lock.c):
+ * spill_file_open, spill_file_dataset and spill_file_close take it
+ * themselves, and every checkpoint entry point holds it from ckpt_h5_quiet
+ * to ckpt_h5_restore (its whole HDF5 part, collective calls included). A
+ * checkpoint therefore delays a spill that needs a new dataset until it is
+ * done; raw spill reads and writes (pwrite/pread on the file descriptor)
+ * need no lock and go on. No holder waits for another rank while another
+ * thread of its own process waits for the lock with a remote dependency:
+ * the spill's HDF5 calls are local (a serial file per rank), so a
+ * checkpoint's collective calls cannot deadlock on it.
  */
 #ifndef STRATA_IO_H
 #define STRATA_IO_H
@@ -53,8 +68,11 @@ static inline int ckpt_overlap(uint64_t a, uint64_t b, uint64_t c, uint64_t d,
 
 /* ---- HDF5 plumbing shared by save, load and the inspectors (ckpt_h5.c) */
 
-/* Switch HDF5's automatic error printing off and back: failures become
- * strata messages instead of stack dumps on stderr. */
+/* Bracket every checkpoint entry point's HDF5 calls: quiet takes the HDF5
+ * lock (base_h5_lock) and switches HDF5's automatic error printing off,
+ * restore switches it back and releases the lock. Failures become strata
+ * messages instead of stack dumps on stderr. No HDF5 call before quiet or
+ * after restore. */
 typedef struct ckpt_h5quiet {
     H5E_auto2_t func;
     void       *data;
@@ -147,9 +165,9 @@ strata_status_t ckpt_layout_check(strata_context_t *ctx, MPI_Comm comm,
  * or "..", printable. */
 int ckpt_name_ok(const char *name);
 
-/* The data transfer mode: independent unless STRATA_CKPT_MPIO says
+/* The data transfer mode: independent unless the option ckpt_mpio says
  * collective or individual (see ckpt_h5.c). */
-void ckpt_set_transfer(hid_t dxpl);
+void ckpt_set_transfer(const strata_context_t *ctx, hid_t dxpl);
 
 /* ---- Direct raw data transfers (ckpt_h5.c)
  *
@@ -167,10 +185,9 @@ void ckpt_set_transfer(hid_t dxpl);
  * around metadata inside a collective call still running on another rank.
  * Like MPI-IO itself, this needs a file system on which one process's
  * write is seen by the next read of another (local, Lustre, GPFS).
- * STRATA_CKPT_DIRECT=0 (or off) forces the HDF5 transfers (for tests and
- * for file systems where MPI-IO does better). */
-#define CKPT_DIRECT_ENV "STRATA_CKPT_DIRECT"
-int ckpt_direct_enabled(void);
+ * The option ckpt_direct = off (STRATA_CKPT_DIRECT=0) forces the HDF5
+ * transfers (for tests and for file systems where MPI-IO does better). */
+int ckpt_direct_enabled(const strata_context_t *ctx);
 
 /* The file offset of dataset ds's raw bytes when they can be moved
  * directly: contiguous layout, no filters, no external files, storage of
@@ -186,7 +203,10 @@ int ckpt_pread_full(int fd, void *buf, size_t n, uint64_t off);
 
 /* ---- The checkpoint hash (ckpt_hash.c): XXH3-64, seed 0, the same values
  * as libxxhash's XXH3_64bits, on AVX2 where the CPU has it. A state
- * hashes one stream: reset, update..., digest. */
+ * hashes one stream: reset, update..., digest. Test hook, not an option
+ * (the values do not depend on it): STRATA_TEST_CKPT_HASH=generic forces
+ * the baseline build so that t/ckpt-hash-generic.t covers that path. */
+#define CKPT_HASH_TEST_ENV "STRATA_TEST_CKPT_HASH"
 typedef struct ckpt_hash ckpt_hash_t;
 ckpt_hash_t *ckpt_hash_new(void);              /* NULL without memory */
 void ckpt_hash_free(ckpt_hash_t *h);           /* NULL-safe */

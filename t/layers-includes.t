@@ -35,9 +35,9 @@ check base
 check comm base
 check tiers base
 check io base
-check sched
+check sched base
 check fsdp base comm tiers sched
-check tools sched
+check tools base sched
 check examples/mlp
 check examples/gpt
 check bench base comm tiers io sched fsdp examples

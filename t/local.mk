@@ -50,7 +50,7 @@ t_comm_nccl_LDADD = $(TEST_LDADD) $(CUDA_LIBS)
 TESTS += t/unit_nccl.t t/comm-nccl-np1.t
 endif
 
-# tiers (issue 3): single-rank programs; the ones with a context call
+# tiers: single-rank programs; the ones with a context call
 # strata_init, which starts MPI itself.
 check_PROGRAMS += t/tiers_arena.t t/tiers_move.t t/tiers_storage.t t/tiers_link.t t/tiers_cuda.t
 t_tiers_arena_t_SOURCES = t/tiers_arena.t.c
@@ -90,7 +90,7 @@ dist_check_SCRIPTS += t/ckpt-np1.t t/ckpt-np2.t t/ckpt-np4.t t/ckpt-reshard.t t/
 TESTS += t/ckpt-np1.t t/ckpt-np2.t t/ckpt-np4.t t/ckpt-reshard.t t/ckpt-bad.t t/ckpt-kill.t t/ckpt-cli.t t/ckpt-h5dump.t t/ckpt-direct.t
 # h5dump, when configure found it, for t/ckpt-h5dump.t
 AM_TESTS_ENVIRONMENT += H5DUMP='$(H5DUMP)'; export H5DUMP;
-# FSDP core (issue 4)
+# FSDP core
 check_PROGRAMS += t/unit_fsdp_geometry.t t/unit_fsdp_mem.t t/fsdp_equiv t/fsdp_errors
 t_unit_fsdp_geometry_t_SOURCES = t/unit_fsdp_geometry.t.c
 t_unit_fsdp_geometry_t_LDADD = $(TEST_LDADD)
@@ -118,7 +118,7 @@ t_fsdp_ckpt_LDADD = $(MLP_LIBS) $(TEST_LDADD)
 dist_check_SCRIPTS += t/fsdp-ckpt.t
 TESTS += t/fsdp-ckpt.t
 
-# sched (issue 5, pure half): the step program, policies, the scheduler and
+# sched (the pure half): the step program, policies, the scheduler and
 # its simulator, the automatic plan, the trace format; no MPI needed.
 check_PROGRAMS += t/sched_program.t t/sched_policy.t t/sched_schedule.t t/sched_trace.t
 t_sched_program_t_SOURCES = t/sched_program.t.c
@@ -144,9 +144,13 @@ TESTS += t/act-np1.t t/act-np2.t t/act-np4.t
 dist_check_SCRIPTS += t/layers-includes.t
 TESTS += t/layers-includes.t
 
-# the benchmarks at a tiny size: --json output is JSON objects with the issues' fields
+# the benchmarks at a tiny size: --json output is JSON objects with the fields README.md documents
 dist_check_SCRIPTS += t/bench-json.t
 TESTS += t/bench-json.t
+
+# README.md's option table against `strata config -v`
+dist_check_SCRIPTS += t/readme-options.t
+TESTS += t/readme-options.t
 
 # the GPT example (examples/gpt/, built only where CBLAS is): its kernels'
 # gradients, the reference trainer, the data, and train_gpt under mpirun

@@ -52,18 +52,20 @@ static double timed_move(strata_block_t *b, strata_tier_t dst, double *cpu_p)
 
 int main(void)
 {
-    strata_config_t cfg;
+    strata_config_t *cfg = NULL;
     strata_context_t *ctx;
     char bw[32];
-    strata_config_defaults(&cfg);
+    if (STRATA_OK != strata_config_create(&cfg)) bail_out("strata_config_create");
     snprintf(bw, sizeof bw, "%.0f", BW);
-    strata_config_set(&cfg, "device_mem", "256M", NULL, 0);
-    strata_config_set(&cfg, "host_mem", "256M", NULL, 0);
-    strata_config_set(&cfg, "chunk_size", "1M", NULL, 0);
-    strata_config_set(&cfg, "link_d2h_bw", bw, NULL, 0);
-    strata_config_set(&cfg, "link_h2d_bw", bw, NULL, 0);
-    strata_config_set(&cfg, "link_latency", "0.02", NULL, 0);
-    if (STRATA_OK != strata_init(MPI_COMM_WORLD, &cfg, &ctx)) bail_out("strata_init");
+    strata_config_set(cfg, "device_mem", "256M", NULL, 0);
+    strata_config_set(cfg, "host_mem", "256M", NULL, 0);
+    strata_config_set(cfg, "chunk_size", "1M", NULL, 0);
+    strata_config_set(cfg, "link_d2h_bw", bw, NULL, 0);
+    strata_config_set(cfg, "link_h2d_bw", bw, NULL, 0);
+    strata_config_set(cfg, "link_latency", "0.02", NULL, 0);
+    strata_status_t st = strata_init(MPI_COMM_WORLD, cfg, &ctx);
+    strata_config_destroy(cfg);
+    if (STRATA_OK != st) bail_out("strata_init");
     plan(6);
 
     /* 64 MiB d2h: 0.25 s + 20 ms */

@@ -172,12 +172,14 @@ static void test_bad(strata_model_t *m)
 
 int main(void)
 {
-    strata_config_t cfg;
+    strata_config_t *cfg = NULL;
     strata_context_t *ctx = NULL;
-    strata_config_defaults(&cfg);
-    strata_config_set(&cfg, "device_mem", "64K", NULL, 0);
-    strata_config_set(&cfg, "host_mem", "1M", NULL, 0);
-    if (STRATA_OK != strata_init(MPI_COMM_WORLD, &cfg, &ctx)) bail_out("strata_init failed");
+    if (STRATA_OK != strata_config_create(&cfg)) bail_out("strata_config_create failed");
+    strata_config_set(cfg, "device_mem", "64K", NULL, 0);
+    strata_config_set(cfg, "host_mem", "1M", NULL, 0);
+    strata_status_t st = strata_init(MPI_COMM_WORLD, cfg, &ctx);
+    strata_config_destroy(cfg);
+    if (STRATA_OK != st) bail_out("strata_init failed");
     strata_model_t *m = calloc(1, sizeof *m);
     if (!m) bail_out("calloc");
     m->ctx = ctx;

@@ -197,7 +197,6 @@ static tiers_op_t *new_leg(strata_block_t *blk, strata_tier_t src, strata_tier_t
         return NULL;
     }
     op->ev->op = op;
-    op->kind = OP_COPY;
     op->blk = blk;
     op->src = src;
     op->dst = dst;
@@ -327,29 +326,27 @@ strata_status_t strata_block_move(strata_block_t *blk, strata_tier_t dst, int re
 void tiers_op_finish_locked(tiers_state_t *ts, tiers_op_t *op, strata_status_t st)
 {
     strata_block_t *blk = op->blk;
-    if (OP_COPY == op->kind) {
-        if (STRATA_OK == st) {
-            blk->valid |= BIT(op->dst);
-            for (int t = 0; t < STRATA_TIER_COUNT; t++) {
-                if (!(op->release_mask & BIT(t))) continue;
-                if (blk->slot[t].releasing_op == op) blk->slot[t].releasing_op = NULL;
-                tiers_block_free_space_locked(blk, (strata_tier_t)t);
-            }
-        } else {
-            blk->failed = 1;
-            for (int t = 0; t < STRATA_TIER_COUNT; t++)
-                if (blk->slot[t].releasing_op == op) blk->slot[t].releasing_op = NULL;
+    if (STRATA_OK == st) {
+        blk->valid |= BIT(op->dst);
+        for (int t = 0; t < STRATA_TIER_COUNT; t++) {
+            if (!(op->release_mask & BIT(t))) continue;
+            if (blk->slot[t].releasing_op == op) blk->slot[t].releasing_op = NULL;
+            tiers_block_free_space_locked(blk, (strata_tier_t)t);
         }
-        if (0 == --blk->pending && blk->failed) {
-            /* unwind: keep exactly what is valid */
-            for (int t = 0; t < STRATA_TIER_COUNT; t++)
-                if (!(blk->valid & BIT(t))) tiers_block_free_space_locked(blk, (strata_tier_t)t);
-            blk->lres = blk->valid;
-            blk->failed = 0;
-            /* the failure stops here: later ops must not inherit it */
-            tiers_event_unref_locked(blk->last_ev);
-            blk->last_ev = NULL;
-        }
+    } else {
+        blk->failed = 1;
+        for (int t = 0; t < STRATA_TIER_COUNT; t++)
+            if (blk->slot[t].releasing_op == op) blk->slot[t].releasing_op = NULL;
+    }
+    if (0 == --blk->pending && blk->failed) {
+        /* unwind: keep exactly what is valid */
+        for (int t = 0; t < STRATA_TIER_COUNT; t++)
+            if (!(blk->valid & BIT(t))) tiers_block_free_space_locked(blk, (strata_tier_t)t);
+        blk->lres = blk->valid;
+        blk->failed = 0;
+        /* the failure stops here: later ops must not inherit it */
+        tiers_event_unref_locked(blk->last_ev);
+        blk->last_ev = NULL;
     }
     op->ev->op = NULL;
     tiers_event_complete_locked(op->ev, st);

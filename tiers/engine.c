@@ -258,7 +258,7 @@ static int deps_ready(const tiers_op_t *op)
 
 static size_t op_bytes(const tiers_op_t *op)
 {
-    return OP_COPY == op->kind ? op->blk->bytes : 0;
+    return op->blk->bytes;
 }
 
 /* The op to give the next chunk to, or NULL when the engine must wait. */
@@ -269,7 +269,7 @@ static tiers_op_t *pick(tiers_state_t *ts, tiers_engine_t *e)
     /* a head run by a waiter leaves the engine free for small copies only */
     if (head->started && (!e->overtook || head->helped)) {
         for (tiers_op_t *o = head->next; o; o = o->next) {
-            if (OP_COPY == o->kind && !o->started && op_bytes(o) <= ts->chunk && deps_ready(o)) {
+            if (!o->started && op_bytes(o) <= ts->chunk && deps_ready(o)) {
                 e->overtook = 1;
                 return o;
             }
@@ -292,23 +292,13 @@ static void sleep_until(double t)
 
 static int is_storage_op(const tiers_op_t *op)
 {
-    return OP_COPY == op->kind &&
-           (STRATA_TIER_STORAGE == op->src || STRATA_TIER_STORAGE == op->dst);
+    return STRATA_TIER_STORAGE == op->src || STRATA_TIER_STORAGE == op->dst;
 }
 
 /* Run one chunk of op; called and returns with the lock held. */
 static void run_chunk(tiers_state_t *ts, tiers_engine_t *e, tiers_op_t *op)
 {
     strata_status_t st = STRATA_OK;
-    if (OP_CALL == op->kind) {
-        op->started = 1;
-        tiers_unlock(ts);
-        st = op->fn(op->arg);
-        pthread_mutex_lock(&ts->lock);
-        unlink_op(e, op);
-        tiers_op_finish_locked(ts, op, st);
-        return;
-    }
     strata_block_t *blk = op->blk;
     size_t bytes = blk->bytes;
     int first = !op->started;
@@ -399,7 +389,7 @@ static strata_status_t help_storage(tiers_state_t *ts, tiers_op_t *op, size_t *d
 static void wait_copy(tiers_state_t *ts, strata_event_t *ev)
 {
     tiers_op_t *op = ev->op;
-    if (!op || OP_COPY != op->kind || op->started || ts->shutdown) return;
+    if (!op || op->started || ts->shutdown) return;
     int storage = is_storage_op(op);
     if (!(storage ? ts->wait_storage : ts->wait_copies)) return;
     tiers_engine_t *e = &ts->eng[storage ? ENG_IO

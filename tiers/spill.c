@@ -82,7 +82,7 @@ static strata_status_t hdf5_error(char *msg, size_t msglen, const char *what,
     return STRATA_ERR_HDF5;
 }
 
-strata_status_t spill_file_open(spill_file_t *sp, char *msg, size_t msglen)
+static strata_status_t open_unlocked(spill_file_t *sp, char *msg, size_t msglen)
 {
     if (sp->file >= 0) return STRATA_OK;
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
@@ -108,8 +108,8 @@ strata_status_t spill_file_open(spill_file_t *sp, char *msg, size_t msglen)
     return STRATA_OK;
 }
 
-strata_status_t spill_file_dataset(spill_file_t *sp, size_t bytes, uint64_t *offset_p,
-                                   char *msg, size_t msglen)
+static strata_status_t dataset_unlocked(spill_file_t *sp, size_t bytes, uint64_t *offset_p,
+                                        char *msg, size_t msglen)
 {
     char name[32];
     strata_status_t st = STRATA_ERR_HDF5;
@@ -148,6 +148,24 @@ err:
     if (ds >= 0) H5Dclose(ds);
     if (dcpl >= 0) H5Pclose(dcpl);
     if (space >= 0) H5Sclose(space);
+    return st;
+}
+
+/* The HDF5 parts under the process's HDF5 lock (io/io.h: threads and HDF5). */
+strata_status_t spill_file_open(spill_file_t *sp, char *msg, size_t msglen)
+{
+    base_h5_lock();
+    strata_status_t st = open_unlocked(sp, msg, msglen);
+    base_h5_unlock();
+    return st;
+}
+
+strata_status_t spill_file_dataset(spill_file_t *sp, size_t bytes, uint64_t *offset_p,
+                                   char *msg, size_t msglen)
+{
+    base_h5_lock();
+    strata_status_t st = dataset_unlocked(sp, bytes, offset_p, msg, msglen);
+    base_h5_unlock();
     return st;
 }
 
@@ -213,7 +231,11 @@ int spill_file_unlinked(spill_file_t *sp)
 void spill_file_close(spill_file_t *sp)
 {
     if (!sp) return;
-    if (sp->file >= 0) H5Fclose(sp->file);
+    if (sp->file >= 0) {
+        base_h5_lock();
+        H5Fclose(sp->file);
+        base_h5_unlock();
+    }
     sp->file = -1;
     if (sp->fd >= 0) close(sp->fd);
     sp->fd = -1;

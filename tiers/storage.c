@@ -232,36 +232,6 @@ void tiers_storage_cleanup(tiers_state_t *ts)
     spill_file_close(ts->spill);
 }
 
-/* ---- run a function on the I/O thread ---------------------------------- */
-
-strata_status_t tiers_io_call(strata_context_t *ctx, strata_status_t (*fn)(void *), void *arg)
-{
-    if (!ctx || !ctx->tiers || !fn) return STRATA_ERR_INVALID;
-    tiers_state_t *ts = ctx->tiers;
-    tiers_op_t *op = calloc(1, sizeof *op);
-    if (!op) return STRATA_ERR_NOMEM;
-    pthread_mutex_lock(&ts->lock);
-    op->ev = tiers_event_new(ts);
-    if (!op->ev || ts->shutdown) {
-        strata_status_t st = op->ev ? STRATA_ERR_CANCELLED : STRATA_ERR_NOMEM;
-        tiers_event_unref_locked(op->ev);
-        tiers_unlock(ts);
-        free(op);
-        return st;
-    }
-    op->kind = OP_CALL;
-    op->fn = fn;
-    op->arg = arg;
-    strata_event_t *ev = op->ev;
-    ev->refs++;
-    tiers_enqueue(ts, ENG_IO, op);
-    while (!ev->done) tiers_cond_wait(ts, &ts->cond);
-    strata_status_t st = ev->status;
-    tiers_event_unref_locked(ev);
-    tiers_unlock(ts);
-    return st;
-}
-
 /* ---- hooks for tests and the benchmark --------------------------------- */
 
 strata_status_t tiers_spill_path(strata_context_t *ctx, char *buf, size_t len)

@@ -125,11 +125,8 @@ struct strata_event {
     double           t_start, t_end;  /* strata_now() when its op started / completed */
 };
 
-typedef enum { OP_COPY, OP_CALL } tiers_op_kind_t;
-
 typedef struct tiers_op {
     struct tiers_op  *next;
-    tiers_op_kind_t   kind;
     strata_block_t   *blk;
     strata_tier_t     src, dst;
     unsigned          release_mask;   /* tiers freed when this op succeeds */
@@ -144,9 +141,6 @@ typedef struct tiers_op {
     XXH3_state_t     *hash;
     size_t            piece;          /* storage read: size of the next pread (0: first) */
     struct spill_ds  *ds;             /* storage write: the dataset chosen */
-    /* OP_CALL: run fn(arg) on the engine's thread */
-    strata_status_t (*fn)(void *arg);
-    void             *arg;
 } tiers_op_t;
 
 typedef struct tiers_engine {
@@ -271,7 +265,8 @@ void tiers_block_destroy_locked(strata_block_t *blk);
 
 /*
  * storage.c: a storage op is start, chunks, finish. start may call HDF5
- * (create the file, a dataset) and runs on the I/O thread. An op for which
+ * (create the file, a dataset: io_spill_open/_dataset, which take the
+ * process's HDF5 lock, see io/io.h) and runs on the I/O thread. An op for which
  * tiers_storage_no_hdf5_locked says 1 (the file is open and the block has
  * a dataset, or a free one was just given to it) needs no HDF5 call: any
  * thread may run it with begin instead of start, then chunks and finish,
@@ -284,13 +279,6 @@ strata_status_t tiers_storage_chunk(tiers_state_t *ts, tiers_op_t *op, size_t of
 strata_status_t tiers_storage_finish(tiers_state_t *ts, tiers_op_t *op);
 strata_status_t tiers_storage_prepare(tiers_state_t *ts);  /* caller thread: private dir */
 void tiers_storage_cleanup(tiers_state_t *ts);             /* after the engines stopped */
-
-/*
- * Run fn(arg) on the I/O thread (where every HDF5 call of the process
- * belongs), after the storage ops queued before it, and wait for it.
- * For other folders that need HDF5 (checkpoints).
- */
-strata_status_t tiers_io_call(strata_context_t *ctx, strata_status_t (*fn)(void *), void *arg);
 
 /* For tests and the benchmark: the spill file's path ("" before the first
  * spill) and the file offset of a block's storage copy. */

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "strata.h"
+#include "base/base.h"     /* the options struct, for sched_opts_from_config */
 #include "sched/sched.h"
 #include "tools/cmds.h"
 
@@ -87,7 +88,10 @@ int cmd_plan(int argc, char **argv)
 
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--model") || !strcmp(argv[i], "--hw")) return cmd_plan_model(argc, argv);
-    if (STRATA_OK != strata_config_init(&cfg, err, sizeof err)) {
+    /* the options by value: this tool hands them to the scheduler's
+     * internal sched_opts_from_config (base/base.h has the struct) */
+    config_defaults(&cfg);
+    if (STRATA_OK != strata_config_read_env(&cfg, err, sizeof err)) {
         fprintf(stderr, "strata plan: %s\n", err);
         return 2;
     }

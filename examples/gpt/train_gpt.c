@@ -224,7 +224,7 @@ typedef struct {
     options          o;
     gpt_data        *data;
     gpt_fsdp        *g;
-    strata_config_t  cfg;
+    strata_config_t *cfg;               /* until strata_init copies it */
     int              threads, start;    /* start: the first step of this run */
     int32_t         *in, *tg;           /* accum micro-batches of batch x seq tokens */
     gpt_batch       *bt;
@@ -298,8 +298,9 @@ static int setup_config(trainer *t)
 {
     const options *o = &t->o;
     char err[512], thr[16], shard[16];
-    if (STRATA_OK != strata_config_init(&t->cfg, err, sizeof(err))) {
-        if (0 == t->r.rank) fprintf(stderr, PROG ": %s\n", err);
+    if (STRATA_OK != strata_config_create(&t->cfg) ||
+        STRATA_OK != strata_config_read_env(t->cfg, err, sizeof(err))) {
+        if (0 == t->r.rank) fprintf(stderr, PROG ": %s\n", t->cfg ? err : "out of memory");
         return 2;
     }
     t->threads = gpt_threads_init(o->threads);
@@ -322,7 +323,7 @@ static int setup_config(trainer *t)
     }
     for (int i = 0; i < nflags; i++) {
         if (NULL == flags[i].value) continue;
-        if (STRATA_OK != strata_config_set(&t->cfg, flags[i].name, flags[i].value, err,
+        if (STRATA_OK != strata_config_set(t->cfg, flags[i].name, flags[i].value, err,
                                            sizeof(err))) {
             if (0 == t->r.rank) fprintf(stderr, PROG ": %s\n", err);
             return 2;
@@ -337,7 +338,10 @@ static void setup_model(trainer *t)
 {
     run_t *r = &t->r;
     const options *o = &t->o;
-    CHECK(r, "strata_init", strata_init(MPI_COMM_WORLD, &t->cfg, &r->ctx));
+    strata_status_t init_st = strata_init(MPI_COMM_WORLD, t->cfg, &r->ctx);
+    strata_config_destroy(t->cfg);            /* the context holds a copy */
+    t->cfg = NULL;
+    CHECK(r, "strata_init", init_st);
     strata_model_opts_t mo;
     strata_model_opts_default(&mo);
     mo.lr = (float)o->lr;
@@ -348,7 +352,7 @@ static void setup_model(trainer *t)
     mo.seed = o->seed;
     CHECK(r, "model create", strata_model_create(r->ctx, &mo, &r->model));
     CHECK(r, "model build", gpt_fsdp_build(r->model, &o->cfg, &t->g));
-    CHECK(r, "model finalize", strata_model_finalize(r->model));
+    CHECK(r, "model commit", strata_model_commit(r->model));
     if (NULL != o->trace) {
         /* --trace run/t.json -> run/t.<rank>.json, written when the model goes */
         char prefix[512];
@@ -498,7 +502,7 @@ static int train(trainer *t)
     run_stats rs = { .start = t->start, .first_loss = NAN, .last = { .loss = NAN },
                      .tokens_step = (double)W * o->accum * o->batch * o->cfg.max_seq,
                      .flops_tok = gpt_flops_per_token(&o->cfg, o->cfg.max_seq) };
-    if (0 == rank) report_banner(o, W, t->threads, &t->cfg);
+    if (0 == rank) report_banner(o, W, t->threads, strata_get_config(t->r.ctx));
     step_report s = rs.last;
     int step;
     for (step = t->start; step < o->steps && !s.stop; step++) {
@@ -549,6 +553,7 @@ int main(int argc, char **argv)
     strata_model_destroy(t.r.model);
     gpt_fsdp_destroy(t.g);
     gpt_data_destroy(t.data);
+    strata_config_destroy(t.cfg);     /* set only when setup_config refused */
     strata_finalize(t.r.ctx);
     MPI_Finalize();
     return rc;

@@ -81,7 +81,11 @@ static json_t *final_json(const run_stats *rs, const run_result *res, double tps
 
 void report_banner(const options *o, int W, int threads, const strata_config_t *cfg)
 {
-    char dm[32];
+    char dm[32], pol[512], sched[16];
+    size_t budget = 0;
+    strata_config_get_size(cfg, "device_mem", &budget);
+    strata_config_get(cfg, "act_policy", pol, sizeof(pol));
+    strata_config_get(cfg, "schedule", sched, sizeof(sched));
     const int B = o->batch, M = o->accum;
     printf(PROG ": %d rank%s, shard group %d, layers %d dim %d heads %d seq %d, "
            "%zu parameters, batch %d x %d micro x %d ranks = %d rows/step, %s, %d thread%s "
@@ -89,7 +93,7 @@ void report_banner(const options *o, int W, int threads, const strata_config_t *
            W, 1 == W ? "" : "s", o->shard ? o->shard : W, o->cfg.n_layer, o->cfg.dim,
            o->cfg.n_head, o->cfg.max_seq, gpt_num_params(&o->cfg), B, M, W, B * M * W,
            strata_dtype_name(o->dtype), threads, 1 == threads ? "" : "s",
-           strata_format_size(cfg->device_mem, dm, sizeof(dm)), cfg->act_policy, cfg->schedule,
+           strata_format_size(budget, dm, sizeof(dm)), pol, sched,
            NULL != o->data ? o->data : "addition (generated)");
     fflush(stdout);
 }
