@@ -1,6 +1,6 @@
 # fsdp/ - the FSDP runtime: units, flat sharded parameters, the step,
 # collectives' progress, the sharded optimizer.
-libstrata_la_SOURCES += \
+libstrata_core_la_SOURCES += \
     fsdp/fsdp.h \
     fsdp/geometry.c \
     fsdp/mem.c \

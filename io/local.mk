@@ -1,5 +1,5 @@
 # io/ - HDF5: the storage tier's spill file (spill.c) and checkpoints (ckpt_*.c).
-libstrata_la_SOURCES += \
+libstrata_core_la_SOURCES += \
     io/io.h \
     io/spill.c \
     io/ckpt_geom.c \

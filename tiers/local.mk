@@ -1,5 +1,5 @@
 # tiers/ - memory tiers, arenas, copy engines, events, the storage policy.
-libstrata_la_SOURCES += \
+libstrata_core_la_SOURCES += \
     tiers/tiers.h \
     tiers/arena.c \
     tiers/tiers.c \
@@ -8,6 +8,6 @@ libstrata_la_SOURCES += \
     tiers/storage.c \
     tiers/host.c
 if HAVE_CUDA
-libstrata_la_SOURCES += tiers/cuda.c
+libstrata_core_la_SOURCES += tiers/cuda.c
 endif
 EXTRA_DIST += tiers/cuda.c
