@@ -1,4 +1,4 @@
-libstrata_la_SOURCES += \
+libstrata_core_la_SOURCES += \
     base/base.h \
     base/status.c \
     base/dtype.c \

@@ -9,7 +9,7 @@ EXTRA_DIST += bench/run bench/offload bench/plan
 noinst_PROGRAMS += bench/tiers_bench
 bench_tiers_bench_SOURCES = bench/tiers_bench.c bench/stats.h
 bench_tiers_bench_CPPFLAGS = $(AM_CPPFLAGS) $(BLAS_CFLAGS)
-bench_tiers_bench_LDADD = libstrata.la $(BLAS_LIBS)
+bench_tiers_bench_LDADD = libstrata_core.la $(BLAS_LIBS)
 
 noinst_PROGRAMS += bench/fsdp_bench
 bench_fsdp_bench_SOURCES = bench/fsdp_bench.c bench/stats.h

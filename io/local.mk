@@ -1,6 +1,6 @@
 # io/ - the HDF5 checkpoint formats (ckpt_*.c). The storage tier's spill
 # file is the tier's own (tiers/spill.c).
-libstrata_la_SOURCES += \
+libstrata_core_la_SOURCES += \
     io/io.h \
     io/ckpt_geom.c \
     io/ckpt_h5.c \

@@ -2,7 +2,7 @@
 # the latency-hiding and naive schedules, their simulator, the automatic
 # plan and the trace writer (its reader and analysis: tools/). Pure code,
 # tested without MPI.
-libstrata_la_SOURCES += \
+libstrata_core_la_SOURCES += \
     sched/sched.h \
     sched/sched_impl.h \
     sched/program.c \
@@ -20,4 +20,4 @@ libstrata_la_SOURCES += \
 # the planner reads JSON with jansson and finds its data files by name
 AM_CPPFLAGS += $(JANSSON_CFLAGS) -DSTRATA_PKGDATADIR='"$(pkgdatadir)"' \
                -DSTRATA_SRCDIR='"$(abs_top_srcdir)"' -DSTRATA_BUILDDIR='"$(abs_top_builddir)"'
-libstrata_la_LIBADD += $(JANSSON_LIBS)
+libstrata_core_la_LIBADD += $(JANSSON_LIBS)

@@ -1,6 +1,6 @@
 # tiers/ - memory tiers, arenas, copy engines, events, the storage policy
 # and its spill file format (spill.c).
-libstrata_la_SOURCES += \
+libstrata_core_la_SOURCES += \
     tiers/tiers.h \
     tiers/spill.h \
     tiers/arena.c \
@@ -11,6 +11,6 @@ libstrata_la_SOURCES += \
     tiers/spill.c \
     tiers/host.c
 if HAVE_CUDA
-libstrata_la_SOURCES += tiers/cuda.c
+libstrata_core_la_SOURCES += tiers/cuda.c
 endif
 EXTRA_DIST += tiers/cuda.c

@@ -17,7 +17,7 @@ examples_gpt_libgpt_a_CPPFLAGS = $(AM_CPPFLAGS) $(BLAS_CFLAGS)
 # the clamps in exp/GELU need -fno-trapping-math to become vector selects
 examples_gpt_libgpt_a_CFLAGS = $(AM_CFLAGS) -ftree-vectorize -fno-trapping-math
 
-GPT_LDADD = examples/gpt/libgpt.a libstrata.la $(BLAS_LIBS) -lm
+GPT_LDADD = examples/gpt/libgpt.a libstrata.la $(BLAS_LIBS)
 
 noinst_PROGRAMS += examples/gpt/gpt_ref_train
 examples_gpt_gpt_ref_train_SOURCES = examples/gpt/gpt_ref_train.c
