@@ -76,18 +76,18 @@ struct strata_context {
 };
 
 /* Record a detailed message on ctx (may be NULL: then it is only logged)
- * and return status, so call sites read: return strata_error(ctx, ST, ...). */
-strata_status_t strata_error(strata_context_t *ctx, strata_status_t status,
-                             const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-void strata_clear_error(strata_context_t *ctx);
+ * and return status, so call sites read: return base_error(ctx, ST, ...). */
+strata_status_t base_error(strata_context_t *ctx, strata_status_t status,
+                           const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void base_clear_error(strata_context_t *ctx);
 
 /* Logging without a context (before init, or in pure code paths): rank is
  * taken from MPI when initialised. Level from STRATA_LOG_LEVEL. */
-void strata_log_raw(int rank, strata_log_level_t level, const char *fmt, va_list ap);
-int  strata_log_enabled(const strata_context_t *ctx, strata_log_level_t level);
+void base_log_raw(int rank, strata_log_level_t level, const char *fmt, va_list ap);
+int  base_log_enabled(const strata_context_t *ctx, strata_log_level_t level);
 
 #define STRATA_LOG(ctx, lvl, ...) \
-    do { if (strata_log_enabled((ctx), (lvl))) strata_log((ctx), (lvl), __VA_ARGS__); } while (0)
+    do { if (base_log_enabled((ctx), (lvl))) strata_log((ctx), (lvl), __VA_ARGS__); } while (0)
 #define strata_warn(ctx, ...)  STRATA_LOG(ctx, STRATA_LOG_WARN, __VA_ARGS__)
 #define strata_info(ctx, ...)  STRATA_LOG(ctx, STRATA_LOG_INFO, __VA_ARGS__)
 #define strata_debug(ctx, ...) STRATA_LOG(ctx, STRATA_LOG_DEBUG, __VA_ARGS__)
@@ -114,10 +114,10 @@ static inline int strata_add_size(size_t a, size_t b, size_t *out)
 }
 
 /* Convert an MPI error code to a status with MPI's own message. */
-strata_status_t strata_mpi_error(strata_context_t *ctx, int mpi_rc, const char *what);
+strata_status_t base_mpi_error(strata_context_t *ctx, int mpi_rc, const char *what);
 
 /* Monotonic seconds. */
-double strata_now(void);
+double base_now(void);
 
 /* The process-wide HDF5 lock (h5lock.c), recursive: Debian's HDF5 is not
  * thread-safe, so every HDF5 call of the library holds it (io/io.h says who

@@ -18,12 +18,12 @@ static strata_log_level_t env_level(void)
     return c.log_level;
 }
 
-int strata_log_enabled(const strata_context_t *ctx, strata_log_level_t level)
+int base_log_enabled(const strata_context_t *ctx, strata_log_level_t level)
 {
     return level <= (ctx ? ctx->cfg.log_level : env_level());
 }
 
-void strata_log_raw(int rank, strata_log_level_t level, const char *fmt, va_list ap)
+void base_log_raw(int rank, strata_log_level_t level, const char *fmt, va_list ap)
 {
     char line[2048];
     int n = (rank >= 0)
@@ -38,7 +38,7 @@ void strata_log_raw(int rank, strata_log_level_t level, const char *fmt, va_list
 void strata_log(const strata_context_t *ctx, strata_log_level_t level, const char *fmt, ...)
 {
     if (level < STRATA_LOG_ERROR || level > STRATA_LOG_TRACE) return;
-    if (!strata_log_enabled(ctx, level)) return;
+    if (!base_log_enabled(ctx, level)) return;
     int rank = -1;
     if (ctx) {
         rank = ctx->rank;
@@ -50,6 +50,6 @@ void strata_log(const strata_context_t *ctx, strata_log_level_t level, const cha
     }
     va_list ap;
     va_start(ap, fmt);
-    strata_log_raw(rank, level, fmt, ap);
+    base_log_raw(rank, level, fmt, ap);
     va_end(ap);
 }

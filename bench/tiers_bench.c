@@ -64,10 +64,10 @@ static void die(strata_context_t *ctx, const char *what)
 static double move_time(strata_block_t *b, strata_tier_t dst, strata_context_t *ctx)
 {
     strata_event_t *ev;
-    double t0 = strata_now();
+    double t0 = base_now();
     if (STRATA_OK != strata_block_move(b, dst, 0, NULL, &ev)) die(ctx, "move");
     if (STRATA_OK != strata_event_wait(ev)) die(ctx, "move wait");
-    double t = strata_now() - t0;
+    double t = base_now() - t0;
     strata_event_release(ev);
     return t;
 }
@@ -169,9 +169,9 @@ static void bench_copies(strata_context_t *ctx, size_t bytes, int repeats)
                     if (strata_block_ptr(b, dst) != d) die(ctx, "the move landed on another span");
                     strata_block_evict(b, dst);
                 } else {
-                    double t0 = strata_now();
+                    double t0 = base_now();
                     memcpy(d, s, bytes);
-                    tr = strata_now() - t0;
+                    tr = base_now() - t0;
                 }
             }
             if (i >= 0) { t[i] = te; r[i] = tr; }
@@ -263,10 +263,10 @@ static void bench_storage(strata_context_t *ctx, size_t bytes, int repeats, int 
             if ((0 == k) == engine_first) {
                 te = move_time(b, S, ctx);
             } else {
-                double t0 = strata_now();
+                double t0 = base_now();
                 pwrite_all(rfd, h, bytes, 0);
                 if (fsync_on) fdatasync(rfd);
-                tref = strata_now() - t0;
+                tref = base_now() - t0;
             }
         }
         /* read: both files written back and dropped from the cache */
@@ -279,9 +279,9 @@ static void bench_storage(strata_context_t *ctx, size_t bytes, int repeats, int 
                 te2 = move_time(b, H, ctx);
                 if (strata_block_ptr(b, H) != h) die(ctx, "the read landed on another span");
             } else {
-                double t0 = strata_now();
+                double t0 = base_now();
                 pread_all(rfd, h, bytes, 0);
-                tref2 = strata_now() - t0;
+                tref2 = base_now() - t0;
             }
         }
         uint64_t off2;
@@ -337,11 +337,11 @@ static double sgemm_gflops(double seconds)
           *c = malloc(sizeof(float) * N * N);
     for (int i = 0; i < N * N; i++) { a[i] = 1.0f / (float)(i + 1); b[i] = 0.5f; c[i] = 0; }
     long n = 0;
-    double t0 = strata_now(), t;
+    double t0 = base_now(), t;
     do {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, N, N, 1.0f, a, N, b, N, 0.0f, c, N);
         n++;
-    } while ((t = strata_now() - t0) < seconds);
+    } while ((t = base_now() - t0) < seconds);
     free(a); free(b); free(c);
     return 2.0 * N * N * N * (double)n / t / 1e9;
 }

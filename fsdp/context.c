@@ -75,7 +75,7 @@ strata_status_t strata_init(MPI_Comm comm, const strata_config_t *cfg,
         goto err_mpi;
     }
     rc = MPI_Comm_dup(comm, &ctx->comm);
-    if (MPI_SUCCESS != rc) { st = strata_mpi_error(NULL, rc, "MPI_Comm_dup"); goto err_mpi; }
+    if (MPI_SUCCESS != rc) { st = base_mpi_error(NULL, rc, "MPI_Comm_dup"); goto err_mpi; }
     MPI_Comm_rank(ctx->comm, &ctx->rank);
     MPI_Comm_size(ctx->comm, &ctx->size);
 

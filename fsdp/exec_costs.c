@@ -58,11 +58,11 @@ static strata_status_t costs_post(strata_model_t *m)
     int L = m->nunits, M = m->n_micro > 0 ? m->n_micro : 1;
     size_t n = (size_t)(4 * L + 1);
     int W = strata_group_size(m->ctx->world);
-    if (x->cost_req) return strata_error(m->ctx, STRATA_ERR_STATE, "costs: an exchange is pending");
+    if (x->cost_req) return base_error(m->ctx, STRATA_ERR_STATE, "costs: an exchange is pending");
     if (!x->cost_v) {
         x->cost_v = malloc(n * sizeof *x->cost_v);
         x->cost_all = malloc(n * (size_t)W * sizeof *x->cost_all);
-        if (!x->cost_v || !x->cost_all) return strata_error(m->ctx, STRATA_ERR_NOMEM, "costs");
+        if (!x->cost_v || !x->cost_all) return base_error(m->ctx, STRATA_ERR_NOMEM, "costs");
     }
     float *v = x->cost_v;
     comm_costs(x);
@@ -169,7 +169,7 @@ static strata_status_t measured_costs(strata_model_t *m, int first)
         }
         set_costs(m, c);
     } else if (STRATA_ERR_NOMEM == st) {
-        st = strata_error(m->ctx, st, "costs");
+        st = base_error(m->ctx, st, "costs");
     }
     free(r);
     free(c);

@@ -93,7 +93,7 @@ strata_status_t fsdp_exec_install(strata_model_t *m, sched_t *s)
     x->rid = malloc((size_t)L * sizeof(int));
     if (!x->issued || !x->done || !x->ev || !x->fid || !x->bid || !x->rid) {
         free_state(x);
-        return strata_error(m->ctx, STRATA_ERR_NOMEM, "activation schedule state");
+        return base_error(m->ctx, STRATA_ERR_NOMEM, "activation schedule state");
     }
     x->nops = n;
     for (int u = 0; u < L; u++) x->fid[u] = x->bid[u] = x->rid[u] = -1;
@@ -134,7 +134,7 @@ void fsdp_exec_trace_memory(strata_model_t *m)
         strata_tier_usage(m->ctx, (strata_tier_t)t, &u);
         b[t] = u.used;
     }
-    sched_trace_memory(x->trace, strata_now(), b);
+    sched_trace_memory(x->trace, base_now(), b);
 }
 
 /* The transfer completed: its status, its busy time, its trace event. */
@@ -154,8 +154,8 @@ static strata_status_t finish(strata_model_t *m, int id)
     }
     if (STRATA_OK != st) {
         char lab[96];
-        return strata_error(m->ctx, st, "activation transfer %s failed: %s",
-                            sched_op_label(x->sched, id, lab, sizeof lab), strata_strerror(st));
+        return base_error(m->ctx, st, "activation transfer %s failed: %s",
+                          sched_op_label(x->sched, id, lab, sizeof lab), strata_strerror(st));
     }
     return STRATA_OK;
 }
@@ -182,9 +182,9 @@ static strata_status_t issue(strata_model_t *m, int id)
     const sched_op_t *o = sched_op(x->sched, id);
     fsdp_save_t *s = op_save(m, o);
     if (!s || !s->buf.h)
-        return strata_error(m->ctx, STRATA_ERR_STATE, "activation schedule: %s has no save "
-                            "block (unit '%s')", sched_op_kind_name(o->kind),
-                            m->units[o->unit]->name);
+        return base_error(m->ctx, STRATA_ERR_STATE, "activation schedule: %s has no save "
+                          "block (unit '%s')", sched_op_kind_name(o->kind),
+                          m->units[o->unit]->name);
     strata_tier_t dst = SCHED_OP_D2H == o->kind ? STRATA_TIER_PINNED_HOST
                       : SCHED_OP_H2S == o->kind ? STRATA_TIER_STORAGE
                       : SCHED_OP_S2H == o->kind ? STRATA_TIER_PINNED_HOST : STRATA_TIER_DEVICE;
@@ -199,9 +199,9 @@ static strata_status_t issue(strata_model_t *m, int id)
         x->moved_bytes += strata_block_size(s->buf.h);
     }
     if (SCHED_MODE_NAIVE == x->opts.mode) {   /* in line: compute waits for it now */
-        double t0 = strata_now();
+        double t0 = base_now();
         strata_event_wait(ev);
-        x->exposed_s += strata_now() - t0;
+        x->exposed_s += base_now() - t0;
         return finish(m, id);
     }
     return STRATA_OK;
@@ -261,9 +261,9 @@ static strata_status_t wait_op(strata_model_t *m, int id)
         if (other < 0) {
             char lab[96];
             if (STRATA_OK != x->blocked) return x->blocked;   /* the tiers' message stands */
-            return strata_error(m->ctx, STRATA_ERR_STATE, "activation schedule stuck: %s cannot "
-                                "be issued and nothing is in flight",
-                                sched_op_label(x->sched, id, lab, sizeof lab));
+            return base_error(m->ctx, STRATA_ERR_STATE, "activation schedule stuck: %s cannot "
+                              "be issued and nothing is in flight",
+                              sched_op_label(x->sched, id, lab, sizeof lab));
         }
         strata_event_wait(x->ev[other]);
         st = finish(m, other);
@@ -284,9 +284,9 @@ int fsdp_exec_make_room(strata_model_t *m)
     for (int k = 0; k < n; k++) {
         int id = ord[k];
         if (!x->issued[id] || x->done[id]) continue;
-        double t0 = strata_now();
+        double t0 = base_now();
         strata_event_wait(x->ev[id]);
-        double t1 = strata_now();
+        double t1 = base_now();
         x->exposed_s += t1 - t0;
         if (x->trace)   /* an allocation waited for room */
             sched_trace_op(x->trace, SCHED_COMPUTE, "WAIT", t0, t1 - t0,
@@ -324,7 +324,7 @@ strata_status_t fsdp_exec_before(strata_model_t *m, int kind, int unit)
     if (id < 0) return STRATA_OK;
     const sched_op_t *o = sched_op(x->sched, id);
     /* naive transfers waited for inside pump count once, in this span */
-    double t0 = strata_now(), e0 = x->exposed_s;
+    double t0 = base_now(), e0 = x->exposed_s;
     int waited = 0;
     strata_status_t st = pump(m);
     int room = -1;   /* computed at the first drain met */
@@ -347,7 +347,7 @@ strata_status_t fsdp_exec_before(strata_model_t *m, int kind, int unit)
         st = wait_op(m, o->deps[d]);
     }
     if (waited) {
-        double t1 = strata_now();
+        double t1 = base_now();
         x->exposed_s = e0 + (t1 - t0);
         if (x->trace)   /* the exposed transfer time, on the compute track */
             sched_trace_op(x->trace, SCHED_COMPUTE, "WAIT", t0, t1 - t0, unit, NULL, 0);
@@ -361,9 +361,9 @@ strata_status_t fsdp_exec_before(strata_model_t *m, int kind, int unit)
             if (!s->buf.h) continue;    /* dropped for recompute */
             s->buf.ptr = strata_block_ptr(s->buf.h, STRATA_TIER_DEVICE);
             if (!s->buf.ptr)
-                return strata_error(m->ctx, STRATA_ERR_STATE, "unit '%s' save '%s' is not on "
-                                    "the device before its %s", u->name, s->name,
-                                    sched_op_kind_name((sched_op_kind_t)kind));
+                return base_error(m->ctx, STRATA_ERR_STATE, "unit '%s' save '%s' is not on "
+                                  "the device before its %s", u->name, s->name,
+                                  sched_op_kind_name((sched_op_kind_t)kind));
         }
     }
     nvtxRangePushA(sched_op_kind_name((sched_op_kind_t)kind));
@@ -392,11 +392,11 @@ strata_status_t fsdp_exec_after(strata_model_t *m, int kind, int unit, double t0
     if (SCHED_OP_F == kind) {
         const sched_unit_t *ru = &x->prog->units[unit];
         if (u->nsaves != ru->nsaves)
-            return strata_error(m->ctx, STRATA_ERR_MISMATCH, "unit '%s' forward saved %d "
-                                "activations; the recorded step program has %d (first missing: "
-                                "'%s'). The program changed: call strata_model_replan between "
-                                "steps to record it again", u->name, u->nsaves, ru->nsaves,
-                                u->nsaves < ru->nsaves ? ru->saves[u->nsaves].name : "?");
+            return base_error(m->ctx, STRATA_ERR_MISMATCH, "unit '%s' forward saved %d "
+                              "activations; the recorded step program has %d (first missing: "
+                              "'%s'). The program changed: call strata_model_replan between "
+                              "steps to record it again", u->name, u->nsaves, ru->nsaves,
+                              u->nsaves < ru->nsaves ? ru->saves[u->nsaves].name : "?");
         for (int i = 0; i < u->nsaves; i++)
             if (SCHED_RECOMPUTE == sched_save_action(x->sched, unit, i))
                 fsdp_buf_free(&u->saves[i].buf);   /* the re-run makes it again */
@@ -438,13 +438,13 @@ strata_status_t fsdp_exec_recompute(strata_model_t *m, strata_unit_t *u)
     strata_unit_call_t c = { .unit = u, .backward = 0, .training = 1, .in = &m->acts[ui],
                              .out = &m->acts[ui + 1], .mode = CALL_RECOMPUTE,
                              .rec = fsdp_exec_recorded(m, ui) };
-    double t0 = strata_now();
+    double t0 = base_now();
     st = fsdp_run_callback(&c);
-    double t1 = strata_now();
+    double t1 = base_now();
     if (STRATA_OK == st && c.save_calls != x->prog->units[ui].nsaves)
-        st = strata_error(m->ctx, STRATA_ERR_MISMATCH, "unit '%s' recompute made %d saves; the "
-                          "recorded forward made %d (a forward must save the same every time)",
-                          u->name, c.save_calls, x->prog->units[ui].nsaves);
+        st = base_error(m->ctx, STRATA_ERR_MISMATCH, "unit '%s' recompute made %d saves; the "
+                        "recorded forward made %d (a forward must save the same every time)",
+                        u->name, c.save_calls, x->prog->units[ui].nsaves);
     if (STRATA_OK != st) return st;
     return fsdp_exec_after(m, SCHED_OP_RECOMPUTE, ui, t0, t1);
 }

@@ -46,7 +46,7 @@ static strata_status_t set_policy(strata_model_t *m, const char *text)
     sched_policy_t p;
     strata_status_t st = sched_policy_parse(text ? text : "", &p, err, sizeof err);
     if (STRATA_OK != st)
-        return strata_error(m->ctx, st, "act_policy '%s': %s", text ? text : "", err);
+        return base_error(m->ctx, st, "act_policy '%s': %s", text ? text : "", err);
     snprintf(x->policy, sizeof x->policy, "%s", text ? text : "");
     x->pol = p;
     update_active(m);
@@ -56,7 +56,7 @@ static strata_status_t set_policy(strata_model_t *m, const char *text)
 strata_status_t fsdp_exec_create(strata_model_t *m)
 {
     fsdp_exec_t *x = calloc(1, sizeof *x);
-    if (!x) return strata_error(m->ctx, STRATA_ERR_NOMEM, "activation executor");
+    if (!x) return base_error(m->ctx, STRATA_ERR_NOMEM, "activation executor");
     m->exec = x;
     fsdp_mem_set_room(m, fsdp_exec_make_room);
     x->planned_micro = -1;
@@ -67,7 +67,7 @@ strata_status_t fsdp_exec_create(strata_model_t *m)
     char err[256];
     sched_opts_t o;
     st = sched_opts_from_config(&m->ctx->cfg, &o, err, sizeof err);
-    if (STRATA_OK != st) return strata_error(m->ctx, st, "%s", err);
+    if (STRATA_OK != st) return base_error(m->ctx, st, "%s", err);
     return STRATA_OK;
 }
 
@@ -81,7 +81,7 @@ strata_status_t fsdp_exec_step_begin(strata_model_t *m)
     if (!x) return STRATA_OK;
     x->transfer_s = x->exposed_s = 0;
     x->moved_bytes = 0;
-    x->t_plan0 = strata_now();
+    x->t_plan0 = base_now();
     if (x->fwd_s)
         for (int u = 0; u < m->nunits; u++) {
             x->fwd_s[u] = x->bwd_s[u] = x->ag_s[u] = x->rs_s[u] = 0;
@@ -91,7 +91,7 @@ strata_status_t fsdp_exec_step_begin(strata_model_t *m)
     x->have_prev = 0;
     if (m->exec_active && x->trace_prefix[0] && !x->trace) {
         strata_status_t st = sched_trace_create(m->ctx->rank, &x->trace);
-        if (STRATA_OK != st) return strata_error(m->ctx, st, "trace");
+        if (STRATA_OK != st) return base_error(m->ctx, st, "trace");
     }
     return STRATA_OK;
 }
@@ -108,7 +108,7 @@ strata_status_t fsdp_exec_forward_begin(strata_model_t *m, const void *input, si
         st = fsdp_exec_plan(m, m->n_micro, 1);
         if (STRATA_OK != st) return st;
         x->print_after = x->pol.is_auto;
-        x->t_plan0 = strata_now();
+        x->t_plan0 = base_now();
     } else if (!x->sched || (0 == m->micro && x->planned_micro != m->n_micro)) {
         st = fsdp_exec_plan(m, m->n_micro, !x->sched);
         if (STRATA_OK != st) return st;
@@ -123,7 +123,7 @@ strata_status_t fsdp_exec_forward_end(strata_model_t *m)
     if (!x) return STRATA_OK;
     char err[512];
     strata_status_t st = sched_check_end(x->prog, m->nunits, err, sizeof err);
-    if (STRATA_OK != st) return strata_error(m->ctx, st, "%s", err);
+    if (STRATA_OK != st) return base_error(m->ctx, st, "%s", err);
     return STRATA_OK;
 }
 
@@ -156,7 +156,7 @@ strata_status_t fsdp_exec_step_end(strata_model_t *m)
     s->offload_bytes = 0;
     s->predicted_step_s = 0;
     if (!x) return STRATA_OK;
-    double now = strata_now();
+    double now = base_now();
     x->step++;
     s->transfer_s = x->transfer_s;
     s->exposed_transfer_s = x->exposed_s < x->transfer_s ? x->exposed_s : x->transfer_s;
@@ -225,9 +225,9 @@ static strata_status_t between_steps(strata_model_t *m, const char *fn)
 {
     if (!m) return STRATA_ERR_INVALID;
     if (MODEL_READY != m->state || !m->exec)
-        return strata_error(m->ctx, STRATA_ERR_STATE, "%s: commit the model first", fn);
+        return base_error(m->ctx, STRATA_ERR_STATE, "%s: commit the model first", fn);
     if (PHASE_IDLE != m->phase)
-        return strata_error(m->ctx, STRATA_ERR_STATE, "%s: only between steps", fn);
+        return base_error(m->ctx, STRATA_ERR_STATE, "%s: only between steps", fn);
     return STRATA_OK;
 }
 
@@ -250,7 +250,7 @@ strata_status_t strata_model_set_act_policy(strata_model_t *m, const char *polic
             snprintf(x->policy, sizeof x->policy, "%s", old);
             x->pol = oldp;
             update_active(m);
-            return strata_error(m->ctx, st, "%s", err);
+            return base_error(m->ctx, st, "%s", err);
         }
         /* the next step plans (collectively, at its first forward) */
         fsdp_exec_uninstall(m);
@@ -273,12 +273,12 @@ strata_status_t strata_model_trace(strata_model_t *m, const char *prefix)
 {
     if (!m) return STRATA_ERR_INVALID;
     if (!m->exec)
-        return strata_error(m->ctx, STRATA_ERR_STATE, "strata_model_trace: commit the model "
-                            "first");
+        return base_error(m->ctx, STRATA_ERR_STATE, "strata_model_trace: commit the model "
+                          "first");
     fsdp_exec_t *x = m->exec;
     if (prefix && strlen(prefix) >= sizeof x->trace_prefix)
-        return strata_error(m->ctx, STRATA_ERR_INVALID, "trace prefix longer than %zu bytes",
-                            sizeof x->trace_prefix - 1);
+        return base_error(m->ctx, STRATA_ERR_INVALID, "trace prefix longer than %zu bytes",
+                          sizeof x->trace_prefix - 1);
     write_trace(m);
     snprintf(x->trace_prefix, sizeof x->trace_prefix, "%s", prefix ? prefix : "");
     int was = m->exec_active;

@@ -20,8 +20,8 @@ strata_status_t fsdp_mem_alloc(strata_context_t *ctx, strata_tier_t tier, strata
                                size_t bytes, void **ptr_p, fsdp_mem_t **h_p)
 {
     if ((int)tier < 0 || tier > STRATA_TIER_PINNED_HOST)
-        return strata_error(ctx, STRATA_ERR_INVALID, "fsdp_mem_alloc: tier %d is not a memory tier",
-                            (int)tier);
+        return base_error(ctx, STRATA_ERR_INVALID, "fsdp_mem_alloc: tier %d is not a memory tier",
+                          (int)tier);
     strata_block_t *blk = NULL;
     strata_status_t st = strata_block_alloc(ctx, tier, bytes ? bytes : 1, tag, &blk);
     if (STRATA_OK != st) return st;
@@ -58,7 +58,7 @@ strata_status_t fsdp_buf_alloc(strata_context_t *ctx, strata_tier_t tier, strata
     fsdp_mem_t *h = NULL;
     size_t total;
     if (strata_add_size(bytes, FSDP_GUARD, &total))
-        return strata_error(ctx, STRATA_ERR_OVERFLOW, "buffer of %zu bytes overflows", bytes);
+        return base_error(ctx, STRATA_ERR_OVERFLOW, "buffer of %zu bytes overflows", bytes);
     strata_status_t st = fsdp_mem_alloc(ctx, tier, tag, total, &p, &h);
     if (STRATA_OK != st) return st;
     if (zero) memset(p, 0, bytes);

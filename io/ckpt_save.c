@@ -86,8 +86,8 @@ static void kill_point(const writer_t *w)
 static strata_status_t h5fail(writer_t *w, const char *what, const char *obj)
 {
     char m[256];
-    return strata_error(w->ctx, STRATA_ERR_HDF5, "%s: %s %s failed (%s)", w->file, what, obj,
-                        ckpt_h5_msg(m, sizeof m));
+    return base_error(w->ctx, STRATA_ERR_HDF5, "%s: %s %s failed (%s)", w->file, what, obj,
+                      ckpt_h5_msg(m, sizeof m));
 }
 
 /* A 16-bit float file type HDF5 converts like any float (h5dump shows the
@@ -192,10 +192,10 @@ static void write_pieces(writer_t *w)
             ckpt_hash_update(w->hash, p, k);
             int e = ckpt_pwrite_full(w->fd, p, k, pc[i].foff + done);
             if (e) {
-                w->local = strata_error(w->ctx, STRATA_ERR_IO,
-                                        "%s: writing %zu bytes of %s at offset %llu of %s failed: %s",
-                                        w->file, k, pc[i].path, (unsigned long long)(pc[i].foff + done),
-                                        w->tmp, strerror(e));
+                w->local = base_error(w->ctx, STRATA_ERR_IO,
+                                      "%s: writing %zu bytes of %s at offset %llu of %s failed: %s",
+                                      w->file, k, pc[i].path, (unsigned long long)(pc[i].foff + done),
+                                      w->tmp, strerror(e));
                 break;
             }
 #ifdef SYNC_FILE_RANGE_WRITE
@@ -244,7 +244,7 @@ static strata_status_t write_sumtab(writer_t *w, hid_t gsum, const strata_ckpt_u
     size_t slen = 2;
     for (int i = 0; i < T; i++) if (strlen(paths[i]) + 1 > slen) slen = strlen(paths[i]) + 1;
     flat = calloc((size_t)T, slen);
-    if (!flat) { st = strata_error(w->ctx, STRATA_ERR_NOMEM, "checkpoint: no memory for tensor names"); goto out; }
+    if (!flat) { st = base_error(w->ctx, STRATA_ERR_NOMEM, "checkpoint: no memory for tensor names"); goto out; }
     for (int i = 0; i < T; i++) memcpy(flat + (size_t)i * slen, paths[i], strlen(paths[i]));
     hsize_t nt = (hsize_t)T;
     st_t = H5Tcopy(H5T_C_S1);
@@ -357,7 +357,7 @@ static strata_status_t create_unit(writer_t *w, hid_t gmodel, hid_t goptim, hid_
     up->paths = calloc((size_t)up->T, sizeof *up->paths);
     up->rows = calloc((size_t)up->T * 3, sizeof *up->rows);
     hid_t gm = -1, go = -1, gh = -1;
-    if (!up->paths || !up->rows) return strata_error(w->ctx, STRATA_ERR_NOMEM, "checkpoint: no memory");
+    if (!up->paths || !up->rows) return base_error(w->ctx, STRATA_ERR_NOMEM, "checkpoint: no memory");
 
     if ((gm = make_group(gmodel, U->name)) < 0 || (go = make_group(goptim, U->name)) < 0 ||
         (ghalf >= 0 && (gh = make_group(ghalf, U->name)) < 0))
@@ -371,7 +371,7 @@ static strata_status_t create_unit(writer_t *w, hid_t gmodel, hid_t goptim, hid_
     for (int p = 0, t = 0; p < U->nparams && STRATA_OK == st; p++)
         st = put_param(w, gm, go, gh, U, &U->params[p], sa, sb, half, up, &t);
     if (STRATA_ERR_NOMEM == st && !w->ctx->errmsg[0])
-        strata_error(w->ctx, st, "checkpoint: no memory for tensor paths");
+        base_error(w->ctx, st, "checkpoint: no memory for tensor paths");
     if (gh >= 0) H5Gclose(gh);
     if (go >= 0) H5Gclose(go);
     if (gm >= 0) H5Gclose(gm);
@@ -430,12 +430,12 @@ out:
 static strata_status_t fsync_path(strata_context_t *ctx, const char *path, int dir)
 {
     int fd = open(path, O_RDONLY | (dir ? O_DIRECTORY : 0));
-    if (fd < 0) return strata_error(ctx, STRATA_ERR_IO, "checkpoint: cannot open %s to fsync it: %s",
-                                    path, strerror(errno));
+    if (fd < 0) return base_error(ctx, STRATA_ERR_IO, "checkpoint: cannot open %s to fsync it: %s",
+                                  path, strerror(errno));
     int rc = fsync(fd);
     int e = errno;
     close(fd);
-    if (rc) return strata_error(ctx, STRATA_ERR_IO, "checkpoint: fsync %s failed: %s", path, strerror(e));
+    if (rc) return base_error(ctx, STRATA_ERR_IO, "checkpoint: fsync %s failed: %s", path, strerror(e));
     return STRATA_OK;
 }
 
@@ -505,15 +505,15 @@ static strata_status_t alloc_plan(writer_t *w)
             total += (size_t)(L->units[u].npad / (uint64_t)L->shard_size);
         w->half_buf = malloc(total * sizeof(uint16_t));
         if (w->half_type < 0 || !w->half_buf)
-            st = strata_error(w->ctx, STRATA_ERR_NOMEM, "%s: no memory for the %s copy buffer",
-                              w->file, strata_dtype_name(w->half));
+            st = base_error(w->ctx, STRATA_ERR_NOMEM, "%s: no memory for the %s copy buffer",
+                            w->file, strata_dtype_name(w->half));
     }
     size_t ntensors = 0;
     for (int u = 0; u < L->nunits; u++) ntensors += (size_t)unit_tensors(w, &L->units[u]);
     w->plans = calloc(L->nunits > 0 ? (size_t)L->nunits : 1, sizeof *w->plans);
     w->pieces = calloc(ntensors ? ntensors : 1, sizeof *w->pieces);
     if (STRATA_OK == st && (!(w->hash = ckpt_hash_new()) || !w->plans || !w->pieces))
-        st = strata_error(w->ctx, STRATA_ERR_NOMEM, "%s: no memory to plan the writes", w->file);
+        st = base_error(w->ctx, STRATA_ERR_NOMEM, "%s: no memory to plan the writes", w->file);
     return st;
 }
 
@@ -538,18 +538,18 @@ static strata_status_t save_open(writer_t *w)
     w->dxpl = H5Pcreate(H5P_DATASET_XFER);
     ckpt_set_transfer(w->ctx, w->dxpl);
 
-    w->t[T_START] = strata_now();
+    w->t[T_START] = base_now();
     w->fid = H5Fcreate(w->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, w->fapl);
     if (w->fid < 0) {
         char m[256];
-        return strata_error(w->ctx, STRATA_ERR_HDF5, "checkpoint: cannot create %s (%s); is the "
-                            "directory writable?", w->tmp, ckpt_h5_msg(m, sizeof m));
+        return base_error(w->ctx, STRATA_ERR_HDF5, "checkpoint: cannot create %s (%s); is the "
+                          "directory writable?", w->tmp, ckpt_h5_msg(m, sizeof m));
     }
     /* the writers' own descriptors for the direct writes; the file exists
      * on every rank once the collective create has returned */
     if (STRATA_OK == st && w->direct && w->writes && (w->fd = open(w->tmp, O_WRONLY | O_CLOEXEC)) < 0)
-        st = strata_error(w->ctx, STRATA_ERR_IO, "checkpoint: cannot open %s for writing: %s",
-                          w->tmp, strerror(errno));
+        st = base_error(w->ctx, STRATA_ERR_IO, "checkpoint: cannot open %s for writing: %s",
+                        w->tmp, strerror(errno));
     return st;
 }
 
@@ -607,9 +607,9 @@ static strata_status_t flush_file(writer_t *w)
     strata_status_t st = STRATA_OK;
     if (w->fd < 0) return w->writes ? fsync_path(w->ctx, w->tmp, 0) : STRATA_OK;
     if (fsync(w->fd))
-        st = strata_error(w->ctx, STRATA_ERR_IO, "checkpoint: fsync %s failed: %s", w->tmp, strerror(errno));
+        st = base_error(w->ctx, STRATA_ERR_IO, "checkpoint: fsync %s failed: %s", w->tmp, strerror(errno));
     if (close(w->fd) && STRATA_OK == st)
-        st = strata_error(w->ctx, STRATA_ERR_IO, "checkpoint: close %s failed: %s", w->tmp, strerror(errno));
+        st = base_error(w->ctx, STRATA_ERR_IO, "checkpoint: close %s failed: %s", w->tmp, strerror(errno));
     w->fd = -1;
     return st;
 }
@@ -618,17 +618,17 @@ static strata_status_t flush_file(writer_t *w)
 static strata_status_t save_write(writer_t *w)
 {
     strata_status_t st = STRATA_OK;
-    w->t[T_META] = strata_now();
+    w->t[T_META] = base_now();
     write_pieces(w);
-    w->t[T_DATA] = strata_now();
+    w->t[T_DATA] = base_now();
     for (int u = 0; u < w->L->nunits && STRATA_OK == st; u++)
         st = write_sumtab(w, w->gsum, &w->L->units[u], w->plans[u].paths, w->plans[u].T,
                           w->plans[u].rows);
     st = close_file(w, st);
-    w->t[T_CLOSE] = strata_now();
+    w->t[T_CLOSE] = base_now();
     if (STRATA_OK == st) st = w->local;
     if (STRATA_OK == st) st = flush_file(w);
-    w->t[T_SYNC] = strata_now();
+    w->t[T_SYNC] = base_now();
     return st;
 }
 
@@ -640,8 +640,8 @@ static strata_status_t save_commit(writer_t *w)
     dir_of(w->file, dir, sizeof dir);
     strata_status_t st = fsync_path(w->ctx, dir, 1);
     if (STRATA_OK == st && rename(w->tmp, w->file))
-        st = strata_error(w->ctx, STRATA_ERR_IO, "checkpoint: rename %s -> %s failed: %s",
-                          w->tmp, w->file, strerror(errno));
+        st = base_error(w->ctx, STRATA_ERR_IO, "checkpoint: rename %s -> %s failed: %s",
+                        w->tmp, w->file, strerror(errno));
     if (STRATA_OK == st) st = fsync_path(w->ctx, dir, 1);
     return st;
 }
@@ -671,12 +671,12 @@ strata_status_t strata_ckpt_write(strata_context_t *ctx, const strata_ckpt_layou
     strata_dtype_t half = opts ? opts->half_copy : STRATA_F32;
     strata_status_t st = STRATA_OK;
     if (!path || !path[0] || strlen(path) > 4000)
-        st = strata_error(ctx, STRATA_ERR_INVALID, "strata_ckpt_write: path is NULL, empty or too long");
+        st = base_error(ctx, STRATA_ERR_INVALID, "strata_ckpt_write: path is NULL, empty or too long");
     st = ckpt_agree(ctx, comm, st);
     if (STRATA_OK == st) st = ckpt_layout_check(ctx, comm, layout, path);
     if (STRATA_OK != st) return st;
     if (STRATA_F32 != half && STRATA_BF16 != half && STRATA_F16 != half)   /* opts: the same everywhere */
-        return strata_error(ctx, STRATA_ERR_INVALID, "%s: half_copy must be f32 (none), bf16 or f16", path);
+        return base_error(ctx, STRATA_ERR_INVALID, "%s: half_copy must be f32 (none), bf16 or f16", path);
 
     ckpt_h5quiet_t quiet;
     ckpt_h5_quiet(&quiet);
@@ -694,7 +694,7 @@ strata_status_t strata_ckpt_write(strata_context_t *ctx, const strata_ckpt_layou
     strata_debug(ctx, "checkpoint %s: %.3f s creating, %.3f s data, %.3f s close, %.3f s fsync, "
                  "%.3f s rename (%llu bytes written here, %llu directly)", path,
                  t[T_META] - t[T_START], t[T_DATA] - t[T_META], t[T_CLOSE] - t[T_DATA],
-                 t[T_SYNC] - t[T_CLOSE], strata_now() - t[T_SYNC], (unsigned long long)w.bytes,
+                 t[T_SYNC] - t[T_CLOSE], base_now() - t[T_SYNC], (unsigned long long)w.bytes,
                  (unsigned long long)w.direct_bytes);
     return ckpt_agree(ctx, comm, st);
 }
@@ -750,15 +750,15 @@ static strata_status_t write_latest(strata_context_t *ctx, const char *dir, cons
     snprintf(tmp, sizeof tmp, "%s/latest.tmp", dir);
     snprintf(fin, sizeof fin, "%s/latest", dir);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) return strata_error(ctx, STRATA_ERR_IO, "checkpoint: cannot write %s: %s", tmp, strerror(errno));
+    if (fd < 0) return base_error(ctx, STRATA_ERR_IO, "checkpoint: cannot write %s: %s", tmp, strerror(errno));
     char line[300];
     int n = snprintf(line, sizeof line, "%s\n", name);
     int bad = write(fd, line, (size_t)n) != n || fsync(fd);
     int e = errno;
     close(fd);
-    if (bad) return strata_error(ctx, STRATA_ERR_IO, "checkpoint: writing %s failed: %s", tmp, strerror(e));
+    if (bad) return base_error(ctx, STRATA_ERR_IO, "checkpoint: writing %s failed: %s", tmp, strerror(e));
     if (rename(tmp, fin))
-        return strata_error(ctx, STRATA_ERR_IO, "checkpoint: rename %s -> %s failed: %s", tmp, fin, strerror(errno));
+        return base_error(ctx, STRATA_ERR_IO, "checkpoint: rename %s -> %s failed: %s", tmp, fin, strerror(errno));
     return fsync_path(ctx, dir, 1);
 }
 
@@ -798,13 +798,13 @@ strata_status_t strata_ckpt_save(strata_context_t *ctx, const strata_ckpt_layout
     strata_status_t st = STRATA_OK;
     char path[4200], name[64];
     if (!dir || !dir[0] || strlen(dir) > 4000 || !layout)
-        st = strata_error(ctx, STRATA_ERR_INVALID, "strata_ckpt_save: directory or layout missing, or path too long");
+        st = base_error(ctx, STRATA_ERR_INVALID, "strata_ckpt_save: directory or layout missing, or path too long");
     st = ckpt_agree(ctx, ctx->comm, st);
     if (STRATA_OK != st) return st;
     snprintf(name, sizeof name, "step-%08llu.h5", (unsigned long long)layout->train.step);
     snprintf(path, sizeof path, "%s/%s", dir, name);
     if (0 == ctx->rank && mkdir(dir, 0755) && EEXIST != errno)
-        st = strata_error(ctx, STRATA_ERR_IO, "checkpoint: cannot create directory %s: %s", dir, strerror(errno));
+        st = base_error(ctx, STRATA_ERR_IO, "checkpoint: cannot create directory %s: %s", dir, strerror(errno));
     st = ckpt_agree(ctx, ctx->comm, st);
     if (STRATA_OK != st) return st;
 
@@ -817,7 +817,7 @@ strata_status_t strata_ckpt_save(strata_context_t *ctx, const strata_ckpt_layout
     }
     st = ckpt_agree(ctx, ctx->comm, st);
     if (STRATA_OK == st && path_p) {
-        if (strlen(path) >= len) return strata_error(ctx, STRATA_ERR_INVALID, "checkpoint path %s longer than the %zu-byte buffer", path, len);
+        if (strlen(path) >= len) return base_error(ctx, STRATA_ERR_INVALID, "checkpoint path %s longer than the %zu-byte buffer", path, len);
         memcpy(path_p, path, strlen(path) + 1);
     }
     return st;

@@ -311,9 +311,9 @@ static void test_wait_copies(strata_context_t *ctx)
         struct mover m = { big, STRATA_ERR_STATE };
         pthread_t th;
         if (0 != pthread_create(&th, NULL, mover_main, &m)) bail_out("pthread_create");
-        double t0 = strata_now();
+        double t0 = base_now();
         while (!(helped = head_helped(ctx)) && !strata_block_resident(big, STRATA_TIER_PINNED_HOST) &&
-               strata_now() - t0 < 2.0) { }
+               base_now() - t0 < 2.0) { }
         if (helped) {
             overtook = STRATA_OK == move_wait(small, STRATA_TIER_PINNED_HOST, 0) &&
                        !strata_block_resident(big, STRATA_TIER_PINNED_HOST);

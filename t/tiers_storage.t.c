@@ -295,9 +295,9 @@ static void test_waiters(void)
         struct mover m = { big, STRATA_ERR_STATE };
         pthread_t th;
         if (0 != pthread_create(&th, NULL, mover_main, &m)) bail_out("pthread_create");
-        double t0 = strata_now();
+        double t0 = base_now();
         while (!(was_helped = io_head_helped(ctx)) && !strata_block_resident(big, STRATA_TIER_STORAGE) &&
-               strata_now() - t0 < 2.0) { }
+               base_now() - t0 < 2.0) { }
         if (was_helped)
             overtook = STRATA_OK == move_wait(small, STRATA_TIER_STORAGE, 0) &&
                        !strata_block_resident(big, STRATA_TIER_STORAGE);

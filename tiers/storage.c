@@ -31,7 +31,7 @@ strata_status_t tiers_storage_prepare(tiers_state_t *ts)
             strata_info(ts->ctx, "storage tier: spill file %s", spill_file_path(ts->spill));
     }
     tiers_unlock(ts);
-    if (STRATA_OK != st) return strata_error(ts->ctx, st, "%s", msg);
+    if (STRATA_OK != st) return base_error(ts->ctx, st, "%s", msg);
     return STRATA_OK;
 }
 
@@ -53,11 +53,11 @@ static spill_ds_t *take_free_ds(tiers_state_t *ts, size_t bytes)
 static strata_status_t check_unlinked(tiers_state_t *ts, const tiers_op_t *op)
 {
     if (!spill_file_unlinked(ts->spill)) return STRATA_OK;
-    return strata_error(ts->ctx, STRATA_ERR_IO,
-                        "spill file '%s' was removed while in use: new spills are "
-                        "refused (blocks already spilled can still be read back); "
-                        "the block stays in the %s tier",
-                        spill_file_path(ts->spill), strata_tier_name(op->src));
+    return base_error(ts->ctx, STRATA_ERR_IO,
+                      "spill file '%s' was removed while in use: new spills are "
+                      "refused (blocks already spilled can still be read back); "
+                      "the block stays in the %s tier",
+                      spill_file_path(ts->spill), strata_tier_name(op->src));
 }
 
 int tiers_storage_no_hdf5_locked(tiers_state_t *ts, tiers_op_t *op)
@@ -81,7 +81,7 @@ strata_status_t tiers_storage_start(tiers_state_t *ts, tiers_op_t *op)
     strata_status_t st;
     if (0 == blk->bytes) return STRATA_OK;
     st = spill_file_open(ts->spill, msg, sizeof msg);
-    if (STRATA_OK != st) return strata_error(ts->ctx, st, "%s", msg);
+    if (STRATA_OK != st) return base_error(ts->ctx, st, "%s", msg);
     pthread_mutex_lock(&ts->lock);
     ts->spill_open = 1;
     tiers_unlock(ts);
@@ -98,10 +98,10 @@ strata_status_t tiers_storage_start(tiers_state_t *ts, tiers_op_t *op)
             uint64_t off;
             st = spill_file_dataset(ts->spill, blk->rounded, &off, msg, sizeof msg);
             if (STRATA_OK != st)
-                return strata_error(ts->ctx, st, "%s; the block stays in the %s tier", msg,
-                                    strata_tier_name(op->src));
+                return base_error(ts->ctx, st, "%s; the block stays in the %s tier", msg,
+                                  strata_tier_name(op->src));
             ds = calloc(1, sizeof *ds);
-            if (!ds) return strata_error(ts->ctx, STRATA_ERR_NOMEM, "storage tier: out of memory");
+            if (!ds) return base_error(ts->ctx, STRATA_ERR_NOMEM, "storage tier: out of memory");
             ds->capacity = blk->rounded;
             ds->offset = off;
             pthread_mutex_lock(&ts->lock);
@@ -145,7 +145,7 @@ strata_status_t tiers_storage_begin(tiers_state_t *ts, tiers_op_t *op)
     if (ts->checksums) {
         op->hash = XXH3_createState();
         if (!op->hash || XXH_OK != XXH3_64bits_reset(op->hash))
-            return strata_error(ts->ctx, STRATA_ERR_NOMEM, "storage tier: out of memory");
+            return base_error(ts->ctx, STRATA_ERR_NOMEM, "storage tier: out of memory");
     }
     return STRATA_OK;
 }
@@ -182,11 +182,11 @@ strata_status_t tiers_storage_chunk(tiers_state_t *ts, tiers_op_t *op, size_t of
             if (op->hash) XXH3_64bits_update(op->hash, host + done, k);
             st = spill_file_write(ts->spill, ds->offset + off + done, host + done, k, msg, sizeof msg);
             if (STRATA_OK != st)
-                return strata_error(ts->ctx, st, "%s; the block stays in the host tier", msg);
+                return base_error(ts->ctx, st, "%s; the block stays in the host tier", msg);
         } else {
             st = spill_file_read(ts->spill, ds->offset + off + done, host + done, k, msg, sizeof msg);
             if (STRATA_OK != st)
-                return strata_error(ts->ctx, st, "%s; the block stays in the storage tier", msg);
+                return base_error(ts->ctx, st, "%s; the block stays in the storage tier", msg);
             if (op->hash) XXH3_64bits_update(op->hash, host + done, k);
             else if (piece < n) op->piece = piece *= 2;
         }
@@ -204,7 +204,7 @@ strata_status_t tiers_storage_finish(tiers_state_t *ts, tiers_op_t *op)
         if (ts->spill_fsync) {
             strata_status_t st = spill_file_sync(ts->spill, msg, sizeof msg);
             if (STRATA_OK != st)
-                return strata_error(ts->ctx, st, "%s; the block stays in the host tier", msg);
+                return base_error(ts->ctx, st, "%s; the block stays in the host tier", msg);
         }
         if (op->hash) {
             ds->checksum = XXH3_64bits_digest(op->hash);
@@ -215,13 +215,13 @@ strata_status_t tiers_storage_finish(tiers_state_t *ts, tiers_op_t *op)
     if (op->hash && ds->summed) {
         uint64_t got = XXH3_64bits_digest(op->hash);
         if (got != ds->checksum)
-            return strata_error(ts->ctx, STRATA_ERR_CHECKSUM,
-                                "checksum mismatch reading a %s block of %zu bytes back from "
-                                "spill file '%s' at offset %" PRIu64 ": stored %016" PRIx64
-                                ", read %016" PRIx64 "; the data is not returned and the "
-                                "block stays in the storage tier",
-                                strata_tag_name(blk->tag), blk->bytes,
-                                spill_file_path(ts->spill), ds->offset, ds->checksum, got);
+            return base_error(ts->ctx, STRATA_ERR_CHECKSUM,
+                              "checksum mismatch reading a %s block of %zu bytes back from "
+                              "spill file '%s' at offset %" PRIu64 ": stored %016" PRIx64
+                              ", read %016" PRIx64 "; the data is not returned and the "
+                              "block stays in the storage tier",
+                              strata_tag_name(blk->tag), blk->bytes,
+                              spill_file_path(ts->spill), ds->offset, ds->checksum, got);
     }
     return STRATA_OK;
 }

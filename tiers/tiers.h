@@ -122,7 +122,7 @@ struct strata_event {
     int              done;            /* atomic store under the lock */
     struct tiers_op *op;              /* the queued op that completes it, until it does */
     strata_status_t  status;
-    double           t_start, t_end;  /* strata_now() when its op started / completed */
+    double           t_start, t_end;  /* base_now() when its op started / completed */
 };
 
 typedef struct tiers_op {
@@ -137,7 +137,7 @@ typedef struct tiers_op {
     size_t            done;           /* bytes copied so far */
     int               started;
     int               helped;         /* run by a thread in strata_event_wait, not the engine */
-    double            t_queued;       /* strata_now() when enqueued */
+    double            t_queued;       /* base_now() when enqueued */
     XXH3_state_t     *hash;
     size_t            piece;          /* storage read: size of the next pread (0: first) */
     struct spill_ds  *ds;             /* storage write: the dataset chosen */
@@ -254,7 +254,7 @@ strata_event_t *tiers_event_new(tiers_state_t *ts);                  /* refs = 1
 void tiers_event_complete_locked(strata_event_t *ev, strata_status_t st);
 void tiers_event_unref_locked(strata_event_t *ev);
 double tiers_link_time(double bytes, double bw, double latency);     /* pure */
-/* When the event's op started and completed (strata_now(); 0 when not yet):
+/* When the event's op started and completed (base_now(); 0 when not yet):
  * the busy time of a copy, for the runtime's transfer statistics. */
 void tiers_event_times(strata_event_t *ev, double *start_p, double *end_p);
 
