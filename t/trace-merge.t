@@ -3,13 +3,14 @@
 # that offloads to host and storage: one Chrome trace that follows the Trace
 # Event Format (t/trace_check.py: a schema check, as no trace processor runs
 # offline here), one process per rank, D2H->H2D flows; `--plot` draws a PNG
-# through gnuplot and says so clearly where gnuplot is missing; bad input.
+# through gnuplot and says so clearly where gnuplot is missing; bad input;
+# bench/offload --plot's drawing (bench/offload-plot) from a table.
 set -u
 . "$top_srcdir/t/py-env.sh"
 S="$top_builddir/tools/strata"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/trace-merge.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
-echo "1..7"
+echo "1..8"
 n=0
 check() { n=$((n + 1)); d=$1; shift; if "$@"; then echo "ok $n - $d"; else echo "not ok $n - $d"; fi; }
 "$top_srcdir/t/launch" 2 "$top_builddir/examples/gpt/train_gpt" --threads 1 --layers 2 --dim 32 \
@@ -50,3 +51,12 @@ check "--plot without gnuplot: exit 1 and says to install it" \
 "$S" trace --plot "$tmp/n.png" --step 99 "$tmp"/tr.[01].json > "$tmp/e" 2>&1; rc=$?
 check "--plot of a step the trace lacks: exit 1, says which" \
     sh -c 'test "$1" -eq 1 && grep -q "no step 99" "$2"' _ $rc "$tmp/e"
+# bench/offload --plot: the drawing from a table of bench/offload's form
+printf 'keep@m ok 8 0.03 30000 20000000 0 0\nkeep@4m oom 32\nhost-lhs@4m ok 32 0.1 40000 18000000 12000000 0\n' > "$tmp/table"
+if command -v gnuplot > /dev/null; then
+    "$top_srcdir/bench/offload-plot" "$tmp/table" "$tmp/off.png" > "$tmp/o" 2>&1; rc=$?
+    check "bench/offload-plot draws tokens/s and peak memory per tier as a PNG" \
+        sh -c 'test "$1" -eq 0 && test "$(head -c 4 "$2" | od -An -c | tr -d " ")" = "211PNG"' _ $rc "$tmp/off.png"
+else
+    n=$((n + 1)); echo "ok $n - bench/offload-plot draws a PNG # SKIP gnuplot not installed (gnuplot-nox)"
+fi
