@@ -89,7 +89,7 @@ static const subcommand_t subcommands[] = {
     { "version", "",                      "print library, MPI and build information",                 cmd_version },
     { "ckpt",    "info|verify|diff FILE...", "inspect, verify (checksums) and compare HDF5 checkpoints", strata_cmd_ckpt },
     { "plan",    "[OPTIONS] PROGRAM",     "schedule and simulate a step program (activation plan)",   cmd_plan },
-    { "trace",   "FILE...",               "per-step transfer overlap and engine waits from traces",   cmd_trace },
+    { "trace",   "[--merge|--plot OUT] FILE...", "transfer overlap per step; one merged trace; a step drawn", cmd_trace },
     { NULL, NULL, NULL, NULL }
 };
 

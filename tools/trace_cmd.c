@@ -27,7 +27,8 @@ static void trace_usage(FILE *out)
         "  --merge OUT.json  write one Chrome trace of all ranks instead (a process\n"
         "                    per rank; flows link each activation's D2H to its H2D)\n"
         "  --plot OUT.png    draw one step as a timeline with gnuplot instead\n"
-        "                    (--step N: which, default the last; --title TEXT)\n");
+        "                    (--step N: which, default the last; --title TEXT;\n"
+        "                    --xmax MS: the time axis, to compare pictures)\n");
 }
 
 int cmd_trace(int argc, char **argv)
@@ -39,7 +40,8 @@ int cmd_trace(int argc, char **argv)
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { trace_usage(stdout); return 0; }
         if ('-' == argv[i][0] && argv[i][1]) {
             if (!strcmp(argv[i], "--merge") || !strcmp(argv[i], "--plot") ||
-                !strcmp(argv[i], "--step") || !strcmp(argv[i], "--title")) continue;
+                !strcmp(argv[i], "--step") || !strcmp(argv[i], "--title") ||
+                !strcmp(argv[i], "--xmax")) continue;
             fprintf(stderr, "strata trace: unknown option '%s'\n", argv[i]);
             trace_usage(stderr);
             return 2;

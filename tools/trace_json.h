@@ -17,11 +17,12 @@
 json_t *trace_merge_load(char **files, int n, char *err, size_t errlen);
 
 /* `strata trace --merge OUT FILE...` and `--plot OUT [--step N] [--title T]
- * FILE...` (both may be given): the exit status, or -1 when argv has
+ * [--xmax MS] FILE...` (both may be given): the exit status, or -1 when argv has
  * neither option (then the caller runs the report). */
 int trace_export_cmd(int argc, char **argv);
 int trace_merge_cmd(const char *out, char **files, int n);
-int trace_plot_cmd(const char *out, int step, const char *title, char **files, int n);
+int trace_plot_cmd(const char *out, int step, const char *title, double xmax_ms, char **files,
+                   int n);
 
 /* Small accessors: a member as a number (def when absent or not a number),
  * as a string ("" when absent). */

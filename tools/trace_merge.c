@@ -239,6 +239,7 @@ int trace_export_cmd(int argc, char **argv)
 {
     const char *merge = NULL, *plot = NULL, *title = "";
     int step = 0, nf = 0;
+    double xmax = 0;
     char **files = calloc((size_t)argc + 1, sizeof *files);
     if (!files) return 1;
     for (int i = 1; i < argc; i++) {
@@ -248,22 +249,23 @@ int trace_export_cmd(int argc, char **argv)
         else if (!strcmp(a, "--plot") && has) plot = argv[++i];
         else if (!strcmp(a, "--title") && has) title = argv[++i];
         else if (!strcmp(a, "--step") && has) step = atoi(argv[++i]);
+        else if (!strcmp(a, "--xmax") && has) xmax = atof(argv[++i]);
         else if (!strcmp(a, "--merge") || !strcmp(a, "--plot") || !strcmp(a, "--title") ||
-                 !strcmp(a, "--step")) {
+                 !strcmp(a, "--step") || !strcmp(a, "--xmax")) {
             fprintf(stderr, "strata trace: %s needs a value\n", a);
             free(files);
             return 2;
         } else if ('-' != a[0]) files[nf++] = argv[i];
     }
     int rc = -1;
-    if (!merge && !plot && (step || *title)) {
-        fprintf(stderr, "strata trace: --step and --title go with --plot\n");
+    if (!merge && !plot && (step || *title || xmax)) {
+        fprintf(stderr, "strata trace: --step, --title and --xmax go with --plot\n");
         rc = 2;
     } else if (merge || plot) {
         if (0 == nf) fprintf(stderr, "strata trace: no trace files given\n");
         rc = 0 == nf ? 2 : 0;
         if (0 == rc && merge) rc = trace_merge_cmd(merge, files, nf);
-        if (0 == rc && plot) rc = trace_plot_cmd(plot, step, title, files, nf);
+        if (0 == rc && plot) rc = trace_plot_cmd(plot, step, title, xmax, files, nf);
     }
     free(files);
     return rc;

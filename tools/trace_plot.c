@@ -119,14 +119,14 @@ static void collect(json_t *ev, double lo, double hi, boxes_t *bs)
 }
 
 static void write_script(FILE *g, const char *out, const char *title, int step, int nranks,
-                         double lo, double hi, const boxes_t *bs)
+                         double lo, double hi, double xmax_ms, const boxes_t *bs)
 {
     int rows = nranks * NENG;
     fprintf(g, "set terminal pngcairo size 1100,%d noenhanced font 'sans,9'\n", 120 + 26 * rows);
     fprintf(g, "set output '%s'\nset title '%s%sstep %d, %d rank%s (%.1f ms)'\n", out, title,
             *title ? ": " : "", step, nranks, 1 == nranks ? "" : "s", (hi - lo) / 1e3);
     fprintf(g, "set xlabel 'time in the step (ms)'\nset xrange [0:%g]\nset yrange [%g:-0.5]\n",
-            (hi - lo) / 1e3, rows - 0.5);
+            xmax_ms > 0 ? xmax_ms : (hi - lo) / 1e3, rows - 0.5);
     fprintf(g, "set key outside right top\nset grid xtics\nset style fill solid 1.0 border lc rgb 'white'\n");
     fprintf(g, "set ytics (");
     for (int r = 0; r < rows; r++)
@@ -170,7 +170,8 @@ static const char *find_gnuplot(char *buf, size_t len)
     return NULL;
 }
 
-int trace_plot_cmd(const char *out, int step, const char *title, char **files, int n)
+int trace_plot_cmd(const char *out, int step, const char *title, double xmax_ms, char **files,
+                   int n)
 {
     char err[1024], gpbuf[4096], cmd[4200];
     if (strchr(out, '\'') || strchr(title, '\'')) {
@@ -198,7 +199,7 @@ int trace_plot_cmd(const char *out, int step, const char *title, char **files, i
     snprintf(cmd, sizeof cmd, "'%s'", gp);
     FILE *g = popen(cmd, "w");
     if (!g) { perror(gp); goto out; }
-    write_script(g, out, title, s, nranks, lo, hi, &bs);
+    write_script(g, out, title, s, nranks, lo, hi, xmax_ms, &bs);
     int st = pclose(g);
     if (0 != st) fprintf(stderr, "strata trace: gnuplot failed (status %d) drawing %s\n", st, out);
     else printf("%s: step %d, %d ranks, %zu boxes\n", out, s, nranks, bs.n);
