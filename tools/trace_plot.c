@@ -3,7 +3,8 @@
  * one step of a run as a timeline, one row per engine per rank, drawn by
  * gnuplot (pngcairo) from a script this file writes: compute, all-gather,
  * reduce-scatter, D2H, H2D and storage I/O each a colour, and the compute
- * engine's idle gaps (waits) marked.
+ * engine's waits marked: its WAIT events (waiting for a transfer) and the
+ * other gaps (idle).
  */
 #include "config.h"
 
@@ -17,13 +18,16 @@
 #define NENG 5
 static const char *const engines[NENG] = { "compute", "comm", "d2h", "h2d", "io" };
 
-enum { K_COMPUTE, K_AG, K_RS, K_D2H, K_H2D, K_IO, K_OTHER, K_WAIT, NKIND };
+/* K_WAIT: the runtime's WAIT events (compute waiting for a transfer);
+ * K_IDLE: other gaps of the compute engine (waiting for a collective, ...) */
+enum { K_COMPUTE, K_AG, K_RS, K_D2H, K_H2D, K_IO, K_OTHER, K_WAIT, K_IDLE, NKIND };
 static const char *const kind_title[NKIND] = {
     "compute", "all-gather", "reduce-scatter", "D2H", "H2D", "storage I/O", "other comm",
-    "compute waits"
+    "waits for transfers", "compute idle"
 };
 static const char *const kind_color[NKIND] = {
-    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#bcbd22", "#7f7f7f"
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#bcbd22", "#000000",
+    "#7f7f7f"
 };
 
 static int engine_of(const char *cat)
@@ -35,7 +39,7 @@ static int engine_of(const char *cat)
 static int kind_of(int engine, const char *name)
 {
     switch (engine) {
-    case 0: return K_COMPUTE;
+    case 0: return !strcmp(name, "WAIT") ? K_WAIT : K_COMPUTE;
     case 1: return !strcmp(name, "AG") ? K_AG : !strcmp(name, "RS") ? K_RS : K_OTHER;
     case 2: return K_D2H;
     case 3: return K_H2D;
@@ -92,8 +96,8 @@ static int box_cmp(const void *a, const void *b)
     return (x->x0 > y->x0) - (x->x0 < y->x0);
 }
 
-/* The engines' busy boxes within [lo, hi], then the compute rows' gaps
- * longer than 0.5% of the step as waits. */
+/* The engines' boxes within [lo, hi], then the compute rows' gaps longer
+ * than 0.5% of the step as idle. */
 static void collect(json_t *ev, double lo, double hi, boxes_t *bs)
 {
     size_t i;
@@ -113,7 +117,7 @@ static void collect(json_t *ev, double lo, double hi, boxes_t *bs)
         const box_t b = bs->b[k];
         if (b.row % NENG) continue;
         if (k == 0 || bs->b[k - 1].row != b.row) end = lo;
-        if (b.x0 - end > 0.005 * (hi - lo)) add_box(bs, end, b.x0, b.row, K_WAIT);
+        if (b.x0 - end > 0.005 * (hi - lo)) add_box(bs, end, b.x0, b.row, K_IDLE);
         if (b.x1 > end) end = b.x1;
     }
 }
@@ -138,7 +142,7 @@ static void write_script(FILE *g, const char *out, const char *title, int step, 
         for (size_t i = 0; i < bs->n; i++) {
             const box_t *b = &bs->b[i];
             if (b->kind != k) continue;
-            double h = K_WAIT == k ? 0.12 : 0.38;   /* waits: a thin bar */
+            double h = K_IDLE == k ? 0.12 : K_WAIT == k ? 0.25 : 0.38;  /* idle: a thin bar */
             fprintf(g, "%.6f %d %.6f %.2f\n", (b->x0 + b->x1) / 2e3 - lo / 1e3, b->row,
                     (b->x1 - b->x0) / 2e3, h);
             used[k] = 1;
