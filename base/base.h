@@ -1,6 +1,9 @@
 /*
- * base.h - internal services every folder uses: the context, error
- * recording, logging, checked size arithmetic. Not installed.
+ * base.h - internal services every folder uses: the context's structure,
+ * error recording, logging, checked size arithmetic. Not installed. base/
+ * is the bottom layer and includes nothing else of strata: the layers the
+ * context points to are only named here (comm_backend, tiers_state), and
+ * fsdp/context.c, above them, assembles them in strata_init.
  */
 #ifndef STRATA_BASE_H
 #define STRATA_BASE_H

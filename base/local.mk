@@ -3,5 +3,4 @@ libstrata_la_SOURCES += \
     base/status.c \
     base/dtype.c \
     base/config.c \
-    base/log.c \
-    base/context.c
+    base/log.c

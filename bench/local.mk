@@ -12,5 +12,5 @@ bench_tiers_bench_CPPFLAGS = $(AM_CPPFLAGS) $(BLAS_CFLAGS)
 bench_tiers_bench_LDADD = libstrata.la $(BLAS_LIBS)
 
 noinst_PROGRAMS += bench/fsdp_bench
-bench_fsdp_bench_SOURCES = bench/fsdp_bench.c bench/stats.h examples/mlp/mlp_model.c
-bench_fsdp_bench_LDADD = libstrata.la
+bench_fsdp_bench_SOURCES = bench/fsdp_bench.c bench/stats.h
+bench_fsdp_bench_LDADD = $(MLP_LIBS) libstrata.la

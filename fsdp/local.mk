@@ -1,7 +1,9 @@
-# fsdp/ - the FSDP runtime: units, flat sharded parameters, the step,
+# fsdp/ - the FSDP runtime, the top of the library: the context (strata_init
+# assembles comm/ and tiers/), units, flat sharded parameters, the step,
 # collectives' progress, the sharded optimizer.
 libstrata_la_SOURCES += \
     fsdp/fsdp.h \
+    fsdp/context.c \
     fsdp/geometry.c \
     fsdp/mem.c \
     fsdp/ckpt.c \

@@ -1,6 +1,7 @@
 # sched/ - deciding when things run: the step program, activation policies,
 # the latency-hiding and naive schedules, their simulator, the automatic
-# plan and the trace format. Pure code, tested without MPI.
+# plan and the trace writer (its reader and analysis: tools/). Pure code,
+# tested without MPI.
 libstrata_la_SOURCES += \
     sched/sched.h \
     sched/sched_impl.h \

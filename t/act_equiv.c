@@ -32,7 +32,7 @@
 #include "strata.h"
 #include "tap.h"
 #include "examples/mlp/mlp_model.h"
-#include "sched/sched.h"
+#include "tools/trace.h"
 
 static int W, R, L = 6, D = 16, B = 64, K = 3;
 static const char *trace_prefix = NULL;

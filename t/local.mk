@@ -89,10 +89,10 @@ AM_TESTS_ENVIRONMENT += H5DUMP='$(H5DUMP)'; export H5DUMP;
 check_PROGRAMS += t/unit_fsdp_geometry.t t/fsdp_equiv t/fsdp_errors
 t_unit_fsdp_geometry_t_SOURCES = t/unit_fsdp_geometry.t.c
 t_unit_fsdp_geometry_t_LDADD = $(TEST_LDADD)
-t_fsdp_equiv_SOURCES = t/fsdp_equiv.c examples/mlp/mlp_model.c
-t_fsdp_equiv_LDADD = $(TEST_LDADD)
-t_fsdp_errors_SOURCES = t/fsdp_errors.c examples/mlp/mlp_model.c
-t_fsdp_errors_LDADD = $(TEST_LDADD)
+t_fsdp_equiv_SOURCES = t/fsdp_equiv.c
+t_fsdp_equiv_LDADD = $(MLP_LIBS) $(TEST_LDADD)
+t_fsdp_errors_SOURCES = t/fsdp_errors.c
+t_fsdp_errors_LDADD = $(MLP_LIBS) $(TEST_LDADD)
 dist_check_SCRIPTS += \
     t/fsdp-np1.t t/fsdp-np2.t t/fsdp-np2-s1.t t/fsdp-np3.t t/fsdp-np4.t t/fsdp-np4-s2.t \
     t/fsdp-np8.t \
@@ -106,8 +106,8 @@ TESTS += \
 
 # model checkpoints (fsdp/ckpt.c): resume and resharding through the model API
 check_PROGRAMS += t/fsdp_ckpt
-t_fsdp_ckpt_SOURCES = t/fsdp_ckpt.c examples/mlp/mlp_model.c
-t_fsdp_ckpt_LDADD = $(TEST_LDADD)
+t_fsdp_ckpt_SOURCES = t/fsdp_ckpt.c
+t_fsdp_ckpt_LDADD = $(MLP_LIBS) $(TEST_LDADD)
 dist_check_SCRIPTS += t/fsdp-ckpt.t
 TESTS += t/fsdp-ckpt.t
 
@@ -121,18 +121,49 @@ t_sched_trace_t_SOURCES = t/sched_trace.t.c
 t_sched_program_t_LDADD = $(TEST_LDADD)
 t_sched_policy_t_LDADD = $(TEST_LDADD)
 t_sched_schedule_t_LDADD = $(TEST_LDADD) -lm
-t_sched_trace_t_LDADD = $(TEST_LDADD) -lpthread
+t_sched_trace_t_LDADD = $(TRACE_LIBS) $(TEST_LDADD) -lpthread
 dist_check_SCRIPTS += t/sched-cli.t
 EXTRA_DIST += t/sched_gpt.prog
 TESTS += t/sched_program.t t/sched_policy.t t/sched_schedule.t t/sched_trace.t t/sched-cli.t
 
 # activation policies and schedules in the FSDP step (fsdp/exec.c)
 check_PROGRAMS += t/act_equiv
-t_act_equiv_SOURCES = t/act_equiv.c examples/mlp/mlp_model.c
-t_act_equiv_LDADD = $(TEST_LDADD)
+t_act_equiv_SOURCES = t/act_equiv.c
+t_act_equiv_LDADD = $(MLP_LIBS) $(TRACE_LIBS) $(TEST_LDADD)
 dist_check_SCRIPTS += t/act-np1.t t/act-np2.t t/act-np4.t
 TESTS += t/act-np1.t t/act-np2.t t/act-np4.t
+
+# the layers of docs/architecture.md: each folder includes only those below it
+dist_check_SCRIPTS += t/layers-includes.t
+TESTS += t/layers-includes.t
 
 # the benchmarks at a tiny size: --json output is JSON objects with the issues' fields
 dist_check_SCRIPTS += t/bench-json.t
 TESTS += t/bench-json.t
+
+# the GPT example (examples/gpt/, built only where CBLAS is): its kernels'
+# gradients, the reference trainer, the data, and train_gpt under mpirun
+dist_check_SCRIPTS += t/gpt-train-np1-np4.t t/gpt-train-policy.t t/gpt-train-resume.t \
+    t/gpt-train-errors.t t/gpt-train-trace.t t/gpt-train-tight.t t/gpt-learn.t
+if HAVE_CBLAS
+check_PROGRAMS += t/gpt_grad.t t/gpt_ref.t t/gpt_data.t
+t_gpt_grad_t_SOURCES = t/gpt_grad.t.c
+t_gpt_ref_t_SOURCES = t/gpt_ref.t.c
+t_gpt_data_t_SOURCES = t/gpt_data.t.c
+t_gpt_grad_t_LDADD = $(GPT_LDADD) t/libtap.a
+t_gpt_ref_t_LDADD = $(GPT_LDADD) t/libtap.a
+t_gpt_data_t_LDADD = $(GPT_LDADD) t/libtap.a
+TESTS += t/gpt_grad.t t/gpt_ref.t t/gpt_data.t t/gpt-learn.t
+TESTS += t/gpt-train-np1-np4.t t/gpt-train-policy.t t/gpt-train-resume.t t/gpt-train-errors.t \
+    t/gpt-train-trace.t t/gpt-train-tight.t
+endif
+
+# python/ (Debian's /usr/bin/python3, t/py-env.sh; each skips with a reason
+# where its modules do not import) and strata trace --merge/--plot (the
+# merged file checked against the Trace Event Format's rules,
+# t/trace_check.py); all run train_gpt
+EXTRA_DIST += t/py-env.sh t/py_tap.py t/py_ckpt.py t/py_torch.py t/trace_check.py
+dist_check_SCRIPTS += t/py-ckpt.t t/py-torch.t t/trace-merge.t
+if HAVE_CBLAS
+TESTS += t/py-ckpt.t t/py-torch.t t/trace-merge.t
+endif

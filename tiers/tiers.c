@@ -5,7 +5,7 @@
 #define _GNU_SOURCE 1   /* PTHREAD_MUTEX_ADAPTIVE_NP */
 #include "config.h"
 #include "tiers/tiers.h"
-#include "io/io.h"
+#include "tiers/spill.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,7 +111,7 @@ void tiers_cleanup(strata_context_t *ctx)
     }
     tiers_unlock(ts);
     if (left) strata_debug(ctx, "tiers: freed %d blocks still allocated at finalize", left);
-    io_spill_remove(ts->spill);
+    spill_file_remove(ts->spill);
     for (spill_ds_t *d = ts->ds_all, *n; d; d = n) {
         n = d->all_next;
         free(d);

@@ -177,7 +177,7 @@ typedef struct spill_ds {
     int              summed;          /* checksum is set */
 } spill_ds_t;
 
-struct io_spill;
+struct spill_file;
 
 /* ---- blocks ------------------------------------------------------------- */
 
@@ -227,7 +227,7 @@ typedef struct tiers_state {
     int                     pinned_locked;
     /* storage */
     tier_acct_t             storage_acct;
-    struct io_spill        *spill;            /* NULL until the first spill */
+    struct spill_file      *spill;            /* NULL until the first spill */
     spill_ds_t             *ds_free;          /* free datasets */
     spill_ds_t             *ds_all;
     int                     spill_open;       /* the HDF5 file is created and open */
@@ -240,7 +240,7 @@ typedef struct tiers_state {
     char                    summary[512];
 } tiers_state_t;
 
-/* Context hooks (base/context.c). */
+/* Context hooks (fsdp/context.c). */
 strata_status_t tiers_init(strata_context_t *ctx);
 void tiers_cleanup(strata_context_t *ctx);
 

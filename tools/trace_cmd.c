@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "strata.h"
-#include "sched/sched.h"
+#include "tools/trace.h"
 #include "tools/cmds.h"
 #include "tools/trace_json.h"
 

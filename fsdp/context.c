@@ -1,7 +1,9 @@
 /* context.c - strata_init / strata_finalize: MPI set-up, configuration,
- * backend choice. */
+ * backend choice, and the layers below assembled into one context (comm/,
+ * tiers/). It lives in fsdp/, the top of the library, because it includes
+ * those layers; base/ stays below everything. */
 #include "config.h"
-#include "base.h"
+#include "base/base.h"
 #include "comm/comm.h"
 #include "tiers/tiers.h"
 
