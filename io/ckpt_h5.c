@@ -100,6 +100,29 @@ int ckpt_attr_put_str(hid_t obj, const char *name, const char *value)
     return rc;
 }
 
+/* A 1-d attribute of n fixed-length, NUL-padded strings (as wide as the
+ * longest): h5py reads it as an array of bytes objects, in order. */
+int ckpt_attr_put_strs(hid_t obj, const char *name, int n, const char *const *v)
+{
+    size_t w = 2;
+    for (int i = 0; i < n; i++) if (strlen(v[i]) + 1 > w) w = strlen(v[i]) + 1;
+    char *flat = calloc(n > 0 ? (size_t)n : 1, w);
+    hsize_t dim = (hsize_t)n;
+    hid_t t = H5Tcopy(H5T_C_S1), sp = H5Screate_simple(1, &dim, NULL), a = H5I_INVALID_HID;
+    int rc = -1;
+    if (flat && t >= 0 && sp >= 0 && H5Tset_size(t, w) >= 0 &&
+        H5Tset_strpad(t, H5T_STR_NULLPAD) >= 0) {
+        for (int i = 0; i < n; i++) memcpy(flat + (size_t)i * w, v[i], strlen(v[i]));
+        a = H5Acreate2(obj, name, t, sp, H5P_DEFAULT, H5P_DEFAULT);
+        if (a >= 0 && H5Awrite(a, t, flat) >= 0) rc = 0;
+    }
+    if (a >= 0) H5Aclose(a);
+    if (sp >= 0) H5Sclose(sp);
+    if (t >= 0) H5Tclose(t);
+    free(flat);
+    return rc;
+}
+
 int ckpt_attr_put_i64(hid_t obj, const char *name, int64_t value)
 {
     return attr_put(obj, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &value);

@@ -218,6 +218,20 @@ static hid_t make_group(hid_t parent, const char *name)
     return H5Gcreate2(parent, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
 }
 
+/* The order of a group's members (units of /model, parameters of a unit),
+ * which HDF5 does not keep (it lists links by name): attribute `attr`, the
+ * names in order. names[i] is at (const char *const *)((char *)names + i * stride). */
+static strata_status_t put_order(writer_t *w, hid_t obj, const char *attr, int n,
+                                 const char *const *names, size_t stride)
+{
+    const char **v = calloc(n > 0 ? (size_t)n : 1, sizeof *v);
+    if (!v) return strata_error(w->ctx, STRATA_ERR_NOMEM, "checkpoint: no memory for names");
+    for (int i = 0; i < n; i++) v[i] = *(const char *const *)((const char *)names + i * stride);
+    int rc = ckpt_attr_put_strs(obj, attr, n, v);
+    free(v);
+    return rc < 0 ? h5fail(w, "writing the order attribute", attr) : STRATA_OK;
+}
+
 /* The checksum table of a unit: (S, T, 3) u64; writer s fills row s. */
 static strata_status_t write_sumtab(writer_t *w, hid_t gsum, const strata_ckpt_unit_t *U,
                                     char **paths, int T, const uint64_t *rows)
@@ -225,8 +239,7 @@ static strata_status_t write_sumtab(writer_t *w, hid_t gsum, const strata_ckpt_u
     const strata_ckpt_layout_t *L = w->L;
     strata_status_t st = STRATA_OK;
     hsize_t dims[3] = { (hsize_t)L->shard_size, (hsize_t)T, 3 };
-    hid_t sp = H5Screate_simple(3, dims, NULL), ds = -1, ms = -1, st_t = -1, asp = -1, a = -1;
-    char *flat = NULL;
+    hid_t sp = H5Screate_simple(3, dims, NULL), ds = -1, ms = -1;
     ds = H5Dcreate2(gsum, U->name, H5T_STD_U64LE, sp, H5P_DEFAULT, w->dcpl, H5P_DEFAULT);
     if (ds < 0) { st = h5fail(w, "creating the checksum table of", U->name); goto out; }
     hsize_t start[3] = { (hsize_t)L->shard_rank, 0, 0 }, count[3] = { 1, (hsize_t)T, 3 };
@@ -241,25 +254,10 @@ static strata_status_t write_sumtab(writer_t *w, hid_t gsum, const strata_ckpt_u
         st = h5fail(w, "writing the checksum table of", U->name);
         goto out;
     }
-    size_t slen = 2;
-    for (int i = 0; i < T; i++) if (strlen(paths[i]) + 1 > slen) slen = strlen(paths[i]) + 1;
-    flat = calloc((size_t)T, slen);
-    if (!flat) { st = base_error(w->ctx, STRATA_ERR_NOMEM, "checkpoint: no memory for tensor names"); goto out; }
-    for (int i = 0; i < T; i++) memcpy(flat + (size_t)i * slen, paths[i], strlen(paths[i]));
-    hsize_t nt = (hsize_t)T;
-    st_t = H5Tcopy(H5T_C_S1);
-    H5Tset_size(st_t, slen);
-    H5Tset_strpad(st_t, H5T_STR_NULLPAD);
-    asp = H5Screate_simple(1, &nt, NULL);
-    a = H5Acreate2(ds, "tensors", st_t, asp, H5P_DEFAULT, H5P_DEFAULT);
-    if (a < 0 || H5Awrite(a, st_t, flat) < 0 ||
+    if (ckpt_attr_put_strs(ds, "tensors", T, (const char *const *)paths) < 0 ||
         ckpt_attr_put_str(ds, "columns", "offset,length,xxh3_64") < 0)
         st = h5fail(w, "writing the tensor names of the checksum table of", U->name);
 out:
-    free(flat);
-    if (a >= 0) H5Aclose(a);
-    if (asp >= 0) H5Sclose(asp);
-    if (st_t >= 0) H5Tclose(st_t);
     if (ms >= 0) H5Sclose(ms);
     if (ds >= 0) H5Dclose(ds);
     if (sp >= 0) H5Sclose(sp);
@@ -362,6 +360,8 @@ static strata_status_t create_unit(writer_t *w, hid_t gmodel, hid_t goptim, hid_
     if ((gm = make_group(gmodel, U->name)) < 0 || (go = make_group(goptim, U->name)) < 0 ||
         (ghalf >= 0 && (gh = make_group(ghalf, U->name)) < 0))
         st = h5fail(w, "creating the groups of unit", U->name);
+    if (STRATA_OK == st)
+        st = put_order(w, gm, "params", U->nparams, &U->params[0].name, sizeof U->params[0]);
     for (int k = 0; k < U->nscalars && STRATA_OK == st; k++)
         if (ckpt_attr_put_f64(go, U->scalars[k].name, U->scalars[k].value) < 0)
             st = h5fail(w, "writing optimizer scalar", U->scalars[k].name);
@@ -566,6 +566,9 @@ static strata_status_t save_create(writer_t *w)
     if (w->gmodel < 0 || w->goptim < 0 || w->gsum < 0 || (w->half_type >= 0 && w->ghalf < 0))
         return h5fail(w, "creating", "the top-level groups");
     ckpt_attr_put_str(w->gsum, "algorithm", "xxh3_64");
+    strata_status_t ost = put_order(w, w->gmodel, "units", L->nunits, &L->units[0].name,
+                                    sizeof L->units[0]);
+    if (STRATA_OK != ost) return ost;
     size_t hoff = 0;
     for (int u = 0; u < L->nunits && STRATA_OK == st; u++) {
         const strata_ckpt_unit_t *U = &L->units[u];

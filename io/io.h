@@ -86,6 +86,7 @@ const char *ckpt_h5_msg(char *buf, size_t len);
  * rank passes the same values. Reads validate class, size and shape first:
  * 0 = read, -1 = missing, -2 = wrong type, shape or size. */
 int ckpt_attr_put_str(hid_t obj, const char *name, const char *value);
+int ckpt_attr_put_strs(hid_t obj, const char *name, int n, const char *const *v);
 int ckpt_attr_put_i64(hid_t obj, const char *name, int64_t value);
 int ckpt_attr_put_u64(hid_t obj, const char *name, uint64_t value);
 int ckpt_attr_put_f64(hid_t obj, const char *name, double value);

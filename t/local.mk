@@ -186,3 +186,13 @@ AM_TESTS_ENVIRONMENT += CC='$(CC)' MAKE='$(MAKE)' PKG_CONFIG='$(PKG_CONFIG)'; ex
 dist_check_SCRIPTS += t/lib-symbols.t t/install-pkgconfig.t
 EXTRA_DIST += t/install_prog.c
 TESTS += t/lib-symbols.t t/install-pkgconfig.t
+
+# python/ (Debian's /usr/bin/python3, t/py-env.sh; each skips with a reason
+# where its modules do not import) and strata trace --merge/--plot (the
+# merged file checked against the Trace Event Format's rules,
+# t/trace_check.py); all run train_gpt
+EXTRA_DIST += t/py-env.sh t/py_tap.py t/py_ckpt.py t/py_torch.py t/trace_check.py
+dist_check_SCRIPTS += t/py-ckpt.t t/py-torch.t t/trace-merge.t
+if HAVE_CBLAS
+TESTS += t/py-ckpt.t t/py-torch.t t/trace-merge.t
+endif

@@ -98,7 +98,7 @@ static const subcommand_t subcommands[] = {
     { "version", "",                      "print library, MPI and build information",                 cmd_version },
     { "ckpt",    "info|verify|diff FILE...", "inspect, verify (checksums) and compare HDF5 checkpoints", strata_cmd_ckpt },
     { "plan",    "[OPTIONS] PROGRAM",     "schedule and simulate a step program; --model/--hw: plan a model", cmd_plan },
-    { "trace",   "FILE...",               "per-step transfer overlap and engine waits from traces",   cmd_trace },
+    { "trace",   "[--merge|--plot OUT] FILE...", "transfer overlap per step; one merged trace; a step drawn", cmd_trace },
     { "calibrate", "[--out FILE]",        "measure this machine into a planner hardware file (mpirun)", cmd_calibrate },
     { NULL, NULL, NULL, NULL }
 };
