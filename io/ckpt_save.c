@@ -225,7 +225,7 @@ static strata_status_t put_order(writer_t *w, hid_t obj, const char *attr, int n
                                  const char *const *names, size_t stride)
 {
     const char **v = calloc(n > 0 ? (size_t)n : 1, sizeof *v);
-    if (!v) return strata_error(w->ctx, STRATA_ERR_NOMEM, "checkpoint: no memory for names");
+    if (!v) return base_error(w->ctx, STRATA_ERR_NOMEM, "checkpoint: no memory for names");
     for (int i = 0; i < n; i++) v[i] = *(const char *const *)((const char *)names + i * stride);
     int rc = ckpt_attr_put_strs(obj, attr, n, v);
     free(v);
