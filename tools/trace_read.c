@@ -172,8 +172,8 @@ static strata_status_t slurp(const char *path, char **buf_p, size_t *n_p, char *
 strata_status_t sched_trace_read(const char *path, sched_trace_events_t *evs, char *err, size_t errlen)
 {
     if (!path || !evs) return sched_fail(err, errlen, STRATA_ERR_INVALID, "trace read: NULL argument");
-    char *buf, msg[512];
-    size_t n;
+    char *buf = NULL, msg[512];
+    size_t n = 0;                 /* set by slurp on success; zeroed for the compiler's sake */
     strata_status_t st = slurp(path, &buf, &n, err, errlen);
     if (STRATA_OK != st) return st;
     int before = evs->nevents;
