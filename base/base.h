@@ -18,6 +18,7 @@
 struct comm_backend;   /* comm/comm.h */
 struct strata_group;
 struct tiers_state;    /* tiers/tiers.h */
+struct comm_recorder;  /* comm/recorder_impl.h: flight recorder and watchdog */
 
 #define STRATA_ERRMSG_LEN 1024
 
@@ -32,6 +33,7 @@ struct strata_context {
     const struct comm_backend *comm_ops;
     struct strata_group *world;
     struct tiers_state *tiers;       /* memory tiers and copy engines */
+    struct comm_recorder *rec;       /* flight recorder; NULL when off */
     pthread_mutex_t  mpi_lock;       /* serialises MPI below THREAD_MULTIPLE */
     pthread_mutex_t  err_lock;
     char             errmsg[STRATA_ERRMSG_LEN];

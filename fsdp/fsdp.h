@@ -7,6 +7,7 @@
 #define STRATA_FSDP_INTERNAL_H
 
 #include "base/base.h"
+#include "comm/recorder.h"
 #include "sched/sched.h"
 
 #define FSDP_NAME_LEN 64
@@ -252,6 +253,9 @@ strata_status_t fsdp_exec_step_end(strata_model_t *m);
 int fsdp_exec_make_room(strata_model_t *m);
 /* strata_save inside a callback: the check against the recording. */
 strata_status_t fsdp_exec_check_save(strata_unit_call_t *c, const char *name, size_t bytes);
+/* Wait for schedule op id's transfer event through the flight recorder
+ * (a transfer wait is an operation with a deadline). exec_rec.c. */
+strata_status_t fsdp_xfer_wait(strata_model_t *m, strata_event_t *ev, int id);
 /* Collective ops for the trace (comm track). */
 void fsdp_exec_trace_comm(strata_model_t *m, const char *name, int unit, double t0, double t1,
                           size_t bytes);

@@ -13,5 +13,6 @@ libstrata_la_SOURCES += \
     fsdp/optim.c \
     fsdp/step.c \
     fsdp/exec.c \
+    fsdp/exec_rec.c \
     fsdp/exec_plan.c \
     fsdp/exec_costs.c

@@ -140,6 +140,10 @@ typedef struct strata_config {
     int      comm_check;          /* verify ranks agree on each collective */
     int      ckpt_keep;           /* checkpoints kept in a directory (newest K) */
     char     ckpt_dir[512];       /* where training writes checkpoints */
+    double   collective_timeout;  /* seconds an operation may take; 0 = no deadline */
+    double   ckpt_timeout;        /* seconds a whole checkpoint save or load may take */
+    int      flight_entries;      /* flight recorder ring per rank; 0 = recorder off */
+    char     flight_dir[512];     /* flight records; "" = ckpt_dir if it exists, else cwd */
 } strata_config_t;
 
 /* Fill *cfg with the defaults, then apply STRATA_<NAME> environment
