@@ -88,7 +88,7 @@ static strata_status_t agree(strata_group_t *g, coll_kind_t kind, size_t count,
     comm_lock(ctx);
     int rc = MPI_Iallreduce(v, r, 3, MPI_LONG_LONG, MPI_MAX, g->comm, &mr);
     comm_unlock(ctx);
-    comm_rec_started(ctx, rop);
+    comm_rec_waiting(ctx, rop);
     strata_status_t cst = MPI_SUCCESS == rc
         ? comm_wait_backoff(ctx, &mr, "MPI_Wait (collective check)")
         : strata_mpi_error(ctx, rc, "MPI_Iallreduce (collective check)");
@@ -176,6 +176,7 @@ static strata_status_t start_common(strata_group_t *g, coll_kind_t kind, const v
     size_t moved = count * strata_dtype_size(dtype) * (COLL_BARRIER == kind ? 0 : 1);
     if (COLL_ALLGATHER == kind || COLL_REDUCE_SCATTER == kind) moved *= n;
     req->rec = comm_rec_begin(ctx, g, (rec_kind_t)kind, moved, dtype);
+    if (blocking) comm_rec_waiting(ctx, req->rec);   /* the backend may block in it */
 
     switch (kind) {
     case COLL_ALLGATHER:
@@ -282,6 +283,7 @@ strata_status_t strata_request_wait(strata_request_t *req)
     if (!req) return STRATA_OK;
     strata_status_t st = STRATA_OK;
     if (!req->complete) {
+        comm_rec_waiting(req->group->ctx, req->rec);
         st = req->group->ctx->comm_ops->wait(req);
         if (STRATA_OK == st) request_finish(req);
     }

@@ -108,6 +108,14 @@ typedef struct {
 } comm_layout_t;
 int comm_group_layout(int world, int shard_size, int rank, comm_layout_t *out);
 
+/* agree.c: whether every rank of g holds the same n entries (hashes h,
+ * descriptions desc for the message). STRATA_OK, or on every rank
+ * STRATA_ERR_MISMATCH with a message naming what, the first entry that
+ * differs and the ranks on each side. Collective over g. */
+strata_status_t comm_agree_entries(strata_group_t *g, const char *what, const uint64_t *h,
+                                   int n, const char *const *desc);
+uint64_t comm_hash_text(const char *s);
+
 /* Serialise MPI calls when the granted level is below THREAD_MULTIPLE. */
 static inline void comm_lock(strata_context_t *ctx)
 {

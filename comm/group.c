@@ -25,6 +25,7 @@ static strata_status_t group_from_split(strata_context_t *ctx, const char *kind,
     if (!g) return strata_error(ctx, STRATA_ERR_NOMEM, "cannot allocate a group");
     g->ctx = ctx;
     rec_op_t op = comm_rec_begin(ctx, ctx->world, REC_MPI, 0, STRATA_F32);
+    comm_rec_waiting(ctx, op);
     comm_lock(ctx);
     int rc = MPI_Comm_split(ctx->comm, color, key, &g->comm);
     if (MPI_SUCCESS == rc) MPI_Comm_set_errhandler(g->comm, MPI_ERRORS_RETURN);

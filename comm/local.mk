@@ -6,7 +6,8 @@ libstrata_la_SOURCES += \
     comm/recorder.h \
     comm/recorder_impl.h \
     comm/recorder.c \
-    comm/watchdog.c
+    comm/watchdog.c \
+    comm/agree.c
 NCCL_SOURCES = \
     comm/nccl_backend.h \
     comm/nccl_convert.h \

@@ -19,7 +19,7 @@ static const char *const kind_names[REC_KIND_COUNT] = {
     "allgather", "reduce_scatter", "allreduce", "broadcast", "barrier",
     "check", "transfer", "ckpt_save", "ckpt_load", "mpi"
 };
-static const char *const state_names[] = { "free", "enqueued", "started", "done", "failed" };
+static const char *const state_names[] = { "free", "enqueued", "started", "waiting", "done", "failed" };
 
 const char *comm_rec_kind_name(rec_kind_t kind)
 {
@@ -170,6 +170,20 @@ void comm_rec_started(strata_context_t *ctx, rec_op_t op)
     if (e && REC_ENQUEUED == e->state) {
         e->state = REC_STARTED;
         e->t_start = now;
+    }
+    pthread_mutex_unlock(&r->lock);
+}
+
+void comm_rec_waiting(strata_context_t *ctx, rec_op_t op)
+{
+    comm_recorder_t *r = ctx ? ctx->rec : NULL;
+    if (!r || !op) return;
+    double now = strata_now();
+    pthread_mutex_lock(&r->lock);
+    rec_entry_t *e = entry(r, op);
+    if (e && (REC_ENQUEUED == e->state || REC_STARTED == e->state)) {
+        if (0 == e->t_start) e->t_start = now;
+        e->state = REC_WAITING;
     }
     pthread_mutex_unlock(&r->lock);
 }

@@ -48,12 +48,15 @@ void comm_rec_ungroup(strata_group_t *g);
  * (-1 = none). Cheap; the fsdp layer calls it as it goes. */
 void comm_rec_where(strata_context_t *ctx, int step, int unit);
 
-/* One operation: begin (enqueued), started (the backend has it), end.
+/* One operation: begin (enqueued), started (the backend has it), waiting
+ * (the rank blocks on it), end.
  * g may be NULL (not a group's collective). */
 rec_op_t comm_rec_begin(strata_context_t *ctx, strata_group_t *g, rec_kind_t kind,
                         size_t bytes, strata_dtype_t dtype);
 void comm_rec_started(strata_context_t *ctx, rec_op_t op);
 void comm_rec_end(strata_context_t *ctx, rec_op_t op, strata_status_t st);
+/* The rank now blocks until op completes (a wait, or a blocking call). */
+void comm_rec_waiting(strata_context_t *ctx, rec_op_t op);
 
 /* Wait for an MPI request with the recorder's back-off: MPI_Test spins for
  * spin_time, then sleeps doubling up to 100 us between tests, so a rank

@@ -5,7 +5,7 @@
 
 #include "comm/recorder.h"
 
-typedef enum { REC_FREE = 0, REC_ENQUEUED, REC_STARTED, REC_DONE, REC_FAILED } rec_state_t;
+typedef enum { REC_FREE = 0, REC_ENQUEUED, REC_STARTED, REC_WAITING, REC_DONE, REC_FAILED } rec_state_t;
 
 typedef struct {
     uint64_t    index;        /* global position + 1 (0 = never used) */

@@ -97,7 +97,7 @@ static int oldest(comm_recorder_t *r, rec_entry_t *out)
     size_t count = r->next < r->n ? (size_t)r->next : r->n;
     for (size_t i = 0; i < count; i++) {
         const rec_entry_t *e = &r->ring[i];
-        if ((REC_ENQUEUED != e->state && REC_STARTED != e->state) || 0 == e->deadline) continue;
+        if (e->state < REC_ENQUEUED || e->state > REC_WAITING || 0 == e->deadline) continue;
         if (!found || e->deadline < out->deadline) *out = *e;
         found = 1;
     }

@@ -1,7 +1,7 @@
 bin_PROGRAMS += tools/strata
 tools_strata_SOURCES = tools/strata.c tools/cmds.h tools/ckpt_cmd.c tools/plan_cmd.c tools/plan_model_cmd.c \
-                       tools/trace_cmd.c tools/calibrate_cmd.c
-tools_strata_CPPFLAGS = $(AM_CPPFLAGS) $(BLAS_CFLAGS)
+                       tools/trace_cmd.c tools/calibrate_cmd.c tools/flight_cmd.c
+tools_strata_CPPFLAGS = $(AM_CPPFLAGS) $(BLAS_CFLAGS) $(JANSSON_CFLAGS)
 tools_strata_LDADD = $(TRACE_LIBS) libstrata.la $(JANSSON_LIBS) $(BLAS_LIBS)
 
 # reading traces back and their per-step analysis, for `strata trace` and

@@ -7,6 +7,7 @@
  *
  *   strata plan [OPTIONS] PROGRAM         schedule and simulate a step program
  *   strata trace FILE...                  transfer overlap per step from rank traces
+ *   strata flight FILE...                 suspect ranks from the flight records (tools/flight_cmd.c)
  *   strata calibrate [--out FILE]         measure this machine into a hardware file (mpirun)
  *
  * Further subcommands (ckpt) join this table as they land.
@@ -91,6 +92,7 @@ static const subcommand_t subcommands[] = {
     { "ckpt",    "info|verify|diff FILE...", "inspect, verify (checksums) and compare HDF5 checkpoints", strata_cmd_ckpt },
     { "plan",    "[OPTIONS] PROGRAM",     "schedule and simulate a step program; --model/--hw: plan a model", cmd_plan },
     { "trace",   "FILE...",               "per-step transfer overlap and engine waits from traces",   cmd_trace },
+    { "flight",  "FILE...",               "where the ranks parted ways, from their flight records",    cmd_flight },
     { "calibrate", "[--out FILE]",        "measure this machine into a planner hardware file (mpirun)", cmd_calibrate },
     { NULL, NULL, NULL, NULL }
 };
