@@ -10,7 +10,7 @@ strata_status_t fsdp_xfer_wait(strata_model_t *m, strata_event_t *ev, int id)
     const sched_op_t *o = x && x->sched ? sched_op(x->sched, id) : NULL;
     if (o) comm_rec_where(m->ctx, -1, o->unit);
     rec_op_t op = comm_rec_begin(m->ctx, NULL, REC_XFER, o ? o->bytes : 0, STRATA_F32);
-    comm_rec_started(m->ctx, op);
+    comm_rec_waiting(m->ctx, op);
     strata_status_t st = strata_event_wait(ev);
     comm_rec_end(m->ctx, op, st);
     return st;

@@ -253,6 +253,11 @@ strata_status_t fsdp_exec_step_end(strata_model_t *m);
 int fsdp_exec_make_room(strata_model_t *m);
 /* strata_save inside a callback: the check against the recording. */
 strata_status_t fsdp_exec_check_save(strata_unit_call_t *c, const char *name, size_t bytes);
+/* exec_check.c: every rank registered the same parameters / recorded the
+ * same step program and built the same plan; else STRATA_ERR_MISMATCH on
+ * every rank, naming the first unit or save that differs and the ranks. */
+strata_status_t fsdp_check_registration(strata_model_t *m);
+strata_status_t fsdp_check_program(strata_model_t *m);
 /* Wait for schedule op id's transfer event through the flight recorder
  * (a transfer wait is an operation with a deadline). exec_rec.c. */
 strata_status_t fsdp_xfer_wait(strata_model_t *m, strata_event_t *ev, int id);

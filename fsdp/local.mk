@@ -14,5 +14,6 @@ libstrata_la_SOURCES += \
     fsdp/step.c \
     fsdp/exec.c \
     fsdp/exec_rec.c \
+    fsdp/exec_check.c \
     fsdp/exec_plan.c \
     fsdp/exec_costs.c
