@@ -7,6 +7,7 @@
 #include "comm/comm.h"
 #include "comm/recorder_impl.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -230,7 +231,11 @@ strata_status_t comm_rec_dump(strata_context_t *ctx, const char *reason)
     for (size_t i = 0; i < count; i++) r->snap[i] = r->ring[(next - count + i) % r->n];
     pthread_mutex_unlock(&r->lock);
 
-    char tmp[1200], host[256] = "";
+    char tmp[1200], host[256] = "", why[32];
+    size_t k = 0;
+    for (; reason[k] && k + 1 < sizeof why; k++)   /* a JSON-safe word */
+        why[k] = isalnum((unsigned char)reason[k]) || '_' == reason[k] ? reason[k] : '_';
+    why[k] = '\0';
     gethostname(host, sizeof host - 1);
     snprintf(tmp, sizeof tmp, "%s.tmp", r->path);
     FILE *f = fopen(tmp, "w");
@@ -243,7 +248,7 @@ strata_status_t comm_rec_dump(strata_context_t *ctx, const char *reason)
             "\"reason\": \"%s\", \"host\": \"%s\", \"pid\": %d, \"now\": %.6f, "
             "\"wall_minus_mono\": %.6f, \"collective_timeout\": %g, \"ckpt_timeout\": %g, "
             "\"entries_max\": %zu, \"ops\": %llu,\n  \"groups\": [", ctx->rank, ctx->size,
-            reason, host, (int)getpid(), strata_now(), r->t0_wall, ctx->cfg.collective_timeout,
+            why, host, (int)getpid(), strata_now(), r->t0_wall, ctx->cfg.collective_timeout,
             ctx->cfg.ckpt_timeout, r->n, (unsigned long long)next);
     for (int g = 0; g < r->ngroups; g++)
         fprintf(f, "%s{\"name\": \"%s\", \"size\": %d, \"rank\": %d}", g ? ", " : "",
@@ -259,4 +264,10 @@ strata_status_t comm_rec_dump(strata_context_t *ctx, const char *reason)
         return STRATA_ERR_IO;
     }
     return STRATA_OK;
+}
+
+strata_status_t strata_flight_dump(strata_context_t *ctx, const char *reason)
+{
+    if (!ctx) return STRATA_ERR_INVALID;
+    return comm_rec_dump(ctx, reason ? reason : "request");
 }
