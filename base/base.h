@@ -18,6 +18,7 @@
 struct comm_backend;   /* comm/comm.h */
 struct strata_group;
 struct tiers_state;    /* tiers/tiers.h */
+struct comm_recorder;  /* comm/recorder_impl.h: flight recorder and watchdog */
 
 #define STRATA_ERRMSG_LEN 1024
 
@@ -54,6 +55,10 @@ struct strata_config {
     char     ckpt_dir[512];       /* where training writes checkpoints */
     int      ckpt_direct;         /* tensor bytes with pwrite/pread, not H5Dwrite/H5Dread */
     int      ckpt_mpio;           /* 0 independent, 1 collective, 2 individual */
+    double   collective_timeout;  /* seconds an operation may take; 0 = no deadline */
+    double   ckpt_timeout;        /* seconds a whole checkpoint save or load may take */
+    int      flight_entries;      /* flight recorder ring per rank; 0 = recorder off */
+    char     flight_dir[512];     /* flight records; "" = ckpt_dir if it exists, else cwd */
 };
 
 /* Fill *cfg with the defaults (config.c; strata_config_create's contents). */
@@ -70,6 +75,7 @@ struct strata_context {
     const struct comm_backend *comm_ops;
     struct strata_group *world;
     struct tiers_state *tiers;       /* memory tiers and copy engines */
+    struct comm_recorder *rec;       /* flight recorder; NULL when off */
     pthread_mutex_t  mpi_lock;       /* serialises MPI below THREAD_MULTIPLE */
     pthread_mutex_t  err_lock;
     char             errmsg[STRATA_ERRMSG_LEN];

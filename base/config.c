@@ -95,6 +95,18 @@ static const opt_row_t opt_table[] = {
     { "ckpt_mpio",  "independent", "checkpoint data transfers through HDF5: independent, collective "
                             "(MPI-IO two-phase aggregation) or individual (a collective call doing per-rank I/O)",
       OFF(ckpt_mpio), OPT_ENUM, 0, ckpt_mpio_names },
+    { "collective_timeout", "600", "seconds any collective, transfer wait or blocking MPI call may "
+                            "take before the watchdog writes the flight records and aborts the job; 0 = none",
+      OFF(collective_timeout), OPT_DOUBLE, 0, NULL },
+    { "ckpt_timeout", "1800", "seconds a whole checkpoint save or load (with the collectives inside it) "
+                            "may take before the watchdog aborts the job; 0 = none",
+      OFF(ckpt_timeout), OPT_DOUBLE, 0, NULL },
+    { "flight_entries", "2048", "operations the flight recorder keeps per rank; 0 turns the recorder "
+                            "and its watchdog off",
+      OFF(flight_entries), OPT_INT, 0, NULL },
+    { "flight_dir", "",     "directory for the flight records flight.<rank>.json (on a timeout, a fatal "
+                            "error, SIGTERM, SIGUSR2); empty = ckpt_dir if it exists, else the working directory",
+      OFF(flight_dir), STR(flight_dir) },
     { NULL, NULL, NULL, 0, 0, 0, NULL }
 };
 

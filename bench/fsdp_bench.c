@@ -1,9 +1,11 @@
 /*
  * fsdp_bench.c - the examples/mlp model trained with FSDP, prefetch on
- * (option prefetch = 1) against prefetch off (0), in the same run, in
- * interleaved rounds (off, on, off, on, ...) so that machine noise hits
- * both alike; medians over the measured steps. Launched by bench/run fsdp
- * at W = 1, 2, 4.
+ * (option prefetch = 1) against prefetch off (0), and with prefetch on the
+ * flight recorder on (the default) against off (flight_entries = 0), in
+ * the same run, in interleaved rounds so that machine noise hits all
+ * alike; medians over the measured steps. The recorder's overhead is the
+ * median over the rounds of each round's on/off step-time ratio, with
+ * half the interquartile range. Launched by bench/run fsdp at W = 1, 2, 4.
  *
  *   fsdp_bench [--json] [--header] [--steps N (2)] [--rounds N (30)]
  *
@@ -36,7 +38,7 @@ typedef struct {
     int               n;
 } setup_t;
 
-static int make(setup_t *s, int prefetch, int cap)
+static int make(setup_t *s, int prefetch, int recorder, int cap)
 {
     strata_config_t *cfg = NULL;
     strata_model_opts_t o;
@@ -45,6 +47,7 @@ static int make(setup_t *s, int prefetch, int cap)
     strata_config_set_int(cfg, "prefetch", prefetch, NULL, 0);
     /* one blocking allreduce per collective would sync the ranks */
     strata_config_set_int(cfg, "comm_check", 0, NULL, 0);
+    if (!recorder) strata_config_set_int(cfg, "flight_entries", 0, NULL, 0);
     memset(s, 0, sizeof *s);
     s->mlp.chunk_rows = CHUNK;
     strata_model_opts_default(&o);
@@ -103,9 +106,13 @@ int main(int argc, char **argv)
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_size(MPI_COMM_WORLD, &W);
     MPI_Comm_rank(MPI_COMM_WORLD, &R);
-    setup_t s[2];
+    /* prefetch off, prefetch on, prefetch on without the recorder */
+    enum { NSET = 3 };
+    static const int pre[NSET] = { 0, 1, 1 }, rec[NSET] = { 1, 1, 0 };
+    setup_t s[NSET];
     int cap = steps * rounds;
-    if (make(&s[0], 0, cap) || make(&s[1], 1, cap)) MPI_Abort(MPI_COMM_WORLD, 1);
+    for (int p = 0; p < NSET; p++)
+        if (make(&s[p], pre[p], rec[p], cap)) MPI_Abort(MPI_COMM_WORLD, 1);
     if (0 == R && header) {
         /* with --json, stdout carries only JSON objects (one per line) */
         fprintf(json ? stderr : stdout,
@@ -115,28 +122,46 @@ int main(int argc, char **argv)
                "interleaved, medians\n", LAYERS, WIDTH,
                LAYERS * (WIDTH * WIDTH + WIDTH) * 4.0 / 1048576, BATCH, PTHREAD ? "on" : "off", CHUNK, rounds, steps);
         if (!json)
-            printf("%6s %9s %10s %10s %15s %10s\n", "ranks", "prefetch", "step_ms", "compute_ms",
-                   "exposed_comm_ms", "optim_ms");
+            printf("%6s %9s %9s %10s %10s %15s %10s\n", "ranks", "prefetch", "recorder", "step_ms",
+                   "compute_ms", "exposed_comm_ms", "optim_ms");
     }
-    /* warm-up of both */
-    if (run(&s[0], 2, 0, W, R) || run(&s[1], 2, 0, W, R)) MPI_Abort(MPI_COMM_WORLD, 1);
+    /* warm-up of all */
+    for (int p = 0; p < NSET; p++)
+        if (run(&s[p], 2, 0, W, R)) MPI_Abort(MPI_COMM_WORLD, 1);
     for (int r = 0; r < rounds; r++)
-        for (int p = 0; p < 2; p++)
-            if (run(&s[(r + p) % 2], steps, 1, W, R)) MPI_Abort(MPI_COMM_WORLD, 1);
-    for (int p = 0; p < 2; p++) {
+        for (int p = 0; p < NSET; p++)
+            if (run(&s[(r + p) % NSET], steps, 1, W, R)) MPI_Abort(MPI_COMM_WORLD, 1);
+    /* recorder on/off: per round, the ratio of the two settings' median steps
+     * (before the medians below sort the step times) */
+    double *ratio = calloc((size_t)rounds, sizeof *ratio);
+    for (int r = 0; r < rounds && ratio; r++)
+        ratio[r] = median(s[1].t[0] + r * steps, steps) / median(s[2].t[0] + r * steps, steps);
+    for (int p = 0; p < NSET; p++) {
         double m[4];
         for (int j = 0; j < 4; j++) m[j] = median(s[p].t[j], s[p].n);
         if (0 != R) continue;
         if (json)
-            printf("{\"ranks\":%d,\"prefetch\":%s,\"step_s\":%.6f,\"compute_s\":%.6f,"
-                   "\"exposed_comm_s\":%.6f,\"optim_s\":%.6f}\n", W, p ? "true" : "false",
-                   m[0], m[1], m[2], m[3]);
+            printf("{\"ranks\":%d,\"prefetch\":%s,\"recorder\":%s,\"step_s\":%.6f,\"compute_s\":%.6f,"
+                   "\"exposed_comm_s\":%.6f,\"optim_s\":%.6f}\n", W, pre[p] ? "true" : "false",
+                   rec[p] ? "true" : "false", m[0], m[1], m[2], m[3]);
         else
-            printf("%6d %9s %10.2f %10.2f %15.2f %10.2f\n", W, p ? "on" : "off", m[0] * 1e3,
-                   m[1] * 1e3, m[2] * 1e3, m[3] * 1e3);
+            printf("%6d %9s %9s %10.2f %10.2f %15.2f %10.2f\n", W, pre[p] ? "on" : "off",
+                   rec[p] ? "on" : "off", m[0] * 1e3, m[1] * 1e3, m[2] * 1e3, m[3] * 1e3);
     }
+    if (0 == R && ratio) {
+        qsort(ratio, (size_t)rounds, sizeof *ratio, cmp_double);
+        double med = median(ratio, rounds);
+        double hiqr = 0.5 * (ratio[(3 * rounds) / 4] - ratio[rounds / 4]);
+        if (json)
+            printf("{\"ranks\":%d,\"compare\":\"recorder on/off\",\"pairs\":%d,\"step_ratio\":%.4f,"
+                   "\"half_iqr\":%.4f}\n", W, rounds, med, hiqr);
+        else
+            printf("%6d recorder on/off step-time ratio %.4f +- %.4f (median of %d interleaved "
+                   "pairs, half IQR)\n", W, med, hiqr, rounds);
+    }
+    free(ratio);
     fflush(stdout);
-    for (int p = 0; p < 2; p++) {
+    for (int p = 0; p < NSET; p++) {
         strata_model_destroy(s[p].model);
         strata_finalize(s[p].ctx);
         for (int j = 0; j < 4; j++) free(s[p].t[j]);

@@ -83,10 +83,17 @@ static strata_status_t agree(strata_group_t *g, coll_kind_t kind, size_t count,
                          COLL_BROADCAST == kind ? (uint64_t)root : 0);
     long long v[3] = { (long long)(sig >> 1), -(long long)(sig >> 1), STRATA_OK != local };
     long long r[3];
+    MPI_Request mr = MPI_REQUEST_NULL;
+    rec_op_t rop = comm_rec_begin(ctx, g, REC_CHECK, sizeof v, STRATA_F32);
     comm_lock(ctx);
-    int rc = MPI_Allreduce(v, r, 3, MPI_LONG_LONG, MPI_MAX, g->comm);
+    int rc = MPI_Iallreduce(v, r, 3, MPI_LONG_LONG, MPI_MAX, g->comm, &mr);
     comm_unlock(ctx);
-    if (MPI_SUCCESS != rc) return base_mpi_error(ctx, rc, "MPI_Allreduce (collective check)");
+    comm_rec_waiting(ctx, rop);
+    strata_status_t cst = MPI_SUCCESS == rc
+        ? comm_wait_backoff(ctx, &mr, "MPI_Wait (collective check)")
+        : base_mpi_error(ctx, rc, "MPI_Iallreduce (collective check)");
+    comm_rec_end(ctx, rop, cst);
+    if (STRATA_OK != cst) return cst;
     if (STRATA_OK != local) return local;
     if (r[2]) {
         return base_error(ctx, STRATA_ERR_INVALID, "%s: another rank of the group passed "
@@ -166,6 +173,10 @@ static strata_status_t start_common(strata_group_t *g, coll_kind_t kind, const v
     const comm_backend_t *be = ctx->comm_ops;
     size_t n = (size_t)g->size;
     int wide = STRATA_F32 != dtype;
+    size_t moved = count * strata_dtype_size(dtype) * (COLL_BARRIER == kind ? 0 : 1);
+    if (COLL_ALLGATHER == kind || COLL_REDUCE_SCATTER == kind) moved *= n;
+    req->rec = comm_rec_begin(ctx, g, (rec_kind_t)kind, moved, dtype);
+    if (blocking) comm_rec_waiting(ctx, req->rec);   /* the backend may block in it */
 
     switch (kind) {
     case COLL_ALLGATHER:
@@ -190,6 +201,7 @@ static strata_status_t start_common(strata_group_t *g, coll_kind_t kind, const v
             /* in_count + count floats; sizes were checked in check_args */
             req->stage = malloc((in_count + count) * sizeof(float) + 1);
             if (!req->stage) {
+                comm_rec_end(ctx, req->rec, STRATA_ERR_NOMEM);
                 request_free(req);
                 return base_error(ctx, STRATA_ERR_NOMEM, "%s: cannot allocate %zu bytes of "
                                   "f32 staging for a 16-bit reduction", coll_name[kind],
@@ -208,9 +220,11 @@ static strata_status_t start_common(strata_group_t *g, coll_kind_t kind, const v
     }
     }
     if (STRATA_OK != st) {
+        comm_rec_end(ctx, req->rec, st);
         request_free(req);
         return st;
     }
+    comm_rec_started(ctx, req->rec);
     *req_p = req;
     return STRATA_OK;
 }
@@ -254,8 +268,12 @@ strata_status_t strata_request_test(strata_request_t *req, int *done_p)
     if (!req->complete) {
         int done = 0;
         strata_status_t st = req->group->ctx->comm_ops->test(req, &done);
-        if (STRATA_OK != st) return req->status = st;
-        if (done) request_finish(req);
+        if (STRATA_OK != st) return req->status = st;   /* wait ends its record */
+        if (done) {
+            request_finish(req);
+            comm_rec_end(req->group->ctx, req->rec, STRATA_OK);
+            req->rec = 0;
+        }
     }
     *done_p = req->complete;
     return STRATA_OK;
@@ -266,9 +284,11 @@ strata_status_t strata_request_wait(strata_request_t *req)
     if (!req) return STRATA_OK;
     strata_status_t st = req->status;       /* a failed test: the operation is over */
     if (STRATA_OK == st && !req->complete) {
+        comm_rec_waiting(req->group->ctx, req->rec);
         st = req->group->ctx->comm_ops->wait(req);
         if (STRATA_OK == st) request_finish(req);
     }
+    comm_rec_end(req->group->ctx, req->rec, st);
     request_free(req);
     return st;
 }

@@ -9,6 +9,7 @@
 #define STRATA_COMM_H
 
 #include "base/base.h"
+#include "comm/recorder.h"
 
 struct strata_group {
     strata_context_t *ctx;
@@ -17,6 +18,9 @@ struct strata_group {
     int               size;
     int               is_world;
     void             *backend_data;   /* e.g. the ncclComm_t of the group */
+    int               rec_gid;        /* the recorder's index of the group */
+    uint64_t          rec_seq;        /* collectives recorded on it */
+    uint64_t          rec_op;         /* blocking wrappers: the op being waited for */
 };
 
 typedef enum { COLL_ALLGATHER, COLL_REDUCE_SCATTER, COLL_ALLREDUCE,
@@ -37,6 +41,7 @@ struct strata_request {
     void            *user_result;      /* caller's result buffer */
     float           *stage;            /* owned f32 staging (16-bit reductions) */
     int              div_pending;      /* backend summed; AVG divides on completion */
+    uint64_t         rec;              /* its flight-recorder operation (0 = none) */
     int              blocking;         /* started by a blocking wrapper: a backend
                                         * may run its blocking collective and
                                         * complete before returning */
@@ -77,6 +82,9 @@ typedef struct comm_backend {
     /* *done_p = 1 when the backend part of req has finished */
     strata_status_t (*test)(strata_request_t *req, int *done_p);
     strata_status_t (*wait)(strata_request_t *req);
+    /* Optional. The watchdog's first step before MPI_Abort: abort the
+     * group's communicator (ncclCommAbort) so nothing spins on it. */
+    void            (*abort)(strata_group_t *g);
 } comm_backend_t;
 
 extern const comm_backend_t comm_mpi_backend;
@@ -99,6 +107,14 @@ typedef struct {
     int n_shard_groups; /* W / S */
 } comm_layout_t;
 int comm_group_layout(int world, int shard_size, int rank, comm_layout_t *out);
+
+/* agree.c: whether every rank of g holds the same n entries (hashes h,
+ * descriptions desc for the message). STRATA_OK, or on every rank
+ * STRATA_ERR_MISMATCH with a message naming what, the first entry that
+ * differs and the ranks on each side. Collective over g. */
+strata_status_t comm_agree_entries(strata_group_t *g, const char *what, const uint64_t *h,
+                                   int n, const char *const *desc);
+uint64_t comm_hash_text(const char *s);
 
 /* Serialise MPI calls when the granted level is below THREAD_MULTIPLE. */
 static inline void comm_lock(strata_context_t *ctx)

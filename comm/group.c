@@ -2,6 +2,7 @@
 #include "config.h"
 #include "comm.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,16 +18,19 @@ int comm_group_layout(int world, int shard_size, int rank, comm_layout_t *out)
     return 0;
 }
 
-static strata_status_t group_from_split(strata_context_t *ctx, int color, int key,
-                                        strata_group_t **g_p)
+static strata_status_t group_from_split(strata_context_t *ctx, const char *kind, int color,
+                                        int key, strata_group_t **g_p)
 {
     strata_group_t *g = calloc(1, sizeof *g);
     if (!g) return base_error(ctx, STRATA_ERR_NOMEM, "cannot allocate a group");
     g->ctx = ctx;
+    rec_op_t op = comm_rec_begin(ctx, ctx->world, REC_MPI, 0, STRATA_F32);
+    comm_rec_waiting(ctx, op);
     comm_lock(ctx);
     int rc = MPI_Comm_split(ctx->comm, color, key, &g->comm);
     if (MPI_SUCCESS == rc) MPI_Comm_set_errhandler(g->comm, MPI_ERRORS_RETURN);
     comm_unlock(ctx);
+    comm_rec_end(ctx, op, MPI_SUCCESS == rc ? STRATA_OK : STRATA_ERR_MPI);
     if (MPI_SUCCESS != rc) {
         free(g);
         return base_mpi_error(ctx, rc, "MPI_Comm_split for a shard/replica group");
@@ -39,6 +43,9 @@ static strata_status_t group_from_split(strata_context_t *ctx, int color, int ke
         free(g);
         return st;
     }
+    char name[16];
+    snprintf(name, sizeof name, "%s%d", kind, color);
+    comm_rec_group(g, name);
     *g_p = g;
     return STRATA_OK;
 }
@@ -57,9 +64,9 @@ strata_status_t strata_group_split(strata_context_t *ctx, int shard_size,
                           shard_size, ctx->size, ctx->size, ctx->size);
     }
     strata_group_t *shard = NULL, *replica = NULL;
-    strata_status_t st = group_from_split(ctx, lay.shard_group, lay.shard_rank, &shard);
+    strata_status_t st = group_from_split(ctx, "shard", lay.shard_group, lay.shard_rank, &shard);
     if (STRATA_OK != st) return st;
-    st = group_from_split(ctx, lay.replica_group, lay.replica_rank, &replica);
+    st = group_from_split(ctx, "replica", lay.replica_group, lay.replica_rank, &replica);
     if (STRATA_OK != st) {
         strata_group_destroy(shard);
         return st;
@@ -72,6 +79,7 @@ strata_status_t strata_group_split(strata_context_t *ctx, int shard_size,
 void strata_group_destroy(strata_group_t *g)
 {
     if (!g || g->is_world) return;
+    comm_rec_ungroup(g);
     g->ctx->comm_ops->group_cleanup(g);
     MPI_Comm_free(&g->comm);
     free(g);
@@ -103,11 +111,14 @@ strata_status_t comm_init(strata_context_t *ctx)
     strata_status_t st = ctx->comm_ops->group_init(w);
     if (STRATA_OK != st) { free(w); return st; }
     ctx->world = w;
-    return STRATA_OK;
+    st = comm_rec_create(ctx);
+    if (STRATA_OK != st) comm_cleanup(ctx);
+    return st;
 }
 
 void comm_cleanup(strata_context_t *ctx)
 {
+    comm_rec_destroy(ctx);
     if (!ctx->world) return;
     ctx->comm_ops->group_cleanup(ctx->world);
     free(ctx->world);

@@ -2,7 +2,12 @@ libstrata_core_la_SOURCES += \
     comm/comm.h \
     comm/comm.c \
     comm/group.c \
-    comm/mpi.c
+    comm/mpi.c \
+    comm/recorder.h \
+    comm/recorder_impl.h \
+    comm/recorder.c \
+    comm/watchdog.c \
+    comm/agree.c
 NCCL_SOURCES = \
     comm/nccl_backend.h \
     comm/nccl_convert.h \

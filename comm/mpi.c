@@ -3,7 +3,6 @@
 #include "config.h"
 #include "comm.h"
 
-#include <sched.h>
 
 static MPI_Datatype mpi_type(strata_dtype_t dtype)
 {
@@ -87,22 +86,13 @@ static strata_status_t mpi_test(strata_request_t *req, int *done_p)
     return STRATA_OK;
 }
 
+/* Not MPI_Wait, which spins a core for as long as a peer is late: the
+ * recorder's back-off tests, then sleeps up to 100 us between tests. It
+ * also takes the lock per test below THREAD_MULTIPLE, so other threads'
+ * MPI calls are not starved. */
 static strata_status_t mpi_wait(strata_request_t *req)
 {
-    strata_group_t *g = req->group;
-    if (g->ctx->thread_level >= MPI_THREAD_MULTIPLE) {
-        int rc = MPI_Wait(&req->mpi_req, MPI_STATUS_IGNORE);
-        if (MPI_SUCCESS != rc) return base_mpi_error(g->ctx, rc, "MPI_Wait");
-        return STRATA_OK;
-    }
-    /* below THREAD_MULTIPLE a blocking wait would hold the lock and starve
-     * other threads' MPI calls; poll with the lock taken per test instead */
-    for (;;) {
-        int done = 0;
-        strata_status_t st = mpi_test(req, &done);
-        if (STRATA_OK != st || done) return st;
-        sched_yield();
-    }
+    return comm_wait_backoff(req->group->ctx, &req->mpi_req, "MPI_Wait");
 }
 
 const comm_backend_t comm_mpi_backend = {

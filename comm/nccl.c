@@ -188,6 +188,14 @@ static void nccl_group_cleanup(strata_group_t *g)
     g->backend_data = NULL;
 }
 
+/* The watchdog's abort: no NCCL kernel keeps spinning on a communicator
+ * whose peer is gone, and MPI_Abort follows. Only the watchdog calls it. */
+static void nccl_abort(strata_group_t *g)
+{
+    nccl_group_t *ng = g->backend_data;
+    if (ng && ng->comm) ncclCommAbort(ng->comm);
+}
+
 /* ---------------------------------------------------------- requests --- */
 
 static const char *const kind_name[] = {
@@ -434,4 +442,5 @@ const comm_backend_t comm_nccl_backend = {
     .request_release = nccl_request_release,
     .test            = nccl_test,
     .wait            = nccl_wait,
+    .abort           = nccl_abort,
 };

@@ -136,6 +136,11 @@ strata_status_t fsdp_exec_plan(strata_model_t *m, int n_micro, int print)
     }
     x->opts = o;
     x->acts = acts;
+    st = fsdp_check_program(m);
+    if (STRATA_OK != st) {
+        sched_destroy(s);
+        return st;
+    }
     x->pred = pred;
     x->planned_micro = n_micro;
     st = fsdp_exec_install(m, s);

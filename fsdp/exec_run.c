@@ -142,7 +142,7 @@ static strata_status_t finish(strata_model_t *m, int id)
 {
     fsdp_exec_t *x = m->exec;
     const sched_op_t *o = sched_op(x->sched, id);
-    strata_status_t st = strata_event_wait(x->ev[id]);
+    strata_status_t st = fsdp_xfer_wait(m, x->ev[id], id);
     double t0, t1;
     tiers_event_times(x->ev[id], &t0, &t1);
     x->done[id] = 1;
@@ -200,7 +200,7 @@ static strata_status_t issue(strata_model_t *m, int id)
     }
     if (SCHED_MODE_NAIVE == x->opts.mode) {   /* in line: compute waits for it now */
         double t0 = base_now();
-        strata_event_wait(ev);
+        fsdp_xfer_wait(m, ev, id);
         x->exposed_s += base_now() - t0;
         return finish(m, id);
     }
@@ -248,7 +248,7 @@ static strata_status_t wait_op(strata_model_t *m, int id)
         strata_status_t st = is_done(m, id, &d);
         if (STRATA_OK != st || d) return st;
         if (x->issued[id]) {
-            strata_event_wait(x->ev[id]);
+            fsdp_xfer_wait(m, x->ev[id], id);
             continue;
         }
         st = pump(m);
@@ -265,7 +265,7 @@ static strata_status_t wait_op(strata_model_t *m, int id)
                               "be issued and nothing is in flight",
                               sched_op_label(x->sched, id, lab, sizeof lab));
         }
-        strata_event_wait(x->ev[other]);
+        fsdp_xfer_wait(m, x->ev[other], other);
         st = finish(m, other);
         if (STRATA_OK != st) return st;
     }
@@ -285,7 +285,7 @@ int fsdp_exec_make_room(strata_model_t *m)
         int id = ord[k];
         if (!x->issued[id] || x->done[id]) continue;
         double t0 = base_now();
-        strata_event_wait(x->ev[id]);
+        fsdp_xfer_wait(m, x->ev[id], id);
         double t1 = base_now();
         x->exposed_s += t1 - t0;
         if (x->trace)   /* an allocation waited for room */

@@ -9,6 +9,7 @@
 #define STRATA_FSDP_INTERNAL_H
 
 #include "base/base.h"
+#include "comm/recorder.h"
 #include "sched/sched.h"
 
 #define FSDP_NAME_LEN 64
@@ -280,6 +281,14 @@ strata_status_t fsdp_exec_step_end(strata_model_t *m);
 /* What unit's forward saves are checked against (a call's rec): the
  * recorded program's while a schedule is followed, else empty. */
 fsdp_recorded_t fsdp_exec_recorded(const strata_model_t *m, int unit);
+/* exec_check.c: every rank registered the same parameters / recorded the
+ * same step program and built the same plan; else STRATA_ERR_MISMATCH on
+ * every rank, naming the first unit or save that differs and the ranks. */
+strata_status_t fsdp_check_registration(strata_model_t *m);
+strata_status_t fsdp_check_program(strata_model_t *m);
+/* Wait for schedule op id's transfer event through the flight recorder
+ * (a transfer wait is an operation with a deadline). exec_rec.c. */
+strata_status_t fsdp_xfer_wait(strata_model_t *m, strata_event_t *ev, int id);
 /* Collective ops for the trace (comm track). */
 void fsdp_exec_trace_comm(strata_model_t *m, const char *name, int unit, double t0, double t1,
                           size_t bytes);

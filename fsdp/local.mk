@@ -15,5 +15,7 @@ libstrata_core_la_SOURCES += \
     fsdp/exec_impl.h \
     fsdp/exec_step.c \
     fsdp/exec_run.c \
+    fsdp/exec_rec.c \
+    fsdp/exec_check.c \
     fsdp/exec_plan.c \
     fsdp/exec_costs.c

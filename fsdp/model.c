@@ -279,6 +279,8 @@ strata_status_t strata_model_commit(strata_model_t *m)
             if (STRATA_OK != st) return st;
         }
     }
+    st = fsdp_check_registration(m);
+    if (STRATA_OK != st) return st;
     st = fsdp_exec_create(m);
     if (STRATA_OK != st) return st;
     st = fsdp_progress_start(m);

@@ -112,6 +112,7 @@ strata_status_t strata_model_step_begin(strata_model_t *m, int n_micro)
     m->phase = PHASE_STEP;
     m->compute_s = m->exposed_s = m->optim_s = 0;
     m->t_step0 = base_now();
+    comm_rec_where(m->ctx, m->step_count + 1, -1);
     for (int i = 0; i < m->nunits; i++) m->units[i]->rstate = GRAD_IDLE;
     st = fsdp_exec_step_begin(m);
     if (STRATA_OK != st) m->phase = PHASE_IDLE;

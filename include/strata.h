@@ -232,6 +232,12 @@ int strata_thread_level(const strata_context_t *ctx);
  * string. */
 const char *strata_backend_name(const strata_context_t *ctx);
 
+/* Write this rank's flight record (the last flight_entries operations) to
+ * <flight_dir>/flight.<rank>.json now, e.g. before a program aborts on a
+ * fatal error; reason is stored in it. STRATA_OK also when the recorder is
+ * off (flight_entries = 0: nothing written). Format: docs/flight.md. */
+strata_status_t strata_flight_dump(strata_context_t *ctx, const char *reason);
+
 /* Log through the context: "[strata r3 INFO] message". Messages above the
  * configured level are not formatted at all. */
 void strata_log(const strata_context_t *ctx, strata_log_level_t level,

@@ -39,10 +39,12 @@ check "tiers: --json prints only JSON objects with path, bytes, gbs, ratio" tier
 "$run" fsdp --json --ranks "1 2" --rounds 2 > "$tmp/fsdp" 2> "$tmp/err"
 check "fsdp: exit 0" test $? -eq 0
 fsdp_ok() {
-    only_objects "$tmp/fsdp" && rows_have "$tmp/fsdp" 'true' ranks prefetch step_s compute_s exposed_comm_s optim_s &&
-        jq -e -s 'length == 4 and all(.[]; .prefetch | type == "boolean")' "$tmp/fsdp" > /dev/null
+    only_objects "$tmp/fsdp" &&
+        rows_have "$tmp/fsdp" 'has("prefetch")' ranks prefetch recorder step_s compute_s exposed_comm_s optim_s &&
+        rows_have "$tmp/fsdp" 'has("compare")' ranks pairs step_ratio half_iqr &&
+        jq -e -s '[.[] | select(has("prefetch"))] | length == 6 and all(.[]; (.prefetch | type == "boolean") and (.recorder | type == "boolean"))' "$tmp/fsdp" > /dev/null
 }
-check "fsdp: --json prints only JSON objects, one per (ranks, prefetch), prefetch a boolean" fsdp_ok
+check "fsdp: --json prints only JSON objects, one per (ranks, prefetch, recorder), booleans, and the recorder on/off ratio" fsdp_ok
 
 "$run" ckpt --json --ranks 2 --bytes 16M --repeats 2 --dir "$tmp" > "$tmp/ckpt" 2> "$tmp/err"
 check "ckpt: exit 0" test $? -eq 0

@@ -94,7 +94,9 @@ TESTS += t/ckpt-np1.t t/ckpt-np2.t t/ckpt-np4.t t/ckpt-reshard.t t/ckpt-bad.t t/
 # h5dump, when configure found it, for t/ckpt-h5dump.t
 AM_TESTS_ENVIRONMENT += H5DUMP='$(H5DUMP)'; export H5DUMP;
 # FSDP core
-check_PROGRAMS += t/unit_fsdp_geometry.t t/unit_fsdp_mem.t t/fsdp_equiv t/fsdp_errors
+check_PROGRAMS += t/unit_fsdp_geometry.t t/unit_fsdp_mem.t t/fsdp_equiv t/fsdp_errors t/step_check
+t_step_check_SOURCES = t/step_check.c
+t_step_check_LDADD = $(TEST_LDADD)
 t_unit_fsdp_geometry_t_SOURCES = t/unit_fsdp_geometry.t.c
 t_unit_fsdp_geometry_t_LDADD = $(TEST_INTERNAL_LDADD)
 t_unit_fsdp_mem_t_SOURCES = t/unit_fsdp_mem.t.c
@@ -106,10 +108,10 @@ t_fsdp_errors_LDADD = $(MLP_LIBS) $(TEST_INTERNAL_LDADD)
 dist_check_SCRIPTS += \
     t/fsdp-np1.t t/fsdp-np2.t t/fsdp-np2-s1.t t/fsdp-np3.t t/fsdp-np4.t t/fsdp-np4-s2.t \
     t/fsdp-np8.t \
-    t/fsdp-np128.t t/fsdp-errors.t
+    t/fsdp-np128.t t/fsdp-errors.t t/step-check.t t/flight-stop.t t/flight-bypass.t
 TESTS += \
     t/unit_fsdp_geometry.t t/unit_fsdp_mem.t \
-    t/fsdp-errors.t \
+    t/fsdp-errors.t t/step-check.t t/flight-stop.t t/flight-bypass.t \
     t/fsdp-np1.t t/fsdp-np2.t t/fsdp-np2-s1.t t/fsdp-np3.t t/fsdp-np4.t t/fsdp-np4-s2.t \
     t/fsdp-np8.t \
     t/fsdp-np128.t

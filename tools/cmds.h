@@ -9,5 +9,6 @@ int cmd_plan(int argc, char **argv);    /* tools/plan_cmd.c */
 int cmd_plan_model(int argc, char **argv);   /* tools/plan_model_cmd.c: plan --model */
 int cmd_trace(int argc, char **argv);   /* tools/trace_cmd.c */
 int cmd_calibrate(int argc, char **argv);   /* tools/calibrate_cmd.c */
+int cmd_flight(int argc, char **argv);   /* tools/flight_cmd.c */
 
 #endif

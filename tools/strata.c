@@ -6,6 +6,7 @@
  *   strata ckpt info|verify|diff ...      inspect checkpoints (tools/ckpt_cmd.c)
  *   strata plan [OPTIONS] PROGRAM         schedule and simulate a step program
  *   strata trace FILE...                  transfer overlap per step from rank traces
+ *   strata flight FILE...                 suspect ranks from the flight records (tools/flight_cmd.c)
  *   strata calibrate [--out FILE]         measure this machine into a hardware file (mpirun)
  *
  * Each subcommand is a row of the subcommands table below.
@@ -99,6 +100,7 @@ static const subcommand_t subcommands[] = {
     { "ckpt",    "info|verify|diff FILE...", "inspect, verify (checksums) and compare HDF5 checkpoints", strata_cmd_ckpt },
     { "plan",    "[OPTIONS] PROGRAM",     "schedule and simulate a step program; --model/--hw: plan a model", cmd_plan },
     { "trace",   "[--merge|--plot OUT] FILE...", "transfer overlap per step; one merged trace; a step drawn", cmd_trace },
+    { "flight",  "FILE...",               "where the ranks parted ways, from their flight records",    cmd_flight },
     { "calibrate", "[--out FILE]",        "measure this machine into a planner hardware file (mpirun)", cmd_calibrate },
     { NULL, NULL, NULL, NULL }
 };

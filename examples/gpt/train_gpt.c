@@ -71,6 +71,7 @@ static int fail(run_t *r, const char *what, strata_status_t st)
             NULL != r->ctx ? strata_last_error(r->ctx) : "");
     fflush(stderr);
     fflush(stdout);
+    if (NULL != r->ctx) strata_flight_dump(r->ctx, "fatal");   /* what led here, per rank */
     if (1 < r->W) MPI_Abort(MPI_COMM_WORLD, 1);
     strata_model_destroy(r->model);
     strata_finalize(r->ctx);

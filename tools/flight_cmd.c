@@ -1,0 +1,230 @@
+/*
+ * flight_cmd.c - strata flight FILES...: read every rank's flight record
+ * (docs/flight.md) and say where the ranks part ways: per group, the first
+ * sequence number at which they disagree (operation or size), or that some
+ * ranks never entered an operation the others did, or the operation all
+ * entered and none finished. A rank of the world without a record is a
+ * suspect too. The last line is "suspect ranks: R[,R...]" (or "none").
+ * Exit 0: no suspect; 1: suspects named; 2: unreadable input.
+ */
+#include "config.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools/cmds.h"
+
+typedef struct {
+    int     rank, world;
+    double  wall;            /* wall clock minus monotonic */
+    json_t *root, *entries;
+} dump_t;
+
+static const char *jstr(json_t *o, const char *k)
+{
+    const char *s = json_string_value(json_object_get(o, k));
+    return s ? s : "";
+}
+static long long jint(json_t *o, const char *k) { return json_integer_value(json_object_get(o, k)); }
+
+/* rank d's entry of group g with sequence s; NULL if not recorded */
+static json_t *find(const dump_t *d, const char *g, long long s)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(d->entries, i, e)
+        if (jint(e, "seq") == s && !strcmp(jstr(e, "group"), g)) return e;
+    return NULL;
+}
+
+/* the lowest and highest sequence number rank d recorded in group g */
+static int seq_range(const dump_t *d, const char *g, long long *lo, long long *hi)
+{
+    size_t i;
+    json_t *e;
+    int any = 0;
+    json_array_foreach(d->entries, i, e) {
+        if (strcmp(jstr(e, "group"), g)) continue;
+        long long s = jint(e, "seq");
+        if (!any || s < *lo) *lo = s;
+        if (!any || s > *hi) *hi = s;
+        any = 1;
+    }
+    return any;
+}
+
+static int same_op(json_t *a, json_t *b)
+{
+    return !strcmp(jstr(a, "kind"), jstr(b, "kind")) && jint(a, "bytes") == jint(b, "bytes");
+}
+
+static void print_ranks(const char *label, const int *v, int n)
+{
+    printf("%s", label);
+    for (int i = 0; i < n; i++) printf("%s%d", i ? "," : "", v[i]);
+}
+
+/* Analyse group g over the dumps of its members; marks suspects. 1 if it
+ * found where the ranks part ways. */
+static int analyse_group(dump_t *d, int nd, const char *g, char *suspect)
+{
+    int mem[nd], nm = 0;
+    long long lo = 0, hi = 0, l, h;
+    for (int i = 0; i < nd; i++) {
+        if (!seq_range(&d[i], g, &l, &h)) continue;
+        if (0 == nm || l > lo) lo = l;    /* every member still holds it */
+        if (0 == nm || h > hi) hi = h;
+        mem[nm++] = i;
+    }
+    if (nm < 2) return 0;
+    for (long long s = lo; s <= hi; s++) {
+        json_t *ref = NULL;
+        int in[nd], out[nd], odd[nd], ni = 0, no = 0, nodd = 0;
+        for (int k = 0; k < nm; k++) {
+            json_t *e = find(&d[mem[k]], g, s);
+            if (!e) { out[no++] = d[mem[k]].rank; continue; }
+            if (!ref) ref = e;
+            if (!same_op(ref, e)) odd[nodd++] = d[mem[k]].rank;
+            else in[ni++] = d[mem[k]].rank;
+        }
+        if (nodd) {
+            printf("group %s seq %lld: ranks disagree: ", g, s);
+            print_ranks("", in, ni);
+            printf(" %s %lld bytes; ", jstr(ref, "kind"), jint(ref, "bytes"));
+            print_ranks("", odd, nodd);
+            printf(" something else\n");
+            for (int k = 0; k < (nodd <= ni ? nodd : ni); k++)
+                suspect[nodd <= ni ? odd[k] : in[k]] = 1;
+            return 1;
+        }
+        if (no) {
+            printf("group %s seq %lld (%s, %lld bytes, step %lld, unit %lld): ", g, s,
+                   jstr(ref, "kind"), jint(ref, "bytes"), jint(ref, "step"), jint(ref, "unit"));
+            print_ranks("entered by rank ", in, ni);
+            print_ranks("; never entered by rank ", out, no);
+            printf("\n");
+            for (int k = 0; k < no; k++) suspect[out[k]] = 1;
+            return 1;
+        }
+    }
+    /* all entered everything: the first operation some rank did not finish */
+    for (long long s = lo; s <= hi; s++) {
+        int late = -1, pending = 0;
+        double t_late = 0;
+        for (int k = 0; k < nm; k++) {
+            json_t *e = find(&d[mem[k]], g, s);
+            if (strcmp(jstr(e, "state"), "done")) pending = 1;
+            double t = json_real_value(json_object_get(e, "t_enqueue")) + d[mem[k]].wall;
+            if (late < 0 || t > t_late) { late = d[mem[k]].rank; t_late = t; }
+        }
+        if (!pending) continue;
+        printf("group %s seq %lld (%s): entered by every rank, not complete; rank %d "
+               "entered it last\n", g, s, jstr(find(&d[mem[0]], g, s), "kind"), late);
+        suspect[late] = 1;
+        return 1;
+    }
+    return 0;
+}
+
+static int load(const char *path, dump_t *d)
+{
+    json_error_t err;
+    d->root = json_load_file(path, 0, &err);
+    if (!d->root) {
+        fprintf(stderr, "strata flight: %s: not a flight record: %s (line %d)\n", path,
+                err.text, err.line);
+        return -1;
+    }
+    d->entries = json_object_get(d->root, "entries");
+    d->rank = (int)jint(d->root, "rank");
+    d->world = (int)jint(d->root, "world_size");
+    d->wall = json_real_value(json_object_get(d->root, "wall_minus_mono"));
+    if (strcmp(jstr(d->root, "format"), "strata-flight-1") || !json_is_array(d->entries) ||
+        d->world < 1 || d->rank < 0 || d->rank >= d->world) {
+        fprintf(stderr, "strata flight: %s: not a strata-flight-1 record (format, rank, "
+                "world_size, entries)\n", path);
+        json_decref(d->root);
+        return -1;
+    }
+    return 0;
+}
+
+int cmd_flight(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        fprintf(argc < 2 ? stderr : stdout, "usage: strata flight FILE...\n"
+                "  read the flight records flight.<rank>.json of one job and name the ranks\n"
+                "  where it parted ways; last line: suspect ranks: R[,R...]\n");
+        return argc < 2 ? 2 : 0;
+    }
+    int nd = argc - 1, rc = 0;
+    dump_t *d = calloc((size_t)nd, sizeof *d);
+    for (int i = 0; i < nd && d; i++) if (load(argv[i + 1], &d[i])) { nd = i; rc = 2; }
+    if (!d || 2 == rc) goto out;
+    int W = d[0].world;
+    char *suspect = calloc((size_t)W, 1), *seen = calloc((size_t)W, 1);
+    for (int i = 0; i < nd; i++) {
+        if (d[i].world != W) {
+            fprintf(stderr, "strata flight: %s: world size %d, %s has %d: not one job\n",
+                    argv[i + 1], d[i].world, argv[1], W);
+            rc = 2;
+        }
+        if (d[i].rank < W) seen[d[i].rank] = 1;
+    }
+    printf("%d of %d ranks have a flight record\n", nd, W);
+    for (int r = 0; r < W && 2 != rc; r++)
+        if (!seen[r]) { printf("rank %d: no flight record\n", r); suspect[r] = 1; }
+    json_t *groups = json_object_get(d[0].root, "groups"), *gr;
+    size_t gi;
+    int found = 0;
+    /* every group name any rank has: shard groups differ between ranks */
+    for (int i = 0; i < nd && 2 != rc; i++) {
+        groups = json_object_get(d[i].root, "groups");
+        json_array_foreach(groups, gi, gr) {
+            const char *g = jstr(gr, "name");
+            int first = 1;
+            for (int j = 0; j < i && first; j++) {
+                json_t *gj, *o;
+                size_t k;
+                gj = json_object_get(d[j].root, "groups");
+                json_array_foreach(gj, k, o) if (!strcmp(jstr(o, "name"), g)) first = 0;
+            }
+            if (first) found |= analyse_group(d, nd, g, suspect);
+        }
+    }
+    /* ranks that block in a wait point at the ranks that do not: a rank
+     * that waits in nothing while others wait is stopped or stuck outside
+     * communication, and the ranks it keeps from entering are not suspects */
+    int nwait = 0, nidle = 0, *idle = calloc((size_t)nd, sizeof *idle);
+    for (int i = 0; i < nd && 2 != rc; i++) {
+        size_t k;
+        json_t *e;
+        int w = 0;
+        json_array_foreach(d[i].entries, k, e) w |= !strcmp(jstr(e, "state"), "waiting");
+        if (w) nwait++;
+        else if (idle) idle[nidle++] = d[i].rank;
+    }
+    if (nwait && nidle) {
+        print_ranks("rank ", idle, nidle);
+        printf(" waited in no operation while %d rank(s) waited: stopped, or stuck outside "
+               "communication\n", nwait);
+        for (int r = 0; r < W; r++) if (seen[r]) suspect[r] = 0;
+        for (int k = 0; k < nidle; k++) suspect[idle[k]] = 1;
+        found = 1;
+    }
+    if (!found && 2 != rc) printf("the records agree: every operation matches on every rank\n");
+    int any = 0;
+    printf("suspect ranks: ");
+    for (int r = 0; r < W; r++) if (suspect[r]) printf("%s%d", any++ ? "," : "", r);
+    printf("%s\n", any ? "" : "none");
+    if (!rc) rc = any ? 1 : 0;
+    free(suspect);
+    free(seen);
+    free(idle);
+out:
+    for (int i = 0; i < nd; i++) json_decref(d[i].root);
+    free(d);
+    return rc;
+}
