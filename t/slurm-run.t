@@ -1,5 +1,5 @@
 #!/bin/sh
-# slurm.t - examples/gpt/train_gpt.sbatch on a one-node Slurm that this test
+# slurm-run.t - examples/gpt/train_gpt.sbatch on a one-node Slurm that this test
 # brings up on localhost (munged, slurmctld and slurmd, all configured and
 # logging in a temporary directory, on ports of their own) and stops at its
 # end, also when it fails:
