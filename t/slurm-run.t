@@ -81,9 +81,13 @@ if ! sinfo -h -o %t 2>/dev/null | grep -q idle; then
     show "$tmp/munged.log" "$tmp/slurmctld.log" "$tmp/slurmd.log"
     exit 1
 fi
-# Open MPI on few cores: shared memory only, yield when idle (as t/launch)
+# Open MPI on few cores: shared memory only, yield when idle (as t/launch);
+# srun's plugin: PMIx for Open MPI, PMI-2 for the others (MPICH)
 if [ "${MPI_FLAVOUR:-openmpi}" = openmpi ]; then
     export OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader OMPI_MCA_mpi_yield_when_idle=1
+    export STRATA_SRUN_MPI=pmix
+else
+    export STRATA_SRUN_MPI=pmi2
 fi
 small="--layers 2 --dim 32 --heads 4 --batch 4"
 state() { sed -n "s/^JobId=$1 .*JobState=\([A-Z_]*\) .*/\1/p" "$tmp/jobcomp.log" 2>/dev/null | tail -n 1; }
@@ -125,11 +129,11 @@ check "it ran to step 4000 and the job COMPLETED" \
 
 # 3. srun directly, as the README shows; the same run under t/launch
 hash_of() { sed -n 's/^{"final":true.*"param_hash":"\([0-9a-f]*\)".*/\1/p' "$1"; }
-timeout 120 srun --mpi=pmix -n 4 "$P" --threads 1 $small --steps 6 --json > "$tmp/srun.out" 2>&1
+timeout 120 srun --mpi="$STRATA_SRUN_MPI" -n 4 "$P" --threads 1 $small --steps 6 --json > "$tmp/srun.out" 2>&1
 rc=$?
 "$top_srcdir/t/launch" 4 "$P" --threads 1 $small --steps 6 --json > "$tmp/mpirun.out" 2>&1
 echo "# param_hash: srun $(hash_of "$tmp/srun.out"), t/launch $(hash_of "$tmp/mpirun.out")"
 [ $rc -eq 0 ] || show "$tmp/srun.out"
-check "srun --mpi=pmix -n 4 train_gpt exits 0" test $rc -eq 0
+check "srun --mpi=$STRATA_SRUN_MPI -n 4 train_gpt exits 0" test $rc -eq 0
 check "with the param_hash of the same run under mpirun" \
     sh -c 'test -n "$1" && test "$1" = "$2"' _ "$(hash_of "$tmp/srun.out")" "$(hash_of "$tmp/mpirun.out")"
