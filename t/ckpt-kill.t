@@ -26,8 +26,9 @@ n=$((n + 1))
 # mpirun itself, not t/launch: its exit status is 137 here (the rank's
 # SIGKILL), which t/launch would take for its own timeout
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
-STRATA_TEST_FAULT=ckpt_kill@600 timeout 120 "${MPIRUN:-mpirun}" -np 2 --oversubscribe --bind-to none \
-    --mca pml ob1 --mca btl self,vader "$prog" save "$d" 2 > "$d/kill.log" 2>&1
+# shellcheck disable=SC2046
+STRATA_TEST_FAULT=ckpt_kill@600 timeout 120 "${MPIRUN:-mpirun}" -np 2 $("$launch" --flags) \
+    "$prog" save "$d" 2 > "$d/kill.log" 2>&1
 rc=$?
 if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "signal 9" "$d/kill.log"; then
     echo "ok $n - save of step 2 with rank 1 killed mid-write fails (mpirun exit $rc)"

@@ -5,7 +5,7 @@
 #    stopped (2 ranks); the resume also works on 1 rank (resharding);
 #  - SIGUSR1 to mpirun mid-run: the ranks stop after the current step, write
 #    a checkpoint and exit 0, and --resume continues from it to the end;
-#  - SIGTERM to mpirun with odls_base_sigkill_timeout raised (as --help
+#  - SIGTERM to mpirun with odls_base_sigkill_timeout raised (Open MPI only; as --help
 #    says) also stops after the step with a checkpoint.
 set -u
 L="$top_srcdir/t/launch"; P="$top_builddir/examples/gpt/train_gpt"
@@ -49,7 +49,8 @@ check "a 2-rank checkpoint resumes on 1 rank with the same loss (1e-5)" \
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
 signal_run() {  # signal_run SIG NAME [mpirun args]: rc in $tmp/NAME.rc
     sig=$1; name=$2; shift 2
-    ${MPIRUN:-mpirun} -np 2 --oversubscribe --bind-to none --mca pml ob1 --mca btl self,vader "$@" \
+    # shellcheck disable=SC2046
+    ${MPIRUN:-mpirun} -np 2 $("$L" --flags) "$@" \
         "$P" --threads 1 --layers 2 --dim 32 --heads 4 --batch 4 --steps 1000000 --log-every 100 \
         --ckpt-dir "$tmp/$name" > "$tmp/$name.out" 2>&1 &
     pid=$!
@@ -71,9 +72,14 @@ at=$(sed -n 's/.*stopped after step \([0-9]*\) of.*/\1/p' "$tmp/usr1.out")
 check "--resume continues after the signal's checkpoint to the end" \
     sh -c 'test "$1" -eq 0 && grep -q "at step $2\$" "$3" && grep -q "^{\"step\":$(($2 + 1))," "$3" &&
            grep -q "^{\"final\":true,\"steps\":$(($2 + 3))," "$3"' _ "$rc" "$at" "$tmp/usr1b"
-signal_run TERM term --mca odls_base_sigkill_timeout 5
-check "SIGTERM to mpirun (sigkill timeout 5 s): stops after a step with a checkpoint" \
-    sh -c 'grep -q "stopped after step [0-9]* of 1000000 (SIGTERM received); checkpoint" "$1.out" &&
-           test -f "$1/latest"' _ "$tmp/term"
+if [ "${MPI_FLAVOUR:-openmpi}" = openmpi ]; then
+    signal_run TERM term --mca odls_base_sigkill_timeout 5
+    check "SIGTERM to mpirun (sigkill timeout 5 s): stops after a step with a checkpoint" \
+        sh -c 'grep -q "stopped after step [0-9]* of 1000000 (SIGTERM received); checkpoint" "$1.out" &&
+               test -f "$1/latest"' _ "$tmp/term"
+else
+    n=$((n + 1)); echo "ok $n # SKIP SIGTERM's grace time is Open MPI's odls_base_sigkill_timeout"
+    : > "$tmp/term.out"
+fi
 check "no run needed its watchdog" \
     sh -c '! grep -q "Killed\|SIGKILL\|signal 9" "$1.out" "$2.out"' _ "$tmp/usr1" "$tmp/term"

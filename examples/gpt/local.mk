@@ -1,5 +1,5 @@
 # make demo runs this (train_gpt on 4 ranks)
-EXTRA_DIST += examples/gpt/demo
+EXTRA_DIST += examples/gpt/demo examples/gpt/train_gpt.sbatch
 
 # examples/gpt/ - the GPT-2-style model (forward and backward on CPUs, data)
 # and its single-process reference trainer. Needs CBLAS for the matrix
