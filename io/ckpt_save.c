@@ -526,6 +526,11 @@ static strata_status_t save_open(writer_t *w)
     H5Pset_fapl_mpio(w->fapl, w->ctx->comm, MPI_INFO_NULL);
     H5Pset_all_coll_metadata_ops(w->fapl, 1);
     H5Pset_coll_metadata_write(w->fapl, 1);
+    /* the 1.10 file format: superblock v3 and checksummed object headers,
+     * B-trees and heaps, so a damaged metadata byte fails the open or read
+     * with an error instead of misleading the reader; HDF5 >= 1.10 and
+     * h5py read it */
+    H5Pset_libver_bounds(w->fapl, H5F_LIBVER_V110, H5F_LIBVER_V110);
     /* large datasets start on 1 MiB boundaries: whole file-system blocks and
      * stripes for each writer's range */
     H5Pset_alignment(w->fapl, 1 << 20, 1 << 20);

@@ -145,7 +145,8 @@ int train_parse(int argc, char **argv, options *o, int loud)
     *o = (options){ .cfg = { 4, 128, 4, 0 }, .batch = 16, .accum = 1, .steps = 800,
                     .warmup = -1, .eval_n = 500, .val_batches = 20, .log_every = 1,
                     .lr = 1e-3, .min_lr_frac = 0.1, .wd = 0.0, .clip = 1.0, .beta2 = 0.95,
-                    .seed = 1, .dtype = STRATA_F32, .act_policy = NULL, .schedule = NULL };
+                    .seed = 1, .dtype = STRATA_F32, .act_policy = NULL, .schedule = NULL,
+                    .threads = -1, .shard = -1 };   /* -1: not given (STRATA_* or default) */
     const long BIG = 1L << 30;
     int c, seq = 0, rc = 0, seed = 0;
     opterr = 0;     /* our own messages, with our name rather than libtool's */
