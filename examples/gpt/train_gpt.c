@@ -83,6 +83,28 @@ static int fail(run_t *r, const char *what, strata_status_t st)
 #define CHECK(r, what, call) do { strata_status_t st_ = (call); \
     if (STRATA_OK != st_) fail((r), (what), st_); } while (0)
 
+/* A setup call that fails the same way on every rank (a budget too small,
+ * a bad option): said once by rank 0 and exit 1; a failure on some ranks
+ * only goes to fail(). */
+static void check_all(run_t *r, const char *what, strata_status_t st)
+{
+    int bad = STRATA_OK != st, nbad = bad;
+    MPI_Allreduce(&bad, &nbad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (0 == nbad) return;
+    if (nbad < r->W) {
+        if (bad) fail(r, what, st);
+        MPI_Barrier(MPI_COMM_WORLD);        /* the failing rank aborts the job */
+    }
+    if (0 == r->rank)
+        fprintf(stderr, PROG ": %s failed: %s: %s\n", what, strata_strerror(st),
+                NULL != r->ctx ? strata_last_error(r->ctx) : "");
+    fflush(stderr);
+    strata_model_destroy(r->model);
+    strata_finalize(r->ctx);
+    MPI_Finalize();
+    exit(1);
+}
+
 static void *xcalloc(run_t *r, size_t n, size_t size)
 {
     void *p = calloc(n ? n : 1, size);
@@ -359,7 +381,7 @@ static void setup_model(trainer *t)
     strata_status_t init_st = strata_init(MPI_COMM_WORLD, t->cfg, &r->ctx);
     strata_config_destroy(t->cfg);            /* the context holds a copy */
     t->cfg = NULL;
-    CHECK(r, "strata_init", init_st);
+    check_all(r, "strata_init", init_st);
     strata_model_opts_t mo;
     strata_model_opts_default(&mo);
     mo.lr = (float)o->lr;
@@ -368,9 +390,9 @@ static void setup_model(trainer *t)
     mo.clip_norm = (float)o->clip;
     mo.compute_dtype = o->dtype;
     mo.seed = o->seed;
-    CHECK(r, "model create", strata_model_create(r->ctx, &mo, &r->model));
-    CHECK(r, "model build", gpt_fsdp_build(r->model, &o->cfg, &t->g));
-    CHECK(r, "model commit", strata_model_commit(r->model));
+    check_all(r, "model create", strata_model_create(r->ctx, &mo, &r->model));
+    check_all(r, "model build", gpt_fsdp_build(r->model, &o->cfg, &t->g));
+    check_all(r, "model commit", strata_model_commit(r->model));
     if (NULL != o->trace) {
         /* --trace run/t.json -> run/t.<rank>.json, written when the model goes */
         char prefix[512];
