@@ -20,7 +20,7 @@ ms() { date +%s%N | cut -c1-13; }
 small="--threads 1 --layers 2 --dim 32 --heads 4 --batch 4 --steps 6 --json --eval-n 8"
 hash_of() { sed -n 's/^{"final":true.*"param_hash":"\([0-9a-f]*\)".*/\1/p' "$1"; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
-mpi() { timeout 120 "${MPIRUN:-mpirun}" -np 2 --oversubscribe --bind-to none --mca pml ob1 \
+mpi() { timeout 500 "${MPIRUN:-mpirun}" -np 2 --oversubscribe --bind-to none --mca pml ob1 \
         --mca btl self,vader "$@"; }
 
 # a long job in the background, then a second one on its directory
