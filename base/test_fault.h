@@ -19,6 +19,11 @@
  *   ckpt_kill@BYTES  rank 1 raises SIGKILL once it has written BYTES of
  *                    tensor data in a checkpoint save (io/ckpt_save.c;
  *                    t/ckpt-kill.t)
+ *   ckpt_kill0@BYTES the same on rank 0 (t/gpt-train-lock.t: the lock and
+ *                    the .tmp it leaves are cleaned up by the next job)
+ *   spill_enospc@N   the storage tier's spill writes fail with ENOSPC once
+ *                    N bytes have gone to the spill file (tiers/spill.c;
+ *                    t/gpt-train-settings.t)
  */
 #ifndef STRATA_BASE_TEST_FAULT_H
 #define STRATA_BASE_TEST_FAULT_H

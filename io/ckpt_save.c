@@ -42,7 +42,8 @@ typedef struct writer {
     int    rank, writes;       /* writes: this rank is in replica 0 */
     uint64_t data_end;         /* end of the last directly written dataset in the file */
     uint16_t *half_buf;        /* shard-sized conversion buffer */
-    uint64_t bytes, kill_after, direct_bytes;   /* kill_after: the ckpt_kill test fault */
+    uint64_t bytes, kill_after, direct_bytes;   /* kill_after: the ckpt_kill test faults */
+    int      kill_rank;                         /* 1 (ckpt_kill) or 0 (ckpt_kill0) */
     const char *tmp;           /* the file being written */
     char   tmpbuf[4096 + 8];   /* NAME.tmp */
     hid_t  fapl, gmodel, goptim, ghalf, gsum;
@@ -75,7 +76,7 @@ enum save_time { T_START, T_META, T_DATA, T_CLOSE, T_SYNC };
  * save, as a node failure would. */
 static void kill_point(const writer_t *w)
 {
-    if (w->kill_after && 1 == w->rank && w->bytes >= w->kill_after) raise(SIGKILL);
+    if (w->kill_after && w->kill_rank == w->rank && w->bytes >= w->kill_after) raise(SIGKILL);
 }
 
 /* Bytes hashed and then written per pwrite: small enough that the hash
@@ -487,6 +488,8 @@ static void writer_init(writer_t *w, strata_context_t *ctx, const strata_ckpt_la
     w->fd = -1;
     w->direct = ckpt_direct_enabled(ctx);
     w->kill_after = test_fault_arg("ckpt_kill");
+    w->kill_rank = 1;
+    if (!w->kill_after && (w->kill_after = test_fault_arg("ckpt_kill0"))) w->kill_rank = 0;
     snprintf(w->tmpbuf, sizeof w->tmpbuf, "%s.tmp", path);
     w->tmp = w->tmpbuf;
 }
@@ -526,6 +529,11 @@ static strata_status_t save_open(writer_t *w)
     H5Pset_fapl_mpio(w->fapl, w->ctx->comm, MPI_INFO_NULL);
     H5Pset_all_coll_metadata_ops(w->fapl, 1);
     H5Pset_coll_metadata_write(w->fapl, 1);
+    /* the 1.10 file format: superblock v3 and checksummed object headers,
+     * B-trees and heaps, so a damaged metadata byte fails the open or read
+     * with an error instead of misleading the reader; HDF5 >= 1.10 and
+     * h5py read it */
+    H5Pset_libver_bounds(w->fapl, H5F_LIBVER_V110, H5F_LIBVER_V110);
     /* large datasets start on 1 MiB boundaries: whole file-system blocks and
      * stripes for each writer's range */
     H5Pset_alignment(w->fapl, 1 << 20, 1 << 20);

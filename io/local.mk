@@ -9,4 +9,5 @@ libstrata_core_la_SOURCES += \
     io/ckpt_layout.c \
     io/ckpt_save.c \
     io/ckpt_load.c \
-    io/ckpt_inspect.c
+    io/ckpt_inspect.c \
+    io/ckpt_lock.c

@@ -4,15 +4,20 @@
  */
 #include "config.h"
 #include "tiers/spill.h"
+#include "base/test_fault.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <hdf5.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <time.h>
 #include <unistd.h>
 
 struct spill_file {
@@ -21,10 +26,96 @@ struct spill_file {
     hid_t    file;            /* < 0 until spill_file_open */
     int      fd;              /* our own handle for raw data */
     unsigned ndatasets;
+    uint64_t written, enospc_at;  /* enospc_at: the spill_enospc test fault */
 };
 
 const char *spill_file_path(const spill_file_t *sp) { return sp ? sp->path : ""; }
 const char *spill_file_dir(const spill_file_t *sp) { return sp ? sp->dir : ""; }
+
+/* ------------------------------------------------ owners and reclaim --- */
+/* Each spill directory holds `owner`: "host=H pid=P start=T" (T: the
+ * process's start in clock ticks since boot, /proc/PID/stat field 22), so
+ * that a later job may remove it when its owner is provably dead: same
+ * host, and no process P, or a process P that started at another time
+ * (the pid was reused). Directories of other hosts (a shared spill_dir on
+ * a network file system) or of live owners are never touched. */
+
+static unsigned long long proc_start(long pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');           /* the command may hold spaces */
+    unsigned long long t = 0;
+    for (int field = 2; p && field < 22; field++) p = strchr(p + 1, ' ');
+    if (p) t = strtoull(p + 1, NULL, 10);
+    return t;
+}
+
+static void write_owner(const char *dir)
+{
+    char path[PATH_MAX + 16], host[256] = "";
+    gethostname(host, sizeof host - 1);
+    snprintf(path, sizeof path, "%s/owner", dir);
+    FILE *f = fopen(path, "w");
+    if (!f) return;
+    fprintf(f, "host=%s pid=%ld start=%llu\n", host, (long)getpid(), proc_start((long)getpid()));
+    fclose(f);
+}
+
+/* 1 when the owner of spill directory dir is provably dead. */
+static int owner_dead(const char *dir)
+{
+    char path[PATH_MAX + 400], host[256] = "", me[256] = "";
+    long pid = 0;
+    unsigned long long start = 0;
+    snprintf(path, sizeof path, "%s/owner", dir);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    int n = fscanf(f, "host=%255s pid=%ld start=%llu", host, &pid, &start);
+    fclose(f);
+    gethostname(me, sizeof me - 1);
+    if (3 != n || pid <= 0 || strcmp(host, me)) return 0;
+    if (kill((pid_t)pid, 0) && ESRCH == errno) return 1;
+    unsigned long long now = proc_start(pid);
+    return 0 != start && 0 != now && now != start;
+}
+
+static void remove_tree(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char path[PATH_MAX + 300];
+    while (d && (e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        unlink(path);
+    }
+    if (d) closedir(d);
+    rmdir(dir);
+}
+
+int spill_reclaim(const char *root, char *msg, size_t msglen)
+{
+    DIR *d = opendir(root);
+    struct dirent *e;
+    int n = 0;
+    char path[PATH_MAX + 300];
+    if (msglen) msg[0] = '\0';
+    while (d && (e = readdir(d))) {
+        if (strncmp(e->d_name, "strata-spill-r", 14)) continue;
+        snprintf(path, sizeof path, "%s/%s", root, e->d_name);
+        if (!owner_dead(path)) continue;
+        remove_tree(path);
+        if (0 == n++) snprintf(msg, msglen, "%s", path);
+    }
+    if (d) closedir(d);
+    return n;
+}
 
 strata_status_t spill_file_prepare(const char *root, int rank, spill_file_t **sp_p,
                                    char *msg, size_t msglen)
@@ -48,13 +139,14 @@ strata_status_t spill_file_prepare(const char *root, int rank, spill_file_t **sp
         free(sp);
         return STRATA_ERR_IO;
     }
+    write_owner(sp->dir);
     snprintf(sp->path, sizeof sp->path, "%s/spill.h5", sp->dir);
     /* created 0600 here; HDF5 later truncates it, which keeps the mode */
     int fd = open(sp->path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
     if (fd < 0) {
         int e = errno;
         snprintf(msg, msglen, "cannot create spill file '%s': %s", sp->path, strerror(e));
-        rmdir(sp->dir);
+        remove_tree(sp->dir);
         free(sp);
         return STRATA_ERR_IO;
     }
@@ -105,7 +197,21 @@ static strata_status_t open_unlocked(spill_file_t *sp, char *msg, size_t msglen)
     }
     sp->file = f;
     sp->fd = fd;
+    sp->enospc_at = test_fault_arg("spill_enospc");
     return STRATA_OK;
+}
+
+/* The message of a full file system: the file, what was needed and what is
+ * free, and what to do. */
+static strata_status_t full(const spill_file_t *sp, size_t need, char *msg, size_t msglen)
+{
+    struct statvfs vs;
+    unsigned long long avail = 0 == fstatvfs(sp->fd, &vs) ? (unsigned long long)vs.f_bavail * vs.f_frsize : 0;
+    snprintf(msg, msglen, "storage tier full (ENOSPC: %s) writing spill file '%s': %zu more bytes "
+             "needed, %llu bytes free on its file system; free space there, point spill_dir "
+             "(STRATA_SPILL_DIR, --spill-dir) at a larger file system, or raise host_mem so that "
+             "less spills", strerror(ENOSPC), sp->path, need, avail);
+    return STRATA_ERR_IO;
 }
 
 static strata_status_t dataset_unlocked(spill_file_t *sp, size_t bytes, uint64_t *offset_p,
@@ -130,6 +236,10 @@ static strata_status_t dataset_unlocked(spill_file_t *sp, size_t bytes, uint64_t
     haddr_t off = H5Dget_offset(ds);
     if (HADDR_UNDEF == off) goto err_hdf5;
     int rc = posix_fallocate(sp->fd, (off_t)off, (off_t)bytes);
+    if (ENOSPC == rc) {
+        st = full(sp, bytes, msg, msglen);
+        goto err;
+    }
     if (0 != rc) {
         snprintf(msg, msglen, "cannot reserve %zu bytes in spill file '%s': %s",
                  bytes, sp->path, strerror(rc));
@@ -173,11 +283,14 @@ strata_status_t spill_file_write(spill_file_t *sp, uint64_t off, const void *buf
                                  char *msg, size_t msglen)
 {
     const char *p = buf;
+    if (sp->enospc_at && sp->written + n >= sp->enospc_at) return full(sp, n, msg, msglen);
+    sp->written += n;
     while (n > 0) {
         ssize_t w = pwrite(sp->fd, p, n, (off_t)off);
         if (w < 0 && EINTR == errno) continue;
         if (w <= 0) {
             int e = w < 0 ? errno : ENOSPC;
+            if (ENOSPC == e || EDQUOT == e) return full(sp, n, msg, msglen);
             snprintf(msg, msglen, "writing spill file '%s': %s", sp->path, strerror(e));
             return STRATA_ERR_IO;
         }
@@ -244,7 +357,6 @@ void spill_file_close(spill_file_t *sp)
 void spill_file_remove(spill_file_t *sp)
 {
     if (!sp) return;
-    unlink(sp->path);
-    rmdir(sp->dir);
+    remove_tree(sp->dir);
     free(sp);
 }

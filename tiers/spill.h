@@ -23,6 +23,10 @@ typedef struct spill_file spill_file_t;
 
 /* Any thread, no HDF5: make the private directory under root and an empty
  * file in it. Fails with STRATA_ERR_IO and a message naming the path. */
+/* Remove the spill directories under root whose owner is provably dead
+ * (same host; pid gone or reused): how many, the first one's path in msg. */
+int spill_reclaim(const char *root, char *msg, size_t msglen);
+
 strata_status_t spill_file_prepare(const char *root, int rank, spill_file_t **sp_p,
                                    char *msg, size_t msglen);
 /* I/O thread: create the HDF5 file over the prepared one. Idempotent. */

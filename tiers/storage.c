@@ -25,6 +25,12 @@ strata_status_t tiers_storage_prepare(tiers_state_t *ts)
     strata_status_t st = STRATA_OK;
     pthread_mutex_lock(&ts->lock);
     if (!ts->spill) {
+        char first[512];
+        int k = spill_reclaim(ts->ctx->cfg.spill_dir, first, sizeof first);
+        if (k)
+            strata_warn(ts->ctx, "storage tier: removed %d spill director%s of dead jobs under %s "
+                        "(%s%s)", k, 1 == k ? "y" : "ies", ts->ctx->cfg.spill_dir, first,
+                        1 < k ? ", ..." : "");
         st = spill_file_prepare(ts->ctx->cfg.spill_dir, ts->ctx->rank, &ts->spill,
                                 msg, sizeof msg);
         if (STRATA_OK == st)
@@ -181,8 +187,14 @@ strata_status_t tiers_storage_chunk(tiers_state_t *ts, tiers_op_t *op, size_t of
         if (write) {
             if (op->hash) XXH3_64bits_update(op->hash, host + done, k);
             st = spill_file_write(ts->spill, ds->offset + off + done, host + done, k, msg, sizeof msg);
-            if (STRATA_OK != st)
+            if (STRATA_OK != st) {
+                /* the cause at the default level: the transfer's own error
+                 * names only the block */
+                static volatile int said;       /* once per process, not per block */
+                if (!said) strata_log(ts->ctx, STRATA_LOG_ERROR, "%s", msg);
+                said = 1;
                 return base_error(ts->ctx, st, "%s; the block stays in the host tier", msg);
+            }
         } else {
             st = spill_file_read(ts->spill, ds->offset + off + done, host + done, k, msg, sizeof msg);
             if (STRATA_OK != st)

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "examples/gpt/gpt.h"
 
@@ -156,6 +157,11 @@ strata_status_t gpt_data_text(const char *path, double val_frac, int T,
         return gpt_why_fail(STRATA_ERR_INVALID, why, why_len, "sequence length %d < 1", T);
     strata_status_t st;
     gpt_data *d = NULL;
+    struct stat sb;
+    if (0 == stat(path, &sb) && !S_ISREG(sb.st_mode))
+        return gpt_why_fail(STRATA_ERR_IO, why, why_len, "data file %s is %s, not a regular "
+                            "file (--data takes a text file)", path,
+                            S_ISDIR(sb.st_mode) ? "a directory" : "a special file");
     FILE *f = fopen(path, "rb");
     if (NULL == f)
         return gpt_why_fail(STRATA_ERR_IO, why, why_len, "cannot open data file %s: %s",

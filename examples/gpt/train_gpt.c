@@ -15,11 +15,13 @@
 #include "config.h"
 #include "examples/gpt/train_gpt.h"
 
+#include <dirent.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 /* ------------------------------------------------------------------ helpers --- */
@@ -81,6 +83,28 @@ static int fail(run_t *r, const char *what, strata_status_t st)
 
 #define CHECK(r, what, call) do { strata_status_t st_ = (call); \
     if (STRATA_OK != st_) fail((r), (what), st_); } while (0)
+
+/* A setup call that fails the same way on every rank (a budget too small,
+ * a bad option): said once by rank 0 and exit 1; a failure on some ranks
+ * only goes to fail(). */
+static void check_all(run_t *r, const char *what, strata_status_t st)
+{
+    int bad = STRATA_OK != st, nbad = bad;
+    MPI_Allreduce(&bad, &nbad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (0 == nbad) return;
+    if (nbad < r->W) {
+        if (bad) fail(r, what, st);
+        MPI_Barrier(MPI_COMM_WORLD);        /* the failing rank aborts the job */
+    }
+    if (0 == r->rank)
+        fprintf(stderr, PROG ": %s failed: %s: %s\n", what, strata_strerror(st),
+                NULL != r->ctx ? strata_last_error(r->ctx) : "");
+    fflush(stderr);
+    strata_model_destroy(r->model);
+    strata_finalize(r->ctx);
+    MPI_Finalize();
+    exit(1);
+}
 
 static void *xcalloc(run_t *r, size_t n, size_t size)
 {
@@ -214,7 +238,15 @@ static void save_ckpt(run_t *r, const options *o, int steps_done, char *path, si
                                  .rng_len = sizeof(rs),
                                  .nconfig = (int)(sizeof(config) / sizeof(config[0])),
                                  .config = config };
+    double t0 = now();
     CHECK(r, "checkpoint save", strata_model_save(r->model, o->ckpt_dir, &info, path, len));
+    if (0 == r->rank) {
+        struct stat sb;
+        double mib = 0 == stat(path, &sb) ? sb.st_size / 1048576.0 : 0;
+        fprintf(o->json ? stderr : stdout, "checkpoint: %s (%.1f MiB in %.2f s)\n", path, mib,
+                now() - t0);
+        fflush(o->json ? stderr : stdout);
+    }
 }
 
 /* ------------------------------------------------------------------ setup --- */
@@ -304,11 +336,19 @@ static int setup_config(trainer *t)
         if (0 == t->r.rank) fprintf(stderr, PROG ": %s\n", t->cfg ? err : "out of memory");
         return 2;
     }
-    t->threads = gpt_threads_init(o->threads);
+    /* a flag not given leaves the STRATA_* value (or the default) alone */
+    int threads = o->threads;
+    if (0 > threads) {
+        char v[32] = "0";
+        strata_config_get(t->cfg, "threads", v, sizeof v);
+        threads = atoi(v);
+    }
+    t->threads = gpt_threads_init(threads);
     snprintf(thr, sizeof(thr), "%d", t->threads);
     snprintf(shard, sizeof(shard), "%d", o->shard);
     struct { const char *name, *value; } flags[32] = {
-        { "threads", thr }, { "shard_size", shard }, { "device_mem", o->device_mem },
+        { "threads", thr }, { "shard_size", 0 > o->shard ? NULL : shard },
+        { "device_mem", o->device_mem },
         { "host_mem", o->host_mem }, { "spill_dir", o->spill_dir },
         { "act_policy", o->act_policy }, { "schedule", o->schedule },
         { "ckpt_dir", o->ckpt_dir }
@@ -342,7 +382,7 @@ static void setup_model(trainer *t)
     strata_status_t init_st = strata_init(MPI_COMM_WORLD, t->cfg, &r->ctx);
     strata_config_destroy(t->cfg);            /* the context holds a copy */
     t->cfg = NULL;
-    CHECK(r, "strata_init", init_st);
+    check_all(r, "strata_init", init_st);
     strata_model_opts_t mo;
     strata_model_opts_default(&mo);
     mo.lr = (float)o->lr;
@@ -351,9 +391,9 @@ static void setup_model(trainer *t)
     mo.clip_norm = (float)o->clip;
     mo.compute_dtype = o->dtype;
     mo.seed = o->seed;
-    CHECK(r, "model create", strata_model_create(r->ctx, &mo, &r->model));
-    CHECK(r, "model build", gpt_fsdp_build(r->model, &o->cfg, &t->g));
-    CHECK(r, "model commit", strata_model_commit(r->model));
+    check_all(r, "model create", strata_model_create(r->ctx, &mo, &r->model));
+    check_all(r, "model build", gpt_fsdp_build(r->model, &o->cfg, &t->g));
+    check_all(r, "model commit", strata_model_commit(r->model));
     if (NULL != o->trace) {
         /* --trace run/t.json -> run/t.<rank>.json, written when the model goes */
         char prefix[512];
@@ -379,34 +419,72 @@ static void setup_model(trainer *t)
     t->bt = xcalloc(r, o->accum, sizeof(gpt_batch));
 }
 
-/* --resume: the newest complete checkpoint, if every rank finds the same. */
-static void resume(trainer *t)
+/* The step-*.h5 files of dir, newest first, as rank 0 sees them (every
+ * rank gets its list, so that all try the same files in the same order):
+ * a count, names into *buf as consecutive strings. */
+static int list_ckpts(run_t *r, const char *dir, char *buf, int cap)
+{
+    int len = 0, n = 0;
+    if (0 == r->rank) {
+        struct dirent **ents = NULL;
+        int k = scandir(dir, &ents, NULL, alphasort);
+        for (int i = k - 1; i >= 0; i--) {
+            const char *nm = ents[i]->d_name;
+            size_t l = strlen(nm);
+            if (!strncmp(nm, "step-", 5) && l > 8 && !strcmp(nm + l - 3, ".h5") &&
+                len + (int)l + 1 < cap) {
+                memcpy(buf + len, nm, l + 1);
+                len += (int)l + 1;
+                n++;
+            }
+            free(ents[i]);
+        }
+        free(ents);
+    }
+    int hdr[2] = { n, len };
+    MPI_Bcast(hdr, 2, MPI_INT, 0, MPI_COMM_WORLD);
+    MPI_Bcast(buf, hdr[1], MPI_CHAR, 0, MPI_COMM_WORLD);
+    return hdr[0];
+}
+
+/* --resume: the newest checkpoint that loads (every file skipped is named
+ * with why, once). 0: resumed or nothing to resume; 1: files, none loads. */
+static int resume(trainer *t)
 {
     run_t *r = &t->r;
     options *o = &t->o;
-    strata_status_t st = strata_ckpt_find_latest(r->ctx, o->ckpt_dir, t->ckpt_path,
-                                                 sizeof(t->ckpt_path));
-    float found = STRATA_OK == st, all = found;
-    sum_all(r, &all, 1);
-    if (all != 0 && all != r->W) {
-        fprintf(stderr, PROG " (rank %d): ranks disagree on a checkpoint in %s\n", r->rank,
-                o->ckpt_dir);
-        fail(r, "resume", STRATA_ERR_STATE);
-    }
-    if (!found) {
+    static char names[1 << 16];
+    int n = list_ckpts(r, o->ckpt_dir, names, sizeof names);
+    if (0 == n) {
         if (0 == r->rank) printf("no checkpoint in %s; starting from step 0\n", o->ckpt_dir);
-        return;
+        return 0;
     }
-    rng_state rs;
-    strata_model_ckpt_t info = { .rng = &rs, .rng_len = sizeof(rs) };
-    CHECK(r, "checkpoint load", strata_model_load(r->model, t->ckpt_path, &info));
-    t->start = (int)info.data_pos;
-    if (rs.seed != o->seed && 0 == r->rank)
-        fprintf(stderr, PROG ": the checkpoint's data seed is %llu; continuing with it "
-                "(--seed %llu ignored)\n", (unsigned long long)rs.seed,
-                (unsigned long long)o->seed);
-    o->seed = rs.seed;
-    if (0 == r->rank) printf("resumed from %s at step %d\n", t->ckpt_path, t->start);
+    const char *nm = names;
+    for (int i = 0; i < n; i++, nm += strlen(nm) + 1) {
+        snprintf(t->ckpt_path, sizeof t->ckpt_path, "%.700s/%.255s", o->ckpt_dir, nm);
+        rng_state rs;
+        strata_model_ckpt_t info = { .rng = &rs, .rng_len = sizeof(rs) };
+        if (STRATA_OK != strata_model_load(r->model, t->ckpt_path, &info)) {
+            if (0 == r->rank)
+                fprintf(stderr, PROG ": resume: skipping %s: %s\n", t->ckpt_path,
+                        strata_last_error(r->ctx));
+            continue;
+        }
+        t->start = (int)info.data_pos;
+        if (rs.seed != o->seed && 0 == r->rank)
+            fprintf(stderr, PROG ": the checkpoint's data seed is %llu; continuing with it "
+                    "(--seed %llu ignored)\n", (unsigned long long)rs.seed,
+                    (unsigned long long)o->seed);
+        o->seed = rs.seed;
+        if (0 == r->rank) printf("resumed from %s at step %d\n", t->ckpt_path, t->start);
+        return 0;
+    }
+    t->ckpt_path[0] = '\0';
+    if (0 == r->rank)
+        fprintf(stderr, PROG ": resume: %d checkpoint file%s in %s, none loads (each is named "
+                "above with why); not starting from step 0 over them: move them away to start "
+                "afresh\n", n, 1 == n ? "" : "s", o->ckpt_dir);
+    return 1;
 }
 
 /* ------------------------------------------------------------ the step --- */
@@ -510,6 +588,14 @@ static int train(trainer *t)
         s = train_step(t, step);
         report_add(&rs, &s);
         if (0 == rank) report_step(o, &rs, &s);
+        if (!isfinite(s.loss) || !isfinite(s.ms.grad_norm)) {
+            if (0 == rank)
+                fprintf(stderr, PROG ": step %d: the %s is not finite (loss %g, gradient norm "
+                        "%g); stopping without a checkpoint%s%s\n", s.done,
+                        isfinite(s.loss) ? "gradient norm" : "loss", s.loss, s.ms.grad_norm,
+                        t->ckpt_path[0] ? ": the last good one stays " : "", t->ckpt_path);
+            return 3;
+        }
         if (!s.stop && due(o->eval_every, s.done, o->steps)) evaluate(t, s.done);
         if (!s.stop && NULL != o->ckpt_dir && due(o->ckpt_every, s.done, o->steps))
             save_ckpt(&t->r, o, s.done, t->ckpt_path, sizeof(t->ckpt_path));
@@ -543,11 +629,23 @@ int main(int argc, char **argv)
 
     int rc = setup_options(&t, argc, argv);
     if (0 > rc) rc = setup_config(&t);
+    int locked = 0;
     if (0 > rc) {
         setup_model(&t);
-        if (t.o.resume) resume(&t);
-        rc = train(&t);
+        if (NULL != t.o.ckpt_dir) {
+            /* a writable directory that no other job uses, checked before
+             * any step: not found out at the first save */
+            if (STRATA_OK == strata_ckpt_dir_lock(t.r.ctx, t.o.ckpt_dir)) locked = 1;
+            else {
+                if (0 == t.r.rank) fprintf(stderr, PROG ": %s\n", strata_last_error(t.r.ctx));
+                rc = 2;
+            }
+        }
+        if (0 > rc && t.o.resume && resume(&t)) rc = 1;
+        if (0 > rc) rc = train(&t);
     }
+    if (locked && STRATA_OK != strata_ckpt_dir_unlock(t.r.ctx, t.o.ckpt_dir))
+        fprintf(stderr, PROG ": %s\n", strata_last_error(t.r.ctx));
     free(t.in);
     free(t.tg);
     free(t.bt);

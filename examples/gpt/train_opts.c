@@ -66,9 +66,12 @@ void train_usage(FILE *f)
 "  --stop-at N       stop after step N as a stop signal would (checkpoint, exit 0):\n"
 "                    the schedule still follows --steps, so a later --resume\n"
 "                    continues exactly as if never stopped\n"
-"  --resume          continue from the newest complete checkpoint in --ckpt-dir\n"
-"                    (parameters, optimizer, step, data position); starts from\n"
-"                    step 0 if there is none\n"
+"  --resume          continue from the newest checkpoint in --ckpt-dir that loads\n"
+"                    (parameters, optimizer, step, data position); damaged files\n"
+"                    are named and skipped; files of which none loads: exit 1;\n"
+"                    step 0 only if there is no checkpoint at all. The job locks\n"
+"                    --ckpt-dir (DIR/lock; 'strata ckpt unlock DIR')\n"
+"  Precedence: a flag beats its STRATA_* variable, which beats the default.\n"
 "\n"
 "Output and evaluation:\n"
 "  --json            JSON lines instead of progress lines: one object per step and\n"
@@ -145,7 +148,8 @@ int train_parse(int argc, char **argv, options *o, int loud)
     *o = (options){ .cfg = { 4, 128, 4, 0 }, .batch = 16, .accum = 1, .steps = 800,
                     .warmup = -1, .eval_n = 500, .val_batches = 20, .log_every = 1,
                     .lr = 1e-3, .min_lr_frac = 0.1, .wd = 0.0, .clip = 1.0, .beta2 = 0.95,
-                    .seed = 1, .dtype = STRATA_F32, .act_policy = NULL, .schedule = NULL };
+                    .seed = 1, .dtype = STRATA_F32, .act_policy = NULL, .schedule = NULL,
+                    .threads = -1, .shard = -1 };   /* -1: not given (STRATA_* or default) */
     const long BIG = 1L << 30;
     int c, seq = 0, rc = 0, seed = 0;
     opterr = 0;     /* our own messages, with our name rather than libtool's */

@@ -158,6 +158,23 @@ strata_status_t strata_ckpt_find_latest(strata_context_t *ctx, const char *dir,
                                         char *path_p, size_t len);
 
 /*
+ * One job per checkpoint directory. strata_ckpt_dir_lock (collective, at
+ * the start of a job) makes dir if needed, checks that it is a writable
+ * directory, and creates dir/lock ("host=H pid=P start=T job=J") on rank
+ * 0, or takes over the lock of a holder that is provably gone (same host
+ * and its pid is dead, or the same $SLURM_JOB_ID) with a warning; a live
+ * or unknown holder refuses the job with STRATA_ERR_STATE naming it. With
+ * the lock held it removes the step-*.tmp files of saves that died.
+ * strata_ckpt_dir_unlock removes the lock if it is this process's.
+ * strata_ckpt_lock_holder describes the holder of dir's lock into buf:
+ * 0, or -1 when there is no readable lock.
+ */
+#define STRATA_CKPT_LOCK_NAME "lock"
+strata_status_t strata_ckpt_dir_lock(strata_context_t *ctx, const char *dir);
+strata_status_t strata_ckpt_dir_unlock(strata_context_t *ctx, const char *dir);
+int strata_ckpt_lock_holder(const char *dir, char *buf, size_t len);
+
+/*
  * Check a checkpoint file on one process, whatever world size wrote it:
  * header attributes, that every tensor is covered by checksummed regions
  * and every recorded region hashes to its stored value, that no tensor is
