@@ -1,0 +1,38 @@
+#!/bin/sh
+# t/check-sanitize.sh [TEST...] - the test suite built with AddressSanitizer
+# and UndefinedBehaviorSanitizer (`make check-sanitize`; TESTS=... picks
+# tests, as for make check). The build is build-sanitize/ (t/devbuild.sh),
+# without CUDA. Runs are capped at 8 ranks (128 ASan ranks need ~20 GiB):
+# tests over the cap skip. Reports go to files, not stderr (a test that
+# checks a failing run's messages or exit code would otherwise hide them
+# or fail on them), and any report fails the run: LeakSanitizer reports
+# leaks past t/lsan.supp (other projects' leaks, each explained there).
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+out=${SANITIZE_DIR:-$top/build-sanitize}
+flags="-fsanitize=address,undefined -fno-omit-frame-pointer -g -O1"
+"$top/t/devbuild.sh" "$out" --without-cuda --enable-test-hooks \
+    CFLAGS="$flags" LDFLAGS="-fsanitize=address,undefined" || exit 1
+obj=$out/obj
+logs=$obj/sanitizer-reports
+rm -rf "$logs" && mkdir -p "$logs"
+# halt on the first error; log_path makes every process write its reports
+# to $logs/KIND.PID; leaks past the suppressions count as errors
+ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:log_path=$logs/asan:strict_string_checks=1"
+LSAN_OPTIONS="suppressions=$top/t/lsan.supp:print_suppressions=0"
+UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$logs/ubsan"
+STRATA_TEST_MAX_RANKS=8
+export ASAN_OPTIONS LSAN_OPTIONS UBSAN_OPTIONS STRATA_TEST_MAX_RANKS
+jobs=${SANITIZE_JOBS:-2}
+if [ $# -gt 0 ]; then set -- TESTS="$*"; fi
+make -C "$obj" -j"$jobs" >/dev/null || exit 1
+make -C "$obj" -j"$jobs" check "$@"
+rc=$?
+n=$(find "$logs" -type f | wc -l)
+if [ "$n" -gt 0 ]; then
+    echo "check-sanitize: $n sanitizer report(s):"
+    for f in "$logs"/*; do echo "== $f"; head -40 "$f"; done
+    exit 1
+fi
+echo "check-sanitize: no sanitizer reports (logs: $logs)"
+exit $rc
