@@ -4,6 +4,7 @@
 #define STRATA_FUZZ_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,6 +19,7 @@ static inline char *fuzz_text(const uint8_t *data, size_t size)
 }
 
 /* Crash on purpose (so libFuzzer saves the input) when a property fails. */
-#define FUZZ_ASSERT(cond) do { if (!(cond)) __builtin_trap(); } while (0)
+#define FUZZ_ASSERT(cond) \
+    do { if (!(cond)) { fprintf(stderr, "fuzz: %s:%d: %s fails\n", __FILE__, __LINE__, #cond); abort(); } } while (0)
 
 #endif

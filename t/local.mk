@@ -196,3 +196,8 @@ dist_check_SCRIPTS += t/py-ckpt.t t/py-torch.t t/trace-merge.t
 if HAVE_CBLAS
 TESTS += t/py-ckpt.t t/py-torch.t t/trace-merge.t
 endif
+# inputs the fuzzers (fuzz/, make fuzz) found, as regression tests
+check_PROGRAMS += t/fuzz_regress.t
+t_fuzz_regress_t_SOURCES = t/fuzz_regress.t.c
+t_fuzz_regress_t_LDADD = $(TRACE_LIBS) $(TEST_INTERNAL_LDADD)
+TESTS += t/fuzz_regress.t
