@@ -1,7 +1,7 @@
 # t/checks.mk - the suite under other tools, each its own target (not part
 # of make check): ASan + UBSan (t/check-sanitize.sh), valgrind on the
 # single-process unit tests, and the libFuzzer harnesses (fuzz/run).
-EXTRA_DIST += t/check-sanitize.sh t/devbuild.sh t/lsan.supp t/sanitize_noclose.c t/timed-driver.sh fuzz
+EXTRA_DIST += fuzz/hdf5-known.supp t/check-sanitize.sh t/devbuild.sh t/lsan.supp t/sanitize_noclose.c t/timed-driver.sh fuzz
 .PHONY: check-sanitize check-valgrind fuzz
 
 check-sanitize:
