@@ -45,6 +45,12 @@ n=$(find "$logs" -type f | wc -l)
 if [ "$n" -gt 0 ]; then
     echo "check-sanitize: $n sanitizer report(s):"
     for f in "$logs"/*; do echo "== $f"; head -40 "$f"; done
+    # LSan's own tracer crashes now and then at exit (a known runtime bug,
+    # https://github.com/google/sanitizers/issues/1353): not a finding
+    if grep -l 'Tracer caught signal' "$logs"/* >/dev/null 2>&1; then
+        echo "check-sanitize: 'Tracer caught signal' is LeakSanitizer's own intermittent crash"
+        echo "(google/sanitizers#1353), not a report about strata: rerun that test"
+    fi
     exit 1
 fi
 echo "check-sanitize: no sanitizer reports (logs: $logs)"
