@@ -36,17 +36,26 @@ cc -shared -fPIC -O1 -o "$obj/noclose.so" "$top/t/sanitize_noclose.c" || exit 1
 LD_PRELOAD=$obj/noclose.so
 export ASAN_OPTIONS LSAN_OPTIONS UBSAN_OPTIONS STRATA_TEST_MAX_RANKS LD_PRELOAD \
     OMPI_MCA_mca_base_component_disable_dlclose PMIX_MCA_mca_base_component_disable_dlclose
+# Under mpirun the leak check is off: LeakSanitizer's tracer crashes at the
+# exit of every multi-threaded MPI rank here ("Tracer caught signal 11",
+# https://github.com/google/sanitizers/issues/1353), which would fail every
+# multi-rank test. Those still run under ASan and UBSan; leaks are checked
+# in the single-process tests.
+cat > "$obj/mpirun-noleak" <<'WRAP'
+#!/bin/sh
+ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0" exec mpirun "$@"
+WRAP
+chmod +x "$obj/mpirun-noleak"
 jobs=${SANITIZE_JOBS:-2}
 if [ $# -gt 0 ]; then set -- TESTS="$*"; fi
 make -C "$obj" -j"$jobs" >/dev/null || exit 1
-make -C "$obj" -j"$jobs" check "$@"
+make -C "$obj" -j"$jobs" check MPIRUN="$obj/mpirun-noleak" "$@"
 rc=$?
 n=$(find "$logs" -type f | wc -l)
 if [ "$n" -gt 0 ]; then
     echo "check-sanitize: $n sanitizer report(s):"
     for f in "$logs"/*; do echo "== $f"; head -40 "$f"; done
-    # LSan's own tracer crashes now and then at exit (a known runtime bug,
-    # https://github.com/google/sanitizers/issues/1353): not a finding
+    # LSan's own tracer crash (see above), should a single-process test hit it
     if grep -l 'Tracer caught signal' "$logs"/* >/dev/null 2>&1; then
         echo "check-sanitize: 'Tracer caught signal' is LeakSanitizer's own intermittent crash"
         echo "(google/sanitizers#1353), not a report about strata: rerun that test"
