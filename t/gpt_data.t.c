@@ -70,8 +70,9 @@ static long scan_rows(const int32_t *in, const int32_t *tg, int nrows, int want_
                 return -1;
             if (0 != j || t + GPT_ADD_LEN > T)
                 continue;
-            char ex[GPT_ADD_LEN];
+            char ex[GPT_ADD_LEN + 1];           /* a string: atoi reads up to a NUL */
             for (int k = 0; k < GPT_ADD_LEN; k++) ex[k] = (char)x[t + k];
+            ex[GPT_ADD_LEN] = '\0';
             int a = atoi(ex), b = atoi(ex + 4);
             char want[GPT_ADD_LEN];
             gpt_add_format(a, b, want);

@@ -201,3 +201,11 @@ dist_check_SCRIPTS += t/py-ckpt.t t/py-torch.t t/trace-merge.t
 if HAVE_CBLAS
 TESTS += t/py-ckpt.t t/py-torch.t t/trace-merge.t
 endif
+# inputs the fuzzers (fuzz/, make fuzz) found, as regression tests
+check_PROGRAMS += t/fuzz_regress.t
+t_fuzz_regress_t_SOURCES = t/fuzz_regress.t.c
+t_fuzz_regress_t_LDADD = $(TRACE_LIBS) $(TEST_INTERNAL_LDADD)
+TESTS += t/fuzz_regress.t
+# t/launch's rank cap (STRATA_TEST_MAX_RANKS, set by make check-sanitize)
+dist_check_SCRIPTS += t/launch-cap.t
+TESTS += t/launch-cap.t

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +75,9 @@ static strata_status_t take_event(json_t *o, size_t i, sched_trace_events_t *evs
     if (json_is_object(args) && json_is_number(json_object_get(args, "step")))   /* else no step */
         step = json_number_value(json_object_get(args, "step"));
     if (!ph[0]) return STRATA_OK;   /* not an event we know: ignore */
+    if (!(pid >= INT_MIN && pid <= INT_MAX) || !(step >= INT_MIN && step <= INT_MAX))
+        return sched_fail(err, errlen, STRATA_ERR_FORMAT, "event %zu: expected %s within an int", i,
+                          pid >= INT_MIN && pid <= INT_MAX ? "args.step" : "\"pid\"");
     e.rank = (int)pid;
     e.step = (int)step;
     e.ph = ph[0];
@@ -134,10 +138,12 @@ strata_status_t sched_trace_parse(const char *text, size_t len, sched_trace_even
     } else {
         size_t i;
         json_t *o;
+        int before = evs->nevents;
         json_array_foreach(arr, i, o) {
             if (STRATA_OK != (st = take_event(o, i + 1, evs, err, errlen))) break;
         }
         if (STRATA_ERR_NOMEM == st) sched_fail(err, errlen, st, "out of memory reading the trace");
+        if (STRATA_OK != st) evs->nevents = before;   /* a refused file adds nothing */
     }
     json_decref(root);
     return st;

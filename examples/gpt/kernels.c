@@ -27,7 +27,7 @@ static inline float vexpf(float x)
     p.f = ((((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r
              + 4.1665795894e-2f) * r + 1.6666665459e-1f) * r + 5.0000001201e-1f) * r * r
            + r + 1.0f);
-    p.i += (t.i - 0x4B400000) << 23;                   /* times 2^n */
+    p.i += (int32_t)((uint32_t)(t.i - 0x4B400000) << 23); /* times 2^n */
     return p.f;
 }
 
