@@ -41,6 +41,6 @@ t_gpt_data_t_SOURCES = t/gpt_data.t.c
 t_gpt_grad_t_LDADD = $(GPT_LDADD) t/libtap.a
 t_gpt_ref_t_LDADD = $(GPT_LDADD) t/libtap.a
 t_gpt_data_t_LDADD = $(GPT_LDADD) t/libtap.a
-dist_check_SCRIPTS += t/gpt-learn.t
-TESTS += t/gpt_grad.t t/gpt_ref.t t/gpt_data.t t/gpt-learn.t
+dist_check_SCRIPTS += t/gpt-learn.t t/gpt-demo.t
+TESTS += t/gpt_grad.t t/gpt_ref.t t/gpt_data.t t/gpt-learn.t t/gpt-demo.t
 endif
