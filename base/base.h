@@ -1,6 +1,9 @@
 /*
- * base.h - internal services every folder uses: the context, error
- * recording, logging, checked size arithmetic. Not installed.
+ * base.h - internal services every folder uses: the context's structure,
+ * error recording, logging, checked size arithmetic. Not installed. base/
+ * is the bottom layer and includes nothing else of strata: the layers the
+ * context points to are only named here (comm_backend, tiers_state), and
+ * fsdp/context.c, above them, assembles them in strata_init.
  */
 #ifndef STRATA_BASE_H
 #define STRATA_BASE_H
@@ -17,6 +20,44 @@ struct strata_group;
 struct tiers_state;    /* tiers/tiers.h */
 
 #define STRATA_ERRMSG_LEN 1024
+
+/*
+ * The options, one field per row of the option table (config.c), which
+ * gives each its name, default, doc and parser. Private: the public
+ * strata_config_t is this struct behind a handle, reached by name, so a
+ * field added here (with its row) changes no ABI. Sizes are bytes,
+ * bandwidths bytes per second (0 = unpaced), times seconds.
+ */
+struct strata_config {
+    strata_log_level_t    log_level;
+    strata_backend_kind_t backend;
+    int      shard_size;          /* FSDP group size S; 0 = world size */
+    size_t   device_mem;          /* device tier budget */
+    size_t   host_mem;            /* pinned-host tier budget */
+    size_t   storage_mem;         /* storage tier budget */
+    char     spill_dir[512];      /* root under which the storage tier lives */
+    size_t   chunk_size;          /* copy engines split transfers at this size */
+    double   link_d2h_bw;         /* link model: bytes/s, 0 = off */
+    double   link_h2d_bw;
+    double   link_storage_bw;
+    double   link_latency;        /* seconds added per copy when paced */
+    double   spin_time;           /* seconds engines and waiters poll before sleeping */
+    int      wait_copies;         /* strata_event_wait runs an unstarted copy itself */
+    int      checksums;           /* storage tier: verify blocks on read-back */
+    int      prefetch;            /* all-gather lookahead in units */
+    char     act_policy[512];     /* e.g. "qkv=host,*=keep" or "auto" */
+    int      schedule;            /* 0 = lhs, 1 = naive */
+    char     trace[512];          /* per-rank trace files <trace>.<rank>.json; "" = none */
+    int      threads;             /* compute threads per rank; 0 = affinity */
+    int      comm_check;          /* verify ranks agree on each collective */
+    int      ckpt_keep;           /* checkpoints kept in a directory (newest K) */
+    char     ckpt_dir[512];       /* where training writes checkpoints */
+    int      ckpt_direct;         /* tensor bytes with pwrite/pread, not H5Dwrite/H5Dread */
+    int      ckpt_mpio;           /* 0 independent, 1 collective, 2 individual */
+};
+
+/* Fill *cfg with the defaults (config.c; strata_config_create's contents). */
+void config_defaults(strata_config_t *cfg);
 
 struct strata_context {
     MPI_Comm         comm;           /* private duplicate of the user's comm */
@@ -35,21 +76,26 @@ struct strata_context {
 };
 
 /* Record a detailed message on ctx (may be NULL: then it is only logged)
- * and return status, so call sites read: return strata_error(ctx, ST, ...). */
-strata_status_t strata_error(strata_context_t *ctx, strata_status_t status,
-                             const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-void strata_clear_error(strata_context_t *ctx);
+ * and return status, so call sites read: return base_error(ctx, ST, ...). */
+strata_status_t base_error(strata_context_t *ctx, strata_status_t status,
+                           const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void base_clear_error(strata_context_t *ctx);
 
 /* Logging without a context (before init, or in pure code paths): rank is
  * taken from MPI when initialised. Level from STRATA_LOG_LEVEL. */
-void strata_log_raw(int rank, strata_log_level_t level, const char *fmt, va_list ap);
-int  strata_log_enabled(const strata_context_t *ctx, strata_log_level_t level);
+void base_log_raw(int rank, strata_log_level_t level, const char *fmt, va_list ap);
+int  base_log_enabled(const strata_context_t *ctx, strata_log_level_t level);
 
 #define STRATA_LOG(ctx, lvl, ...) \
-    do { if (strata_log_enabled((ctx), (lvl))) strata_log((ctx), (lvl), __VA_ARGS__); } while (0)
+    do { if (base_log_enabled((ctx), (lvl))) strata_log((ctx), (lvl), __VA_ARGS__); } while (0)
 #define strata_warn(ctx, ...)  STRATA_LOG(ctx, STRATA_LOG_WARN, __VA_ARGS__)
 #define strata_info(ctx, ...)  STRATA_LOG(ctx, STRATA_LOG_INFO, __VA_ARGS__)
 #define strata_debug(ctx, ...) STRATA_LOG(ctx, STRATA_LOG_DEBUG, __VA_ARGS__)
+
+/* Set one option (by table name) from its STRATA_* variable, or to its
+ * default when unset or unparsable: for code that runs without a context
+ * (config.c; every STRATA_* variable is read through the table). */
+void config_option_from_env(strata_config_t *cfg, const char *name);
 
 /* Checked arithmetic: 0 on success, -1 on overflow (result untouched). */
 static inline int strata_mul_size(size_t a, size_t b, size_t *out)
@@ -68,9 +114,16 @@ static inline int strata_add_size(size_t a, size_t b, size_t *out)
 }
 
 /* Convert an MPI error code to a status with MPI's own message. */
-strata_status_t strata_mpi_error(strata_context_t *ctx, int mpi_rc, const char *what);
+strata_status_t base_mpi_error(strata_context_t *ctx, int mpi_rc, const char *what);
 
 /* Monotonic seconds. */
-double strata_now(void);
+double base_now(void);
+
+/* The process-wide HDF5 lock (h5lock.c), recursive: Debian's HDF5 is not
+ * thread-safe, so every HDF5 call of the library holds it (io/io.h says who
+ * takes it where). trylock: 1 when taken (for tests). */
+void base_h5_lock(void);
+void base_h5_unlock(void);
+int base_h5_trylock(void);
 
 #endif

@@ -2,7 +2,9 @@
  * config.c - the one option table. Each row gives the name, the default as
  * text, a line of documentation, the field's offset and its parser, so the
  * same table yields defaults, STRATA_* environment overrides, the CLI
- * flags that map onto it and the printed dump.
+ * flags that map onto it and the printed dump. The struct itself
+ * (base.h) is private: callers hold a strata_config_t handle and reach the
+ * options by name (strata.h), so an option added here changes no ABI.
  */
 #include "config.h"
 #include "base.h"
@@ -28,6 +30,8 @@ typedef struct {
 
 static const char *const log_level_names[] = { "error", "warn", "info", "debug", "trace", NULL };
 static const char *const backend_names[]   = { "auto", "host", "cuda", NULL };
+static const char *const schedule_names[]  = { "lhs", "naive", NULL };
+static const char *const ckpt_mpio_names[] = { "independent", "collective", "individual", NULL };
 
 #define OFF(f) offsetof(strata_config_t, f)
 #define STR(f) OPT_STRING, sizeof(((strata_config_t *)0)->f), NULL
@@ -71,7 +75,7 @@ static const opt_row_t opt_table[] = {
     { "act_policy", "*=keep", "activation policy per saved name, e.g. qkv=host,mlp_up=storage,*=keep; or auto",
       OFF(act_policy), STR(act_policy) },
     { "schedule",   "lhs",  "transfer schedule: lhs (latency-hiding) or naive",
-      OFF(schedule), STR(schedule) },
+      OFF(schedule), OPT_ENUM, 0, schedule_names },
     { "trace",      "",     "write a Chrome trace-event file per rank, <trace>.<rank>.json, when a model is "
                             "destroyed (read with strata trace); empty = none",
       OFF(trace), STR(trace) },
@@ -85,6 +89,12 @@ static const opt_row_t opt_table[] = {
       OFF(ckpt_keep), OPT_INT, 0, NULL },
     { "ckpt_dir",   "checkpoints", "directory for step-<8 digits>.h5 checkpoints and the latest pointer",
       OFF(ckpt_dir), STR(ckpt_dir) },
+    { "ckpt_direct", "on",  "checkpoints move tensor bytes with pwrite/pread at the datasets' file offsets; "
+                            "off uses H5Dwrite/H5Dread (for file systems where MPI-IO does better)",
+      OFF(ckpt_direct), OPT_BOOL, 0, NULL },
+    { "ckpt_mpio",  "independent", "checkpoint data transfers through HDF5: independent, collective "
+                            "(MPI-IO two-phase aggregation) or individual (a collective call doing per-rank I/O)",
+      OFF(ckpt_mpio), OPT_ENUM, 0, ckpt_mpio_names },
     { NULL, NULL, NULL, 0, 0, 0, NULL }
 };
 
@@ -164,6 +174,17 @@ static const opt_row_t *find_row(const char *name)
     return NULL;
 }
 
+/* "a, b or c": the values an enum row accepts. */
+static void enum_list(const opt_row_t *r, char *buf, size_t len)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int i = 0; r->names[i] && n < len; i++) {
+        const char *sep = !i ? "" : r->names[i + 1] ? ", " : " or ";
+        n += (size_t)snprintf(buf + n, len - n, "%s%s", sep, r->names[i]);
+    }
+}
+
 static strata_status_t set_row(strata_config_t *cfg, const opt_row_t *r,
                                const char *value, char *errbuf, size_t errlen)
 {
@@ -211,7 +232,12 @@ static strata_status_t set_row(strata_config_t *cfg, const opt_row_t *r,
         for (int i = 0; r->names[i]; i++) {
             if (!strcasecmp(value, r->names[i])) { *(int *)field = i; return STRATA_OK; }
         }
-        goto bad;
+        if (errbuf) {
+            char list[256];
+            enum_list(r, list, sizeof list);
+            snprintf(errbuf, errlen, "option %s: '%s' is not one of %s", r->name, value, list);
+        }
+        return STRATA_ERR_CONFIG;
     }
 bad:
     if (errbuf) {
@@ -221,7 +247,7 @@ bad:
         case OPT_SIZE:   expect = "a size such as 4096, 512M, 4G or inf"; break;
         case OPT_DOUBLE: expect = "a non-negative number such as 0.5 or 2G"; break;
         case OPT_BOOL:   expect = "on/off, yes/no, true/false or 1/0"; break;
-        case OPT_ENUM:   expect = "one of the listed names"; break;
+        case OPT_ENUM:   /* reported above */
         case OPT_STRING: break;
         }
         snprintf(errbuf, errlen, "option %s: cannot parse '%s'; expected %s (%s)",
@@ -238,7 +264,7 @@ static void env_name(const char *name, char *buf, size_t len)
     buf[n] = '\0';
 }
 
-void strata_config_defaults(strata_config_t *cfg)
+void config_defaults(strata_config_t *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
     for (const opt_row_t *r = opt_table; r->name; r++) {
@@ -263,10 +289,12 @@ strata_status_t strata_config_set(strata_config_t *cfg, const char *name,
     return set_row(cfg, r, value, errbuf, errlen);
 }
 
-strata_status_t strata_config_init(strata_config_t *cfg, char *errbuf, size_t errlen)
+strata_status_t strata_config_read_env(strata_config_t *cfg, char *errbuf, size_t errlen)
 {
-    if (!cfg) return STRATA_ERR_INVALID;
-    strata_config_defaults(cfg);
+    if (!cfg) {
+        if (errbuf) snprintf(errbuf, errlen, "strata_config_read_env: NULL configuration");
+        return STRATA_ERR_INVALID;
+    }
     strata_status_t first = STRATA_OK;
     for (const opt_row_t *r = opt_table; r->name; r++) {
         char env[96];
@@ -283,6 +311,19 @@ strata_status_t strata_config_init(strata_config_t *cfg, char *errbuf, size_t er
     return first;
 }
 
+void config_option_from_env(strata_config_t *cfg, const char *name)
+{
+    const opt_row_t *r = find_row(name);
+    if (!r) return;
+    char env[96];
+    env_name(r->name, env, sizeof env);
+    const char *v = getenv(env);
+    if (!v || STRATA_OK != set_row(cfg, r, v, NULL, 0)) {
+        strata_status_t st = set_row(cfg, r, r->dflt, NULL, 0);
+        (void)st;  /* defaults are constants */
+    }
+}
+
 static void format_value(const strata_config_t *cfg, const opt_row_t *r, char *buf, size_t len)
 {
     const char *field = (const char *)cfg + r->offset;
@@ -294,6 +335,148 @@ static void format_value(const strata_config_t *cfg, const opt_row_t *r, char *b
     case OPT_STRING: snprintf(buf, len, "%s", field); break;
     case OPT_ENUM:   snprintf(buf, len, "%s", r->names[*(const int *)field]); break;
     }
+}
+
+/* ---- the handle: create, copy, destroy; typed access by name ---------- */
+
+strata_status_t strata_config_create(strata_config_t **cfg_p)
+{
+    if (!cfg_p) return STRATA_ERR_INVALID;
+    strata_config_t *cfg = malloc(sizeof *cfg);
+    if (!cfg) return STRATA_ERR_NOMEM;
+    config_defaults(cfg);
+    *cfg_p = cfg;
+    return STRATA_OK;
+}
+
+strata_status_t strata_config_dup(const strata_config_t *cfg, strata_config_t **copy_p)
+{
+    if (!cfg || !copy_p) return STRATA_ERR_INVALID;
+    strata_config_t *c = malloc(sizeof *c);
+    if (!c) return STRATA_ERR_NOMEM;
+    *c = *cfg;
+    *copy_p = c;
+    return STRATA_OK;
+}
+
+void strata_config_destroy(strata_config_t *cfg)
+{
+    free(cfg);
+}
+
+/* The row of name, or a status (and message) saying why there is none or
+ * why it does not hold a value of the kind asked for. */
+static strata_status_t typed_row(const strata_config_t *cfg, const char *name, unsigned kinds,
+                                 const opt_row_t **row_p, char *errbuf, size_t errlen)
+{
+    if (!cfg || !name) {
+        if (errbuf) snprintf(errbuf, errlen, "strata_config: NULL argument");
+        return STRATA_ERR_INVALID;
+    }
+    const opt_row_t *r = find_row(name);
+    if (!r) {
+        if (errbuf) snprintf(errbuf, errlen,
+                             "unknown option '%s' (run 'strata config' for the list)", name);
+        return STRATA_ERR_NOT_FOUND;
+    }
+    if (!(kinds & (1u << r->kind))) {
+        if (errbuf) snprintf(errbuf, errlen, "option %s does not hold a value of this type", r->name);
+        return STRATA_ERR_MISMATCH;
+    }
+    *row_p = r;
+    return STRATA_OK;
+}
+
+#define K(k) (1u << (k))
+
+strata_status_t strata_config_set_int(strata_config_t *cfg, const char *name, long long value,
+                                      char *errbuf, size_t errlen)
+{
+    const opt_row_t *r;
+    strata_status_t st = typed_row(cfg, name, K(OPT_INT) | K(OPT_BOOL) | K(OPT_ENUM), &r,
+                                   errbuf, errlen);
+    if (STRATA_OK != st) return st;
+    char text[32];
+    int n = 0;
+    if (OPT_ENUM == r->kind) while (r->names[n]) n++;
+    if (OPT_ENUM == r->kind && value >= 0 && value < n)
+        snprintf(text, sizeof text, "%s", r->names[value]);
+    else
+        snprintf(text, sizeof text, "%lld", value);
+    return set_row(cfg, r, text, errbuf, errlen);     /* one parser checks every value */
+}
+
+strata_status_t strata_config_set_size(strata_config_t *cfg, const char *name, size_t value,
+                                       char *errbuf, size_t errlen)
+{
+    const opt_row_t *r;
+    strata_status_t st = typed_row(cfg, name, K(OPT_SIZE), &r, errbuf, errlen);
+    if (STRATA_OK != st) return st;
+    *(size_t *)((char *)cfg + r->offset) = value;
+    return STRATA_OK;
+}
+
+strata_status_t strata_config_set_double(strata_config_t *cfg, const char *name, double value,
+                                         char *errbuf, size_t errlen)
+{
+    const opt_row_t *r;
+    strata_status_t st = typed_row(cfg, name, K(OPT_DOUBLE), &r, errbuf, errlen);
+    if (STRATA_OK != st) return st;
+    char text[40];
+    snprintf(text, sizeof text, "%.17g", value);
+    return set_row(cfg, r, text, errbuf, errlen);
+}
+
+/* Copy the field of an option of one of `kinds` into out (size bytes). */
+static strata_status_t get_field(const strata_config_t *cfg, const char *name, unsigned kinds,
+                                 void *out, size_t size)
+{
+    const opt_row_t *r;
+    strata_status_t st = typed_row(cfg, name, kinds, &r, NULL, 0);
+    if (STRATA_OK != st) return st;
+    if (!out) return STRATA_ERR_INVALID;
+    memcpy(out, (const char *)cfg + r->offset, size);
+    return STRATA_OK;
+}
+
+strata_status_t strata_config_get_int(const strata_config_t *cfg, const char *name, long long *value_p)
+{
+    int v;
+    strata_status_t st = get_field(cfg, name, K(OPT_INT) | K(OPT_BOOL) | K(OPT_ENUM),
+                                   value_p ? &v : NULL, sizeof v);
+    if (STRATA_OK == st) *value_p = v;
+    return st;
+}
+
+strata_status_t strata_config_get_size(const strata_config_t *cfg, const char *name, size_t *value_p)
+{
+    return get_field(cfg, name, K(OPT_SIZE), value_p, sizeof *value_p);
+}
+
+strata_status_t strata_config_get_double(const strata_config_t *cfg, const char *name, double *value_p)
+{
+    return get_field(cfg, name, K(OPT_DOUBLE), value_p, sizeof *value_p);
+}
+
+strata_status_t strata_config_get(const strata_config_t *cfg, const char *name, char *buf, size_t len)
+{
+    const opt_row_t *r;
+    strata_status_t st = typed_row(cfg, name, ~0u, &r, NULL, 0);
+    if (STRATA_OK != st) return st;
+    if (!buf || !len) return STRATA_ERR_INVALID;
+    const char *field = (const char *)cfg + r->offset;
+    char tmp[600];
+    switch (r->kind) {      /* exact forms, so that strata_config_set reads them back */
+    case OPT_SIZE:
+        if (SIZE_MAX == *(const size_t *)field) snprintf(tmp, sizeof tmp, "inf");
+        else snprintf(tmp, sizeof tmp, "%zu", *(const size_t *)field);
+        break;
+    case OPT_DOUBLE: snprintf(tmp, sizeof tmp, "%.17g", *(const double *)field); break;
+    default:         format_value(cfg, r, tmp, sizeof tmp); break;
+    }
+    if (strlen(tmp) >= len) return STRATA_ERR_OVERFLOW;
+    memcpy(buf, tmp, strlen(tmp) + 1);
+    return STRATA_OK;
 }
 
 void strata_config_print(const strata_config_t *cfg, FILE *out, int verbose)

@@ -1,7 +1,9 @@
-libstrata_la_SOURCES += \
+libstrata_core_la_SOURCES += \
     base/base.h \
     base/status.c \
     base/dtype.c \
     base/config.c \
     base/log.c \
-    base/context.c
+    base/h5lock.c \
+    base/test_fault.h \
+    base/test_fault.c

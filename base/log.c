@@ -9,22 +9,21 @@
 
 static const char *const level_name[] = { "ERROR", "WARN", "INFO", "DEBUG", "TRACE" };
 
-/* Without a context the level comes from STRATA_LOG_LEVEL (default warn). */
+/* Without a context the level comes from STRATA_LOG_LEVEL, read through
+ * the option table (its default when unset or bad). */
 static strata_log_level_t env_level(void)
 {
-    static const char *const names[] = { "error", "warn", "info", "debug", "trace" };
-    const char *v = getenv("STRATA_LOG_LEVEL");
-    if (!v) return STRATA_LOG_WARN;
-    for (int i = 0; i < 5; i++) if (!strcasecmp(v, names[i])) return (strata_log_level_t)i;
-    return STRATA_LOG_WARN;
+    strata_config_t c;
+    config_option_from_env(&c, "log_level");
+    return c.log_level;
 }
 
-int strata_log_enabled(const strata_context_t *ctx, strata_log_level_t level)
+int base_log_enabled(const strata_context_t *ctx, strata_log_level_t level)
 {
     return level <= (ctx ? ctx->cfg.log_level : env_level());
 }
 
-void strata_log_raw(int rank, strata_log_level_t level, const char *fmt, va_list ap)
+void base_log_raw(int rank, strata_log_level_t level, const char *fmt, va_list ap)
 {
     char line[2048];
     int n = (rank >= 0)
@@ -39,7 +38,7 @@ void strata_log_raw(int rank, strata_log_level_t level, const char *fmt, va_list
 void strata_log(const strata_context_t *ctx, strata_log_level_t level, const char *fmt, ...)
 {
     if (level < STRATA_LOG_ERROR || level > STRATA_LOG_TRACE) return;
-    if (!strata_log_enabled(ctx, level)) return;
+    if (!base_log_enabled(ctx, level)) return;
     int rank = -1;
     if (ctx) {
         rank = ctx->rank;
@@ -51,6 +50,6 @@ void strata_log(const strata_context_t *ctx, strata_log_level_t level, const cha
     }
     va_list ap;
     va_start(ap, fmt);
-    strata_log_raw(rank, level, fmt, ap);
+    base_log_raw(rank, level, fmt, ap);
     va_end(ap);
 }

@@ -45,8 +45,8 @@ void strata_version(int *major_p, int *minor_p, int *patch_p)
 
 const char *strata_version_string(void) { return STRATA_VERSION_STRING; }
 
-strata_status_t strata_error(strata_context_t *ctx, strata_status_t status,
-                             const char *fmt, ...)
+strata_status_t base_error(strata_context_t *ctx, strata_status_t status,
+                           const char *fmt, ...)
 {
     char msg[STRATA_ERRMSG_LEN];
     va_list ap;
@@ -64,7 +64,7 @@ strata_status_t strata_error(strata_context_t *ctx, strata_status_t status,
     return status;
 }
 
-void strata_clear_error(strata_context_t *ctx)
+void base_clear_error(strata_context_t *ctx)
 {
     if (!ctx) return;
     pthread_mutex_lock(&ctx->err_lock);
@@ -77,17 +77,17 @@ const char *strata_last_error(const strata_context_t *ctx)
     return ctx ? ctx->errmsg : "";
 }
 
-strata_status_t strata_mpi_error(strata_context_t *ctx, int mpi_rc, const char *what)
+strata_status_t base_mpi_error(strata_context_t *ctx, int mpi_rc, const char *what)
 {
     char text[MPI_MAX_ERROR_STRING];
     int len = 0;
     if (MPI_SUCCESS != MPI_Error_string(mpi_rc, text, &len)) {
         snprintf(text, sizeof text, "MPI error code %d", mpi_rc);
     }
-    return strata_error(ctx, STRATA_ERR_MPI, "%s failed: %s", what, text);
+    return base_error(ctx, STRATA_ERR_MPI, "%s failed: %s", what, text);
 }
 
-double strata_now(void)
+double base_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -61,13 +61,15 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &W);
     MPI_Comm_rank(MPI_COMM_WORLD, &R);
     strata_context_t *ctx;
-    strata_config_t cfg;
-    strata_config_init(&cfg, NULL, 0);
-    cfg.backend = STRATA_BACKEND_HOST;   /* the buffers below are host memory */
-    if (strata_init(MPI_COMM_WORLD, &cfg, &ctx)) {
+    strata_config_t *cfg = NULL;
+    strata_config_create(&cfg);
+    strata_config_read_env(cfg, NULL, 0);
+    strata_config_set(cfg, "backend", "host", NULL, 0);   /* the buffers below are host memory */
+    if (strata_init(MPI_COMM_WORLD, cfg, &ctx)) {
         fprintf(stderr, "comm_bench: strata_init failed\n");
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
+    strata_config_destroy(cfg);   /* the context holds a copy */
     strata_group_t *g = strata_world_group(ctx);
 
     if (0 == R && header && !json) {

@@ -1,6 +1,6 @@
 /*
  * fsdp_bench.c - the examples/mlp model trained with FSDP, prefetch on
- * (cfg.prefetch = 1) against prefetch off (0), in the same run, in
+ * (option prefetch = 1) against prefetch off (0), in the same run, in
  * interleaved rounds (off, on, off, on, ...) so that machine noise hits
  * both alike; medians over the measured steps. Launched by bench/run fsdp
  * at W = 1, 2, 4.
@@ -38,20 +38,24 @@ typedef struct {
 
 static int make(setup_t *s, int prefetch, int cap)
 {
-    strata_config_t cfg;
+    strata_config_t *cfg = NULL;
     strata_model_opts_t o;
-    strata_config_init(&cfg, NULL, 0);
-    cfg.prefetch = prefetch;
-    cfg.comm_check = 0;          /* one blocking allreduce per collective would sync the ranks */
+    if (STRATA_OK != strata_config_create(&cfg)) return -1;
+    strata_config_read_env(cfg, NULL, 0);
+    strata_config_set_int(cfg, "prefetch", prefetch, NULL, 0);
+    /* one blocking allreduce per collective would sync the ranks */
+    strata_config_set_int(cfg, "comm_check", 0, NULL, 0);
     memset(s, 0, sizeof *s);
     s->mlp.chunk_rows = CHUNK;
     strata_model_opts_default(&o);
     o.optimizer = STRATA_OPTIM_ADAMW;
     o.progress_thread = PTHREAD;
-    if (STRATA_OK != strata_init(MPI_COMM_WORLD, &cfg, &s->ctx) ||
+    strata_status_t st = strata_init(MPI_COMM_WORLD, cfg, &s->ctx);
+    strata_config_destroy(cfg);
+    if (STRATA_OK != st ||
         STRATA_OK != strata_model_create(s->ctx, &o, &s->model) ||
         STRATA_OK != mlp_build(s->model, &s->mlp, LAYERS, WIDTH) ||
-        STRATA_OK != strata_model_finalize(s->model)) {
+        STRATA_OK != strata_model_commit(s->model)) {
         fprintf(stderr, "fsdp_bench: set-up failed: %s\n", strata_last_error(s->ctx));
         return -1;
     }

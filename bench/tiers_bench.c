@@ -64,10 +64,10 @@ static void die(strata_context_t *ctx, const char *what)
 static double move_time(strata_block_t *b, strata_tier_t dst, strata_context_t *ctx)
 {
     strata_event_t *ev;
-    double t0 = strata_now();
+    double t0 = base_now();
     if (STRATA_OK != strata_block_move(b, dst, 0, NULL, &ev)) die(ctx, "move");
     if (STRATA_OK != strata_event_wait(ev)) die(ctx, "move wait");
-    double t = strata_now() - t0;
+    double t = base_now() - t0;
     strata_event_release(ev);
     return t;
 }
@@ -112,16 +112,17 @@ static void row(const char *path, size_t bytes, int checksums, int fsync_on, dou
 
 static strata_context_t *make_ctx(size_t max, const char *dir, int checksums)
 {
-    strata_config_t cfg;
+    strata_config_t *cfg = NULL;
     strata_context_t *ctx;
-    char v[64];
-    strata_config_init(&cfg, NULL, 0);
-    snprintf(v, sizeof v, "%zu", 2 * max + (64u << 20));
-    strata_config_set(&cfg, "device_mem", v, NULL, 0);
-    strata_config_set(&cfg, "host_mem", v, NULL, 0);
-    strata_config_set(&cfg, "spill_dir", dir, NULL, 0);
-    strata_config_set(&cfg, "checksums", checksums ? "on" : "off", NULL, 0);
-    if (STRATA_OK != strata_init(MPI_COMM_WORLD, &cfg, &ctx)) die(NULL, "strata_init");
+    if (STRATA_OK != strata_config_create(&cfg)) die(NULL, "strata_config_create");
+    strata_config_read_env(cfg, NULL, 0);
+    strata_config_set_size(cfg, "device_mem", 2 * max + (64u << 20), NULL, 0);
+    strata_config_set_size(cfg, "host_mem", 2 * max + (64u << 20), NULL, 0);
+    strata_config_set(cfg, "spill_dir", dir, NULL, 0);
+    strata_config_set_int(cfg, "checksums", checksums, NULL, 0);
+    strata_status_t st = strata_init(MPI_COMM_WORLD, cfg, &ctx);
+    strata_config_destroy(cfg);
+    if (STRATA_OK != st) die(NULL, "strata_init");
     return ctx;
 }
 
@@ -168,9 +169,9 @@ static void bench_copies(strata_context_t *ctx, size_t bytes, int repeats)
                     if (strata_block_ptr(b, dst) != d) die(ctx, "the move landed on another span");
                     strata_block_evict(b, dst);
                 } else {
-                    double t0 = strata_now();
+                    double t0 = base_now();
                     memcpy(d, s, bytes);
-                    tr = strata_now() - t0;
+                    tr = base_now() - t0;
                 }
             }
             if (i >= 0) { t[i] = te; r[i] = tr; }
@@ -262,10 +263,10 @@ static void bench_storage(strata_context_t *ctx, size_t bytes, int repeats, int 
             if ((0 == k) == engine_first) {
                 te = move_time(b, S, ctx);
             } else {
-                double t0 = strata_now();
+                double t0 = base_now();
                 pwrite_all(rfd, h, bytes, 0);
                 if (fsync_on) fdatasync(rfd);
-                tref = strata_now() - t0;
+                tref = base_now() - t0;
             }
         }
         /* read: both files written back and dropped from the cache */
@@ -278,9 +279,9 @@ static void bench_storage(strata_context_t *ctx, size_t bytes, int repeats, int 
                 te2 = move_time(b, H, ctx);
                 if (strata_block_ptr(b, H) != h) die(ctx, "the read landed on another span");
             } else {
-                double t0 = strata_now();
+                double t0 = base_now();
                 pread_all(rfd, h, bytes, 0);
-                tref2 = strata_now() - t0;
+                tref2 = base_now() - t0;
             }
         }
         uint64_t off2;
@@ -336,11 +337,11 @@ static double sgemm_gflops(double seconds)
           *c = malloc(sizeof(float) * N * N);
     for (int i = 0; i < N * N; i++) { a[i] = 1.0f / (float)(i + 1); b[i] = 0.5f; c[i] = 0; }
     long n = 0;
-    double t0 = strata_now(), t;
+    double t0 = base_now(), t;
     do {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, N, N, 1.0f, a, N, b, N, 0.0f, c, N);
         n++;
-    } while ((t = strata_now() - t0) < seconds);
+    } while ((t = base_now() - t0) < seconds);
     free(a); free(b); free(c);
     return 2.0 * N * N * N * (double)n / t / 1e9;
 }

@@ -28,32 +28,32 @@ static strata_status_t check_args(strata_group_t *g, coll_kind_t kind, const voi
 
     if (COLL_BARRIER == kind) return STRATA_OK;
     if (0 == esz) {
-        return strata_error(ctx, STRATA_ERR_INVALID, "%s: invalid dtype %d (use STRATA_F32, "
-                            "STRATA_BF16 or STRATA_F16)", fn, (int)dtype);
+        return base_error(ctx, STRATA_ERR_INVALID, "%s: invalid dtype %d (use STRATA_F32, "
+                          "STRATA_BF16 or STRATA_F16)", fn, (int)dtype);
     }
     if ((COLL_REDUCE_SCATTER == kind || COLL_ALLREDUCE == kind) &&
         ((int)op < 0 || op >= STRATA_REDOP_COUNT)) {
-        return strata_error(ctx, STRATA_ERR_INVALID, "%s: invalid reduction %d (use STRATA_SUM "
-                            "or STRATA_AVG)", fn, (int)op);
+        return base_error(ctx, STRATA_ERR_INVALID, "%s: invalid reduction %d (use STRATA_SUM "
+                          "or STRATA_AVG)", fn, (int)op);
     }
     if (COLL_BROADCAST == kind && (root < 0 || root >= g->size)) {
-        return strata_error(ctx, STRATA_ERR_INVALID, "broadcast: root %d outside the group "
-                            "of %d ranks", root, g->size);
+        return base_error(ctx, STRATA_ERR_INVALID, "broadcast: root %d outside the group "
+                          "of %d ranks", root, g->size);
     }
     /* every buffer's byte size must be representable, and each count must
      * fit MPI's int; the larger of the two buffers is size*count elements */
     if (strata_mul_size(count, (size_t)g->size, &total) || strata_mul_size(total, esz, &total)) {
-        return strata_error(ctx, STRATA_ERR_OVERFLOW, "%s: %zu elements x %d ranks x %zu bytes "
-                            "overflows size_t", fn, count, g->size, esz);
+        return base_error(ctx, STRATA_ERR_OVERFLOW, "%s: %zu elements x %d ranks x %zu bytes "
+                          "overflows size_t", fn, count, g->size, esz);
     }
     if (count > INT_MAX) {
-        return strata_error(ctx, STRATA_ERR_OVERFLOW, "%s: count %zu exceeds the MPI limit of "
-                            "%d elements per rank; split the buffer into smaller collectives",
-                            fn, count, INT_MAX);
+        return base_error(ctx, STRATA_ERR_OVERFLOW, "%s: count %zu exceeds the MPI limit of "
+                          "%d elements per rank; split the buffer into smaller collectives",
+                          fn, count, INT_MAX);
     }
     if (count > 0 && (!send || !recv)) {
-        return strata_error(ctx, STRATA_ERR_INVALID, "%s: %s buffer is NULL with count %zu",
-                            fn, !send ? "send" : "receive", count);
+        return base_error(ctx, STRATA_ERR_INVALID, "%s: %s buffer is NULL with count %zu",
+                          fn, !send ? "send" : "receive", count);
     }
     return STRATA_OK;
 }
@@ -86,16 +86,16 @@ static strata_status_t agree(strata_group_t *g, coll_kind_t kind, size_t count,
     comm_lock(ctx);
     int rc = MPI_Allreduce(v, r, 3, MPI_LONG_LONG, MPI_MAX, g->comm);
     comm_unlock(ctx);
-    if (MPI_SUCCESS != rc) return strata_mpi_error(ctx, rc, "MPI_Allreduce (collective check)");
+    if (MPI_SUCCESS != rc) return base_mpi_error(ctx, rc, "MPI_Allreduce (collective check)");
     if (STRATA_OK != local) return local;
     if (r[2]) {
-        return strata_error(ctx, STRATA_ERR_INVALID, "%s: another rank of the group passed "
-                            "invalid arguments (see its message); no data moved", coll_name[kind]);
+        return base_error(ctx, STRATA_ERR_INVALID, "%s: another rank of the group passed "
+                          "invalid arguments (see its message); no data moved", coll_name[kind]);
     }
     if (r[0] != -r[1]) {
-        return strata_error(ctx, STRATA_ERR_MISMATCH, "%s: ranks disagree on the operation, "
-                            "dtype, count, reduction or root (this rank: %s, %zu elements); "
-                            "no data moved", coll_name[kind], strata_dtype_name(dtype), count);
+        return base_error(ctx, STRATA_ERR_MISMATCH, "%s: ranks disagree on the operation, "
+                          "dtype, count, reduction or root (this rank: %s, %zu elements); "
+                          "no data moved", coll_name[kind], strata_dtype_name(dtype), count);
     }
     return STRATA_OK;
 }
@@ -151,7 +151,7 @@ static strata_status_t start_common(strata_group_t *g, coll_kind_t kind, const v
 {
     if (!g) return STRATA_ERR_INVALID;
     strata_context_t *ctx = g->ctx;
-    if (!req_p) return strata_error(ctx, STRATA_ERR_INVALID, "%s: req_p is NULL", coll_name[kind]);
+    if (!req_p) return base_error(ctx, STRATA_ERR_INVALID, "%s: req_p is NULL", coll_name[kind]);
 
     strata_status_t st = check_args(g, kind, send, recv, count, dtype, op, root);
     if (STRATA_OK == st && COLL_BARRIER != kind && count > 0 && ctx->comm_ops->check_buffers)
@@ -160,8 +160,8 @@ static strata_status_t start_common(strata_group_t *g, coll_kind_t kind, const v
     if (STRATA_OK != st) return st;
 
     strata_request_t *req = request_new(g, kind, dtype, op);
-    if (!req) return strata_error(ctx, STRATA_ERR_NOMEM, "%s: cannot allocate a request",
-                                  coll_name[kind]);
+    if (!req) return base_error(ctx, STRATA_ERR_NOMEM, "%s: cannot allocate a request",
+                                coll_name[kind]);
     req->blocking = blocking;
     const comm_backend_t *be = ctx->comm_ops;
     size_t n = (size_t)g->size;
@@ -191,9 +191,9 @@ static strata_status_t start_common(strata_group_t *g, coll_kind_t kind, const v
             req->stage = malloc((in_count + count) * sizeof(float) + 1);
             if (!req->stage) {
                 request_free(req);
-                return strata_error(ctx, STRATA_ERR_NOMEM, "%s: cannot allocate %zu bytes of "
-                                    "f32 staging for a 16-bit reduction", coll_name[kind],
-                                    (in_count + count) * sizeof(float));
+                return base_error(ctx, STRATA_ERR_NOMEM, "%s: cannot allocate %zu bytes of "
+                                  "f32 staging for a 16-bit reduction", coll_name[kind],
+                                  (in_count + count) * sizeof(float));
             }
             widen(send, req->stage, in_count, dtype);
             in = req->stage;
@@ -250,10 +250,11 @@ strata_status_t strata_barrier_start(strata_group_t *g, strata_request_t **req_p
 strata_status_t strata_request_test(strata_request_t *req, int *done_p)
 {
     if (!req || !done_p) return STRATA_ERR_INVALID;
+    if (STRATA_OK != req->status) return req->status;
     if (!req->complete) {
         int done = 0;
         strata_status_t st = req->group->ctx->comm_ops->test(req, &done);
-        if (STRATA_OK != st) return st;
+        if (STRATA_OK != st) return req->status = st;
         if (done) request_finish(req);
     }
     *done_p = req->complete;
@@ -263,8 +264,8 @@ strata_status_t strata_request_test(strata_request_t *req, int *done_p)
 strata_status_t strata_request_wait(strata_request_t *req)
 {
     if (!req) return STRATA_OK;
-    strata_status_t st = STRATA_OK;
-    if (!req->complete) {
+    strata_status_t st = req->status;       /* a failed test: the operation is over */
+    if (STRATA_OK == st && !req->complete) {
         st = req->group->ctx->comm_ops->wait(req);
         if (STRATA_OK == st) request_finish(req);
     }

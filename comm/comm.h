@@ -28,7 +28,7 @@ struct strata_request {
     MPI_Request      mpi_req;
     void            *backend_data;
     int              complete;
-    strata_status_t  status;
+    strata_status_t  status;         /* a failed test: wait returns it without waiting */
     /* finishing work done once, on completion */
     strata_redop_t   op;
     strata_dtype_t   dtype;            /* the caller's dtype */

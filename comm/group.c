@@ -21,7 +21,7 @@ static strata_status_t group_from_split(strata_context_t *ctx, int color, int ke
                                         strata_group_t **g_p)
 {
     strata_group_t *g = calloc(1, sizeof *g);
-    if (!g) return strata_error(ctx, STRATA_ERR_NOMEM, "cannot allocate a group");
+    if (!g) return base_error(ctx, STRATA_ERR_NOMEM, "cannot allocate a group");
     g->ctx = ctx;
     comm_lock(ctx);
     int rc = MPI_Comm_split(ctx->comm, color, key, &g->comm);
@@ -29,7 +29,7 @@ static strata_status_t group_from_split(strata_context_t *ctx, int color, int ke
     comm_unlock(ctx);
     if (MPI_SUCCESS != rc) {
         free(g);
-        return strata_mpi_error(ctx, rc, "MPI_Comm_split for a shard/replica group");
+        return base_mpi_error(ctx, rc, "MPI_Comm_split for a shard/replica group");
     }
     MPI_Comm_rank(g->comm, &g->rank);
     MPI_Comm_size(g->comm, &g->size);
@@ -48,13 +48,13 @@ strata_status_t strata_group_split(strata_context_t *ctx, int shard_size,
 {
     comm_layout_t lay;
     if (!ctx || !shard_p || !replica_p) {
-        return strata_error(ctx, STRATA_ERR_INVALID, "strata_group_split: NULL argument");
+        return base_error(ctx, STRATA_ERR_INVALID, "strata_group_split: NULL argument");
     }
     if (shard_size <= 0 || comm_group_layout(ctx->size, shard_size, ctx->rank, &lay)) {
-        return strata_error(ctx, STRATA_ERR_INVALID,
-                            "shard size %d does not divide the world size %d; "
-                            "choose a divisor of %d (S = %d is plain FSDP, S = 1 plain data parallel)",
-                            shard_size, ctx->size, ctx->size, ctx->size);
+        return base_error(ctx, STRATA_ERR_INVALID,
+                          "shard size %d does not divide the world size %d; "
+                          "choose a divisor of %d (S = %d is plain FSDP, S = 1 plain data parallel)",
+                          shard_size, ctx->size, ctx->size, ctx->size);
     }
     strata_group_t *shard = NULL, *replica = NULL;
     strata_status_t st = group_from_split(ctx, lay.shard_group, lay.shard_rank, &shard);
@@ -94,7 +94,7 @@ strata_status_t comm_init(strata_context_t *ctx)
 #endif
     MPI_Comm_set_errhandler(ctx->comm, MPI_ERRORS_RETURN);
     strata_group_t *w = calloc(1, sizeof *w);
-    if (!w) return strata_error(ctx, STRATA_ERR_NOMEM, "cannot allocate the world group");
+    if (!w) return base_error(ctx, STRATA_ERR_NOMEM, "cannot allocate the world group");
     w->ctx = ctx;
     w->comm = ctx->comm;
     w->rank = ctx->rank;

@@ -1,4 +1,4 @@
-libstrata_la_SOURCES += \
+libstrata_core_la_SOURCES += \
     comm/comm.h \
     comm/comm.c \
     comm/group.c \
@@ -10,7 +10,7 @@ NCCL_SOURCES = \
     comm/nccl_map.c \
     comm/nccl.c
 if HAVE_NCCL
-libstrata_la_SOURCES += $(NCCL_SOURCES)
+libstrata_core_la_SOURCES += $(NCCL_SOURCES)
 endif
 EXTRA_DIST += $(NCCL_SOURCES)
 

@@ -19,7 +19,7 @@ static void mpi_group_cleanup(strata_group_t *g) { (void)g; }
         comm_lock((g)->ctx);                                           \
         int rc_ = (call);                                              \
         comm_unlock((g)->ctx);                                         \
-        if (MPI_SUCCESS != rc_) return strata_mpi_error((g)->ctx, rc_, what); \
+        if (MPI_SUCCESS != rc_) return base_mpi_error((g)->ctx, rc_, what); \
     } while (0)
 
 static strata_status_t mpi_allgather(strata_group_t *g, const void *send, void *recv,
@@ -92,7 +92,7 @@ static strata_status_t mpi_wait(strata_request_t *req)
     strata_group_t *g = req->group;
     if (g->ctx->thread_level >= MPI_THREAD_MULTIPLE) {
         int rc = MPI_Wait(&req->mpi_req, MPI_STATUS_IGNORE);
-        if (MPI_SUCCESS != rc) return strata_mpi_error(g->ctx, rc, "MPI_Wait");
+        if (MPI_SUCCESS != rc) return base_mpi_error(g->ctx, rc, "MPI_Wait");
         return STRATA_OK;
     }
     /* below THREAD_MULTIPLE a blocking wait would hold the lock and starve

@@ -46,8 +46,8 @@ typedef struct {
 
 static strata_status_t cuda_fail(strata_context_t *ctx, cudaError_t e, const char *what)
 {
-    return strata_error(ctx, STRATA_ERR_CUDA, "%s failed: %s (%s)", what,
-                        cudaGetErrorString(e), cudaGetErrorName(e));
+    return base_error(ctx, STRATA_ERR_CUDA, "%s failed: %s (%s)", what,
+                      cudaGetErrorString(e), cudaGetErrorName(e));
 }
 
 static strata_status_t nccl_fail(strata_context_t *ctx, ncclResult_t r, ncclComm_t comm,
@@ -55,8 +55,8 @@ static strata_status_t nccl_fail(strata_context_t *ctx, ncclResult_t r, ncclComm
 {
     const char *detail = ncclGetLastError(comm);
     int has = detail && *detail;
-    return strata_error(ctx, STRATA_ERR_NCCL, "%s failed: %s%s%s", what, ncclGetErrorString(r),
-                        has ? ": " : "", has ? detail : "");
+    return base_error(ctx, STRATA_ERR_NCCL, "%s failed: %s%s%s", what, ncclGetErrorString(r),
+                      has ? ": " : "", has ? detail : "");
 }
 
 /* ------------------------------------------------------------ groups --- */
@@ -79,13 +79,13 @@ static strata_status_t pick_device(strata_group_t *g, int *dev_p)
         MPI_Comm_free(&node);
     }
     comm_unlock(ctx);
-    if (MPI_SUCCESS != rc) return strata_mpi_error(ctx, rc, "MPI_Comm_split_type (node-local rank)");
+    if (MPI_SUCCESS != rc) return base_mpi_error(ctx, rc, "MPI_Comm_split_type (node-local rank)");
     cudaError_t e = cudaGetDeviceCount(&ndev);
     if (cudaSuccess != e) return cuda_fail(ctx, e, "cudaGetDeviceCount");
     int dev = comm_nccl_device(local, ndev);
     if (dev < 0) {
-        return strata_error(ctx, STRATA_ERR_UNSUPPORTED, "NCCL backend: no CUDA device for node-"
-                            "local rank %d (%d devices); use backend=host", local, ndev);
+        return base_error(ctx, STRATA_ERR_UNSUPPORTED, "NCCL backend: no CUDA device for node-"
+                          "local rank %d (%d devices); use backend=host", local, ndev);
     }
     *dev_p = dev;
     return STRATA_OK;
@@ -137,11 +137,11 @@ static strata_status_t nccl_group_init(strata_group_t *g)
     strata_context_t *ctx = g->ctx;
     comm_nccl_boot_t boot;
     if (comm_nccl_boot(g->rank, g->size, &boot)) {
-        return strata_error(ctx, STRATA_ERR_INVALID, "NCCL group: rank %d of %d is not a "
-                            "valid member", g->rank, g->size);
+        return base_error(ctx, STRATA_ERR_INVALID, "NCCL group: rank %d of %d is not a "
+                          "valid member", g->rank, g->size);
     }
     nccl_group_t *ng = calloc(1, sizeof *ng);
-    if (!ng) return strata_error(ctx, STRATA_ERR_NOMEM, "cannot allocate NCCL group state");
+    if (!ng) return base_error(ctx, STRATA_ERR_NOMEM, "cannot allocate NCCL group state");
     pthread_mutex_init(&ng->lock, NULL);
 
     /* Every rank takes part in both MPI calls below whatever happened
@@ -160,10 +160,10 @@ static strata_status_t nccl_group_init(strata_group_t *g)
     if (MPI_SUCCESS == rc) rc = MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, g->comm);
     comm_unlock(ctx);
     if (STRATA_OK == st && MPI_SUCCESS != rc)
-        st = strata_mpi_error(ctx, rc, "MPI_Allreduce/MPI_Bcast (NCCL unique id)");
+        st = base_mpi_error(ctx, rc, "MPI_Allreduce/MPI_Bcast (NCCL unique id)");
     if (STRATA_OK == st && !all_ok) {
-        st = strata_error(ctx, STRATA_ERR_NCCL, "NCCL group of %d ranks: another rank failed "
-                          "to set up (see its message)", g->size);
+        st = base_error(ctx, STRATA_ERR_NCCL, "NCCL group of %d ranks: another rank failed "
+                        "to set up (see its message)", g->size);
     }
     if (STRATA_OK == st) {
         ncclResult_t r = ncclCommInitRank(&ng->comm, boot.nranks, id, boot.rank);
@@ -201,10 +201,10 @@ static strata_status_t check_one(strata_context_t *ctx, const void *p, coll_kind
     cudaError_t e = cudaPointerGetAttributes(&a, p);
     if (cudaSuccess != e) return cuda_fail(ctx, e, "cudaPointerGetAttributes");
     if (cudaMemoryTypeDevice == a.type || cudaMemoryTypeManaged == a.type) return STRATA_OK;
-    return strata_error(ctx, STRATA_ERR_INVALID, "%s: the %s buffer %p is %s memory, but the "
-                        "NCCL collectives (backend cuda) take device memory; allocate it on "
-                        "the device or run with backend=host", kind_name[kind], which, p,
-                        cudaMemoryTypeHost == a.type ? "pinned host" : "ordinary host");
+    return base_error(ctx, STRATA_ERR_INVALID, "%s: the %s buffer %p is %s memory, but the "
+                      "NCCL collectives (backend cuda) take device memory; allocate it on "
+                      "the device or run with backend=host", kind_name[kind], which, p,
+                      cudaMemoryTypeHost == a.type ? "pinned host" : "ordinary host");
 }
 
 static strata_status_t nccl_check_buffers(strata_group_t *g, coll_kind_t kind, const void *send,
@@ -261,8 +261,8 @@ static void nccl_request_release(strata_request_t *req)
 
 static strata_status_t bad_dtype(strata_group_t *g, coll_kind_t kind, strata_dtype_t dtype)
 {
-    return strata_error(g->ctx, STRATA_ERR_INVALID, "%s: dtype %d has no NCCL type",
-                        kind_name[kind], (int)dtype);
+    return base_error(g->ctx, STRATA_ERR_INVALID, "%s: dtype %d has no NCCL type",
+                      kind_name[kind], (int)dtype);
 }
 
 static strata_status_t nccl_allgather(strata_group_t *g, const void *send, void *recv,
@@ -285,8 +285,8 @@ static strata_status_t reduce_f32(strata_group_t *g, coll_kind_t kind, const flo
     nccl_group_t *ng = g->backend_data;
     ncclRedOp_t o;
     if (comm_nccl_op(op, &o)) {
-        return strata_error(g->ctx, STRATA_ERR_INVALID, "%s: reduction %d has no NCCL op",
-                            kind_name[kind], (int)op);
+        return base_error(g->ctx, STRATA_ERR_INVALID, "%s: reduction %d has no NCCL op",
+                          kind_name[kind], (int)op);
     }
     strata_status_t st = begin(g, req);
     if (STRATA_OK != st) return st;
@@ -325,12 +325,12 @@ static strata_status_t nccl_reduce_wide(strata_group_t *g, coll_kind_t kind, con
     int fmt = STRATA_BF16 == dtype ? COMM_CVT_BF16 : STRATA_F16 == dtype ? COMM_CVT_F16 : 0;
     if (!fmt) return bad_dtype(g, kind, dtype);
     if (comm_nccl_op(op, &o)) {
-        return strata_error(ctx, STRATA_ERR_INVALID, "%s: reduction %d has no NCCL op", fn, (int)op);
+        return base_error(ctx, STRATA_ERR_INVALID, "%s: reduction %d has no NCCL op", fn, (int)op);
     }
     strata_status_t st = comm_nccl_stage_bytes(kind, count, g->size, &bytes);
     if (STRATA_OK != st) {
-        return strata_error(ctx, st, "%s: f32 staging for %zu elements x %d ranks does not fit "
-                            "a size_t", fn, count, g->size);
+        return base_error(ctx, st, "%s: f32 staging for %zu elements x %d ranks does not fit "
+                          "a size_t", fn, count, g->size);
     }
     st = begin(g, req);
     if (STRATA_OK != st) return st;
@@ -340,8 +340,8 @@ static strata_status_t nccl_reduce_wide(strata_group_t *g, coll_kind_t kind, con
     float *stage = NULL;
     cudaError_t e = cudaMallocAsync((void **)&stage, bytes, ng->stream);
     if (cudaSuccess != e) {
-        strata_error(ctx, STRATA_ERR_CUDA, "%s: cannot allocate %zu bytes of f32 device staging "
-                     "for a 16-bit reduction: %s", fn, bytes, cudaGetErrorString(e));
+        base_error(ctx, STRATA_ERR_CUDA, "%s: cannot allocate %zu bytes of f32 device staging "
+                   "for a 16-bit reduction: %s", fn, bytes, cudaGetErrorString(e));
         return finish(g, req, STRATA_ERR_CUDA);
     }
     float *out = COLL_REDUCE_SCATTER == kind ? stage + in_count : stage;

@@ -1,7 +1,9 @@
 /*
  * call.c - what a callback sees: the per-call handle and its accessors,
- * saved activations, and the guard bytes that catch writes past the end of
- * a buffer.
+ * saved activations (checked against the recorded step program the call
+ * carries), and the check of the guard bytes (mem.c) that catch writes
+ * past the end of a buffer. A callback's device buffers come through
+ * mem.c's door, which makes room when the tier is full.
  */
 #include "config.h"
 #include "fsdp.h"
@@ -9,97 +11,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define GUARD_BYTE 0xA5
-
-strata_status_t fsdp_buf_alloc(strata_context_t *ctx, strata_tier_t tier, strata_tag_t tag,
-                               size_t bytes, int zero, fsdp_buf_t *b)
-{
-    void *p = NULL;
-    fsdp_mem_t *h = NULL;
-    size_t total;
-    if (strata_add_size(bytes, FSDP_GUARD, &total))
-        return strata_error(ctx, STRATA_ERR_OVERFLOW, "buffer of %zu bytes overflows", bytes);
-    strata_status_t st = fsdp_mem_alloc(ctx, tier, tag, total, &p, &h);
-    if (STRATA_OK != st) return st;
-    if (zero) memset(p, 0, bytes);
-    memset((char *)p + bytes, GUARD_BYTE, FSDP_GUARD);
-    b->ptr = p;
-    b->bytes = bytes;
-    b->h = h;
-    return STRATA_OK;
-}
-
-void fsdp_buf_free(fsdp_buf_t *b)
-{
-    if (!b) return;
-    fsdp_mem_free(b->h);
-    b->ptr = NULL;
-    b->h = NULL;
-    b->bytes = 0;
-}
-
-int fsdp_guard_ok(const fsdp_buf_t *b)
-{
-    if (!b || !b->ptr) return 1;
-    const unsigned char *g = (const unsigned char *)b->ptr + b->bytes;
-    for (size_t i = 0; i < FSDP_GUARD; i++)
-        if (GUARD_BYTE != g[i]) return 0;
-    return 1;
-}
-
 void fsdp_free_saves(strata_unit_t *u)
 {
     for (int i = 0; i < u->nsaves; i++) fsdp_buf_free(&u->saves[i].buf);
     u->nsaves = 0;
 }
 
-/* A device buffer for a callback; when the tier is full or fragmented,
- * cached workspace is released and each completing offload frees device
- * memory: retry. */
+/* A device buffer for the callback, through the door that makes room. */
 static strata_status_t call_alloc(strata_unit_call_t *c, strata_tag_t tag, size_t bytes,
                                   fsdp_buf_t *b)
 {
-    strata_model_t *m = c->unit->model;
-    for (;;) {
-        strata_status_t st = fsdp_buf_alloc(m->ctx, STRATA_TIER_DEVICE, tag, bytes, 0, b);
-        if ((STRATA_ERR_TIER_FULL != st && STRATA_ERR_FRAGMENTED != st) ||
-            (!fsdp_ws_cache_drop(m) && !fsdp_exec_make_room(m)))
-            return st;
-    }
-}
-
-int fsdp_ws_cache_drop(strata_model_t *m)
-{
-    int n = m->nws_cache;
-    for (int i = 0; i < n; i++) fsdp_buf_free(&m->ws_cache[i]);
-    m->nws_cache = 0;
-    return n > 0;
-}
-
-/* The smallest cached block that holds bytes (and the guard), or -1. */
-static int ws_cache_find(const strata_model_t *m, size_t bytes)
-{
-    int best = -1;
-    for (int i = 0; i < m->nws_cache; i++) {
-        size_t cap = strata_block_size(m->ws_cache[i].h);
-        if (cap >= bytes + FSDP_GUARD &&
-            (best < 0 || cap < strata_block_size(m->ws_cache[best].h))) best = i;
-    }
-    return best;
-}
-
-/* After a call: keep its workspace for the next one (executor running). */
-static void ws_release(strata_model_t *m, fsdp_buf_t *b)
-{
-    if (!b->h) return;
-    if (fsdp_exec_active(m) && m->nws_cache < FSDP_WS_CACHE) {
-        m->ws_cache[m->nws_cache++] = *b;
-        b->h = NULL;
-        b->ptr = NULL;
-        b->bytes = 0;
-        return;
-    }
-    fsdp_buf_free(b);
+    return fsdp_buf_alloc_room(c->unit->model, tag, bytes, b);
 }
 
 /* A misuse inside a callback is recorded on the call (the first one wins)
@@ -121,13 +43,13 @@ strata_status_t fsdp_run_callback(strata_unit_call_t *c)
     strata_unit_fn fn = c->backward ? u->backward : u->forward;
     strata_status_t st;
 
-    if (!fn) return strata_error(ctx, STRATA_ERR_STATE, "unit '%s' has no %s callback",
-                                 u->name, PHASE(c));
+    if (!fn) return base_error(ctx, STRATA_ERR_STATE, "unit '%s' has no %s callback",
+                               u->name, PHASE(c));
     c->err = STRATA_OK;
-    strata_clear_error(ctx);
-    double t0 = strata_now();
+    base_clear_error(ctx);
+    double t0 = base_now();
     st = fn(c, u->user_data);
-    u->model->compute_s += strata_now() - t0;
+    u->model->compute_s += base_now() - t0;
 
     /* the guards first: an overrun explains most other symptoms */
     const char *bad = NULL;
@@ -138,26 +60,26 @@ strata_status_t fsdp_run_callback(strata_unit_call_t *c)
         if (!fsdp_guard_ok(&c->work[i])) bad = "workspace";
     for (int i = 0; !bad && i < u->nsaves; i++)
         if (!fsdp_guard_ok(&u->saves[i].buf)) bad = u->saves[i].name;
-    for (int i = 0; i < c->nwork; i++) ws_release(u->model, &c->work[i]);
+    for (int i = 0; i < c->nwork; i++) fsdp_ws_give(u->model, &c->work[i]);
     free(c->work);
     c->work = NULL;
     c->nwork = c->cap_work = 0;
     if (bad) {
-        return strata_error(ctx, STRATA_ERR_MISMATCH, "unit '%s' %s wrote past the end of its "
-                            "%s buffer; write at most the bytes the runtime reports",
-                            u->name, PHASE(c), bad);
+        return base_error(ctx, STRATA_ERR_MISMATCH, "unit '%s' %s wrote past the end of its "
+                          "%s buffer; write at most the bytes the runtime reports",
+                          u->name, PHASE(c), bad);
     }
     if (STRATA_OK != c->err) return c->err;
     if (STRATA_OK != st) {
         if ('\0' == ctx->errmsg[0])
-            strata_error(ctx, st, "unit '%s' %s callback failed: %s", u->name, PHASE(c),
-                         strata_strerror(st));
+            base_error(ctx, st, "unit '%s' %s callback failed: %s", u->name, PHASE(c),
+                       strata_strerror(st));
         return st;
     }
     if (!c->backward && 1 != c->out_calls) {
-        return strata_error(ctx, STRATA_ERR_STATE, "unit '%s' forward %s strata_call_output; "
-                            "a forward must allocate its output exactly once", u->name,
-                            0 == c->out_calls ? "never called" : "called more than once");
+        return base_error(ctx, STRATA_ERR_STATE, "unit '%s' forward %s strata_call_output; "
+                          "a forward must allocate its output exactly once", u->name,
+                          0 == c->out_calls ? "never called" : "called more than once");
     }
     return STRATA_OK;
 }
@@ -168,8 +90,8 @@ strata_status_t strata_call_param(strata_unit_call_t *c, int index, void **ptr_p
     if (!c || !ptr_p) return STRATA_ERR_INVALID;
     strata_unit_t *u = c->unit;
     if (index < 0 || index >= u->nparams)
-        return misuse(c, strata_error(CTX(c), STRATA_ERR_INVALID, "unit '%s' has %d params; "
-                                      "index %d is out of range", u->name, u->nparams, index));
+        return misuse(c, base_error(CTX(c), STRATA_ERR_INVALID, "unit '%s' has %d params; "
+                                    "index %d is out of range", u->name, u->nparams, index));
     size_t esz = strata_dtype_size(u->model->opts.compute_dtype);
     *ptr_p = (char *)u->gathered.ptr + u->params[index].offset * esz;
     if (numel_p) *numel_p = u->params[index].numel;
@@ -182,11 +104,11 @@ strata_status_t strata_call_grad(strata_unit_call_t *c, int index, float **ptr_p
     if (!c || !ptr_p) return STRATA_ERR_INVALID;
     strata_unit_t *u = c->unit;
     if (!c->backward)
-        return misuse(c, strata_error(CTX(c), STRATA_ERR_STATE, "unit '%s': gradients exist "
-                                      "only in backward", u->name));
+        return misuse(c, base_error(CTX(c), STRATA_ERR_STATE, "unit '%s': gradients exist "
+                                    "only in backward", u->name));
     if (index < 0 || index >= u->nparams)
-        return misuse(c, strata_error(CTX(c), STRATA_ERR_INVALID, "unit '%s' has %d params; "
-                                      "index %d is out of range", u->name, u->nparams, index));
+        return misuse(c, base_error(CTX(c), STRATA_ERR_INVALID, "unit '%s' has %d params; "
+                                    "index %d is out of range", u->name, u->nparams, index));
     *ptr_p = (float *)u->grad.ptr + u->params[index].offset;
     if (numel_p) *numel_p = u->params[index].numel;
     return STRATA_OK;
@@ -204,18 +126,18 @@ strata_status_t strata_call_output(strata_unit_call_t *c, size_t bytes, void **p
 {
     if (!c || !ptr_p) return STRATA_ERR_INVALID;
     if (c->backward)
-        return misuse(c, strata_error(CTX(c), STRATA_ERR_STATE, "unit '%s': strata_call_output "
-                                      "is for forward; backward reads it with "
-                                      "strata_call_forward_output", c->unit->name));
+        return misuse(c, base_error(CTX(c), STRATA_ERR_STATE, "unit '%s': strata_call_output "
+                                    "is for forward; backward reads it with "
+                                    "strata_call_forward_output", c->unit->name));
     if (c->out_calls++)
-        return misuse(c, strata_error(CTX(c), STRATA_ERR_STATE, "unit '%s' forward called "
-                                      "strata_call_output twice", c->unit->name));
+        return misuse(c, base_error(CTX(c), STRATA_ERR_STATE, "unit '%s' forward called "
+                                    "strata_call_output twice", c->unit->name));
     if (CALL_RECOMPUTE == c->mode) {
         /* the re-run writes the same values over the output it made before */
         if (bytes != c->out->bytes)
-            return misuse(c, strata_error(CTX(c), STRATA_ERR_MISMATCH, "unit '%s' recompute "
-                                          "asks for an output of %zu bytes; its forward made "
-                                          "%zu", c->unit->name, bytes, c->out->bytes));
+            return misuse(c, base_error(CTX(c), STRATA_ERR_MISMATCH, "unit '%s' recompute "
+                                        "asks for an output of %zu bytes; its forward made "
+                                        "%zu", c->unit->name, bytes, c->out->bytes));
         *ptr_p = c->out->ptr;
         return STRATA_OK;
     }
@@ -230,8 +152,8 @@ strata_status_t strata_call_forward_output(strata_unit_call_t *c, const void **p
 {
     if (!c || !ptr_p) return STRATA_ERR_INVALID;
     if (!c->backward)
-        return misuse(c, strata_error(CTX(c), STRATA_ERR_STATE, "unit '%s': forward makes "
-                                      "its output with strata_call_output", c->unit->name));
+        return misuse(c, base_error(CTX(c), STRATA_ERR_STATE, "unit '%s': forward makes "
+                                    "its output with strata_call_output", c->unit->name));
     *ptr_p = c->out_ro->ptr;
     if (bytes_p) *bytes_p = c->out_ro->bytes;
     return STRATA_OK;
@@ -242,8 +164,8 @@ strata_status_t strata_call_grad_output(strata_unit_call_t *c, const void **ptr_
 {
     if (!c || !ptr_p) return STRATA_ERR_INVALID;
     if (!c->backward)
-        return misuse(c, strata_error(CTX(c), STRATA_ERR_STATE, "unit '%s': grad_output exists "
-                                      "only in backward", c->unit->name));
+        return misuse(c, base_error(CTX(c), STRATA_ERR_STATE, "unit '%s': grad_output exists "
+                                    "only in backward", c->unit->name));
     *ptr_p = c->gout ? c->gout->ptr : NULL;
     if (bytes_p) *bytes_p = c->gout ? c->gout->bytes : 0;
     return STRATA_OK;
@@ -253,8 +175,8 @@ strata_status_t strata_call_grad_input(strata_unit_call_t *c, void **ptr_p, size
 {
     if (!c || !ptr_p) return STRATA_ERR_INVALID;
     if (!c->backward)
-        return misuse(c, strata_error(CTX(c), STRATA_ERR_STATE, "unit '%s': grad_input exists "
-                                      "only in backward", c->unit->name));
+        return misuse(c, base_error(CTX(c), STRATA_ERR_STATE, "unit '%s': grad_input exists "
+                                    "only in backward", c->unit->name));
     *ptr_p = c->gin ? c->gin->ptr : NULL;
     if (bytes_p) *bytes_p = c->gin ? c->gin->bytes : 0;
     return STRATA_OK;
@@ -266,25 +188,39 @@ strata_status_t strata_call_workspace(strata_unit_call_t *c, size_t bytes, void 
     if (c->nwork == c->cap_work) {
         int cap = c->cap_work ? 2 * c->cap_work : 4;
         fsdp_buf_t *w = realloc(c->work, (size_t)cap * sizeof *w);
-        if (!w) return misuse(c, strata_error(CTX(c), STRATA_ERR_NOMEM, "workspace list"));
+        if (!w) return misuse(c, base_error(CTX(c), STRATA_ERR_NOMEM, "workspace list"));
         c->work = w;
         c->cap_work = cap;
     }
-    strata_model_t *m = c->unit->model;
-    int k = ws_cache_find(m, bytes);
-    if (k >= 0) {
-        /* a kept block: the guard moves to the new end */
-        fsdp_buf_t *w = &c->work[c->nwork];
-        *w = m->ws_cache[k];
-        m->ws_cache[k] = m->ws_cache[--m->nws_cache];
-        w->bytes = bytes;
-        memset((char *)w->ptr + bytes, GUARD_BYTE, FSDP_GUARD);
-        *ptr_p = c->work[c->nwork++].ptr;
-        return STRATA_OK;
+    /* a kept block if one fits, else a new one */
+    if (!fsdp_ws_take(c->unit->model, bytes, &c->work[c->nwork])) {
+        strata_status_t st = call_alloc(c, STRATA_TAG_WORKSPACE, bytes, &c->work[c->nwork]);
+        if (STRATA_OK != st) return misuse(c, st);
     }
-    strata_status_t st = call_alloc(c, STRATA_TAG_WORKSPACE, bytes, &c->work[c->nwork]);
-    if (STRATA_OK != st) return misuse(c, st);
     *ptr_p = c->work[c->nwork++].ptr;
+    return STRATA_OK;
+}
+
+/* A training forward's save against the recording (c->rec): the same
+ * name and bytes as the sizing pass saw at this position. */
+static strata_status_t check_save(strata_unit_call_t *c, const char *name, size_t bytes)
+{
+    const sched_unit_t *ru = c->rec.unit;
+    if (CALL_SIZING == c->mode || !c->training || !ru) return STRATA_OK;
+    strata_context_t *ctx = CTX(c);
+    int i = c->save_calls;
+    if (i >= ru->nsaves)
+        return base_error(ctx, STRATA_ERR_MISMATCH, "unit '%s' forward saves '%s' (%zu "
+                          "bytes) as its save #%d; the recorded step program has only %d saves "
+                          "for it. The program changed: call strata_model_replan between steps "
+                          "to record it again", c->unit->name, name, bytes, i + 1, ru->nsaves);
+    size_t want = c->rec.bytes[i];
+    if (strcmp(ru->saves[i].name, name) || want != bytes)
+        return base_error(ctx, STRATA_ERR_MISMATCH, "unit '%s' forward saves '%s' of %zu "
+                          "bytes as its save #%d; the recorded step program has '%s' of %zu "
+                          "bytes there. The program changed: call strata_model_replan between "
+                          "steps to record it again", c->unit->name, name, bytes, i + 1,
+                          ru->saves[i].name, want);
     return STRATA_OK;
 }
 
@@ -301,14 +237,14 @@ strata_status_t strata_save(strata_unit_call_t *c, const char *name, size_t byte
     strata_unit_t *u = c->unit;
     strata_context_t *ctx = CTX(c);
     if (c->backward)
-        return misuse(c, strata_error(ctx, STRATA_ERR_STATE, "unit '%s': strata_save('%s') in "
-                                      "backward; save in forward, read with strata_saved",
-                                      u->name, name));
+        return misuse(c, base_error(ctx, STRATA_ERR_STATE, "unit '%s': strata_save('%s') in "
+                                    "backward; save in forward, read with strata_saved",
+                                    u->name, name));
     if (strlen(name) >= FSDP_NAME_LEN || !name[0])
-        return misuse(c, strata_error(ctx, STRATA_ERR_INVALID, "unit '%s': save name '%s' is "
-                                      "empty or longer than %d bytes", u->name, name,
-                                      FSDP_NAME_LEN - 1));
-    strata_status_t st = fsdp_exec_check_save(c, name, bytes);
+        return misuse(c, base_error(ctx, STRATA_ERR_INVALID, "unit '%s': save name '%s' is "
+                                    "empty or longer than %d bytes", u->name, name,
+                                    FSDP_NAME_LEN - 1));
+    strata_status_t st = check_save(c, name, bytes);
     if (STRATA_OK != st) return misuse(c, st);
     c->save_calls++;
     fsdp_save_t *old = find_save(u, name);
@@ -316,8 +252,8 @@ strata_status_t strata_save(strata_unit_call_t *c, const char *name, size_t byte
         /* a save brought back is handed out again (the re-run writes the
          * same values); one dropped for recompute is made anew */
         if (!old)
-            return misuse(c, strata_error(ctx, STRATA_ERR_MISMATCH, "unit '%s' recompute saves "
-                                          "'%s', which its forward did not", u->name, name));
+            return misuse(c, base_error(ctx, STRATA_ERR_MISMATCH, "unit '%s' recompute saves "
+                                        "'%s', which its forward did not", u->name, name));
         if (!old->buf.h) {
             st = call_alloc(c, STRATA_TAG_ACTIVATION, bytes, &old->buf);
             if (STRATA_OK != st) return misuse(c, st);
@@ -326,12 +262,12 @@ strata_status_t strata_save(strata_unit_call_t *c, const char *name, size_t byte
         return STRATA_OK;
     }
     if (old)
-        return misuse(c, strata_error(ctx, STRATA_ERR_STATE, "unit '%s' saved '%s' twice in "
-                                      "one forward", u->name, name));
+        return misuse(c, base_error(ctx, STRATA_ERR_STATE, "unit '%s' saved '%s' twice in "
+                                    "one forward", u->name, name));
     if (u->nsaves == u->cap_saves) {
         int cap = u->cap_saves ? 2 * u->cap_saves : 8;
         fsdp_save_t *s = realloc(u->saves, (size_t)cap * sizeof *s);
-        if (!s) return misuse(c, strata_error(ctx, STRATA_ERR_NOMEM, "save list"));
+        if (!s) return misuse(c, base_error(ctx, STRATA_ERR_NOMEM, "save list"));
         u->saves = s;
         u->cap_saves = cap;
     }
@@ -350,9 +286,9 @@ strata_status_t strata_saved(strata_unit_call_t *c, const char *name, void **ptr
     if (!c || !ptr_p || !name) return STRATA_ERR_INVALID;
     strata_unit_t *u = c->unit;
     if (!c->backward)
-        return misuse(c, strata_error(CTX(c), STRATA_ERR_STATE, "unit '%s': strata_saved('%s') "
-                                      "in forward; saved buffers are for backward",
-                                      u->name, name));
+        return misuse(c, base_error(CTX(c), STRATA_ERR_STATE, "unit '%s': strata_saved('%s') "
+                                    "in forward; saved buffers are for backward",
+                                    u->name, name));
     fsdp_save_t *s = find_save(u, name);
     if (!s) {
         char list[256] = "";
@@ -360,13 +296,13 @@ strata_status_t strata_saved(strata_unit_call_t *c, const char *name, void **ptr
         for (int i = 0; i < u->nsaves && len < sizeof list; i++)
             len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "",
                                     u->saves[i].name);
-        return misuse(c, strata_error(CTX(c), STRATA_ERR_NOT_FOUND, "unit '%s' saved no '%s' "
-                                      "in forward (it saved: %s)", u->name, name,
-                                      u->nsaves ? list : "nothing"));
+        return misuse(c, base_error(CTX(c), STRATA_ERR_NOT_FOUND, "unit '%s' saved no '%s' "
+                                    "in forward (it saved: %s)", u->name, name,
+                                    u->nsaves ? list : "nothing"));
     }
     if (!s->buf.ptr)
-        return misuse(c, strata_error(CTX(c), STRATA_ERR_STATE, "unit '%s' save '%s' is not on "
-                                      "the device", u->name, name));
+        return misuse(c, base_error(CTX(c), STRATA_ERR_STATE, "unit '%s' save '%s' is not on "
+                                    "the device", u->name, name));
     *ptr_p = s->buf.ptr;
     if (bytes_p) *bytes_p = s->buf.bytes;
     return STRATA_OK;

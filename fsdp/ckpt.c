@@ -38,10 +38,10 @@ static strata_status_t build_layout(strata_model_t *m, const strata_model_ckpt_t
 {
     memset(ls, 0, sizeof *ls);
     if (MODEL_READY != m->state)
-        return strata_error(m->ctx, STRATA_ERR_STATE, "checkpoint: the model is not finalized");
+        return base_error(m->ctx, STRATA_ERR_STATE, "checkpoint: the model is not committed");
     if (PHASE_IDLE != m->phase)
-        return strata_error(m->ctx, STRATA_ERR_STATE, "checkpoint: only between steps "
-                            "(call strata_model_step_end first)");
+        return base_error(m->ctx, STRATA_ERR_STATE, "checkpoint: only between steps "
+                          "(call strata_model_step_end first)");
     int nparams = 0, nstate = fsdp_optim_nstate(&m->opts);
     for (int u = 0; u < m->nunits; u++) nparams += m->units[u]->nparams;
     ls->units = calloc((size_t)m->nunits, sizeof *ls->units);
@@ -50,7 +50,7 @@ static strata_status_t build_layout(strata_model_t *m, const strata_model_ckpt_t
     ls->scalars = calloc((size_t)(m->nunits * NSCALARS), sizeof *ls->scalars);
     if (!ls->units || !ls->params || !ls->states || !ls->scalars) {
         store_free(ls);
-        return strata_error(m->ctx, STRATA_ERR_NOMEM, "checkpoint: cannot allocate the layout");
+        return base_error(m->ctx, STRATA_ERR_NOMEM, "checkpoint: cannot allocate the layout");
     }
     fsdp_scalars_t sc;
     fsdp_model_scalars(m, &sc);
@@ -139,8 +139,8 @@ strata_status_t strata_model_load(strata_model_t *m, const char *path, strata_mo
             .optimizer = (int)s[7].value,
         };
         if ((int)m->opts.optimizer != sc.optimizer) {
-            st = strata_error(m->ctx, STRATA_ERR_MISMATCH, "%s: written with optimizer %d, the "
-                              "model uses optimizer %d", path, sc.optimizer, (int)m->opts.optimizer);
+            st = base_error(m->ctx, STRATA_ERR_MISMATCH, "%s: written with optimizer %d, the "
+                            "model uses optimizer %d", path, sc.optimizer, (int)m->opts.optimizer);
         } else {
             st = fsdp_model_set_scalars(m, &sc);
         }

@@ -1,23 +1,20 @@
 /*
- * exec_costs.c - the costs the activation executor (exec.c) measures in
- * every step: the spans of the step's collectives, the exchange that makes
- * the costs the same on every rank, and the step's end, where they go into
- * the step program in place of the sizing pass's estimates (exec_plan.c).
- * After step 1 its costs replace the estimates and the plan is made again;
- * after every later step the plan in force predicts again with each cost's
- * median over the last EXEC_HIST steps, and the schedule does not change
- * under the run.
+ * exec_costs.c - the costs the activation executor measures in every
+ * step: the spans of the step's collectives, the exchange that makes the
+ * costs the same on every rank, and what becomes of them at the step's end
+ * (exec_step.c): they go into the step program in place of the sizing pass's
+ * estimates (exec_plan.c). After step 1 its costs replace the estimates and
+ * exec_step.c plans again; after every later step the plan in force predicts
+ * again with each cost's median over the last EXEC_HIST steps, and the
+ * schedule does not change under the run.
  */
 #include "config.h"
-#include "fsdp.h"
-#include "sched/sched.h"
+#include "exec_impl.h"
 #include "tiers/tiers.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define X(m) ((fsdp_exec_t *)(m)->exec)
 
 /* ---- measured costs ------------------------------------------------------------------- */
 
@@ -57,15 +54,15 @@ static void comm_costs(fsdp_exec_t *x)
  * (fsdp_exec_costs_take), so that it adds no synchronisation to the step. */
 static strata_status_t costs_post(strata_model_t *m)
 {
-    fsdp_exec_t *x = X(m);
+    fsdp_exec_t *x = m->exec;
     int L = m->nunits, M = m->n_micro > 0 ? m->n_micro : 1;
     size_t n = (size_t)(4 * L + 1);
     int W = strata_group_size(m->ctx->world);
-    if (x->cost_req) return strata_error(m->ctx, STRATA_ERR_STATE, "costs: an exchange is pending");
+    if (x->cost_req) return base_error(m->ctx, STRATA_ERR_STATE, "costs: an exchange is pending");
     if (!x->cost_v) {
         x->cost_v = malloc(n * sizeof *x->cost_v);
         x->cost_all = malloc(n * (size_t)W * sizeof *x->cost_all);
-        if (!x->cost_v || !x->cost_all) return strata_error(m->ctx, STRATA_ERR_NOMEM, "costs");
+        if (!x->cost_v || !x->cost_all) return base_error(m->ctx, STRATA_ERR_NOMEM, "costs");
     }
     float *v = x->cost_v;
     comm_costs(x);
@@ -88,7 +85,7 @@ static strata_status_t costs_post(strata_model_t *m)
 /* Complete the pending exchange; r (may be NULL) receives the costs. */
 strata_status_t fsdp_exec_costs_take(strata_model_t *m, float *r)
 {
-    fsdp_exec_t *x = X(m);
+    fsdp_exec_t *x = m->exec;
     if (!x->cost_req) return STRATA_ERR_STATE;
     int L = m->nunits;
     size_t n = (size_t)(4 * L + 1);
@@ -112,7 +109,7 @@ strata_status_t fsdp_exec_costs_take(strata_model_t *m, float *r)
 
 static void set_costs(strata_model_t *m, const double *c)
 {
-    fsdp_exec_t *x = X(m);
+    fsdp_exec_t *x = m->exec;
     int L = m->nunits;
     for (int u = 0; u < L; u++) {
         sched_record_cost(x->prog, u, SCHED_COST_FWD, c[u], NULL, 0);
@@ -136,7 +133,7 @@ static int cmp_float(const void *a, const void *b)
  * machine should not move the plan's predictions. */
 static strata_status_t measured_costs(strata_model_t *m, int first)
 {
-    fsdp_exec_t *x = X(m);
+    fsdp_exec_t *x = m->exec;
     int L = m->nunits, n = 4 * L + 1;
     float *r = malloc((size_t)n * sizeof *r);
     double *c = malloc((size_t)n * sizeof *c);
@@ -172,87 +169,40 @@ static strata_status_t measured_costs(strata_model_t *m, int first)
         }
         set_costs(m, c);
     } else if (STRATA_ERR_NOMEM == st) {
-        st = strata_error(m->ctx, st, "costs");
+        st = base_error(m->ctx, st, "costs");
     }
     free(r);
     free(c);
     return st;
 }
 
-strata_status_t fsdp_exec_step_end(strata_model_t *m)
+strata_status_t fsdp_exec_costs_first(strata_model_t *m)
 {
-    fsdp_ws_cache_drop(m);
-    strata_model_stats_t *s = &m->stats;
-    fsdp_exec_t *x = X(m);
-    s->transfer_s = s->exposed_transfer_s = 0;
-    s->overlap_frac = 1.0;
-    s->offload_bytes = 0;
-    s->predicted_step_s = 0;
-    if (!x) return STRATA_OK;
-    double now = strata_now();
-    x->step++;
-    s->transfer_s = x->transfer_s;
-    s->exposed_transfer_s = x->exposed_s < x->transfer_s ? x->exposed_s : x->transfer_s;
-    s->overlap_frac = x->transfer_s > 0 ? 1.0 - s->exposed_transfer_s / x->transfer_s : 1.0;
-    s->offload_bytes = x->moved_bytes;
-    if (!fsdp_exec_active(m) || !x->sched) return STRATA_OK;
-    s->predicted_step_s = x->pred.step_s * (m->n_micro > 0 ? m->n_micro : 1);
-    if (x->trace) {
-        sched_trace_step(x->trace, x->step, m->t_step0, now - m->t_step0);
-        fsdp_exec_trace_memory(m);
-    }
-    if (x->print_after && 0 == m->ctx->rank) {
-        sched_result_t meas = { 0 };
-        fsdp_mem_stats_t ms;
-        fsdp_mem_stats(m->ctx, &ms);
-        meas.step_s = (now - x->t_plan0) / (m->n_micro > 0 ? m->n_micro : 1);
-        meas.transfer_s = s->transfer_s;
-        meas.exposed_transfer_s = s->exposed_transfer_s;
-        meas.overlap_frac = s->overlap_frac;
-        for (int t = 0; t < STRATA_TIER_COUNT; t++) meas.peak[t] = ms.peak[t];
-        printf("strata: step %d, measured beside the plan's prediction:\n", m->step_count);
-        sched_plan_print_measured(&x->pred, &meas, stdout);
-        fflush(stdout);
-    }
-    x->print_after = 0;
-    if (x->costs_measured) {
-        /* the plan in force predicts again with the costs measured so far:
-         * predicted_step_s follows what the steps cost, and the schedule
-         * does not change under the run */
-        strata_status_t st = measured_costs(m, 0);
-        if (STRATA_OK != st) return st;
-        sched_result_t r;
-        sched_update_costs(x->sched);
-        if (STRATA_OK == sched_simulate(x->sched, &r, NULL, NULL, NULL, 0)) x->pred = r;
-        if (0 == m->ctx->rank) {
-            double f = 0, b = 0, ag = 0, rs = 0;
-            for (int u = 0; u < m->nunits; u++) {
-                f += x->prog->units[u].cost_s[SCHED_COST_FWD];
-                b += x->prog->units[u].cost_s[SCHED_COST_BWD];
-                ag += x->prog->units[u].cost_s[SCHED_COST_AG];
-                rs += x->prog->units[u].cost_s[SCHED_COST_RS];
-            }
-            strata_debug(m->ctx, "step %d: measured %.1f ms; the plan now predicts %.1f ms "
-                         "(transfers %.1f, exposed %.1f, comm wait %.1f; costs F %.1f B %.1f "
-                         "AG %.1f RS %.1f optim %.1f)", m->step_count, 1e3 * s->step_s,
-                         1e3 * r.step_s, 1e3 * r.transfer_s, 1e3 * r.exposed_transfer_s,
-                         1e3 * r.comm_wait_s, 1e3 * f, 1e3 * b, 1e3 * ag, 1e3 * rs,
-                         1e3 * x->prog->optim_s);
+    return measured_costs(m, 1);
+}
+
+strata_status_t fsdp_exec_costs_repredict(strata_model_t *m)
+{
+    fsdp_exec_t *x = m->exec;
+    strata_status_t st = measured_costs(m, 0);
+    if (STRATA_OK != st) return st;
+    sched_result_t r = { 0 };
+    sched_update_costs(x->sched);
+    if (STRATA_OK == sched_simulate(x->sched, &r, NULL, NULL, NULL, 0)) x->pred = r;
+    if (0 == m->ctx->rank) {
+        double f = 0, b = 0, ag = 0, rs = 0;
+        for (int u = 0; u < m->nunits; u++) {
+            f += x->prog->units[u].cost_s[SCHED_COST_FWD];
+            b += x->prog->units[u].cost_s[SCHED_COST_BWD];
+            ag += x->prog->units[u].cost_s[SCHED_COST_AG];
+            rs += x->prog->units[u].cost_s[SCHED_COST_RS];
         }
-        return STRATA_OK;
-    }
-    {
-        /* plan again with what step 1 measured */
-        x->costs_measured = 1;
-        strata_status_t st = measured_costs(m, 1);
-        if (STRATA_OK == st) st = fsdp_exec_plan(m, m->n_micro, 1);
-        if (STRATA_OK != st) {
-            /* the step itself succeeded: keep the plan it ran with */
-            strata_warn(m->ctx, "activation plan with step 1's costs failed (%s); keeping "
-                        "the first plan", strata_last_error(m->ctx));
-            return STRATA_OK;
-        }
-        x->print_after = x->pol.is_auto;
+        strata_debug(m->ctx, "step %d: measured %.1f ms; the plan now predicts %.1f ms "
+                     "(transfers %.1f, exposed %.1f, comm wait %.1f; costs F %.1f B %.1f "
+                     "AG %.1f RS %.1f optim %.1f)", m->step_count, 1e3 * m->stats.step_s,
+                     1e3 * r.step_s, 1e3 * r.transfer_s, 1e3 * r.exposed_transfer_s,
+                     1e3 * r.comm_wait_s, 1e3 * f, 1e3 * b, 1e3 * ag, 1e3 * rs,
+                     1e3 * x->prog->optim_s);
     }
     return STRATA_OK;
 }
@@ -260,7 +210,7 @@ strata_status_t fsdp_exec_step_end(strata_model_t *m)
 void fsdp_exec_trace_comm(strata_model_t *m, const char *name, int unit, double t0, double t1,
                           size_t bytes)
 {
-    fsdp_exec_t *x = X(m);
+    fsdp_exec_t *x = m->exec;
     if (x && x->ag_s && unit >= 0 && unit < m->nunits && t0 > 0 && PHASE_IDLE != m->phase) {
         /* a collective of the step, from its start to when it was seen
          * complete (by the progress thread; else when compute waited for
@@ -280,6 +230,6 @@ void fsdp_exec_trace_comm(strata_model_t *m, const char *name, int unit, double 
             x->spans[x->nspans++] = (struct comm_span){ t0, done >= t0 && done <= t1 ? done : t1,
                                                         unit, ag };
     }
-    if (!m->exec || !X(m)->trace || t0 <= 0) return;
-    sched_trace_op(X(m)->trace, SCHED_COMM, name, t0, t1 - t0, unit, NULL, bytes);
+    if (!x || !x->trace || t0 <= 0) return;
+    sched_trace_op(x->trace, SCHED_COMM, name, t0, t1 - t0, unit, NULL, bytes);
 }

@@ -1,5 +1,5 @@
 /*
- * exec_plan.c - the plan of the activation executor (exec.c): the sizing
+ * exec_plan.c - the plan of the activation executor (exec_step.c): the sizing
  * pass that records the step program on the first step, the plan made
  * from it (policy or auto) for a number of micro-batches, and the public
  * queries of the plan (strata_model_plan_need, strata_model_plan_print).
@@ -29,15 +29,12 @@
  * is therefore conservative, and the budget it names is one that works.
  */
 #include "config.h"
-#include "fsdp.h"
-#include "sched/sched.h"
+#include "exec_impl.h"
 #include "tiers/tiers.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define X(m) ((fsdp_exec_t *)(m)->exec)
 
 static size_t blk_bytes(size_t user)
 {
@@ -74,14 +71,14 @@ strata_status_t fsdp_exec_agree(strata_model_t *m, strata_status_t st)
     pthread_mutex_unlock(&m->lock);
     if (STRATA_OK != cst) return cst;
     if (STRATA_OK == st && all > 0.0f)
-        return strata_error(m->ctx, STRATA_ERR_STATE, "the activation plan failed on %d other "
-                            "rank(s); see their message", (int)all);
+        return base_error(m->ctx, STRATA_ERR_STATE, "the activation plan failed on %d other "
+                          "rank(s); see their message", (int)all);
     return st;
 }
 
 static void print_plan(strata_model_t *m)
 {
-    fsdp_exec_t *x = X(m);
+    fsdp_exec_t *x = m->exec;
     if (0 != m->ctx->rank) return;
     printf("strata: activation plan (%s, %s schedule, device budget %zu bytes):\n",
            x->pol.is_auto ? "auto" : x->policy, sched_mode_name(x->opts.mode),
@@ -93,7 +90,7 @@ static void print_plan(strata_model_t *m)
 /* Resolve the policy (or choose one) and build the schedule for n_micro. */
 strata_status_t fsdp_exec_plan(strata_model_t *m, int n_micro, int print)
 {
-    fsdp_exec_t *x = X(m);
+    fsdp_exec_t *x = m->exec;
     strata_context_t *ctx = m->ctx;
     char err[1024] = "";
     sched_opts_t o;
@@ -101,7 +98,7 @@ strata_status_t fsdp_exec_plan(strata_model_t *m, int n_micro, int print)
     sched_result_t pred;
     sched_t *s = NULL;
     strata_status_t st = sched_opts_from_config(&ctx->cfg, &o, err, sizeof err);
-    if (STRATA_OK != st) return strata_error(ctx, st, "%s", err);
+    if (STRATA_OK != st) return base_error(ctx, st, "%s", err);
     o.link.chunk = 0;              /* one move per save; the engines chunk it */
     o.prefetch = m->prefetch;
     strata_tier_usage_t ud, uh, us;
@@ -123,14 +120,14 @@ strata_status_t fsdp_exec_plan(strata_model_t *m, int n_micro, int print)
         if (!x->pol.is_auto)
             snprintf(c, sizeof c, " (this policy needs device_mem >= %zu)",
                      sched_min_device(x->prog, &acts, &o));
-        st = strata_error(ctx, st, "activation plan for act_policy '%s' (%s schedule): %s. "
-                          "Device budget %s%s; the smallest device budget any plan fits is %s "
-                          "(device_mem=%zu, e.g. with act_policy=auto)",
-                          x->pol.is_auto ? "auto" : x->policy, sched_mode_name(o.mode), err,
-                          strata_format_size(ud.budget, a, sizeof a), c,
-                          strata_format_size(any, b, sizeof b), any);
+        st = base_error(ctx, st, "activation plan for act_policy '%s' (%s schedule): %s. "
+                        "Device budget %s%s; the smallest device budget any plan fits is %s "
+                        "(device_mem=%zu, e.g. with act_policy=auto)",
+                        x->pol.is_auto ? "auto" : x->policy, sched_mode_name(o.mode), err,
+                        strata_format_size(ud.budget, a, sizeof a), c,
+                        strata_format_size(any, b, sizeof b), any);
     } else if (STRATA_OK != st) {
-        st = strata_error(ctx, st, "activation plan: %s", err);
+        st = base_error(ctx, st, "activation plan: %s", err);
     }
     st = fsdp_exec_agree(m, st);
     if (STRATA_OK != st) {
@@ -155,7 +152,7 @@ strata_status_t fsdp_exec_plan(strata_model_t *m, int n_micro, int print)
 
 strata_status_t fsdp_exec_sizing(strata_model_t *m, const void *input, size_t in_bytes)
 {
-    fsdp_exec_t *x = X(m);
+    fsdp_exec_t *x = m->exec;
     strata_context_t *ctx = m->ctx;
     int L = m->nunits;
     char err[512];
@@ -182,9 +179,9 @@ strata_status_t fsdp_exec_sizing(strata_model_t *m, const void *input, size_t in
     x->hist_steps = 0;
     if (!x->soff || !x->fwd_s || !x->bwd_s || !x->ag_s || !x->ag_n || !x->rs_s || !x->rs_n ||
         !x->hist)
-        return strata_error(ctx, STRATA_ERR_NOMEM, "program");
+        return base_error(ctx, STRATA_ERR_NOMEM, "program");
     st = sched_program_create(&x->prog);
-    if (STRATA_OK != st) return strata_error(ctx, st, "program");
+    if (STRATA_OK != st) return base_error(ctx, st, "program");
     sched_record_begin(x->prog);
     x->costs_measured = 0;
 
@@ -205,32 +202,32 @@ strata_status_t fsdp_exec_sizing(strata_model_t *m, const void *input, size_t in
     x->acts_bytes = x->max_act = blk_bytes(in_bytes);
     for (int ui = 0; ui < L; ui++) {
         strata_unit_t *u = m->units[ui];
-        double t0 = strata_now();
+        double t0 = base_now();
         st = fsdp_gather_start(m, u);
         if (STRATA_OK == st) st = fsdp_gather_wait(m, u);
         if (STRATA_OK != st) goto out;
-        double ag = strata_now() - t0;
+        double ag = base_now() - t0;
         size_t agb = blk_bytes(u->npad * esz), gb = blk_bytes(u->npad * sizeof(float));
         if (gb > agb) agb = gb;   /* its gradient takes as much from B(u) */
         int idx;
         st = sched_record_unit(x->prog, u->name, agb, &idx, err, sizeof err);
-        if (STRATA_OK != st) { st = strata_error(ctx, st, "%s", err); goto out; }
+        if (STRATA_OK != st) { st = base_error(ctx, st, "%s", err); goto out; }
         fsdp_free_saves(u);
         strata_unit_call_t c = { .unit = u, .backward = 0, .training = 1, .in = &m->acts[ui],
                                  .out = &m->acts[ui + 1], .mode = CALL_SIZING };
-        t0 = strata_now();
+        t0 = base_now();
         st = fsdp_run_callback(&c);
-        double f = strata_now() - t0;
+        double f = base_now() - t0;
         if (STRATA_OK != st) goto out;
         x->soff[ui + 1] = x->soff[ui] + u->nsaves;
         for (int i = 0; i < u->nsaves; i++) {
             st = sched_record_save(x->prog, u->saves[i].name, blk_bytes(u->saves[i].buf.bytes),
                                    err, sizeof err);
-            if (STRATA_OK != st) { st = strata_error(ctx, st, "unit '%s': %s", u->name, err); goto out; }
+            if (STRATA_OK != st) { st = base_error(ctx, st, "unit '%s': %s", u->name, err); goto out; }
             if (nsaves == cap) {
                 cap = cap ? 2 * cap : 64;
                 size_t *nb = realloc(x->ubytes, cap * sizeof *nb);
-                if (!nb) { st = strata_error(ctx, STRATA_ERR_NOMEM, "program"); goto out; }
+                if (!nb) { st = base_error(ctx, STRATA_ERR_NOMEM, "program"); goto out; }
                 x->ubytes = nb;
             }
             x->ubytes[nsaves++] = u->saves[i].buf.bytes;
@@ -258,7 +255,7 @@ strata_status_t fsdp_exec_sizing(strata_model_t *m, const void *input, size_t in
         x->ws_bytes = ud.peak_by_tag[STRATA_TAG_WORKSPACE] + x->max_act;
     }
     st = sched_record_end(x->prog, 0, 0.0, err, sizeof err);
-    if (STRATA_OK != st) st = strata_error(ctx, st, "%s", err);
+    if (STRATA_OK != st) st = base_error(ctx, st, "%s", err);
 out:
     for (int i = 0; i <= L; i++) fsdp_buf_free(&m->acts[i]);
     for (int i = 0; i < L; i++) {
@@ -278,19 +275,19 @@ strata_status_t strata_model_plan_need(strata_model_t *m, const char *policy, si
                                        size_t *any_p)
 {
     if (!m) return STRATA_ERR_INVALID;
-    fsdp_exec_t *x = X(m);
+    fsdp_exec_t *x = m->exec;
     if (!x || !x->prog)
-        return strata_error(m->ctx, STRATA_ERR_STATE, "strata_model_plan_need: no step program "
-                            "recorded yet (it is recorded by the first step when a policy other "
-                            "than keep, or a trace, is set)");
+        return base_error(m->ctx, STRATA_ERR_STATE, "strata_model_plan_need: no step program "
+                          "recorded yet (it is recorded by the first step when a policy other "
+                          "than keep, or a trace, is set)");
     char err[1024];
     sched_policy_t p = x->pol;
     strata_status_t st;
     if (policy && STRATA_OK != (st = sched_policy_parse(policy, &p, err, sizeof err)))
-        return strata_error(m->ctx, st, "act_policy '%s': %s", policy, err);
+        return base_error(m->ctx, st, "act_policy '%s': %s", policy, err);
     sched_opts_t o;
     st = sched_opts_from_config(&m->ctx->cfg, &o, err, sizeof err);
-    if (STRATA_OK != st) return strata_error(m->ctx, st, "%s", err);
+    if (STRATA_OK != st) return base_error(m->ctx, st, "%s", err);
     o.link.chunk = 0;
     o.prefetch = m->prefetch;
     x->prog->resident_bytes = resident(x, x->planned_micro > 0 ? x->planned_micro : 1);
@@ -298,7 +295,7 @@ strata_status_t strata_model_plan_need(strata_model_t *m, const char *policy, si
     if (!p.is_auto) {
         sched_actions_t acts;
         st = sched_policy_resolve(&p, x->prog, &acts, err, sizeof err);
-        if (STRATA_OK != st) return strata_error(m->ctx, st, "%s", err);
+        if (STRATA_OK != st) return base_error(m->ctx, st, "%s", err);
         need = sched_min_device(x->prog, &acts, &o);
     }
     if (need_p) *need_p = need;
@@ -309,7 +306,7 @@ strata_status_t strata_model_plan_need(strata_model_t *m, const char *policy, si
 strata_status_t strata_model_plan_print(const strata_model_t *m, FILE *out)
 {
     if (!m || !out) return STRATA_ERR_INVALID;
-    const fsdp_exec_t *x = X(m);
+    const fsdp_exec_t *x = m->exec;
     if (!x || !x->sched) {
         fprintf(out, "no activation plan (every saved name kept, or no step ran yet)\n");
         return STRATA_OK;

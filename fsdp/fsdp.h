@@ -1,7 +1,9 @@
 /*
  * fsdp.h - internal interface of the FSDP runtime: the model and unit
- * structs, shard geometry, memory, progress of collectives, optimizer
- * kernels, and the enumeration used by checkpoints (io/). Not installed.
+ * structs, shard geometry, memory, progress of collectives, what a callback
+ * gets, the activation executor's hooks, optimizer kernels, and the
+ * enumeration used by checkpoints (io/). Not installed. Who calls whom
+ * among the files of fsdp/: see exec_impl.h.
  */
 #ifndef STRATA_FSDP_INTERNAL_H
 #define STRATA_FSDP_INTERNAL_H
@@ -52,6 +54,46 @@ void fsdp_mem_free(fsdp_mem_t *h);
 /* Accounting of the context's tiers (all models of the context). */
 void fsdp_mem_stats(strata_context_t *ctx, fsdp_mem_stats_t *st);
 
+typedef struct fsdp_buf {         /* a runtime buffer with its handle */
+    void       *ptr;
+    size_t      bytes;            /* what the user asked for (guard follows) */
+    fsdp_mem_t *h;
+} fsdp_buf_t;
+
+/* Allocate a runtime buffer with FSDP_GUARD guard bytes after it. */
+strata_status_t fsdp_buf_alloc(strata_context_t *ctx, strata_tier_t tier, strata_tag_t tag,
+                               size_t bytes, int zero, fsdp_buf_t *b);
+void fsdp_buf_free(fsdp_buf_t *b);
+int  fsdp_guard_ok(const fsdp_buf_t *b);
+
+/* Making room. A device buffer of the step that may wait for memory (a
+ * callback's output, saves and workspace; a unit's gathered parameters)
+ * comes from fsdp_buf_alloc_room: when the device tier is full or
+ * fragmented, the kept workspace is dropped, then the model's room hook
+ * runs, and the allocation is retried as long as either freed something;
+ * otherwise the tiers' error stands. The hook returns 1 when it freed device
+ * memory (the activation executor registers one that waits for the oldest
+ * offload in flight), 0 when nothing it could do would help. */
+typedef int (*fsdp_room_fn)(strata_model_t *m);
+void fsdp_mem_set_room(strata_model_t *m, fsdp_room_fn fn);   /* NULL: none */
+strata_status_t fsdp_buf_alloc_room(strata_model_t *m, strata_tag_t tag, size_t bytes,
+                                    fsdp_buf_t *b);
+
+/* Workspace kept for reuse. While the activation executor runs
+ * (m->exec_active), a callback's workspace blocks are kept for the next
+ * call instead of freed: a block that stays put cannot be lost to
+ * fragmentation as blocks of every size come and go around it (the plan
+ * counts one workspace as always resident). Dropped when a device
+ * allocation fails, at every step's begin and end, and with the model. */
+/* A kept block of at least bytes into *b (its guard moved to the new end):
+ * 1, or 0 when none fits. */
+int  fsdp_ws_take(strata_model_t *m, size_t bytes, fsdp_buf_t *b);
+/* After a call: keep b's block if the executor runs and there is a place,
+ * else free it; b is empty afterwards. */
+void fsdp_ws_give(strata_model_t *m, fsdp_buf_t *b);
+/* Free every kept block; 1 if there was any. */
+int  fsdp_ws_cache_drop(strata_model_t *m);
+
 /* ---- model ------------------------------------------------------------------ */
 
 typedef struct fsdp_param {
@@ -67,12 +109,6 @@ typedef enum { GATHER_NONE = 0, GATHER_INFLIGHT, GATHER_READY } fsdp_gather_stat
 typedef enum { GRAD_IDLE = 0, GRAD_RS, GRAD_RS_DONE, GRAD_AR, GRAD_ARRIVED,
                GRAD_STEPPED } fsdp_grad_state_t;
 
-typedef struct fsdp_buf {         /* a runtime buffer with its handle */
-    void       *ptr;
-    size_t      bytes;            /* what the user asked for (guard follows) */
-    fsdp_mem_t *h;
-} fsdp_buf_t;
-
 typedef struct fsdp_save {
     char        name[FSDP_NAME_LEN];
     fsdp_buf_t  buf;
@@ -87,7 +123,7 @@ struct strata_unit {
     int             nparams, cap_params;
     fsdp_param_t   *params;
 
-    /* geometry, fixed at finalize */
+    /* geometry, fixed at commit */
     size_t          n, npad;      /* flat elements, padded to a multiple of S */
     size_t          shard_off, shard_len;
 
@@ -149,53 +185,15 @@ struct strata_model {
     double              t_step0, compute_s, exposed_s, optim_s;
     strata_model_stats_t stats;
 
-    /* activation policies, the recorded program and its executor (exec.c) */
+    /* activation policies, the recorded program and its executor (exec_*.c;
+     * its state is private to it: exec_impl.h) */
     struct fsdp_exec   *exec;
-    /* workspace blocks kept between calls while the executor runs (call.c) */
+    int                 exec_active;        /* it runs (set by exec_step.c only) */
+    /* memory (mem.c): the room hook, workspace kept between calls */
+    fsdp_room_fn        room;
     fsdp_buf_t          ws_cache[FSDP_WS_CACHE];
     int                 nws_cache;
 };
-
-/* ---- call (call.c) -------------------------------------------------------------- */
-
-/* While the activation executor runs, a callback's workspace blocks are
- * kept for the next call instead of freed: a block that stays put cannot
- * be lost to fragmentation as blocks of every size come and go around it
- * (the plan counts one workspace as always resident). Dropped when a
- * device allocation fails, at every step's begin and end, and with the
- * model. Returns 1 if it freed anything. */
-int fsdp_ws_cache_drop(strata_model_t *m);
-
-struct strata_unit_call {
-    strata_unit_t *unit;
-    int            backward;      /* 0 forward, 1 backward */
-    int            training;
-    const fsdp_buf_t *in, *out_ro, *gout;
-    fsdp_buf_t    *out;           /* forward: where strata_call_output allocates */
-    fsdp_buf_t    *gin;
-    int            out_calls;
-    int            mode;          /* CALL_RUN, CALL_SIZING or CALL_RECOMPUTE */
-    int            save_calls;    /* strata_save calls so far (recorded order) */
-    int            nwork, cap_work;
-    fsdp_buf_t    *work;
-    strata_status_t err;          /* first misuse seen inside the callback */
-};
-
-enum {
-    CALL_RUN = 0,                 /* an ordinary forward or backward */
-    CALL_SIZING,                  /* the first step's forward-only sizing pass */
-    CALL_RECOMPUTE                /* a forward re-run before the unit's backward */
-};
-
-/* Run one callback with the guards checked afterwards. */
-strata_status_t fsdp_run_callback(strata_unit_call_t *call);
-void fsdp_free_saves(strata_unit_t *u);
-
-/* Allocate a runtime buffer with FSDP_GUARD guard bytes after it. */
-strata_status_t fsdp_buf_alloc(strata_context_t *ctx, strata_tier_t tier, strata_tag_t tag,
-                               size_t bytes, int zero, fsdp_buf_t *b);
-void fsdp_buf_free(fsdp_buf_t *b);
-int  fsdp_guard_ok(const fsdp_buf_t *b);
 
 /* ---- progress (progress.c) ------------------------------------------------------- */
 
@@ -218,17 +216,52 @@ strata_status_t fsdp_reduce_wait(strata_model_t *m, strata_unit_t *u);
 /* Wait for everything in flight (error paths, destroy). */
 void fsdp_drain(strata_model_t *m);
 
-/* ---- activation executor (exec.c) --------------------------------------------------
+/* ---- call (call.c) -------------------------------------------------------------- */
+
+/* What a training forward's strata_save calls are checked against: the
+ * unit's saves in the recorded step program and the bytes each asked for
+ * (fsdp_exec_recorded; unit NULL while no plan is followed). */
+typedef struct fsdp_recorded {
+    const sched_unit_t *unit;
+    const size_t       *bytes;    /* bytes[i]: what save #i of the unit asked for */
+} fsdp_recorded_t;
+
+struct strata_unit_call {
+    strata_unit_t *unit;
+    int            backward;      /* 0 forward, 1 backward */
+    int            training;
+    const fsdp_buf_t *in, *out_ro, *gout;
+    fsdp_buf_t    *out;           /* forward: where strata_call_output allocates */
+    fsdp_buf_t    *gin;
+    int            out_calls;
+    int            mode;          /* CALL_RUN, CALL_SIZING or CALL_RECOMPUTE */
+    fsdp_recorded_t rec;          /* what the saves must match */
+    int            save_calls;    /* strata_save calls so far (recorded order) */
+    int            nwork, cap_work;
+    fsdp_buf_t    *work;
+    strata_status_t err;          /* first misuse seen inside the callback */
+};
+
+enum {
+    CALL_RUN = 0,                 /* an ordinary forward or backward */
+    CALL_SIZING,                  /* the first step's forward-only sizing pass */
+    CALL_RECOMPUTE                /* a forward re-run before the unit's backward */
+};
+
+/* Run one callback with the guards checked afterwards. */
+strata_status_t fsdp_run_callback(strata_unit_call_t *call);
+void fsdp_free_saves(strata_unit_t *u);
+
+/* ---- activation executor (exec_step.c, exec_plan.c, exec_costs.c, exec_run.c) -------
  *
  * Inactive (every hook a no-op) while every saved name is kept and no trace
  * is asked for: the step then runs exactly as without it. Otherwise the
  * first step begins with a sizing pass, the program is planned, and every
- * later forward/backward follows the schedule (see exec.c, exec_plan.c,
- * exec_costs.c).
+ * later forward/backward follows the schedule. Its state and what its files
+ * share are in exec_impl.h, for them alone; these are its hooks.
  */
 strata_status_t fsdp_exec_create(strata_model_t *m);
 void fsdp_exec_destroy(strata_model_t *m);
-int  fsdp_exec_active(const strata_model_t *m);
 strata_status_t fsdp_exec_step_begin(strata_model_t *m);
 /* Before a training forward: the sizing pass and the plan on the first
  * step, then the state of a new micro-batch. */
@@ -244,87 +277,12 @@ strata_status_t fsdp_exec_recompute(strata_model_t *m, strata_unit_t *u);
 strata_status_t fsdp_exec_micro_end(strata_model_t *m);
 void fsdp_exec_abort(strata_model_t *m);
 strata_status_t fsdp_exec_step_end(strata_model_t *m);
-/* A device allocation inside a callback found the tier full or fragmented:
- * wait for the oldest offload still in flight (its completion frees its
- * device copy) and return 1 so the caller retries; 0 when nothing in flight
- * can free device memory (the tiers' error stands). The wait counts as
- * exposed transfer time. */
-int fsdp_exec_make_room(strata_model_t *m);
-/* strata_save inside a callback: the check against the recording. */
-strata_status_t fsdp_exec_check_save(strata_unit_call_t *c, const char *name, size_t bytes);
+/* What unit's forward saves are checked against (a call's rec): the
+ * recorded program's while a schedule is followed, else empty. */
+fsdp_recorded_t fsdp_exec_recorded(const strata_model_t *m, int unit);
 /* Collective ops for the trace (comm track). */
 void fsdp_exec_trace_comm(strata_model_t *m, const char *name, int unit, double t0, double t1,
                           size_t bytes);
-
-/* Within the executor only (exec.c, exec_plan.c, exec_costs.c): its state
- * and the functions its files share. */
-
-/* steps whose measured costs the predictions take the median of */
-#define EXEC_HIST 32
-
-typedef struct fsdp_exec {
-    char              policy[512];     /* text in force (config or API) */
-    sched_policy_t    pol;
-    char              trace_prefix[512];
-    int               active;
-
-    sched_program_t  *prog;            /* NULL until the sizing pass */
-    size_t           *ubytes;          /* per global save: bytes the callback asked for */
-    int              *soff;            /* first global save of unit u (L+1 entries) */
-    size_t            base_dev, base_host, base_storage;   /* in use when step 1 began */
-    size_t            acts_bytes, max_act, ws_bytes, grads_bytes, max_ag, max_save;
-    int               planned_micro;
-    int               costs_measured;  /* step-1 costs replaced the estimates */
-    double           *fwd_s, *bwd_s;   /* per unit, summed over this step's micro-batches */
-    double           *ag_s, *rs_s;     /* per unit: collective times this step (comm_costs) */
-    float            *cost_v, *cost_all;   /* a step's costs, in exchange (costs_post) */
-    strata_request_t *cost_req;
-    int              *ag_n, *rs_n;     /* and their counts */
-    struct comm_span { double t0, t1; int unit, ag; } *spans;   /* this step's collectives */
-    double            prev_end, prev_comm, prev_xfer;   /* at the last compute op's end */
-    int               have_prev;
-    int               nspans, cap_spans;
-    float            *hist;            /* costs of the last EXEC_HIST steps after step 1,
-                                        * 4L+1 each (ring) */
-    int               hist_steps;
-
-    sched_opts_t      opts;
-    sched_actions_t   acts;
-    sched_t          *sched;
-    sched_result_t    pred;
-    int               print_after;     /* rank 0 prints measured beside predicted */
-
-    /* per micro-batch */
-    int               nops;
-    unsigned char    *issued, *done;
-    strata_event_t  **ev;
-    int               next[SCHED_ENGINE_COUNT];
-    int              *fid, *bid, *rid; /* compute op per unit (-1 none) */
-    strata_status_t   blocked;         /* last move refused for memory */
-
-    /* this step */
-    double            t_plan0;         /* step time without the sizing pass starts here */
-    double            transfer_s, exposed_s;
-    size_t            moved_bytes;
-    sched_trace_t    *trace;
-    int               step;
-} fsdp_exec_t;
-
-/* exec.c: the schedule s becomes the executor's, with fresh per
- * micro-batch state. */
-strata_status_t fsdp_exec_install(strata_model_t *m, sched_t *s);
-/* The tiers' use now, on the trace's memory track. */
-void fsdp_exec_trace_memory(strata_model_t *m);
-/* exec_plan.c: agree over all ranks: a plan that fails anywhere fails
- * everywhere, so no rank walks into a collective that another has left. */
-strata_status_t fsdp_exec_agree(strata_model_t *m, strata_status_t st);
-/* Resolve the policy (or choose one) and build the schedule for n_micro. */
-strata_status_t fsdp_exec_plan(strata_model_t *m, int n_micro, int print);
-/* The sizing pass: record the step program on the first micro-batch. */
-strata_status_t fsdp_exec_sizing(strata_model_t *m, const void *input, size_t in_bytes);
-/* exec_costs.c: complete the pending exchange of a step's costs; r (may
- * be NULL) receives the costs. */
-strata_status_t fsdp_exec_costs_take(strata_model_t *m, float *r);
 
 /* ---- optimizer (optim.c) --------------------------------------------------------- */
 

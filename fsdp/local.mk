@@ -1,7 +1,9 @@
-# fsdp/ - the FSDP runtime: units, flat sharded parameters, the step,
+# fsdp/ - the FSDP runtime, the top of the library: the context (strata_init
+# assembles comm/ and tiers/), units, flat sharded parameters, the step,
 # collectives' progress, the sharded optimizer.
-libstrata_la_SOURCES += \
+libstrata_core_la_SOURCES += \
     fsdp/fsdp.h \
+    fsdp/context.c \
     fsdp/geometry.c \
     fsdp/mem.c \
     fsdp/ckpt.c \
@@ -10,6 +12,8 @@ libstrata_la_SOURCES += \
     fsdp/progress.c \
     fsdp/optim.c \
     fsdp/step.c \
-    fsdp/exec.c \
+    fsdp/exec_impl.h \
+    fsdp/exec_step.c \
+    fsdp/exec_run.c \
     fsdp/exec_plan.c \
     fsdp/exec_costs.c

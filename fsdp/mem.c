@@ -4,19 +4,24 @@
  * Every buffer a callback touches and every shard is a tiers block
  * resident in one memory tier (DEVICE or PINNED_HOST), so the tier's hard
  * budget covers it, and a full tier fails with the tiers' message (tier,
- * request, budget, bytes in use per tag).
+ * request, budget, bytes in use per tag). Here too: the guard bytes after
+ * every runtime buffer, the workspace blocks kept between calls, and the
+ * room-making retry of the step's device buffers (the hook that makes room
+ * belongs to whoever holds memory that can go: the activation executor).
  */
 #include "config.h"
 #include "fsdp.h"
 
 #include <string.h>
 
+#define GUARD_BYTE 0xA5
+
 strata_status_t fsdp_mem_alloc(strata_context_t *ctx, strata_tier_t tier, strata_tag_t tag,
                                size_t bytes, void **ptr_p, fsdp_mem_t **h_p)
 {
     if ((int)tier < 0 || tier > STRATA_TIER_PINNED_HOST)
-        return strata_error(ctx, STRATA_ERR_INVALID, "fsdp_mem_alloc: tier %d is not a memory tier",
-                            (int)tier);
+        return base_error(ctx, STRATA_ERR_INVALID, "fsdp_mem_alloc: tier %d is not a memory tier",
+                          (int)tier);
     strata_block_t *blk = NULL;
     strata_status_t st = strata_block_alloc(ctx, tier, bytes ? bytes : 1, tag, &blk);
     if (STRATA_OK != st) return st;
@@ -42,4 +47,106 @@ void fsdp_mem_stats(strata_context_t *ctx, fsdp_mem_stats_t *st)
         st->peak[t] = u.peak;
         memcpy(st->used_by_tag[t], u.used_by_tag, sizeof u.used_by_tag);
     }
+}
+
+/* ---- runtime buffers and their guards ---------------------------------------------- */
+
+strata_status_t fsdp_buf_alloc(strata_context_t *ctx, strata_tier_t tier, strata_tag_t tag,
+                               size_t bytes, int zero, fsdp_buf_t *b)
+{
+    void *p = NULL;
+    fsdp_mem_t *h = NULL;
+    size_t total;
+    if (strata_add_size(bytes, FSDP_GUARD, &total))
+        return base_error(ctx, STRATA_ERR_OVERFLOW, "buffer of %zu bytes overflows", bytes);
+    strata_status_t st = fsdp_mem_alloc(ctx, tier, tag, total, &p, &h);
+    if (STRATA_OK != st) return st;
+    if (zero) memset(p, 0, bytes);
+    memset((char *)p + bytes, GUARD_BYTE, FSDP_GUARD);
+    b->ptr = p;
+    b->bytes = bytes;
+    b->h = h;
+    return STRATA_OK;
+}
+
+void fsdp_buf_free(fsdp_buf_t *b)
+{
+    if (!b) return;
+    fsdp_mem_free(b->h);
+    b->ptr = NULL;
+    b->h = NULL;
+    b->bytes = 0;
+}
+
+int fsdp_guard_ok(const fsdp_buf_t *b)
+{
+    if (!b || !b->ptr) return 1;
+    const unsigned char *g = (const unsigned char *)b->ptr + b->bytes;
+    for (size_t i = 0; i < FSDP_GUARD; i++)
+        if (GUARD_BYTE != g[i]) return 0;
+    return 1;
+}
+
+/* ---- making room -------------------------------------------------------------------- */
+
+void fsdp_mem_set_room(strata_model_t *m, fsdp_room_fn fn)
+{
+    m->room = fn;
+}
+
+strata_status_t fsdp_buf_alloc_room(strata_model_t *m, strata_tag_t tag, size_t bytes,
+                                    fsdp_buf_t *b)
+{
+    for (;;) {
+        strata_status_t st = fsdp_buf_alloc(m->ctx, STRATA_TIER_DEVICE, tag, bytes, 0, b);
+        if (STRATA_ERR_TIER_FULL != st && STRATA_ERR_FRAGMENTED != st) return st;
+        /* the kept workspace goes first: freeing it costs no wait */
+        if (!fsdp_ws_cache_drop(m) && !(m->room && m->room(m))) return st;
+    }
+}
+
+/* ---- workspace kept between calls ------------------------------------------------------ */
+
+int fsdp_ws_cache_drop(strata_model_t *m)
+{
+    int n = m->nws_cache;
+    for (int i = 0; i < n; i++) fsdp_buf_free(&m->ws_cache[i]);
+    m->nws_cache = 0;
+    return n > 0;
+}
+
+/* The smallest kept block that holds bytes (and the guard), or -1. */
+static int ws_find(const strata_model_t *m, size_t bytes)
+{
+    int best = -1;
+    for (int i = 0; i < m->nws_cache; i++) {
+        size_t cap = strata_block_size(m->ws_cache[i].h);
+        if (cap >= bytes + FSDP_GUARD &&
+            (best < 0 || cap < strata_block_size(m->ws_cache[best].h))) best = i;
+    }
+    return best;
+}
+
+int fsdp_ws_take(strata_model_t *m, size_t bytes, fsdp_buf_t *b)
+{
+    int k = ws_find(m, bytes);
+    if (k < 0) return 0;
+    *b = m->ws_cache[k];
+    m->ws_cache[k] = m->ws_cache[--m->nws_cache];
+    b->bytes = bytes;
+    memset((char *)b->ptr + bytes, GUARD_BYTE, FSDP_GUARD);
+    return 1;
+}
+
+void fsdp_ws_give(strata_model_t *m, fsdp_buf_t *b)
+{
+    if (!b->h) return;
+    if (m->exec_active && m->nws_cache < FSDP_WS_CACHE) {
+        m->ws_cache[m->nws_cache++] = *b;
+        b->h = NULL;
+        b->ptr = NULL;
+        b->bytes = 0;
+        return;
+    }
+    fsdp_buf_free(b);
 }

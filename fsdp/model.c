@@ -1,5 +1,5 @@
 /*
- * model.c - model and unit registration, finalize (shard layout, memory,
+ * model.c - model and unit registration, commit (shard layout, memory,
  * deterministic initialisation), reading parameters back, statistics and
  * the enumeration the checkpoint code uses.
  */
@@ -30,19 +30,19 @@ void strata_model_opts_default(strata_model_opts_t *o)
 static strata_status_t check_opts(strata_context_t *ctx, const strata_model_opts_t *o)
 {
     if (STRATA_OPTIM_ADAMW != o->optimizer && STRATA_OPTIM_SGD != o->optimizer)
-        return strata_error(ctx, STRATA_ERR_INVALID, "unknown optimizer %d (use "
-                            "STRATA_OPTIM_ADAMW or STRATA_OPTIM_SGD)", (int)o->optimizer);
+        return base_error(ctx, STRATA_ERR_INVALID, "unknown optimizer %d (use "
+                          "STRATA_OPTIM_ADAMW or STRATA_OPTIM_SGD)", (int)o->optimizer);
     if (STRATA_F32 != o->compute_dtype && STRATA_BF16 != o->compute_dtype)
-        return strata_error(ctx, STRATA_ERR_INVALID, "compute dtype must be f32 or bf16, not %s",
-                            strata_dtype_name(o->compute_dtype));
+        return base_error(ctx, STRATA_ERR_INVALID, "compute dtype must be f32 or bf16, not %s",
+                          strata_dtype_name(o->compute_dtype));
     if (0 == strata_dtype_size(o->reduce_dtype))
-        return strata_error(ctx, STRATA_ERR_INVALID, "invalid reduce dtype %d",
-                            (int)o->reduce_dtype);
+        return base_error(ctx, STRATA_ERR_INVALID, "invalid reduce dtype %d",
+                          (int)o->reduce_dtype);
     if (!(o->lr >= 0) || !(o->eps >= 0) || !(o->clip_norm >= 0) || !(o->beta1 >= 0) ||
         !(o->beta1 < 1) || !(o->beta2 >= 0) || !(o->beta2 < 1))
-        return strata_error(ctx, STRATA_ERR_INVALID, "optimizer settings out of range (lr %g, "
-                            "betas %g %g, eps %g, clip %g)", o->lr, o->beta1, o->beta2, o->eps,
-                            o->clip_norm);
+        return base_error(ctx, STRATA_ERR_INVALID, "optimizer settings out of range (lr %g, "
+                          "betas %g %g, eps %g, clip %g)", o->lr, o->beta1, o->beta2, o->eps,
+                          o->clip_norm);
     return STRATA_OK;
 }
 
@@ -51,9 +51,9 @@ strata_status_t strata_model_create(strata_context_t *ctx, const strata_model_op
 {
     strata_status_t st;
     if (!ctx || !model_p)
-        return strata_error(ctx, STRATA_ERR_INVALID, "strata_model_create: NULL argument");
+        return base_error(ctx, STRATA_ERR_INVALID, "strata_model_create: NULL argument");
     strata_model_t *m = calloc(1, sizeof *m);
-    if (!m) return strata_error(ctx, STRATA_ERR_NOMEM, "cannot allocate a model");
+    if (!m) return base_error(ctx, STRATA_ERR_NOMEM, "cannot allocate a model");
     m->ctx = ctx;
     if (opts) m->opts = *opts;
     else strata_model_opts_default(&m->opts);
@@ -124,24 +124,24 @@ strata_status_t strata_model_add_unit(strata_model_t *m, const char *name, strat
     if (!m) return STRATA_ERR_INVALID;
     strata_context_t *ctx = m->ctx;
     if (MODEL_BUILDING != m->state)
-        return strata_error(ctx, STRATA_ERR_STATE, "cannot add unit '%s': the model is "
-                            "finalized; register every unit before strata_model_finalize",
-                            name ? name : "(null)");
+        return base_error(ctx, STRATA_ERR_STATE, "cannot add unit '%s': the model is "
+                          "committed; register every unit before strata_model_commit",
+                          name ? name : "(null)");
     if (!name || !name[0] || strlen(name) >= FSDP_NAME_LEN || !forward || !unit_p)
-        return strata_error(ctx, STRATA_ERR_INVALID, "strata_model_add_unit: need a name of 1.."
-                            "%d bytes, a forward callback and unit_p", FSDP_NAME_LEN - 1);
+        return base_error(ctx, STRATA_ERR_INVALID, "strata_model_add_unit: need a name of 1.."
+                          "%d bytes, a forward callback and unit_p", FSDP_NAME_LEN - 1);
     for (int i = 0; i < m->nunits; i++)
         if (!strcmp(m->units[i]->name, name))
-            return strata_error(ctx, STRATA_ERR_INVALID, "unit name '%s' is used twice", name);
+            return base_error(ctx, STRATA_ERR_INVALID, "unit name '%s' is used twice", name);
     if (m->nunits == m->cap_units) {
         int cap = m->cap_units ? 2 * m->cap_units : 8;
         strata_unit_t **v = realloc(m->units, (size_t)cap * sizeof *v);
-        if (!v) return strata_error(ctx, STRATA_ERR_NOMEM, "unit list");
+        if (!v) return base_error(ctx, STRATA_ERR_NOMEM, "unit list");
         m->units = v;
         m->cap_units = cap;
     }
     strata_unit_t *u = calloc(1, sizeof *u);
-    if (!u) return strata_error(ctx, STRATA_ERR_NOMEM, "unit");
+    if (!u) return base_error(ctx, STRATA_ERR_NOMEM, "unit");
     u->model = m;
     u->index = m->nunits;
     snprintf(u->name, sizeof u->name, "%s", name);
@@ -160,34 +160,34 @@ strata_status_t strata_unit_add_param(strata_unit_t *u, const char *name, int nd
     if (!u) return STRATA_ERR_INVALID;
     strata_context_t *ctx = u->model->ctx;
     if (MODEL_BUILDING != u->model->state)
-        return strata_error(ctx, STRATA_ERR_STATE, "cannot add param '%s' to unit '%s': the "
-                            "model is finalized", name ? name : "(null)", u->name);
+        return base_error(ctx, STRATA_ERR_STATE, "cannot add param '%s' to unit '%s': the "
+                          "model is committed", name ? name : "(null)", u->name);
     if (!name || !name[0] || strlen(name) >= FSDP_NAME_LEN || ndims < 1 ||
         ndims > FSDP_MAX_DIMS || !dims)
-        return strata_error(ctx, STRATA_ERR_INVALID, "unit '%s': a param needs a name of 1..%d "
-                            "bytes and 1..%d dims", u->name, FSDP_NAME_LEN - 1, FSDP_MAX_DIMS);
+        return base_error(ctx, STRATA_ERR_INVALID, "unit '%s': a param needs a name of 1..%d "
+                          "bytes and 1..%d dims", u->name, FSDP_NAME_LEN - 1, FSDP_MAX_DIMS);
     if (STRATA_F32 != dtype)
-        return strata_error(ctx, STRATA_ERR_UNSUPPORTED, "unit '%s' param '%s': master "
-                            "parameters are f32 (set opts.compute_dtype for a bf16 compute "
-                            "copy)", u->name, name);
+        return base_error(ctx, STRATA_ERR_UNSUPPORTED, "unit '%s' param '%s': master "
+                          "parameters are f32 (set opts.compute_dtype for a bf16 compute "
+                          "copy)", u->name, name);
     if ((int)init.kind < STRATA_INIT_ZEROS || init.kind > STRATA_INIT_USER ||
         (STRATA_INIT_USER == init.kind && !init.fn) ||
         (STRATA_INIT_NORMAL == init.kind && !(init.std >= 0)))
-        return strata_error(ctx, STRATA_ERR_INVALID, "unit '%s' param '%s': bad initialiser",
-                            u->name, name);
+        return base_error(ctx, STRATA_ERR_INVALID, "unit '%s' param '%s': bad initialiser",
+                          u->name, name);
     for (int i = 0; i < u->nparams; i++)
         if (!strcmp(u->params[i].name, name))
-            return strata_error(ctx, STRATA_ERR_INVALID, "unit '%s' has two params named '%s'",
-                                u->name, name);
+            return base_error(ctx, STRATA_ERR_INVALID, "unit '%s' has two params named '%s'",
+                              u->name, name);
     size_t numel = 1;
     for (int d = 0; d < ndims; d++)
         if (0 == dims[d] || strata_mul_size(numel, dims[d], &numel))
-            return strata_error(ctx, STRATA_ERR_INVALID, "unit '%s' param '%s': dims must be "
-                                "positive and their product fit size_t", u->name, name);
+            return base_error(ctx, STRATA_ERR_INVALID, "unit '%s' param '%s': dims must be "
+                              "positive and their product fit size_t", u->name, name);
     if (u->nparams == u->cap_params) {
         int cap = u->cap_params ? 2 * u->cap_params : 4;
         fsdp_param_t *p = realloc(u->params, (size_t)cap * sizeof *p);
-        if (!p) return strata_error(ctx, STRATA_ERR_NOMEM, "param list");
+        if (!p) return base_error(ctx, STRATA_ERR_NOMEM, "param list");
         u->params = p;
         u->cap_params = cap;
     }
@@ -213,14 +213,14 @@ static strata_status_t init_param(strata_model_t *m, strata_unit_t *u, int pi)
     if (STRATA_INIT_USER == p->init.kind) {
         /* the user fills the full tensor on every rank; keep our slice */
         float *full = malloc(p->numel * sizeof *full);
-        if (!full) return strata_error(m->ctx, STRATA_ERR_NOMEM, "init of '%s.%s': %zu floats",
-                                       u->name, p->name, p->numel);
+        if (!full) return base_error(m->ctx, STRATA_ERR_NOMEM, "init of '%s.%s': %zu floats",
+                                     u->name, p->name, p->numel);
         int rc = p->init.fn(p->init.user, u->name, p->name, full, p->numel, m->opts.seed);
         if (0 == rc)
             for (size_t i = lo; i < hi; i++) master[i - u->shard_off] = full[i - p->offset];
         free(full);
-        if (rc) return strata_error(m->ctx, STRATA_ERR_INVALID, "init callback of '%s.%s' "
-                                    "returned %d", u->name, p->name, rc);
+        if (rc) return base_error(m->ctx, STRATA_ERR_INVALID, "init callback of '%s.%s' "
+                                  "returned %d", u->name, p->name, rc);
         return STRATA_OK;
     }
     /* one stream per (unit, param) position, so adding a unit at the end
@@ -236,35 +236,35 @@ static strata_status_t init_param(strata_model_t *m, strata_unit_t *u, int pi)
     return STRATA_OK;
 }
 
-strata_status_t strata_model_finalize(strata_model_t *m)
+strata_status_t strata_model_commit(strata_model_t *m)
 {
     strata_status_t st;
     if (!m) return STRATA_ERR_INVALID;
     strata_context_t *ctx = m->ctx;
     if (MODEL_BUILDING != m->state)
-        return strata_error(ctx, STRATA_ERR_STATE, "strata_model_finalize called twice");
+        return base_error(ctx, STRATA_ERR_STATE, "strata_model_commit called twice");
     if (0 == m->nunits)
-        return strata_error(ctx, STRATA_ERR_STATE, "strata_model_finalize: the model has no units");
+        return base_error(ctx, STRATA_ERR_STATE, "strata_model_commit: the model has no units");
     strata_tier_t otier = m->opts.optim_on_host ? STRATA_TIER_PINNED_HOST : STRATA_TIER_DEVICE;
     int nstate = fsdp_optim_nstate(&m->opts);
 
     m->acts = calloc((size_t)m->nunits + 1, sizeof *m->acts);
     m->gacts = calloc((size_t)m->nunits + 1, sizeof *m->gacts);
-    if (!m->acts || !m->gacts) return strata_error(ctx, STRATA_ERR_NOMEM, "activation table");
+    if (!m->acts || !m->gacts) return base_error(ctx, STRATA_ERR_NOMEM, "activation table");
     for (int ui = 0; ui < m->nunits; ui++) {
         strata_unit_t *u = m->units[ui];
         size_t n = 0;
         for (int i = 0; i < u->nparams; i++) {
             u->params[i].offset = n;
             if (strata_add_size(n, u->params[i].numel, &n))
-                return strata_error(ctx, STRATA_ERR_OVERFLOW, "unit '%s' is too large", u->name);
+                return base_error(ctx, STRATA_ERR_OVERFLOW, "unit '%s' is too large", u->name);
         }
         u->n = n;
         if (fsdp_padded(n, m->S, &u->npad) ||
             fsdp_shard_range(n, m->S, m->shard_rank, &u->shard_off, &u->shard_len) ||
             u->npad > SIZE_MAX / 4)
-            return strata_error(ctx, STRATA_ERR_OVERFLOW, "unit '%s': %zu elements overflow",
-                                u->name, n);
+            return base_error(ctx, STRATA_ERR_OVERFLOW, "unit '%s': %zu elements overflow",
+                              u->name, n);
         size_t sb = u->shard_len * sizeof(float);
         st = fsdp_buf_alloc(ctx, STRATA_TIER_DEVICE, STRATA_TAG_PARAM, sb, 1, &u->master);
         if (STRATA_OK != st) return st;
@@ -314,15 +314,15 @@ strata_status_t strata_unit_read_param(strata_unit_t *u, int i, float *dst, size
     if (!u) return STRATA_ERR_INVALID;
     strata_model_t *m = u->model;
     if (MODEL_READY != m->state)
-        return strata_error(m->ctx, STRATA_ERR_STATE, "read_param: the model is not finalized");
+        return base_error(m->ctx, STRATA_ERR_STATE, "read_param: the model is not committed");
     if (i < 0 || i >= u->nparams || !dst || numel != u->params[i].numel)
-        return strata_error(m->ctx, STRATA_ERR_INVALID, "read_param: unit '%s' param %d: need "
-                            "a destination of exactly its element count", u->name, i);
+        return base_error(m->ctx, STRATA_ERR_INVALID, "read_param: unit '%s' param %d: need "
+                          "a destination of exactly its element count", u->name, i);
     if (PHASE_IDLE != m->phase)
-        return strata_error(m->ctx, STRATA_ERR_STATE, "read_param inside a step; call it "
-                            "between strata_model_step_end and the next step_begin");
+        return base_error(m->ctx, STRATA_ERR_STATE, "read_param inside a step; call it "
+                          "between strata_model_step_end and the next step_begin");
     float *full = malloc(u->npad * sizeof *full + 1);
-    if (!full) return strata_error(m->ctx, STRATA_ERR_NOMEM, "read_param: %zu floats", u->npad);
+    if (!full) return base_error(m->ctx, STRATA_ERR_NOMEM, "read_param: %zu floats", u->npad);
     pthread_mutex_lock(&m->lock);
     strata_status_t st = strata_allgather(m->shard, u->master.ptr, full, u->shard_len, STRATA_F32);
     pthread_mutex_unlock(&m->lock);
@@ -346,7 +346,7 @@ strata_status_t strata_model_stats(const strata_model_t *m, strata_model_stats_t
 strata_status_t strata_model_set_lr(strata_model_t *m, float lr)
 {
     if (!m) return STRATA_ERR_INVALID;
-    if (!(lr >= 0)) return strata_error(m->ctx, STRATA_ERR_INVALID, "learning rate %g < 0", lr);
+    if (!(lr >= 0)) return base_error(m->ctx, STRATA_ERR_INVALID, "learning rate %g < 0", lr);
     m->opts.lr = lr;
     return STRATA_OK;
 }
@@ -379,18 +379,18 @@ void fsdp_model_scalars(const strata_model_t *m, fsdp_scalars_t *s)
 strata_status_t fsdp_model_set_scalars(strata_model_t *m, const fsdp_scalars_t *s)
 {
     if (PHASE_IDLE != m->phase)
-        return strata_error(m->ctx, STRATA_ERR_STATE, "optimizer state can change only "
-                            "between steps");
+        return base_error(m->ctx, STRATA_ERR_STATE, "optimizer state can change only "
+                          "between steps");
     if (s->optimizer != (int)m->opts.optimizer)
-        return strata_error(m->ctx, STRATA_ERR_MISMATCH, "the checkpoint's optimizer (%s) is "
-                            "not the model's (%s)", s->optimizer ? "sgd" : "adamw",
-                            m->opts.optimizer ? "sgd" : "adamw");
+        return base_error(m->ctx, STRATA_ERR_MISMATCH, "the checkpoint's optimizer (%s) is "
+                          "not the model's (%s)", s->optimizer ? "sgd" : "adamw",
+                          m->opts.optimizer ? "sgd" : "adamw");
     strata_model_opts_t o = m->opts;
     o.momentum = s->momentum;
     if (fsdp_optim_nstate(&o) != fsdp_optim_nstate(&m->opts))
-        return strata_error(m->ctx, STRATA_ERR_MISMATCH, "momentum %g would change the number "
-                            "of optimizer state buffers; build the model with the same "
-                            "momentum setting", s->momentum);
+        return base_error(m->ctx, STRATA_ERR_MISMATCH, "momentum %g would change the number "
+                          "of optimizer state buffers; build the model with the same "
+                          "momentum setting", s->momentum);
     m->step_count = s->step;
     m->opts.lr = s->lr;
     m->opts.beta1 = s->beta1;

@@ -66,7 +66,7 @@ static void arrived(strata_model_t *m, strata_unit_t *u)
 /* The reduce-scatter of u is complete. */
 static void rs_done(strata_model_t *m, strata_unit_t *u)
 {
-    u->t_rdone = strata_now();
+    u->t_rdone = base_now();
     /* the full gradient was only the send buffer */
     fsdp_buf_free(&u->grad);
     fsdp_buf_free(&u->rs_send);
@@ -111,7 +111,7 @@ static strata_status_t gather_advance(strata_model_t *m, strata_unit_t *u, int b
     fsdp_buf_free(&u->gsend);
     if (STRATA_OK != st) return st;
     u->gstate = GATHER_READY;
-    u->t_gdone = strata_now();
+    u->t_gdone = base_now();
     return STRATA_OK;
 }
 
@@ -150,8 +150,8 @@ strata_status_t fsdp_progress_start(strata_model_t *m)
     if (!m->opts.progress_thread || m->progress_running) return STRATA_OK;
     m->progress_stop = 0;
     int rc = pthread_create(&m->progress, NULL, progress_main, m);
-    if (rc) return strata_error(m->ctx, STRATA_ERR_NOMEM, "cannot start the progress thread: %s",
-                                strerror(rc));
+    if (rc) return base_error(m->ctx, STRATA_ERR_NOMEM, "cannot start the progress thread: %s",
+                              strerror(rc));
     m->progress_running = 1;
     return STRATA_OK;
 }
@@ -173,13 +173,10 @@ strata_status_t fsdp_gather_start(strata_model_t *m, strata_unit_t *u)
     strata_dtype_t dt = m->opts.compute_dtype;
     size_t esz = strata_dtype_size(dt);
     if (GATHER_NONE != u->gstate) return STRATA_OK;
-    u->t_gstart = strata_now();
-    /* a full tier may have room once cached workspace goes or an
-     * activation offload in flight completes (exec.c) */
-    do st = fsdp_buf_alloc(m->ctx, STRATA_TIER_DEVICE, STRATA_TAG_PARAM, u->npad * esz, 0,
-                           &u->gathered);
-    while ((STRATA_ERR_TIER_FULL == st || STRATA_ERR_FRAGMENTED == st) &&
-           (fsdp_ws_cache_drop(m) || fsdp_exec_make_room(m)));
+    u->t_gstart = base_now();
+    /* a full tier may have room once kept workspace goes or an
+     * activation offload in flight completes (mem.c makes room) */
+    st = fsdp_buf_alloc_room(m, STRATA_TAG_PARAM, u->npad * esz, &u->gathered);
     if (STRATA_OK != st) return st;
     const void *send = u->master.ptr;
     if (STRATA_BF16 == dt) {
@@ -197,7 +194,7 @@ strata_status_t fsdp_gather_start(strata_model_t *m, strata_unit_t *u)
     }
     /* starting is communication time too (it may wait for the lock, and
      * the first rounds of a collective may run inside the start) */
-    double t0 = strata_now();
+    double t0 = base_now();
     pthread_mutex_lock(&m->lock);
     st = strata_allgather_start(m->shard, send, u->gathered.ptr, u->shard_len, dt, &u->greq);
     if (STRATA_OK == st) {
@@ -206,7 +203,7 @@ strata_status_t fsdp_gather_start(strata_model_t *m, strata_unit_t *u)
         pthread_cond_signal(&m->cond);
     }
     pthread_mutex_unlock(&m->lock);
-    m->exposed_s += strata_now() - t0;
+    m->exposed_s += base_now() - t0;
     if (STRATA_OK != st) goto err;
     return STRATA_OK;
 err:
@@ -221,7 +218,7 @@ strata_status_t fsdp_gather_wait(strata_model_t *m, strata_unit_t *u)
     if (GATHER_NONE == u->gstate) st = fsdp_gather_start(m, u);
     if (STRATA_OK != st) return st;
     if (GATHER_READY == u->gstate) return STRATA_OK;
-    double t0 = strata_now();
+    double t0 = base_now();
     pthread_mutex_lock(&m->lock);
     /* the state, not the request, is tested after every nap: the progress
      * thread may have completed and released the request meanwhile */
@@ -231,10 +228,10 @@ strata_status_t fsdp_gather_wait(strata_model_t *m, strata_unit_t *u)
         if (STRATA_OK == st && GATHER_INFLIGHT == u->gstate) nap(m, &round);
     }
     pthread_mutex_unlock(&m->lock);
-    m->exposed_s += strata_now() - t0;
+    m->exposed_s += base_now() - t0;
     if (STRATA_OK == st && GATHER_READY != u->gstate)
-        st = strata_error(m->ctx, STRATA_ERR_STATE, "unit '%s': all-gather failed earlier",
-                          u->name);
+        st = base_error(m->ctx, STRATA_ERR_STATE, "unit '%s': all-gather failed earlier",
+                        u->name);
     return st;
 }
 
@@ -252,7 +249,7 @@ strata_status_t fsdp_reduce_start(strata_model_t *m, strata_unit_t *u)
     size_t esz = strata_dtype_size(rd);
     const void *send = u->grad.ptr;
     void *recv = u->grad_shard.ptr;
-    u->t_rstart = strata_now();
+    u->t_rstart = base_now();
     if (reduce_wide(m)) {
         st = fsdp_buf_alloc(m->ctx, STRATA_TIER_DEVICE, STRATA_TAG_GRAD, u->npad * esz, 0,
                             &u->rs_send);
@@ -275,7 +272,7 @@ strata_status_t fsdp_reduce_start(strata_model_t *m, strata_unit_t *u)
         pthread_mutex_unlock(&m->lock);
         return STRATA_OK;
     }
-    double t0 = strata_now();
+    double t0 = base_now();
     pthread_mutex_lock(&m->lock);
     st = strata_reduce_scatter_start(m->shard, send, recv, u->shard_len, rd, STRATA_AVG, &u->rreq);
     if (STRATA_OK == st) {
@@ -284,7 +281,7 @@ strata_status_t fsdp_reduce_start(strata_model_t *m, strata_unit_t *u)
         pthread_cond_signal(&m->cond);
     }
     pthread_mutex_unlock(&m->lock);
-    m->exposed_s += strata_now() - t0;
+    m->exposed_s += base_now() - t0;
     if (STRATA_OK != st) {
         fsdp_buf_free(&u->rs_send);
         fsdp_buf_free(&u->rs_recv);
@@ -297,9 +294,9 @@ strata_status_t fsdp_reduce_replicas(strata_model_t *m, strata_unit_t *u)
     strata_status_t st = STRATA_OK;
     if (m->n_replicas < 2 || GRAD_ARRIVED <= u->rstate || GRAD_AR == u->rstate) return STRATA_OK;
     if (GRAD_IDLE == u->rstate)
-        return strata_error(m->ctx, STRATA_ERR_STATE, "unit '%s': no gradient reduction was "
-                            "started", u->name);
-    double t0 = strata_now();
+        return base_error(m->ctx, STRATA_ERR_STATE, "unit '%s': no gradient reduction was "
+                          "started", u->name);
+    double t0 = base_now();
     pthread_mutex_lock(&m->lock);
     int round = 0;
     while (STRATA_OK == st && GRAD_RS == u->rstate) {
@@ -317,7 +314,7 @@ strata_status_t fsdp_reduce_replicas(strata_model_t *m, strata_unit_t *u)
         }
     }
     pthread_mutex_unlock(&m->lock);
-    m->exposed_s += strata_now() - t0;
+    m->exposed_s += base_now() - t0;
     return st;
 }
 
@@ -325,7 +322,7 @@ strata_status_t fsdp_reduce_wait(strata_model_t *m, strata_unit_t *u)
 {
     strata_status_t st = fsdp_reduce_replicas(m, u);
     if (STRATA_OK != st || GRAD_ARRIVED <= u->rstate) return st;
-    double t0 = strata_now();
+    double t0 = base_now();
     pthread_mutex_lock(&m->lock);
     int round = 0;
     while (STRATA_OK == st && (GRAD_RS == u->rstate || GRAD_AR == u->rstate)) {
@@ -333,10 +330,10 @@ strata_status_t fsdp_reduce_wait(strata_model_t *m, strata_unit_t *u)
         if (STRATA_OK == st && (GRAD_RS == u->rstate || GRAD_AR == u->rstate)) nap(m, &round);
     }
     pthread_mutex_unlock(&m->lock);
-    m->exposed_s += strata_now() - t0;
+    m->exposed_s += base_now() - t0;
     if (STRATA_OK == st && GRAD_ARRIVED > u->rstate)
-        st = strata_error(m->ctx, STRATA_ERR_STATE, "unit '%s': gradient reduction stalled",
-                          u->name);
+        st = base_error(m->ctx, STRATA_ERR_STATE, "unit '%s': gradient reduction stalled",
+                        u->name);
     return st;
 }
 

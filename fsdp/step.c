@@ -20,8 +20,8 @@ static strata_status_t need_ready(strata_model_t *m, const char *fn)
 {
     if (!m) return STRATA_ERR_INVALID;
     if (MODEL_READY != m->state)
-        return strata_error(m->ctx, STRATA_ERR_STATE, "%s: the model is not finalized; call "
-                            "strata_model_finalize first", fn);
+        return base_error(m->ctx, STRATA_ERR_STATE, "%s: the model is not committed; call "
+                          "strata_model_commit first", fn);
     return STRATA_OK;
 }
 
@@ -61,8 +61,8 @@ static strata_status_t run_forward(strata_model_t *m, const void *input, size_t 
     strata_status_t st;
     int L = m->nunits;
     if (!input && in_bytes)
-        return strata_error(m->ctx, STRATA_ERR_INVALID, "forward: input is NULL with %zu bytes",
-                            in_bytes);
+        return base_error(m->ctx, STRATA_ERR_INVALID, "forward: input is NULL with %zu bytes",
+                          in_bytes);
     fsdp_buf_free(&m->acts[L]);   /* an eval output from before */
     st = fsdp_buf_alloc(m->ctx, STRATA_TIER_DEVICE, STRATA_TAG_ACTIVATION, in_bytes, 0,
                         &m->acts[0]);
@@ -76,15 +76,16 @@ static strata_status_t run_forward(strata_model_t *m, const void *input, size_t 
         prefetch(m, ui, +1);
         st = fsdp_gather_wait(m, u);
         if (STRATA_OK != st) return st;
-        fsdp_exec_trace_comm(m, "AG", ui, u->t_gstart, strata_now(), 0);
+        fsdp_exec_trace_comm(m, "AG", ui, u->t_gstart, base_now(), 0);
         fsdp_free_saves(u);
         if (training && STRATA_OK != (st = fsdp_exec_before(m, SCHED_OP_F, ui))) return st;
         strata_unit_call_t c = { .unit = u, .backward = 0, .training = training,
-                                 .in = &m->acts[ui], .out = &m->acts[ui + 1] };
-        double t0 = strata_now();
+                                 .in = &m->acts[ui], .out = &m->acts[ui + 1],
+                                 .rec = fsdp_exec_recorded(m, ui) };
+        double t0 = base_now();
         st = fsdp_run_callback(&c);
         if (STRATA_OK != st) return st;
-        if (training && STRATA_OK != (st = fsdp_exec_after(m, SCHED_OP_F, ui, t0, strata_now())))
+        if (training && STRATA_OK != (st = fsdp_exec_after(m, SCHED_OP_F, ui, t0, base_now())))
             return st;
         if (!training) {
             fsdp_free_saves(u);
@@ -100,17 +101,17 @@ strata_status_t strata_model_step_begin(strata_model_t *m, int n_micro)
     strata_status_t st = need_ready(m, "strata_model_step_begin");
     if (STRATA_OK != st) return st;
     if (PHASE_IDLE != m->phase)
-        return strata_error(m->ctx, STRATA_ERR_STATE, "step_begin inside a step (%d of %d "
-                            "micro-batches done); finish it with strata_model_step_end",
-                            m->micro, m->n_micro);
+        return base_error(m->ctx, STRATA_ERR_STATE, "step_begin inside a step (%d of %d "
+                          "micro-batches done); finish it with strata_model_step_end",
+                          m->micro, m->n_micro);
     if (n_micro < 1)
-        return strata_error(m->ctx, STRATA_ERR_INVALID, "step_begin: %d micro-batches; need "
-                            ">= 1", n_micro);
+        return base_error(m->ctx, STRATA_ERR_INVALID, "step_begin: %d micro-batches; need "
+                          ">= 1", n_micro);
     m->n_micro = n_micro;
     m->micro = 0;
     m->phase = PHASE_STEP;
     m->compute_s = m->exposed_s = m->optim_s = 0;
-    m->t_step0 = strata_now();
+    m->t_step0 = base_now();
     for (int i = 0; i < m->nunits; i++) m->units[i]->rstate = GRAD_IDLE;
     st = fsdp_exec_step_begin(m);
     if (STRATA_OK != st) m->phase = PHASE_IDLE;
@@ -123,14 +124,14 @@ strata_status_t strata_model_forward(strata_model_t *m, const void *input, size_
     strata_status_t st = need_ready(m, "strata_model_forward");
     if (STRATA_OK != st) return st;
     if (PHASE_IDLE == m->phase)
-        return strata_error(m->ctx, STRATA_ERR_STATE, "forward outside a step; call "
-                            "strata_model_step_begin first (or strata_model_eval)");
+        return base_error(m->ctx, STRATA_ERR_STATE, "forward outside a step; call "
+                          "strata_model_step_begin first (or strata_model_eval)");
     if (PHASE_FORWARD_DONE == m->phase)
-        return strata_error(m->ctx, STRATA_ERR_STATE, "forward of micro-batch %d called twice; "
-                            "run its backward first", m->micro);
+        return base_error(m->ctx, STRATA_ERR_STATE, "forward of micro-batch %d called twice; "
+                          "run its backward first", m->micro);
     if (m->micro >= m->n_micro)
-        return strata_error(m->ctx, STRATA_ERR_STATE, "forward: all %d micro-batches of the "
-                            "step are done; call strata_model_step_end", m->n_micro);
+        return base_error(m->ctx, STRATA_ERR_STATE, "forward: all %d micro-batches of the "
+                          "step are done; call strata_model_step_end", m->n_micro);
     m->batch = batch;
     /* step 1: the sizing pass and the plan; then a new micro-batch's state */
     st = fsdp_exec_forward_begin(m, input, in_bytes);
@@ -151,8 +152,8 @@ strata_status_t strata_model_eval(strata_model_t *m, const void *input, size_t i
     strata_status_t st = need_ready(m, "strata_model_eval");
     if (STRATA_OK != st) return st;
     if (PHASE_IDLE != m->phase)
-        return strata_error(m->ctx, STRATA_ERR_STATE, "eval inside a training step; call it "
-                            "between steps");
+        return base_error(m->ctx, STRATA_ERR_STATE, "eval inside a training step; call it "
+                          "between steps");
     m->batch = batch;
     m->micro = 0;
     m->n_micro = 1;
@@ -171,13 +172,13 @@ strata_status_t strata_model_eval(strata_model_t *m, const void *input, size_t i
  * (1/M averaging over micro-batches and clipping). */
 static void unit_optim(strata_model_t *m, strata_unit_t *u, float scale)
 {
-    double t0 = strata_now();
+    double t0 = base_now();
     int thr = fsdp_optim_threads(m);
     if (1.0f != scale) fsdp_scale(u->grad_shard.ptr, u->shard_len, scale, thr);
     fsdp_optim_step(&m->opts, m->step_count + 1, u->master.ptr, u->grad_shard.ptr,
                     u->state[0].ptr, u->state[1].ptr, u->shard_len, thr);
     u->rstate = GRAD_STEPPED;
-    m->optim_s += strata_now() - t0;
+    m->optim_s += base_now() - t0;
 }
 
 strata_status_t strata_model_backward(strata_model_t *m, const void *grad_out, size_t grad_bytes)
@@ -185,13 +186,13 @@ strata_status_t strata_model_backward(strata_model_t *m, const void *grad_out, s
     strata_status_t st = need_ready(m, "strata_model_backward");
     if (STRATA_OK != st) return st;
     if (PHASE_FORWARD_DONE != m->phase)
-        return strata_error(m->ctx, STRATA_ERR_STATE, "backward before forward: call "
-                            "strata_model_forward for micro-batch %d first", m->micro);
+        return base_error(m->ctx, STRATA_ERR_STATE, "backward before forward: call "
+                          "strata_model_forward for micro-batch %d first", m->micro);
     int L = m->nunits, last = m->micro == m->n_micro - 1;
     if (grad_out || grad_bytes) {
         if (!grad_out || grad_bytes != m->acts[L].bytes)
-            return strata_error(m->ctx, STRATA_ERR_MISMATCH, "backward: grad_out has %zu bytes "
-                                "but the model's output has %zu", grad_bytes, m->acts[L].bytes);
+            return base_error(m->ctx, STRATA_ERR_MISMATCH, "backward: grad_out has %zu bytes "
+                              "but the model's output has %zu", grad_bytes, m->acts[L].bytes);
         st = fsdp_buf_alloc(m->ctx, STRATA_TIER_DEVICE, STRATA_TAG_ACTIVATION, grad_bytes, 0,
                             &m->gacts[L]);
         if (STRATA_OK != st) goto fail;
@@ -204,7 +205,7 @@ strata_status_t strata_model_backward(strata_model_t *m, const void *grad_out, s
         prefetch(m, ui, -1);
         st = fsdp_gather_wait(m, u);
         if (STRATA_OK != st) goto fail;
-        fsdp_exec_trace_comm(m, "AG", ui, u->t_gstart, strata_now(), 0);
+        fsdp_exec_trace_comm(m, "AG", ui, u->t_gstart, base_now(), 0);
         if (!u->grad.ptr) {   /* first micro-batch of the step */
             st = fsdp_buf_alloc(m->ctx, STRATA_TIER_DEVICE, STRATA_TAG_GRAD,
                                 u->npad * sizeof(float), 1, &u->grad);
@@ -224,10 +225,10 @@ strata_status_t strata_model_backward(strata_model_t *m, const void *grad_out, s
                                  .in = &m->acts[ui], .out_ro = &m->acts[ui + 1],
                                  .gout = m->gacts[ui + 1].ptr ? &m->gacts[ui + 1] : NULL,
                                  .gin = ui > 0 ? &m->gacts[ui] : NULL };
-        double t0 = strata_now();
+        double t0 = base_now();
         st = fsdp_run_callback(&c);
         if (STRATA_OK != st) goto fail;
-        double t1 = strata_now();
+        double t1 = base_now();
         fsdp_free_saves(u);
         st = fsdp_exec_after(m, SCHED_OP_B, ui, t0, t1);
         if (STRATA_OK != st) goto fail;
@@ -269,10 +270,10 @@ strata_status_t strata_model_step_end(strata_model_t *m)
     strata_status_t st = need_ready(m, "strata_model_step_end");
     if (STRATA_OK != st) return st;
     if (PHASE_STEP != m->phase || m->micro != m->n_micro)
-        return strata_error(m->ctx, STRATA_ERR_STATE, "step_end after %d of %d micro-batches "
-                            "(each needs a forward and a backward)%s",
-                            PHASE_IDLE == m->phase ? 0 : m->micro, m->n_micro,
-                            PHASE_IDLE == m->phase ? "; no step was begun" : "");
+        return base_error(m->ctx, STRATA_ERR_STATE, "step_end after %d of %d micro-batches "
+                          "(each needs a forward and a backward)%s",
+                          PHASE_IDLE == m->phase ? 0 : m->micro, m->n_micro,
+                          PHASE_IDLE == m->phase ? "; no step was begun" : "");
     int L = m->nunits;
     float inv_m = 1.0f / (float)m->n_micro;
     int clip = 0.0f != m->opts.clip_norm;
@@ -280,14 +281,14 @@ strata_status_t strata_model_step_end(strata_model_t *m)
         strata_unit_t *u = m->units[ui];
         st = fsdp_reduce_wait(m, u);
         if (STRATA_OK != st) goto fail;
-        fsdp_exec_trace_comm(m, "RS", ui, u->t_rstart, strata_now(), 0);
+        fsdp_exec_trace_comm(m, "RS", ui, u->t_rstart, base_now(), 0);
         if (!clip && GRAD_ARRIVED == u->rstate) unit_optim(m, u, inv_m);
     }
     m->stats.grad_norm = -1.0;
     if (clip) {
         /* every replica holds the same reduced shard: summing the squared
          * norms over the shard group gives the global norm */
-        double t0 = strata_now();
+        double t0 = base_now();
         int thr = fsdp_optim_threads(m);
         double sq = 0;
         for (int ui = 0; ui < L; ui++)
@@ -296,7 +297,7 @@ strata_status_t strata_model_step_end(strata_model_t *m)
         pthread_mutex_lock(&m->lock);
         st = strata_allreduce(m->shard, &local, &total, 1, STRATA_F32, STRATA_SUM);
         pthread_mutex_unlock(&m->lock);
-        m->optim_s += strata_now() - t0;
+        m->optim_s += base_now() - t0;
         if (STRATA_OK != st) goto fail;
         double norm = sqrt((double)total) * inv_m;
         float scale = inv_m;
@@ -309,7 +310,7 @@ strata_status_t strata_model_step_end(strata_model_t *m)
     m->step_count++;
     m->phase = PHASE_IDLE;
     m->stats.steps = m->step_count;
-    m->stats.step_s = strata_now() - m->t_step0;
+    m->stats.step_s = base_now() - m->t_step0;
     m->stats.compute_s = m->compute_s;
     m->stats.exposed_comm_s = m->exposed_s;
     m->stats.optim_s = m->optim_s;

@@ -7,7 +7,11 @@
  *  - out-parameters end in _p and are written only on success;
  *  - on failure a message a person can act on is kept per context and read
  *    with strata_last_error(); functions without a context log it instead;
- *  - the library never calls exit() or abort() on bad input.
+ *  - the library never calls exit() or abort() on bad input;
+ *  - a pointer a function returns (not through an out-parameter the caller
+ *    then owns) is borrowed: its lifetime is stated at the function, and
+ *    the caller never frees it. Static strings (strata_strerror, the
+ *    *_name functions of enums) live as long as the process.
  */
 #ifndef STRATA_H
 #define STRATA_H
@@ -49,8 +53,17 @@ typedef enum {
     STRATA_ERR_UNSUPPORTED  = -17,  /* not available in this build or on this machine */
     STRATA_ERR_CANCELLED    = -18,  /* operation cancelled (shutdown) */
     STRATA_ERR_TIMEOUT      = -19,  /* gave up waiting */
-    STRATA_ERR_LAST         = -20
+    STRATA_ERR_LAST         = -20   /* one past the last error in this version */
 } strata_status_t;
+
+/*
+ * Codes may grow: later versions add errors below STRATA_ERR_LAST (which
+ * moves down with them) and never renumber or reuse a code. The range
+ * -1 ... -999 is reserved for strata's errors and 2 ... 99 for further
+ * non-error states; a caller should treat any unknown negative code as a
+ * failure (strata_strerror names it "unknown status").
+ */
+#define STRATA_ERR_RANGE_MIN (-999)
 
 /* A static, one-line description of a status code; never NULL. */
 const char *strata_strerror(strata_status_t status);
@@ -112,50 +125,62 @@ typedef enum {
 } strata_backend_kind_t;
 
 /*
- * All options in one plain struct. Every field has a row in the option
- * table (name, default, doc, parser); strata_config_print() lists them.
- * Sizes are bytes, bandwidths bytes per second (0 = unpaced), times seconds.
+ * A set of options, opaque: every option is a row of the option table
+ * (name, default, doc, parser; `strata config -v` lists them) and is read
+ * and written by name, so options can be added without changing the ABI.
+ * Names compare case-insensitively with '-' and '_' alike. Sizes are bytes,
+ * bandwidths bytes per second (0 = unpaced), times seconds.
+ *
+ * Lifetime: a handle from strata_config_create or strata_config_dup belongs
+ * to the caller until strata_config_destroy. strata_init copies it, so it
+ * may be destroyed right after. The one from strata_get_config is borrowed.
+ * A handle is not locked: one thread at a time may change it.
  */
-typedef struct strata_config {
-    strata_log_level_t    log_level;
-    strata_backend_kind_t backend;
-    int      shard_size;          /* FSDP group size S; 0 = world size */
-    size_t   device_mem;          /* device tier budget */
-    size_t   host_mem;            /* pinned-host tier budget */
-    size_t   storage_mem;         /* storage tier budget */
-    char     spill_dir[512];      /* root under which the storage tier lives */
-    size_t   chunk_size;          /* copy engines split transfers at this size */
-    double   link_d2h_bw;         /* link model: bytes/s, 0 = off */
-    double   link_h2d_bw;
-    double   link_storage_bw;
-    double   link_latency;        /* seconds added per copy when paced */
-    double   spin_time;           /* seconds engines and waiters poll before sleeping */
-    int      wait_copies;         /* strata_event_wait runs an unstarted copy itself */
-    int      checksums;           /* storage tier: verify blocks on read-back */
-    int      prefetch;            /* all-gather lookahead in units */
-    char     act_policy[512];     /* e.g. "qkv=host,*=keep" or "auto" */
-    char     schedule[16];        /* "lhs" or "naive" */
-    char     trace[512];          /* per-rank trace files <trace>.<rank>.json; "" = none */
-    int      threads;             /* compute threads per rank; 0 = affinity */
-    int      comm_check;          /* verify ranks agree on each collective */
-    int      ckpt_keep;           /* checkpoints kept in a directory (newest K) */
-    char     ckpt_dir[512];       /* where training writes checkpoints */
-} strata_config_t;
+typedef struct strata_config strata_config_t;
 
-/* Fill *cfg with the defaults, then apply STRATA_<NAME> environment
- * variables (e.g. STRATA_DEVICE_MEM=512M). On a bad environment value
- * returns STRATA_ERR_CONFIG and writes a message into errbuf (may be NULL);
- * *cfg then holds the defaults plus the overrides that parsed. */
-strata_status_t strata_config_init(strata_config_t *cfg, char *errbuf, size_t errlen);
+/* A new set holding the defaults (the environment is not read). */
+strata_status_t strata_config_create(strata_config_t **cfg_p);
+/* A copy of cfg, to change without touching the original. */
+strata_status_t strata_config_dup(const strata_config_t *cfg, strata_config_t **copy_p);
+/* NULL is a no-op. */
+void strata_config_destroy(strata_config_t *cfg);
 
-/* Set only the defaults, ignoring the environment. */
-void strata_config_defaults(strata_config_t *cfg);
+/* Apply STRATA_<NAME> environment variables (e.g. STRATA_DEVICE_MEM=512M)
+ * on top of cfg's current values. On a bad value returns STRATA_ERR_CONFIG
+ * with a message naming the variable in errbuf (may be NULL); cfg then
+ * holds every override that parsed, the bad ones left as they were. */
+strata_status_t strata_config_read_env(strata_config_t *cfg, char *errbuf, size_t errlen);
 
-/* Set one option by name (case-insensitive, '-' and '_' alike) from a
- * string, as a user types it: sizes accept k/K, M, G, T suffixes (powers of
- * 1024) and "inf"; booleans accept 1/0/yes/no/on/off/true/false. */
+/* Set one option from a string, as a user types it: sizes accept k/K, M,
+ * G, T suffixes (powers of 1024) and "inf"; booleans 1/0/yes/no/on/off/
+ * true/false; options with a fixed set of values (log_level, backend,
+ * schedule, ckpt_mpio) only those, and the message lists them.
+ * STRATA_ERR_CONFIG for an unknown name or a bad value (the option keeps
+ * its value; errbuf, may be NULL, says why). */
 strata_status_t strata_config_set(strata_config_t *cfg, const char *name,
                                   const char *value, char *errbuf, size_t errlen);
+
+/* Typed access. _int: integer, boolean (0/1) and fixed-set options (the
+ * value's index in the list strata_config_set names, e.g. schedule 0 = lhs,
+ * 1 = naive; log_level and backend as strata_log_level_t and
+ * strata_backend_kind_t); _size: sizes (SIZE_MAX = inf); _double:
+ * bandwidths and times. Setters check values as strata_config_set does.
+ * Errors: STRATA_ERR_NOT_FOUND (no such option), STRATA_ERR_MISMATCH
+ * (the option holds another type), STRATA_ERR_CONFIG (value refused);
+ * nothing is changed then. */
+strata_status_t strata_config_set_int(strata_config_t *cfg, const char *name, long long value,
+                                      char *errbuf, size_t errlen);
+strata_status_t strata_config_set_size(strata_config_t *cfg, const char *name, size_t value,
+                                       char *errbuf, size_t errlen);
+strata_status_t strata_config_set_double(strata_config_t *cfg, const char *name, double value,
+                                         char *errbuf, size_t errlen);
+strata_status_t strata_config_get_int(const strata_config_t *cfg, const char *name, long long *value_p);
+strata_status_t strata_config_get_size(const strata_config_t *cfg, const char *name, size_t *value_p);
+strata_status_t strata_config_get_double(const strata_config_t *cfg, const char *name, double *value_p);
+/* Any option as text that strata_config_set reads back to the same value
+ * (sizes in bytes or "inf", booleans on/off, fixed sets by name).
+ * STRATA_ERR_OVERFLOW when it does not fit in len bytes (buf untouched). */
+strata_status_t strata_config_get(const strata_config_t *cfg, const char *name, char *buf, size_t len);
 
 /* Write one "name = value" line per option, with its doc when verbose. */
 void strata_config_print(const strata_config_t *cfg, FILE *out, int verbose);
@@ -175,22 +200,36 @@ typedef struct strata_context strata_context_t;
  * Create a context over the ranks of comm (duplicated; the caller keeps
  * ownership of comm). If MPI is not initialised yet, strata_init calls
  * MPI_Init_thread asking for MPI_THREAD_MULTIPLE and strata_finalize then
- * calls MPI_Finalize; otherwise MPI is left to the caller. cfg may be NULL
- * (defaults plus environment). Collective over comm.
+ * calls MPI_Finalize; otherwise MPI is left to the caller. The options are
+ * copied from cfg; cfg may be NULL (defaults plus environment; a bad
+ * STRATA_* value then fails with STRATA_ERR_CONFIG, logged). Collective
+ * over comm.
  */
 strata_status_t strata_init(MPI_Comm comm, const strata_config_t *cfg,
                             strata_context_t **ctx_p);
-/* Release everything the context owns. NULL is a no-op. Collective. */
+/* Release everything the context owns: the world group, the tiers with
+ * their copy engines (queued copies are cancelled), every block still
+ * allocated and the spill directory. Groups from strata_group_split,
+ * models and events are not: destroy or release them first, as they refer
+ * to the context. Every pointer borrowed from ctx is invalid afterwards.
+ * NULL is a no-op. Collective. */
 strata_status_t strata_finalize(strata_context_t *ctx);
 
-/* The detailed message of the last failed call on ctx ("" if none). */
+/* The detailed message of the last failed call on ctx ("" if none; "" for
+ * a NULL ctx). Borrowed: it points into ctx, stays valid until
+ * strata_finalize(ctx), and its text is overwritten by the next failure of
+ * any call on ctx, from any thread; copy it to keep it. */
 const char *strata_last_error(const strata_context_t *ctx);
 int strata_rank(const strata_context_t *ctx);
 int strata_world_size(const strata_context_t *ctx);
+/* The options the context runs with (a copy taken by strata_init), for
+ * the strata_config_get* functions. Borrowed: valid until
+ * strata_finalize(ctx); never changes, never destroy it. NULL for NULL. */
 const strata_config_t *strata_get_config(const strata_context_t *ctx);
 /* The MPI thread level granted (MPI_THREAD_SINGLE ... MULTIPLE). */
 int strata_thread_level(const strata_context_t *ctx);
-/* "host" or "cuda": the backend actually in use. */
+/* "host" or "cuda": the backend actually in use ("none" for NULL). A static
+ * string. */
 const char *strata_backend_name(const strata_context_t *ctx);
 
 /* Log through the context: "[strata r3 INFO] message". Messages above the
@@ -213,7 +252,12 @@ void strata_log(const strata_context_t *ctx, strata_log_level_t level,
 typedef struct strata_group strata_group_t;
 typedef struct strata_request strata_request_t;
 
+/* The group of every rank of the context. Borrowed: owned by ctx, valid
+ * until strata_finalize(ctx); strata_group_destroy on it is a no-op. NULL
+ * for NULL. */
 strata_group_t *strata_world_group(strata_context_t *ctx);
+/* The two groups are the caller's, to strata_group_destroy before
+ * strata_finalize. On failure neither is written. Collective. */
 strata_status_t strata_group_split(strata_context_t *ctx, int shard_size,
                                    strata_group_t **shard_p,
                                    strata_group_t **replica_p);
@@ -255,9 +299,15 @@ strata_status_t strata_broadcast_start(strata_group_t *g, void *buf, size_t coun
                                        strata_request_t **req_p);
 strata_status_t strata_barrier_start(strata_group_t *g, strata_request_t **req_p);
 
-/* *done_p = 1 once complete (the request is then still valid until wait). */
+/* *done_p = 1 once complete (the request is then still valid until wait).
+ * On failure (STRATA_ERR_MPI or _NCCL, message on the context) *done_p is
+ * not written, the operation is over and the receive buffer's contents
+ * are undefined; the request stays allocated: release it with
+ * strata_request_wait, which returns the same error without waiting. */
 strata_status_t strata_request_test(strata_request_t *req, int *done_p);
-/* Wait for completion and release the request. NULL is a no-op. */
+/* Wait for completion and release the request, whatever the outcome: after
+ * it returns req is gone, and on failure (STRATA_ERR_MPI or _NCCL) the
+ * receive buffer's contents are undefined. NULL is a no-op (STRATA_OK). */
 strata_status_t strata_request_wait(strata_request_t *req);
 
 /* Blocking conveniences: start + wait. */
@@ -272,7 +322,7 @@ strata_status_t strata_broadcast(strata_group_t *g, void *buf, size_t count,
                                  strata_dtype_t dtype, int root);
 strata_status_t strata_barrier(strata_group_t *g);
 
-/* Name of the collective backend in use ("mpi" or "nccl"). */
+/* Name of the collective backend in use ("mpi" or "nccl"); a static string. */
 const char *strata_comm_backend_name(const strata_context_t *ctx);
 
 /* ------------------------------------------------------------------------ */

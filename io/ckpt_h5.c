@@ -21,6 +21,7 @@
 
 void ckpt_h5_quiet(ckpt_h5quiet_t *q)
 {
+    base_h5_lock();
     q->func = NULL;
     q->data = NULL;
     H5Eget_auto2(H5E_DEFAULT, &q->func, &q->data);
@@ -30,6 +31,7 @@ void ckpt_h5_quiet(ckpt_h5quiet_t *q)
 void ckpt_h5_restore(const ckpt_h5quiet_t *q)
 {
     H5Eset_auto2(H5E_DEFAULT, q->func, q->data);
+    base_h5_unlock();
 }
 
 typedef struct { char *buf; size_t len; } walk_t;
@@ -61,13 +63,13 @@ strata_status_t ckpt_agree(strata_context_t *ctx, MPI_Comm comm, strata_status_t
     in.st = (int)st;
     in.rank = rank;
     if (MPI_SUCCESS != MPI_Allreduce(&in, &out, 1, MPI_2INT, MPI_MINLOC, comm))
-        return strata_error(ctx, STRATA_ERR_MPI, "checkpoint: MPI_Allreduce failed while agreeing on a status");
+        return base_error(ctx, STRATA_ERR_MPI, "checkpoint: MPI_Allreduce failed while agreeing on a status");
     if (out.st >= 0) return STRATA_OK;
     char msg[STRATA_ERRMSG_LEN] = "";
     if (rank == out.rank && ctx) snprintf(msg, sizeof msg, "%s", ctx->errmsg);
     MPI_Bcast(msg, (int)sizeof msg, MPI_CHAR, out.rank, comm);
     msg[sizeof msg - 1] = '\0';
-    if (rank != out.rank && ctx) strata_error(ctx, (strata_status_t)out.st, "%s", msg);
+    if (rank != out.rank && ctx) base_error(ctx, (strata_status_t)out.st, "%s", msg);
     return (strata_status_t)out.st;
 }
 
@@ -95,6 +97,29 @@ int ckpt_attr_put_str(hid_t obj, const char *name, const char *value)
     if (H5Tset_size(t, n) >= 0 && H5Tset_strpad(t, H5T_STR_NULLTERM) >= 0)
         rc = attr_put(obj, name, t, t, value);
     H5Tclose(t);
+    return rc;
+}
+
+/* A 1-d attribute of n fixed-length, NUL-padded strings (as wide as the
+ * longest): h5py reads it as an array of bytes objects, in order. */
+int ckpt_attr_put_strs(hid_t obj, const char *name, int n, const char *const *v)
+{
+    size_t w = 2;
+    for (int i = 0; i < n; i++) if (strlen(v[i]) + 1 > w) w = strlen(v[i]) + 1;
+    char *flat = calloc(n > 0 ? (size_t)n : 1, w);
+    hsize_t dim = (hsize_t)n;
+    hid_t t = H5Tcopy(H5T_C_S1), sp = H5Screate_simple(1, &dim, NULL), a = H5I_INVALID_HID;
+    int rc = -1;
+    if (flat && t >= 0 && sp >= 0 && H5Tset_size(t, w) >= 0 &&
+        H5Tset_strpad(t, H5T_STR_NULLPAD) >= 0) {
+        for (int i = 0; i < n; i++) memcpy(flat + (size_t)i * w, v[i], strlen(v[i]));
+        a = H5Acreate2(obj, name, t, sp, H5P_DEFAULT, H5P_DEFAULT);
+        if (a >= 0 && H5Awrite(a, t, flat) >= 0) rc = 0;
+    }
+    if (a >= 0) H5Aclose(a);
+    if (sp >= 0) H5Sclose(sp);
+    if (t >= 0) H5Tclose(t);
+    free(flat);
     return rc;
 }
 
@@ -185,9 +210,9 @@ int ckpt_attr_get_f64(hid_t obj, const char *name, double *value)
 static strata_status_t attr_error(strata_context_t *ctx, const char *file, const char *obj,
                                   const char *name, int rc, const char *want)
 {
-    return strata_error(ctx, STRATA_ERR_FORMAT,
-                        "%s: attribute %s of %s is %s (expected %s); the file is not a complete strata checkpoint",
-                        file, name, obj, -1 == rc ? "missing" : "of the wrong type or size", want);
+    return base_error(ctx, STRATA_ERR_FORMAT,
+                      "%s: attribute %s of %s is %s (expected %s); the file is not a complete strata checkpoint",
+                      file, name, obj, -1 == rc ? "missing" : "of the wrong type or size", want);
 }
 
 strata_status_t ckpt_open(strata_context_t *ctx, const char *path, MPI_Comm comm,
@@ -196,19 +221,19 @@ strata_status_t ckpt_open(strata_context_t *ctx, const char *path, MPI_Comm comm
     struct stat sb;
     char h5msg[256];
     if (0 != stat(path, &sb))
-        return strata_error(ctx, ENOENT == errno ? STRATA_ERR_NOT_FOUND : STRATA_ERR_IO,
-                            "checkpoint %s: %s", path, strerror(errno));
+        return base_error(ctx, ENOENT == errno ? STRATA_ERR_NOT_FOUND : STRATA_ERR_IO,
+                          "checkpoint %s: %s", path, strerror(errno));
     if (!S_ISREG(sb.st_mode))
-        return strata_error(ctx, STRATA_ERR_FORMAT, "checkpoint %s is not a regular file", path);
+        return base_error(ctx, STRATA_ERR_FORMAT, "checkpoint %s is not a regular file", path);
     htri_t is = H5Fis_hdf5(path);
     if (is <= 0) {
         ckpt_h5_msg(h5msg, sizeof h5msg);
-        return strata_error(ctx, STRATA_ERR_FORMAT,
-                            "checkpoint %s is not an HDF5 file (no HDF5 signature found; %zu bytes)",
-                            path, (size_t)sb.st_size);
+        return base_error(ctx, STRATA_ERR_FORMAT,
+                          "checkpoint %s is not an HDF5 file (no HDF5 signature found; %zu bytes)",
+                          path, (size_t)sb.st_size);
     }
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-    if (fapl < 0) return strata_error(ctx, STRATA_ERR_HDF5, "H5Pcreate failed");
+    if (fapl < 0) return base_error(ctx, STRATA_ERR_HDF5, "H5Pcreate failed");
     if (MPI_COMM_NULL != comm) {
         H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL);
         H5Pset_all_coll_metadata_ops(fapl, 1);
@@ -217,9 +242,9 @@ strata_status_t ckpt_open(strata_context_t *ctx, const char *path, MPI_Comm comm
     if (fid < 0) ckpt_h5_msg(h5msg, sizeof h5msg);   /* before the next call clears the stack */
     H5Pclose(fapl);
     if (fid < 0) {
-        return strata_error(ctx, STRATA_ERR_HDF5,
-                            "checkpoint %s cannot be opened by HDF5 (%s); the file is damaged or truncated "
-                            "(%zu bytes on disk)", path, h5msg, (size_t)sb.st_size);
+        return base_error(ctx, STRATA_ERR_HDF5,
+                          "checkpoint %s cannot be opened by HDF5 (%s); the file is damaged or truncated "
+                          "(%zu bytes on disk)", path, h5msg, (size_t)sb.st_size);
     }
 
     ckpt_header_t h;
@@ -231,8 +256,8 @@ strata_status_t ckpt_open(strata_context_t *ctx, const char *path, MPI_Comm comm
         goto err;
     }
     if (strcmp(h.format, STRATA_CKPT_FORMAT)) {
-        st = strata_error(ctx, STRATA_ERR_FORMAT, "%s: format is \"%s\", not \"%s\": not a strata checkpoint",
-                          path, h.format, STRATA_CKPT_FORMAT);
+        st = base_error(ctx, STRATA_ERR_FORMAT, "%s: format is \"%s\", not \"%s\": not a strata checkpoint",
+                        path, h.format, STRATA_CKPT_FORMAT);
         goto err;
     }
     if ((rc = ckpt_attr_get_i64(fid, "format_version", &h.version))) {
@@ -240,9 +265,9 @@ strata_status_t ckpt_open(strata_context_t *ctx, const char *path, MPI_Comm comm
         goto err;
     }
     if (STRATA_CKPT_VERSION != h.version) {
-        st = strata_error(ctx, STRATA_ERR_FORMAT,
-                          "%s: unknown checkpoint format version %lld (this strata %s reads version %d)",
-                          path, (long long)h.version, strata_version_string(), STRATA_CKPT_VERSION);
+        st = base_error(ctx, STRATA_ERR_FORMAT,
+                        "%s: unknown checkpoint format version %lld (this strata %s reads version %d)",
+                        path, (long long)h.version, strata_version_string(), STRATA_CKPT_VERSION);
         goto err;
     }
     if ((rc = ckpt_attr_get_i64(fid, "world_size", &h.world_size)) || h.world_size < 1) {
@@ -262,7 +287,7 @@ strata_status_t ckpt_open(strata_context_t *ctx, const char *path, MPI_Comm comm
     int64_t step = -1;
     if (tr < 0 || (rc = ckpt_attr_get_i64(tr, "step", &step)) || step < 0) {
         if (tr >= 0) H5Gclose(tr);
-        st = strata_error(ctx, STRATA_ERR_FORMAT, "%s: /train or its attribute step is missing or invalid", path);
+        st = base_error(ctx, STRATA_ERR_FORMAT, "%s: /train or its attribute step is missing or invalid", path);
         goto err;
     }
     H5Gclose(tr);
@@ -325,7 +350,7 @@ strata_status_t ckpt_sumtab_read(strata_context_t *ctx, const char *file, hid_t 
     if (H5Lexists(fid, "/checksums", H5P_DEFAULT) <= 0 || H5Lexists(fid, dpath, H5P_DEFAULT) <= 0 ||
         (d = H5Dopen2(fid, dpath, H5P_DEFAULT)) < 0) {
         H5Eclear2(H5E_DEFAULT);
-        return strata_error(ctx, STRATA_ERR_FORMAT, "%s: checksum table %s is missing", file, dpath);
+        return base_error(ctx, STRATA_ERR_FORMAT, "%s: checksum table %s is missing", file, dpath);
     }
     hsize_t dims[3];
     t = H5Dget_type(d);
@@ -334,8 +359,8 @@ strata_status_t ckpt_sumtab_read(strata_context_t *ctx, const char *file, hid_t 
         3 != H5Sget_simple_extent_ndims(sp) || H5Sget_simple_extent_dims(sp, dims, NULL) < 0 ||
         dims[0] < 1 || dims[0] > SUMTAB_MAX_WRITERS || dims[1] < 1 || dims[1] > SUMTAB_MAX_TENSORS ||
         3 != dims[2] || dims[0] * dims[1] > SUMTAB_MAX_ENTRIES) {
-        st = strata_error(ctx, STRATA_ERR_FORMAT,
-                          "%s: %s is not a (writers, tensors, 3) table of 64-bit integers", file, dpath);
+        st = base_error(ctx, STRATA_ERR_FORMAT,
+                        "%s: %s is not a (writers, tensors, 3) table of 64-bit integers", file, dpath);
         goto out;
     }
     int nw = (int)dims[0], nt = (int)dims[1];
@@ -348,16 +373,16 @@ strata_status_t ckpt_sumtab_read(strata_context_t *ctx, const char *file, hid_t 
         (slen = H5Tget_size(at)) < 2 || slen > SUMTAB_MAX_PATH || (asp = H5Aget_space(a)) < 0 ||
         1 != H5Sget_simple_extent_ndims(asp) || (npts = H5Sget_simple_extent_npoints(asp)) != nt) {
         H5Eclear2(H5E_DEFAULT);
-        st = strata_error(ctx, STRATA_ERR_FORMAT,
-                          "%s: attribute tensors of %s is missing or does not list %d names", file, dpath, nt);
+        st = base_error(ctx, STRATA_ERR_FORMAT,
+                        "%s: attribute tensors of %s is missing or does not list %d names", file, dpath, nt);
         goto out;
     }
     names = calloc((size_t)nt, slen + 1);
     rows = malloc((size_t)nw * (size_t)nt * 3 * sizeof *rows);
     tab->t = calloc((size_t)nt, sizeof *tab->t);
     if (!names || !rows || !tab->t) {
-        st = strata_error(ctx, STRATA_ERR_NOMEM, "%s: no memory for the checksum table %s (%d x %d)",
-                          file, dpath, nw, nt);
+        st = base_error(ctx, STRATA_ERR_NOMEM, "%s: no memory for the checksum table %s (%d x %d)",
+                        file, dpath, nw, nt);
         goto out;
     }
     mt = H5Tcopy(H5T_C_S1);
@@ -365,14 +390,14 @@ strata_status_t ckpt_sumtab_read(strata_context_t *ctx, const char *file, hid_t 
     char *raw = malloc((size_t)nt * slen);
     if (!raw || H5Aread(a, mt, raw) < 0) {
         free(raw);
-        st = strata_error(ctx, STRATA_ERR_HDF5, "%s: cannot read the tensor names of %s (%s)", file, dpath,
-                          ckpt_h5_msg((char[256]){ 0 }, 256));
+        st = base_error(ctx, STRATA_ERR_HDF5, "%s: cannot read the tensor names of %s (%s)", file, dpath,
+                        ckpt_h5_msg((char[256]){ 0 }, 256));
         goto out;
     }
     if (H5Dread(d, H5T_NATIVE_UINT64, H5S_ALL, H5S_ALL, dxpl, rows) < 0) {
         free(raw);
-        st = strata_error(ctx, STRATA_ERR_HDF5, "%s: cannot read %s (%s)", file, dpath,
-                          ckpt_h5_msg((char[256]){ 0 }, 256));
+        st = base_error(ctx, STRATA_ERR_HDF5, "%s: cannot read %s (%s)", file, dpath,
+                        ckpt_h5_msg((char[256]){ 0 }, 256));
         goto out;
     }
     tab->ntensors = nt;
@@ -384,7 +409,7 @@ strata_status_t ckpt_sumtab_read(strata_context_t *ctx, const char *file, hid_t 
         tab->t[i].regions = calloc((size_t)nw, sizeof(ckpt_region_t));
         if (!tab->t[i].path || !tab->t[i].regions) {
             free(raw);
-            st = strata_error(ctx, STRATA_ERR_NOMEM, "%s: no memory for the checksum table %s", file, dpath);
+            st = base_error(ctx, STRATA_ERR_NOMEM, "%s: no memory for the checksum table %s", file, dpath);
             goto out;
         }
         for (int w = 0; w < nw; w++) {
@@ -422,18 +447,18 @@ strata_status_t ckpt_regions_check(strata_context_t *ctx, const char *file,
         const ckpt_region_t *r = &e->regions[i];
         uint64_t end;
         if (r->off != at || __builtin_add_overflow(r->off, r->len, &end) || end > numel)
-            return strata_error(ctx, STRATA_ERR_FORMAT,
-                                "%s: the checksummed regions of %s do not tile its %llu elements "
-                                "(region [%llu, +%llu) of writer %d where element %llu was expected); "
-                                "the checksum table is damaged",
-                                file, e->path, (unsigned long long)numel, (unsigned long long)r->off,
-                                (unsigned long long)r->len, r->writer, (unsigned long long)at);
+            return base_error(ctx, STRATA_ERR_FORMAT,
+                              "%s: the checksummed regions of %s do not tile its %llu elements "
+                              "(region [%llu, +%llu) of writer %d where element %llu was expected); "
+                              "the checksum table is damaged",
+                              file, e->path, (unsigned long long)numel, (unsigned long long)r->off,
+                              (unsigned long long)r->len, r->writer, (unsigned long long)at);
         at = end;
     }
     if (at != numel)
-        return strata_error(ctx, STRATA_ERR_FORMAT,
-                            "%s: %s is incomplete: checksummed regions cover %llu of its %llu elements",
-                            file, e->path, (unsigned long long)at, (unsigned long long)numel);
+        return base_error(ctx, STRATA_ERR_FORMAT,
+                          "%s: %s is incomplete: checksummed regions cover %llu of its %llu elements",
+                          file, e->path, (unsigned long long)at, (unsigned long long)numel);
     return STRATA_OK;
 }
 
@@ -443,27 +468,26 @@ strata_status_t ckpt_regions_check(strata_context_t *ctx, const char *file,
  * one large contiguous range per tensor, which MPI-IO aggregation cannot
  * improve, and an independent call has no hidden synchronisation, so one
  * rank's slow write does not stall the others tensor by tensor (measured:
- * bench/run ckpt). Metadata stays collective. STRATA_CKPT_MPIO=collective
- * (two-phase aggregation) or individual (a collective call doing
- * per-rank I/O) switch for file systems where that pays. */
-void ckpt_set_transfer(hid_t dxpl)
+ * bench/run ckpt). Metadata stays collective. The option ckpt_mpio
+ * (STRATA_CKPT_MPIO) = collective (two-phase aggregation) or individual
+ * (a collective call doing per-rank I/O) switches for file systems where
+ * that pays. */
+void ckpt_set_transfer(const strata_context_t *ctx, hid_t dxpl)
 {
-    const char *mode = getenv("STRATA_CKPT_MPIO");
-    if (!mode || !strcmp(mode, "independent")) {
+    int mode = ctx->cfg.ckpt_mpio;       /* 0 independent, 1 collective, 2 individual */
+    if (0 == mode) {
         H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_INDEPENDENT);
         return;
     }
     H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE);
-    if (strcmp(mode, "collective"))
+    if (2 == mode)
         H5Pset_dxpl_mpio_collective_opt(dxpl, H5FD_MPIO_INDIVIDUAL_IO);
 }
 
 
-int ckpt_direct_enabled(void)
+int ckpt_direct_enabled(const strata_context_t *ctx)
 {
-    const char *v = getenv(CKPT_DIRECT_ENV);
-    return !v || !(!strcmp(v, "0") || !strcasecmp(v, "off") || !strcasecmp(v, "no") ||
-                   !strcasecmp(v, "false"));
+    return ctx->cfg.ckpt_direct;
 }
 
 uint64_t ckpt_raw_offset(hid_t ds, hid_t memtype, uint64_t nbytes)
@@ -549,21 +573,21 @@ strata_status_t ckpt_check_dataset(strata_context_t *ctx, const char *file, cons
     char want[256], got[256];
     format_shape(want, sizeof want, ndims, dims);
     if (t < 0 || sp < 0) {
-        st = strata_error(ctx, STRATA_ERR_HDF5, "%s: cannot query %s (%s)", file, path,
-                          ckpt_h5_msg((char[256]){ 0 }, 256));
+        st = base_error(ctx, STRATA_ERR_HDF5, "%s: cannot query %s (%s)", file, path,
+                        ckpt_h5_msg((char[256]){ 0 }, 256));
         goto out;
     }
     if (H5T_FLOAT != H5Tget_class(t) || 4 != H5Tget_size(t)) {
-        st = strata_error(ctx, STRATA_ERR_MISMATCH,
-                          "%s: %s has dtype class %d of %zu bytes, but checkpoints hold fp32 (4-byte float) tensors",
-                          file, path, (int)H5Tget_class(t), H5Tget_size(t));
+        st = base_error(ctx, STRATA_ERR_MISMATCH,
+                        "%s: %s has dtype class %d of %zu bytes, but checkpoints hold fp32 (4-byte float) tensors",
+                        file, path, (int)H5Tget_class(t), H5Tget_size(t));
         goto out;
     }
     int fnd = H5Sget_simple_extent_ndims(sp);
     hsize_t fd[H5S_MAX_RANK];
     uint64_t fd64[H5S_MAX_RANK];
     if (fnd < 0 || fnd > H5S_MAX_RANK || H5Sget_simple_extent_dims(sp, fd, NULL) < 0) {
-        st = strata_error(ctx, STRATA_ERR_FORMAT, "%s: %s has an unreadable dataspace", file, path);
+        st = base_error(ctx, STRATA_ERR_FORMAT, "%s: %s has an unreadable dataspace", file, path);
         goto out;
     }
     int same = fnd == ndims;
@@ -573,8 +597,8 @@ strata_status_t ckpt_check_dataset(strata_context_t *ctx, const char *file, cons
     }
     if (!same) {
         format_shape(got, sizeof got, fnd, fd64);
-        st = strata_error(ctx, STRATA_ERR_MISMATCH, "%s: %s has shape %s but the model registers %s",
-                          file, path, got, want);
+        st = base_error(ctx, STRATA_ERR_MISMATCH, "%s: %s has shape %s but the model registers %s",
+                        file, path, got, want);
     }
 out:
     H5Eclear2(H5E_DEFAULT);

@@ -5,7 +5,8 @@
  * cost a direct transfer adds; libxxhash's baseline build (SSE2) hashes at
  * ~20 GB/s here, the AVX2 build (ckpt_hash_avx2.c) about twice that, and
  * less time hashing is more CPU for the other ranks' I/O. The values are
- * the same either way. STRATA_CKPT_HASH=generic forces libxxhash.
+ * the same either way. The test hook STRATA_TEST_CKPT_HASH=generic (io.h)
+ * forces libxxhash.
  */
 #include "config.h"
 #include "io/io.h"
@@ -30,7 +31,7 @@ static int avx2(void)
 {
     static int v = -1;
     if (v < 0) {
-        const char *e = getenv("STRATA_CKPT_HASH");
+        const char *e = getenv(CKPT_HASH_TEST_ENV);
         int want = !e || strcmp(e, "generic");
 #if HAVE_AVX2_BUILD
         __builtin_cpu_init();

@@ -152,8 +152,8 @@ static void verify_tensor(verifier_t *v, hid_t fid, const ckpt_sumtab_entry_t *e
     strata_context_t *ctx = v->ctx;
     if (H5Lexists(fid, e->path, H5P_DEFAULT) <= 0) {
         H5Eclear2(H5E_DEFAULT);
-        problem(v, strata_error(ctx, STRATA_ERR_NOT_FOUND, "%s: dataset %s is listed in the checksum table but missing",
-                                v->file, e->path));
+        problem(v, base_error(ctx, STRATA_ERR_NOT_FOUND, "%s: dataset %s is listed in the checksum table but missing",
+                              v->file, e->path));
         return;
     }
     hid_t ds = H5Dopen2(fid, e->path, H5P_DEFAULT), ty = -1, mt = -1;
@@ -161,14 +161,14 @@ static void verify_tensor(verifier_t *v, hid_t fid, const ckpt_sumtab_entry_t *e
     uint64_t dims[STRATA_CKPT_MAX_DIMS], numel;
     if (ds < 0 || (ty = H5Dget_type(ds)) < 0 || dataset_shape(ds, &ndims, dims, &numel)) {
         H5Eclear2(H5E_DEFAULT);
-        problem(v, strata_error(ctx, STRATA_ERR_FORMAT, "%s: %s cannot be opened or has an unsupported shape",
-                                v->file, e->path));
+        problem(v, base_error(ctx, STRATA_ERR_FORMAT, "%s: %s cannot be opened or has an unsupported shape",
+                              v->file, e->path));
         goto out;
     }
     size_t es = H5Tget_size(ty);
     if (H5T_FLOAT != H5Tget_class(ty) || (4 != es && 2 != es)) {
-        problem(v, strata_error(ctx, STRATA_ERR_MISMATCH, "%s: %s is not a 16- or 32-bit float dataset",
-                                v->file, e->path));
+        problem(v, base_error(ctx, STRATA_ERR_MISMATCH, "%s: %s is not a 16- or 32-bit float dataset",
+                              v->file, e->path));
         goto out;
     }
     /* the hashes are of little-endian element bytes: a file rewritten
@@ -183,7 +183,7 @@ static void verify_tensor(verifier_t *v, hid_t fid, const ckpt_sumtab_entry_t *e
     for (int r = 0; r < e->nregions; r++) {
         const ckpt_region_t *g = &e->regions[r];
         XXH3_state_t *s = XXH3_createState();
-        if (!s) { problem(v, strata_error(ctx, STRATA_ERR_NOMEM, "verify: no memory")); break; }
+        if (!s) { problem(v, base_error(ctx, STRATA_ERR_NOMEM, "verify: no memory")); break; }
         XXH3_64bits_reset(s);
         int bad = 0;
         for (uint64_t a = g->off; a < g->off + g->len && !bad; a += SLICE_ELEMS) {
@@ -196,20 +196,20 @@ static void verify_tensor(verifier_t *v, hid_t fid, const ckpt_sumtab_entry_t *e
         XXH3_freeState(s);
         if (bad) {
             char m[256];
-            problem(v, strata_error(ctx, STRATA_ERR_HDF5, "%s: reading %s elements [%llu, %llu) failed (%s)",
-                                    v->file, e->path, (unsigned long long)g->off,
-                                    (unsigned long long)(g->off + g->len), ckpt_h5_msg(m, sizeof m)));
+            problem(v, base_error(ctx, STRATA_ERR_HDF5, "%s: reading %s elements [%llu, %llu) failed (%s)",
+                                  v->file, e->path, (unsigned long long)g->off,
+                                  (unsigned long long)(g->off + g->len), ckpt_h5_msg(m, sizeof m)));
             continue;
         }
         v->regions++;
         v->bytes += g->len * es;
         if (h != g->hash)
-            problem(v, strata_error(ctx, STRATA_ERR_CHECKSUM,
-                                    "%s: checksum mismatch in %s, elements [%llu, %llu) written by shard rank %d: "
-                                    "stored xxh3 %016llx, computed %016llx",
-                                    v->file, e->path, (unsigned long long)g->off,
-                                    (unsigned long long)(g->off + g->len), g->writer,
-                                    (unsigned long long)g->hash, (unsigned long long)h));
+            problem(v, base_error(ctx, STRATA_ERR_CHECKSUM,
+                                  "%s: checksum mismatch in %s, elements [%llu, %llu) written by shard rank %d: "
+                                  "stored xxh3 %016llx, computed %016llx",
+                                  v->file, e->path, (unsigned long long)g->off,
+                                  (unsigned long long)(g->off + g->len), g->writer,
+                                  (unsigned long long)g->hash, (unsigned long long)h));
     }
 out:
     H5Eclear2(H5E_DEFAULT);
@@ -237,7 +237,7 @@ static herr_t unit_cb(hid_t g, const char *name, const H5L_info_t *info, void *d
 
 strata_status_t strata_ckpt_verify(strata_context_t *ctx, const char *path, FILE *report)
 {
-    if (!path) return strata_error(ctx, STRATA_ERR_INVALID, "strata_ckpt_verify: path is NULL");
+    if (!path) return base_error(ctx, STRATA_ERR_INVALID, "strata_ckpt_verify: path is NULL");
     ckpt_h5quiet_t quiet;
     ckpt_h5_quiet(&quiet);
     verifier_t v = { ctx, path, report, STRATA_OK, 0, 0, 0, 0 };
@@ -251,16 +251,16 @@ strata_status_t strata_ckpt_verify(strata_context_t *ctx, const char *path, FILE
     strata_status_t st = ckpt_open(ctx, path, MPI_COMM_NULL, &fid, &hdr);
     if (STRATA_OK != st) { problem(&v, st); goto out; }
     buf = malloc(SLICE_ELEMS * 4);
-    if (!buf) { problem(&v, strata_error(ctx, STRATA_ERR_NOMEM, "verify: no memory")); goto out; }
+    if (!buf) { problem(&v, base_error(ctx, STRATA_ERR_NOMEM, "verify: no memory")); goto out; }
     hid_t gs = H5Lexists(fid, "/checksums", H5P_DEFAULT) > 0 ? H5Gopen2(fid, "/checksums", H5P_DEFAULT) : -1;
     if (gs < 0 || H5Literate(gs, H5_INDEX_NAME, H5_ITER_INC, NULL, unit_cb, &units) < 0) {
         if (gs >= 0) H5Gclose(gs);
-        problem(&v, strata_error(ctx, STRATA_ERR_FORMAT, "%s: the /checksums group is missing or unreadable", path));
+        problem(&v, base_error(ctx, STRATA_ERR_FORMAT, "%s: the /checksums group is missing or unreadable", path));
         goto out;
     }
     H5Gclose(gs);
     tabs = calloc((size_t)units.n + 1, sizeof *tabs);
-    if (!tabs) { problem(&v, strata_error(ctx, STRATA_ERR_NOMEM, "verify: no memory")); goto out; }
+    if (!tabs) { problem(&v, base_error(ctx, STRATA_ERR_NOMEM, "verify: no memory")); goto out; }
     for (int u = 0; u < units.n; u++) {
         st = ckpt_sumtab_read(ctx, path, fid, units.names[u], H5P_DEFAULT, &tabs[u]);
         if (STRATA_OK != st) { problem(&v, st); continue; }
@@ -268,7 +268,7 @@ strata_status_t strata_ckpt_verify(strata_context_t *ctx, const char *path, FILE
     }
     /* completeness: every tensor dataset has checksums, and /model is not empty */
     if (list_datasets(fid, &all)) {
-        problem(&v, strata_error(ctx, STRATA_ERR_HDF5, "%s: cannot list the datasets", path));
+        problem(&v, base_error(ctx, STRATA_ERR_HDF5, "%s: cannot list the datasets", path));
         goto out;
     }
     int nmodel = 0;
@@ -278,11 +278,11 @@ strata_status_t strata_ckpt_verify(strata_context_t *ctx, const char *path, FILE
         int found = 0;
         for (int u = 0; u < units.n && !found; u++) found = NULL != ckpt_sumtab_find(&tabs[u], all.paths[i]);
         if (!found)
-            problem(&v, strata_error(ctx, STRATA_ERR_FORMAT, "%s: %s has no checksums (not written by strata?)",
-                                     path, all.paths[i]));
+            problem(&v, base_error(ctx, STRATA_ERR_FORMAT, "%s: %s has no checksums (not written by strata?)",
+                                   path, all.paths[i]));
     }
     if (0 == nmodel)
-        problem(&v, strata_error(ctx, STRATA_ERR_FORMAT, "%s: the file holds no /model tensors", path));
+        problem(&v, base_error(ctx, STRATA_ERR_FORMAT, "%s: the file holds no /model tensors", path));
 out:
     if (report) {
         if (v.problems)
@@ -318,7 +318,7 @@ static herr_t attr_cb(hid_t loc, const char *name, const H5A_info_t *ainfo, void
 
 strata_status_t strata_ckpt_info(strata_context_t *ctx, const char *path, FILE *out)
 {
-    if (!path || !out) return strata_error(ctx, STRATA_ERR_INVALID, "strata_ckpt_info: NULL argument");
+    if (!path || !out) return base_error(ctx, STRATA_ERR_INVALID, "strata_ckpt_info: NULL argument");
     ckpt_h5quiet_t quiet;
     ckpt_h5_quiet(&quiet);
     hid_t fid = -1;
@@ -340,7 +340,7 @@ strata_status_t strata_ckpt_info(strata_context_t *ctx, const char *path, FILE *
     hsize_t idx = 0;
     H5Aiterate2(fid, H5_INDEX_NAME, H5_ITER_INC, &idx, attr_cb, out);
     if (list_datasets(fid, &all)) {
-        st = strata_error(ctx, STRATA_ERR_HDF5, "%s: cannot list the datasets", path);
+        st = base_error(ctx, STRATA_ERR_HDF5, "%s: cannot list the datasets", path);
         goto out;
     }
     fprintf(out, "%-48s %-6s %-20s %14s\n", "tensor", "dtype", "shape", "bytes");
@@ -385,7 +385,7 @@ static strata_status_t diff_tensor(strata_context_t *ctx, const char *fa, const 
     int na, nb;
     uint64_t dimsa[STRATA_CKPT_MAX_DIMS], dimsb[STRATA_CKPT_MAX_DIMS], numa, numb;
     if (dataset_shape(da, &na, dimsa, &numa) || dataset_shape(db, &nb, dimsb, &numb))
-        return strata_error(ctx, STRATA_ERR_FORMAT, "%s or %s: %s has an unsupported shape", fa, fb, path);
+        return base_error(ctx, STRATA_ERR_FORMAT, "%s or %s: %s has an unsupported shape", fa, fb, path);
     if (na != nb || memcmp(dimsa, dimsb, sizeof(uint64_t) * (size_t)na)) {
         fprintf(out, "%-48s shapes differ\n", path);
         *differs = 1;
@@ -397,8 +397,8 @@ static strata_status_t diff_tensor(strata_context_t *ctx, const char *fa, const 
         if (read_range(da, H5T_NATIVE_FLOAT, na, dimsa, a, b, ba) ||
             read_range(db, H5T_NATIVE_FLOAT, nb, dimsb, a, b, bb)) {
             char m[256];
-            return strata_error(ctx, STRATA_ERR_HDF5, "%s / %s: reading %s failed (%s)", fa, fb, path,
-                                ckpt_h5_msg(m, sizeof m));
+            return base_error(ctx, STRATA_ERR_HDF5, "%s / %s: reading %s failed (%s)", fa, fb, path,
+                              ckpt_h5_msg(m, sizeof m));
         }
         for (uint64_t i = 0; i < b - a; i++) {
             double x = ba[i], y = bb[i], d = fabs(x - y);
@@ -417,7 +417,7 @@ static strata_status_t diff_tensor(strata_context_t *ctx, const char *fa, const 
 strata_status_t strata_ckpt_diff(strata_context_t *ctx, const char *a, const char *b,
                                  FILE *out, int *differs_p)
 {
-    if (!a || !b || !out || !differs_p) return strata_error(ctx, STRATA_ERR_INVALID, "strata_ckpt_diff: NULL argument");
+    if (!a || !b || !out || !differs_p) return base_error(ctx, STRATA_ERR_INVALID, "strata_ckpt_diff: NULL argument");
     ckpt_h5quiet_t quiet;
     ckpt_h5_quiet(&quiet);
     hid_t fa = -1, fb = -1;
@@ -429,9 +429,9 @@ strata_status_t strata_ckpt_diff(strata_context_t *ctx, const char *a, const cha
     if (STRATA_OK != st) goto out;
     ba = malloc(SLICE_ELEMS * sizeof(float));
     bb = malloc(SLICE_ELEMS * sizeof(float));
-    if (!ba || !bb) { st = strata_error(ctx, STRATA_ERR_NOMEM, "diff: no memory"); goto out; }
+    if (!ba || !bb) { st = base_error(ctx, STRATA_ERR_NOMEM, "diff: no memory"); goto out; }
     if (list_datasets(fa, &la) || list_datasets(fb, &lb)) {
-        st = strata_error(ctx, STRATA_ERR_HDF5, "diff: cannot list the datasets of %s or %s", a, b);
+        st = base_error(ctx, STRATA_ERR_HDF5, "diff: cannot list the datasets of %s or %s", a, b);
         goto out;
     }
     fprintf(out, "%-48s %14s %14s\n", "tensor", "max_abs", "max_rel");
@@ -487,7 +487,7 @@ static int usable(strata_context_t *ctx, const char *path)
 strata_status_t strata_ckpt_find_latest(strata_context_t *ctx, const char *dir,
                                         char *path_p, size_t len)
 {
-    if (!dir || !path_p) return strata_error(ctx, STRATA_ERR_INVALID, "strata_ckpt_find_latest: NULL argument");
+    if (!dir || !path_p) return base_error(ctx, STRATA_ERR_INVALID, "strata_ckpt_find_latest: NULL argument");
     ckpt_h5quiet_t quiet;
     ckpt_h5_quiet(&quiet);
     char path[4300], name[256] = "";
@@ -515,9 +515,9 @@ strata_status_t strata_ckpt_find_latest(strata_context_t *ctx, const char *dir,
     free(steps);
     ckpt_h5_restore(&quiet);
     if (STRATA_OK != st)
-        return strata_error(ctx, STRATA_ERR_NOT_FOUND, "no complete checkpoint in %s", dir);
+        return base_error(ctx, STRATA_ERR_NOT_FOUND, "no complete checkpoint in %s", dir);
     if (strlen(path) >= len)
-        return strata_error(ctx, STRATA_ERR_INVALID, "checkpoint path %s longer than the %zu-byte buffer", path, len);
+        return base_error(ctx, STRATA_ERR_INVALID, "checkpoint path %s longer than the %zu-byte buffer", path, len);
     memcpy(path_p, path, strlen(path) + 1);
     return STRATA_OK;
 }

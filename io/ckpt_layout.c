@@ -32,94 +32,94 @@ static int dup_name(const char *const *names, int n, const char *name)
 static strata_status_t check_local(strata_context_t *ctx, int W, const strata_ckpt_layout_t *L,
                                    const char *what)
 {
-    if (!L) return strata_error(ctx, STRATA_ERR_INVALID, "%s: layout is NULL", what);
+    if (!L) return base_error(ctx, STRATA_ERR_INVALID, "%s: layout is NULL", what);
     if (L->world_size != W)
-        return strata_error(ctx, STRATA_ERR_INVALID, "%s: layout world_size %d but the communicator has %d ranks",
-                            what, L->world_size, W);
+        return base_error(ctx, STRATA_ERR_INVALID, "%s: layout world_size %d but the communicator has %d ranks",
+                          what, L->world_size, W);
     if (L->shard_size < 1 || W % L->shard_size)
-        return strata_error(ctx, STRATA_ERR_INVALID, "%s: shard_size %d must be >= 1 and divide the world size %d",
-                            what, L->shard_size, W);
+        return base_error(ctx, STRATA_ERR_INVALID, "%s: shard_size %d must be >= 1 and divide the world size %d",
+                          what, L->shard_size, W);
     if (L->shard_rank < 0 || L->shard_rank >= L->shard_size || L->replica < 0 ||
         L->replica >= W / L->shard_size)
-        return strata_error(ctx, STRATA_ERR_INVALID,
-                            "%s: shard_rank %d / replica %d out of range for S=%d, W=%d",
-                            what, L->shard_rank, L->replica, L->shard_size, W);
+        return base_error(ctx, STRATA_ERR_INVALID,
+                          "%s: shard_rank %d / replica %d out of range for S=%d, W=%d",
+                          what, L->shard_rank, L->replica, L->shard_size, W);
     if (L->nunits < 1 || !L->units)
-        return strata_error(ctx, STRATA_ERR_INVALID, "%s: layout has no units", what);
+        return base_error(ctx, STRATA_ERR_INVALID, "%s: layout has no units", what);
     if (L->train.rng_len && !L->train.rng)
-        return strata_error(ctx, STRATA_ERR_INVALID, "%s: train.rng is NULL with rng_len %zu", what,
-                            L->train.rng_len);
+        return base_error(ctx, STRATA_ERR_INVALID, "%s: train.rng is NULL with rng_len %zu", what,
+                          L->train.rng_len);
     if (L->train.rng_len > ((size_t)1 << 24))
-        return strata_error(ctx, STRATA_ERR_INVALID, "%s: train.rng_len %zu exceeds 16 MiB", what,
-                            L->train.rng_len);
+        return base_error(ctx, STRATA_ERR_INVALID, "%s: train.rng_len %zu exceeds 16 MiB", what,
+                          L->train.rng_len);
     if (L->nconfig < 0 || (L->nconfig && !L->config))
-        return strata_error(ctx, STRATA_ERR_INVALID, "%s: config has %d entries but no array", what, L->nconfig);
+        return base_error(ctx, STRATA_ERR_INVALID, "%s: config has %d entries but no array", what, L->nconfig);
     for (int i = 0; i < L->nconfig; i++) {
         if (!ckpt_name_ok(L->config[i].key) || !L->config[i].value || strlen(L->config[i].value) > 4096)
-            return strata_error(ctx, STRATA_ERR_INVALID,
-                                "%s: config entry %d: key must be a name without '/' and value a string of at most 4096 bytes",
-                                what, i);
+            return base_error(ctx, STRATA_ERR_INVALID,
+                              "%s: config entry %d: key must be a name without '/' and value a string of at most 4096 bytes",
+                              what, i);
     }
     const char *unames[L->nunits];
     for (int u = 0; u < L->nunits; u++) {
         const strata_ckpt_unit_t *U = &L->units[u];
         if (!ckpt_name_ok(U->name))
-            return strata_error(ctx, STRATA_ERR_INVALID,
-                                "%s: unit %d: name must be 1..%d bytes, printable, without '/'",
-                                what, u, STRATA_CKPT_MAX_NAME - 1);
+            return base_error(ctx, STRATA_ERR_INVALID,
+                              "%s: unit %d: name must be 1..%d bytes, printable, without '/'",
+                              what, u, STRATA_CKPT_MAX_NAME - 1);
         if (dup_name(unames, u, U->name))
-            return strata_error(ctx, STRATA_ERR_INVALID, "%s: unit name %s appears twice", what, U->name);
+            return base_error(ctx, STRATA_ERR_INVALID, "%s: unit name %s appears twice", what, U->name);
         unames[u] = U->name;
         if (0 == U->npad || U->npad % (uint64_t)L->shard_size)
-            return strata_error(ctx, STRATA_ERR_INVALID,
-                                "%s: unit %s: npad %llu must be a positive multiple of the shard size %d",
-                                what, U->name, (unsigned long long)U->npad, L->shard_size);
+            return base_error(ctx, STRATA_ERR_INVALID,
+                              "%s: unit %s: npad %llu must be a positive multiple of the shard size %d",
+                              what, U->name, (unsigned long long)U->npad, L->shard_size);
         if (!U->shard)
-            return strata_error(ctx, STRATA_ERR_INVALID, "%s: unit %s: shard is NULL", what, U->name);
+            return base_error(ctx, STRATA_ERR_INVALID, "%s: unit %s: shard is NULL", what, U->name);
         if (U->nparams < 1 || !U->params)
-            return strata_error(ctx, STRATA_ERR_INVALID, "%s: unit %s has no parameters", what, U->name);
+            return base_error(ctx, STRATA_ERR_INVALID, "%s: unit %s has no parameters", what, U->name);
         if (U->nstates < 0 || (U->nstates && !U->states) || U->nscalars < 0 || (U->nscalars && !U->scalars))
-            return strata_error(ctx, STRATA_ERR_INVALID, "%s: unit %s: states or scalars array missing",
-                                what, U->name);
+            return base_error(ctx, STRATA_ERR_INVALID, "%s: unit %s: states or scalars array missing",
+                              what, U->name);
         const char *pn[U->nparams];
         for (int p = 0; p < U->nparams; p++) {
             const strata_ckpt_param_t *P = &U->params[p];
             uint64_t numel, end;
             if (!ckpt_name_ok(P->name) || dup_name(pn, p, P->name))
-                return strata_error(ctx, STRATA_ERR_INVALID,
-                                    "%s: unit %s: parameter %d has a bad or repeated name", what, U->name, p);
+                return base_error(ctx, STRATA_ERR_INVALID,
+                                  "%s: unit %s: parameter %d has a bad or repeated name", what, U->name, p);
             pn[p] = P->name;
             if (ckpt_numel(P->ndims, P->dims, &numel) || 0 == numel)
-                return strata_error(ctx, STRATA_ERR_INVALID,
-                                    "%s: %s/%s: ndims %d must be 1..%d and every dim positive",
-                                    what, U->name, P->name, P->ndims, STRATA_CKPT_MAX_DIMS);
+                return base_error(ctx, STRATA_ERR_INVALID,
+                                  "%s: %s/%s: ndims %d must be 1..%d and every dim positive",
+                                  what, U->name, P->name, P->ndims, STRATA_CKPT_MAX_DIMS);
             if (__builtin_add_overflow(P->offset, numel, &end) || end > U->npad)
-                return strata_error(ctx, STRATA_ERR_INVALID,
-                                    "%s: %s/%s: elements [%llu, +%llu) lie outside the unit's %llu padded elements",
-                                    what, U->name, P->name, (unsigned long long)P->offset,
-                                    (unsigned long long)numel, (unsigned long long)U->npad);
+                return base_error(ctx, STRATA_ERR_INVALID,
+                                  "%s: %s/%s: elements [%llu, +%llu) lie outside the unit's %llu padded elements",
+                                  what, U->name, P->name, (unsigned long long)P->offset,
+                                  (unsigned long long)numel, (unsigned long long)U->npad);
             for (int q = 0; q < p; q++) {
                 const strata_ckpt_param_t *Q = &U->params[q];
                 uint64_t qn, lo, hi;
                 ckpt_numel(Q->ndims, Q->dims, &qn);
                 if (ckpt_overlap(P->offset, end, Q->offset, Q->offset + qn, &lo, &hi))
-                    return strata_error(ctx, STRATA_ERR_INVALID, "%s: %s: parameters %s and %s overlap in the flat vector",
-                                        what, U->name, Q->name, P->name);
+                    return base_error(ctx, STRATA_ERR_INVALID, "%s: %s: parameters %s and %s overlap in the flat vector",
+                                      what, U->name, Q->name, P->name);
             }
         }
         const char *sn[U->nstates > 0 ? U->nstates : 1];
         for (int k = 0; k < U->nstates; k++) {
             if (!ckpt_name_ok(U->states[k].name) || dup_name(sn, k, U->states[k].name) || !U->states[k].shard)
-                return strata_error(ctx, STRATA_ERR_INVALID,
-                                    "%s: unit %s: optimizer state %d has a bad or repeated name or no shard",
-                                    what, U->name, k);
+                return base_error(ctx, STRATA_ERR_INVALID,
+                                  "%s: unit %s: optimizer state %d has a bad or repeated name or no shard",
+                                  what, U->name, k);
             sn[k] = U->states[k].name;
         }
         const char *cn[U->nscalars > 0 ? U->nscalars : 1];
         for (int k = 0; k < U->nscalars; k++) {
             if (!ckpt_name_ok(U->scalars[k].name) || dup_name(cn, k, U->scalars[k].name))
-                return strata_error(ctx, STRATA_ERR_INVALID,
-                                    "%s: unit %s: optimizer scalar %d has a bad or repeated name", what, U->name, k);
+                return base_error(ctx, STRATA_ERR_INVALID,
+                                  "%s: unit %s: optimizer scalar %d has a bad or repeated name", what, U->name, k);
             cn[k] = U->scalars[k].name;
         }
     }
@@ -173,9 +173,9 @@ strata_status_t ckpt_layout_check(strata_context_t *ctx, MPI_Comm comm,
     MPI_Allreduce(&fp, &lo, 1, MPI_UINT64_T, MPI_MIN, comm);
     MPI_Allreduce(&fp, &hi, 1, MPI_UINT64_T, MPI_MAX, comm);
     if (lo != hi)
-        return strata_error(ctx, STRATA_ERR_INVALID,
-                            "%s: the ranks pass different layouts (units, parameters, shapes, states, "
-                            "scalars, S, W or rng_len differ)", what);
+        return base_error(ctx, STRATA_ERR_INVALID,
+                          "%s: the ranks pass different layouts (units, parameters, shapes, states, "
+                          "scalars, S, W or rng_len differ)", what);
     int mine = layout->replica * layout->shard_size + layout->shard_rank, all_ok = 1;
     int seen[W];
     MPI_Allgather(&mine, 1, MPI_INT, seen, 1, MPI_INT, comm);
@@ -186,7 +186,7 @@ strata_status_t ckpt_layout_check(strata_context_t *ctx, MPI_Comm comm,
         else used[seen[i]] = 1;
     }
     if (!all_ok)
-        return strata_error(ctx, STRATA_ERR_INVALID,
-                            "%s: two ranks claim the same (replica, shard rank) place", what);
+        return base_error(ctx, STRATA_ERR_INVALID,
+                          "%s: two ranks claim the same (replica, shard rank) place", what);
     return STRATA_OK;
 }

@@ -64,12 +64,12 @@ typedef struct loader {
 static strata_status_t checksum_error(loader_t *ld, const ckpt_sumtab_entry_t *e, const ckpt_region_t *g,
                                       uint64_t h)
 {
-    return strata_error(ld->ctx, STRATA_ERR_CHECKSUM,
-                        "%s: checksum mismatch in %s, elements [%llu, %llu) written by shard rank %d: "
-                        "stored xxh3 %016llx, computed %016llx; the file is corrupt",
-                        ld->file, e->path, (unsigned long long)g->off,
-                        (unsigned long long)(g->off + g->len), g->writer,
-                        (unsigned long long)g->hash, (unsigned long long)h);
+    return base_error(ld->ctx, STRATA_ERR_CHECKSUM,
+                      "%s: checksum mismatch in %s, elements [%llu, %llu) written by shard rank %d: "
+                      "stored xxh3 %016llx, computed %016llx; the file is corrupt",
+                      ld->file, e->path, (unsigned long long)g->off,
+                      (unsigned long long)(g->off + g->len), g->writer,
+                      (unsigned long long)g->hash, (unsigned long long)h);
 }
 
 /* Read one tensor's part of this rank's shard, verifying the regions this
@@ -92,12 +92,12 @@ static strata_status_t read_tensor(loader_t *ld, const char *path, const strata_
     /* structure: the same answer on every rank (same metadata) */
     if (H5Lexists(ld->fid, path, H5P_DEFAULT) <= 0 || (ds = H5Dopen2(ld->fid, path, H5P_DEFAULT)) < 0) {
         H5Eclear2(H5E_DEFAULT);
-        st = strata_error(ctx, STRATA_ERR_NOT_FOUND, "%s: dataset %s is missing", ld->file, path);
+        st = base_error(ctx, STRATA_ERR_NOT_FOUND, "%s: dataset %s is missing", ld->file, path);
     }
     if (STRATA_OK == st) st = ckpt_check_dataset(ctx, ld->file, path, ds, P->ndims, P->dims);
     const ckpt_sumtab_entry_t *e = NULL;
     if (STRATA_OK == st && !(e = ckpt_sumtab_find(tab, path)))
-        st = strata_error(ctx, STRATA_ERR_FORMAT, "%s: %s has no entry in its unit's checksum table", ld->file, path);
+        st = base_error(ctx, STRATA_ERR_FORMAT, "%s: %s has no entry in its unit's checksum table", ld->file, path);
     if (STRATA_OK == st) st = ckpt_regions_check(ctx, ld->file, e, numel);
     if (STRATA_OK != st) goto out;
     /* metadata only, so the same choice on every rank */
@@ -124,8 +124,8 @@ static strata_status_t read_tensor(loader_t *ld, const char *path, const strata_
     if (te > tb) {
         tmp = malloc((size_t)(te - ta) * sizeof(float));
         if (!tmp)
-            st = strata_error(ctx, STRATA_ERR_NOMEM, "%s: no memory to verify %s (%llu elements)",
-                              ld->file, path, (unsigned long long)(te - ta));
+            st = base_error(ctx, STRATA_ERR_NOMEM, "%s: no memory to verify %s (%llu elements)",
+                            ld->file, path, (unsigned long long)(te - ta));
         else buf = tmp;
     }
     if (STRATA_OK != st) te = ta = tb = 0;   /* still take part in the collective read */
@@ -142,30 +142,30 @@ static strata_status_t read_tensor(loader_t *ld, const char *path, const strata_
     ms = H5Screate_simple(1, &mdim, NULL);
     if (fs < 0 || ms < 0 || ckpt_select_range(fs, P->ndims, P->dims, ta, te) < 0 ||
         (0 == n && H5Sselect_none(ms) < 0)) {
-        st = strata_error(ctx, STRATA_ERR_HDF5, "%s: cannot select the part of %s to read", ld->file, path);
+        st = base_error(ctx, STRATA_ERR_HDF5, "%s: cannot select the part of %s to read", ld->file, path);
         n = 0;
         H5Sselect_none(fs);
         H5Sselect_none(ms);
     }
-    t0 = strata_now();
+    t0 = base_now();
     herr_t rrc = H5Dread(ds, H5T_NATIVE_FLOAT, ms, fs, ld->dxpl, n ? (void *)buf : (void *)dummy);
-    t_read += strata_now() - t0;
+    t_read += base_now() - t0;
     n_hdf5 += n * sizeof(float);
     if (rrc < 0 &&
         STRATA_OK == st) {
         char m[256];
-        st = strata_error(ctx, STRATA_ERR_HDF5, "%s: reading elements [%llu, %llu) of %s failed (%s)",
-                          ld->file, (unsigned long long)ta, (unsigned long long)te, path,
-                          ckpt_h5_msg(m, sizeof m));
+        st = base_error(ctx, STRATA_ERR_HDF5, "%s: reading elements [%llu, %llu) of %s failed (%s)",
+                        ld->file, (unsigned long long)ta, (unsigned long long)te, path,
+                        ckpt_h5_msg(m, sizeof m));
     }
-    t0 = strata_now();
+    t0 = base_now();
     for (int r = r0; STRATA_OK == st && r < r1; r++) {
         const ckpt_region_t *g = &e->regions[r];
         uint64_t h = ckpt_hash64(buf + (g->off - ta), (size_t)g->len * sizeof(float));
         if (h != g->hash) st = checksum_error(ld, e, g, h);
     }
     if (STRATA_OK == st && tmp && tb > ta) memcpy(dst, tmp, (size_t)(tb - ta) * sizeof(float));
-    t_hash += strata_now() - t0;
+    t_hash += base_now() - t0;
 done:
     if (STRATA_OK != st && STRATA_OK == ld->local) ld->local = st;
     st = STRATA_OK;
@@ -265,19 +265,19 @@ static void read_pieces(loader_t *ld)
         ckpt_hash_reset(ld->hash);
         for (uint64_t at = pc->ta; STRATA_OK == st && at < pc->te; k++) {
             uint64_t end = chunk_end(pc, at);
-            double t0 = strata_now();
+            double t0 = base_now();
             int err = await_chunk(&rd, threaded, pc, at, k);
-            t_read += strata_now() - t0;
+            t_read += base_now() - t0;
             if (err) {
-                st = strata_error(ld->ctx, STRATA_ERR_IO, "%s: reading elements [%llu, %llu) of %s at offset %llu failed: %s",
-                                  ld->file, (unsigned long long)at, (unsigned long long)end, e->path,
-                                  (unsigned long long)(pc->foff + at * sizeof(float)),
-                                  err < 0 ? "the file ends before them (truncated?)" : strerror(err));
+                st = base_error(ld->ctx, STRATA_ERR_IO, "%s: reading elements [%llu, %llu) of %s at offset %llu failed: %s",
+                                ld->file, (unsigned long long)at, (unsigned long long)end, e->path,
+                                (unsigned long long)(pc->foff + at * sizeof(float)),
+                                err < 0 ? "the file ends before them (truncated?)" : strerror(err));
                 break;
             }
             n_direct += (end - at) * sizeof(float);
             /* hash the parts of the regions being verified that just arrived */
-            t0 = strata_now();
+            t0 = base_now();
             for (uint64_t h = at; r < pc->r1;) {
                 const ckpt_region_t *g = &e->regions[r];
                 uint64_t gend = g->off + g->len;
@@ -294,7 +294,7 @@ static void read_pieces(loader_t *ld)
                 h = gend;
                 r++;
             }
-            t_hash += strata_now() - t0;
+            t_hash += base_now() - t0;
             at = end;
         }
         if (STRATA_OK == st && pc->tmp && pc->tb > pc->ta)
@@ -365,7 +365,7 @@ static strata_status_t plan_unit(loader_t *ld, strata_ckpt_unit_t *U, ckpt_sumta
     strata_status_t st = ckpt_sumtab_read(ctx, ld->file, ld->fid, U->name, ld->dxpl, &tab);
     if (STRATA_OK == st) *tabp = tab;
     if (STRATA_OK == st && zero_rc)
-        st = strata_error(ctx, STRATA_ERR_NOMEM, "%s: no memory to plan the reads of unit %s", ld->file, U->name);
+        st = base_error(ctx, STRATA_ERR_NOMEM, "%s: no memory to plan the reads of unit %s", ld->file, U->name);
     st = ckpt_agree(ctx, ld->comm, st);
     if (STRATA_OK != st) return st;
 
@@ -374,13 +374,13 @@ static strata_status_t plan_unit(loader_t *ld, strata_ckpt_unit_t *U, ckpt_sumta
         snprintf(path, sizeof path, "/optim/%s", U->name);
         hid_t g = H5Lexists(ld->fid, "/optim", H5P_DEFAULT) > 0 && H5Lexists(ld->fid, path, H5P_DEFAULT) > 0
                 ? H5Gopen2(ld->fid, path, H5P_DEFAULT) : -1;
-        if (g < 0) st = strata_error(ctx, STRATA_ERR_NOT_FOUND, "%s: group %s is missing", ld->file, path);
+        if (g < 0) st = base_error(ctx, STRATA_ERR_NOT_FOUND, "%s: group %s is missing", ld->file, path);
         for (int k = 0; STRATA_OK == st && k < U->nscalars; k++) {
             int rc = ckpt_attr_get_f64(g, U->scalars[k].name, &U->scalars[k].value);
             if (rc)
-                st = strata_error(ctx, -1 == rc ? STRATA_ERR_NOT_FOUND : STRATA_ERR_FORMAT,
-                                  "%s: optimizer scalar %s (attribute of %s) is %s", ld->file,
-                                  U->scalars[k].name, path, -1 == rc ? "missing" : "not a number");
+                st = base_error(ctx, -1 == rc ? STRATA_ERR_NOT_FOUND : STRATA_ERR_FORMAT,
+                                "%s: optimizer scalar %s (attribute of %s) is %s", ld->file,
+                                U->scalars[k].name, path, -1 == rc ? "missing" : "not a number");
         }
         if (g >= 0) H5Gclose(g);
         H5Eclear2(H5E_DEFAULT);
@@ -406,14 +406,14 @@ static strata_status_t load_train(loader_t *ld)
     int64_t step = 0, pos = 0;
     if (g < 0 || ckpt_attr_get_i64(g, "step", &step) || ckpt_attr_get_i64(g, "data_position", &pos) ||
         step < 0 || pos < 0) {
-        st = strata_error(ctx, STRATA_ERR_FORMAT, "%s: /train lacks valid step and data_position attributes",
-                          ld->file);
+        st = base_error(ctx, STRATA_ERR_FORMAT, "%s: /train lacks valid step and data_position attributes",
+                        ld->file);
         goto out;
     }
     if (T->rng_len) {
         hsize_t n = 0;
         if (H5Lexists(g, "rng", H5P_DEFAULT) <= 0 || (ds = H5Dopen2(g, "rng", H5P_DEFAULT)) < 0) {
-            st = strata_error(ctx, STRATA_ERR_NOT_FOUND, "%s: dataset /train/rng is missing", ld->file);
+            st = base_error(ctx, STRATA_ERR_NOT_FOUND, "%s: dataset /train/rng is missing", ld->file);
             goto out;
         }
         sp = H5Dget_space(ds);
@@ -421,15 +421,15 @@ static strata_status_t load_train(loader_t *ld)
         if (sp < 0 || ty < 0 || H5T_INTEGER != H5Tget_class(ty) || 1 != H5Tget_size(ty) ||
             1 != H5Sget_simple_extent_ndims(sp) || H5Sget_simple_extent_dims(sp, &n, NULL) < 0 ||
             n != T->rng_len) {
-            st = strata_error(ctx, STRATA_ERR_MISMATCH,
-                              "%s: /train/rng holds %llu bytes but the caller's RNG state has %zu",
-                              ld->file, (unsigned long long)n, T->rng_len);
+            st = base_error(ctx, STRATA_ERR_MISMATCH,
+                            "%s: /train/rng holds %llu bytes but the caller's RNG state has %zu",
+                            ld->file, (unsigned long long)n, T->rng_len);
             goto out;
         }
         if (H5Dread(ds, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, ld->dxpl, T->rng) < 0) {
             char m[256];
-            st = strata_error(ctx, STRATA_ERR_HDF5, "%s: reading /train/rng failed (%s)", ld->file,
-                              ckpt_h5_msg(m, sizeof m));
+            st = base_error(ctx, STRATA_ERR_HDF5, "%s: reading /train/rng failed (%s)", ld->file,
+                            ckpt_h5_msg(m, sizeof m));
             goto out;
         }
     }
@@ -450,10 +450,10 @@ strata_status_t strata_ckpt_load(strata_context_t *ctx, strata_ckpt_layout_t *la
     if (!ctx) return STRATA_ERR_INVALID;
     strata_status_t st = STRATA_OK;
     if (!path || !path[0])
-        st = strata_error(ctx, STRATA_ERR_INVALID, "strata_ckpt_load: path is NULL or empty");
+        st = base_error(ctx, STRATA_ERR_INVALID, "strata_ckpt_load: path is NULL or empty");
     st = ckpt_agree(ctx, ctx->comm, st);
     if (STRATA_OK != st) return st;
-    double t_start = strata_now(), t_open = 0, t_close = 0;
+    double t_start = base_now(), t_open = 0, t_close = 0;
     st = ckpt_layout_check(ctx, ctx->comm, layout, path);
     if (STRATA_OK != st) return st;
 
@@ -462,23 +462,23 @@ strata_status_t strata_ckpt_load(strata_context_t *ctx, strata_ckpt_layout_t *la
     t_read = t_hash = t_sync = t_meta = 0;
     n_direct = n_hdf5 = 0;
     loader_t ld = { .ctx = ctx, .L = layout, .file = path, .fid = -1, .dxpl = -1, .comm = ctx->comm,
-                    .direct = ckpt_direct_enabled(), .fd = -1, .local = STRATA_OK };
+                    .direct = ckpt_direct_enabled(ctx), .fd = -1, .local = STRATA_OK };
     ckpt_header_t hdr;
     ckpt_sumtab_t *tabs = NULL;
     st = ckpt_open(ctx, path, ctx->comm, &ld.fid, &hdr);
     /* this rank's descriptor for the direct reads */
     if (STRATA_OK == st && ld.direct && (ld.fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-        st = strata_error(ctx, STRATA_ERR_IO, "checkpoint %s: cannot open it for reading: %s", path, strerror(errno));
+        st = base_error(ctx, STRATA_ERR_IO, "checkpoint %s: cannot open it for reading: %s", path, strerror(errno));
     if (STRATA_OK == st && ld.direct && !(ld.hash = ckpt_hash_new()))
-        st = strata_error(ctx, STRATA_ERR_NOMEM, "checkpoint %s: no memory for a hash state", path);
+        st = base_error(ctx, STRATA_ERR_NOMEM, "checkpoint %s: no memory for a hash state", path);
     st = ckpt_agree(ctx, ctx->comm, st);
     if (STRATA_OK != st) {
         if (ld.fid >= 0) H5Fclose(ld.fid);
         goto out;
     }
-    t_open = strata_now() - t_start;
+    t_open = base_now() - t_start;
     ld.dxpl = H5Pcreate(H5P_DATASET_XFER);
-    ckpt_set_transfer(ld.dxpl);
+    ckpt_set_transfer(ctx, ld.dxpl);
     strata_debug(ctx, "loading %s: step %llu written by %lld ranks (S=%lld), reading with W=%d S=%d",
                  path, (unsigned long long)hdr.step, (long long)hdr.world_size,
                  (long long)hdr.shard_size, layout->world_size, layout->shard_size);
@@ -492,35 +492,35 @@ strata_status_t strata_ckpt_load(strata_context_t *ctx, strata_ckpt_layout_t *la
     tabs = calloc(layout->nunits > 0 ? (size_t)layout->nunits : 1, sizeof *tabs);
     ld.pieces = calloc(ntensors ? ntensors : 1, sizeof *ld.pieces);
     if (STRATA_OK == st && (!tabs || !ld.pieces))
-        st = strata_error(ctx, STRATA_ERR_NOMEM, "%s: no memory to plan the reads", path);
+        st = base_error(ctx, STRATA_ERR_NOMEM, "%s: no memory to plan the reads", path);
     st = ckpt_agree(ctx, ctx->comm, st);
-    double t0 = strata_now();
+    double t0 = base_now();
     for (int u = 0; STRATA_OK == st && u < layout->nunits; u++)
         st = plan_unit(&ld, &layout->units[u], &tabs[u]);
-    t_meta = strata_now() - t0;
+    t_meta = base_now() - t0;
     if (STRATA_OK != st && STRATA_OK == ld.local) ld.local = st;   /* skips the reads */
     if (ld.pieces) read_pieces(&ld);
     if (STRATA_OK == st) st = ld.local;
-    t0 = strata_now();
+    t0 = base_now();
     st = ckpt_agree(ctx, ctx->comm, st);
-    t_sync += strata_now() - t0;
+    t_sync += base_now() - t0;
     for (int u = 0; tabs && u < layout->nunits; u++) ckpt_sumtab_free(&tabs[u]);
     free(tabs);
     free(ld.pieces);
     H5Pclose(ld.dxpl);
-    t0 = strata_now();
+    t0 = base_now();
     if (H5Fclose(ld.fid) < 0 && STRATA_OK == st) {
         char m[256];
-        st = strata_error(ctx, STRATA_ERR_HDF5, "%s: closing failed (%s)", path, ckpt_h5_msg(m, sizeof m));
+        st = base_error(ctx, STRATA_ERR_HDF5, "%s: closing failed (%s)", path, ckpt_h5_msg(m, sizeof m));
     }
-    t_close = strata_now() - t0;
+    t_close = base_now() - t0;
 out:
     if (ld.fd >= 0) close(ld.fd);
     if (ld.hash) ckpt_hash_free(ld.hash);
     ckpt_h5_restore(&quiet);
     strata_debug(ctx, "load %s: %.3f s in all: %.3f s opening, %.3f s metadata, %.3f s reading (%llu bytes directly, "
                  "%llu through HDF5), %.3f s hashing, %.3f s waiting for other ranks, %.3f s closing", path,
-                 strata_now() - t_start, t_open, t_meta, t_read, (unsigned long long)n_direct,
+                 base_now() - t_start, t_open, t_meta, t_read, (unsigned long long)n_direct,
                  (unsigned long long)n_hdf5, t_hash, t_sync, t_close);
     return ckpt_agree(ctx, ctx->comm, st);
 }

@@ -18,6 +18,7 @@
 #define _GNU_SOURCE             /* sync_file_range, fallocate */
 #include "config.h"
 #include "base/base.h"
+#include "base/test_fault.h"
 #include "io/io.h"
 
 #include <dirent.h>
@@ -41,8 +42,12 @@ typedef struct writer {
     int    rank, writes;       /* writes: this rank is in replica 0 */
     uint64_t data_end;         /* end of the last directly written dataset in the file */
     uint16_t *half_buf;        /* shard-sized conversion buffer */
-    uint64_t bytes, kill_after, direct_bytes;
+    uint64_t bytes, kill_after, direct_bytes;   /* kill_after: the ckpt_kill test fault */
     const char *tmp;           /* the file being written */
+    char   tmpbuf[4096 + 8];   /* NAME.tmp */
+    hid_t  fapl, gmodel, goptim, ghalf, gsum;
+    struct uplan *plans;       /* per unit, from create to the checksum tables */
+    double t[5];               /* phase times, see enum save_time */
     int    direct;             /* tensor bytes go through fd, not H5Dwrite */
     int    fd;                 /* this writer's descriptor of tmp, or -1 */
     ckpt_hash_t *hash;
@@ -63,6 +68,16 @@ typedef struct wpiece {
     const char *path;
 } wpiece_t;
 
+/* When the phases of a save end, for the debug line. */
+enum save_time { T_START, T_META, T_DATA, T_CLOSE, T_SYNC };
+
+/* The ckpt_kill test fault (base/test_fault.h): die in the middle of a
+ * save, as a node failure would. */
+static void kill_point(const writer_t *w)
+{
+    if (w->kill_after && 1 == w->rank && w->bytes >= w->kill_after) raise(SIGKILL);
+}
+
 /* Bytes hashed and then written per pwrite: small enough that the hash
  * leaves them in cache for the copy into the page cache, large enough that
  * the syscalls cost nothing. */
@@ -71,8 +86,8 @@ typedef struct wpiece {
 static strata_status_t h5fail(writer_t *w, const char *what, const char *obj)
 {
     char m[256];
-    return strata_error(w->ctx, STRATA_ERR_HDF5, "%s: %s %s failed (%s)", w->file, what, obj,
-                        ckpt_h5_msg(m, sizeof m));
+    return base_error(w->ctx, STRATA_ERR_HDF5, "%s: %s %s failed (%s)", w->file, what, obj,
+                      ckpt_h5_msg(m, sizeof m));
 }
 
 /* A 16-bit float file type HDF5 converts like any float (h5dump shows the
@@ -132,8 +147,7 @@ static strata_status_t write_range(writer_t *w, hid_t ds, const char *path, hid_
     row[1] = n;
     row[2] = n ? ckpt_hash64(buf, (size_t)n * esize) : 0;
     w->bytes += (uint64_t)n * esize;
-    /* test hook: die in the middle of a save, as a node failure would */
-    if (w->kill_after && 1 == w->rank && w->bytes >= w->kill_after) raise(SIGKILL);
+    kill_point(w);
 out:
     if (fs >= 0) H5Sclose(fs);
     if (ms >= 0) H5Sclose(ms);
@@ -178,10 +192,10 @@ static void write_pieces(writer_t *w)
             ckpt_hash_update(w->hash, p, k);
             int e = ckpt_pwrite_full(w->fd, p, k, pc[i].foff + done);
             if (e) {
-                w->local = strata_error(w->ctx, STRATA_ERR_IO,
-                                        "%s: writing %zu bytes of %s at offset %llu of %s failed: %s",
-                                        w->file, k, pc[i].path, (unsigned long long)(pc[i].foff + done),
-                                        w->tmp, strerror(e));
+                w->local = base_error(w->ctx, STRATA_ERR_IO,
+                                      "%s: writing %zu bytes of %s at offset %llu of %s failed: %s",
+                                      w->file, k, pc[i].path, (unsigned long long)(pc[i].foff + done),
+                                      w->tmp, strerror(e));
                 break;
             }
 #ifdef SYNC_FILE_RANGE_WRITE
@@ -193,8 +207,7 @@ static void write_pieces(writer_t *w)
             done += k;
             w->bytes += k;
             w->direct_bytes += k;
-            /* test hook: die in the middle of a save, as a node failure would */
-            if (w->kill_after && 1 == w->rank && w->bytes >= w->kill_after) raise(SIGKILL);
+            kill_point(w);
         }
         pc[i].row[2] = ckpt_hash_digest(w->hash);
     }
@@ -205,6 +218,20 @@ static hid_t make_group(hid_t parent, const char *name)
     return H5Gcreate2(parent, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
 }
 
+/* The order of a group's members (units of /model, parameters of a unit),
+ * which HDF5 does not keep (it lists links by name): attribute `attr`, the
+ * names in order. names[i] is at (const char *const *)((char *)names + i * stride). */
+static strata_status_t put_order(writer_t *w, hid_t obj, const char *attr, int n,
+                                 const char *const *names, size_t stride)
+{
+    const char **v = calloc(n > 0 ? (size_t)n : 1, sizeof *v);
+    if (!v) return base_error(w->ctx, STRATA_ERR_NOMEM, "checkpoint: no memory for names");
+    for (int i = 0; i < n; i++) v[i] = *(const char *const *)((const char *)names + i * stride);
+    int rc = ckpt_attr_put_strs(obj, attr, n, v);
+    free(v);
+    return rc < 0 ? h5fail(w, "writing the order attribute", attr) : STRATA_OK;
+}
+
 /* The checksum table of a unit: (S, T, 3) u64; writer s fills row s. */
 static strata_status_t write_sumtab(writer_t *w, hid_t gsum, const strata_ckpt_unit_t *U,
                                     char **paths, int T, const uint64_t *rows)
@@ -212,8 +239,7 @@ static strata_status_t write_sumtab(writer_t *w, hid_t gsum, const strata_ckpt_u
     const strata_ckpt_layout_t *L = w->L;
     strata_status_t st = STRATA_OK;
     hsize_t dims[3] = { (hsize_t)L->shard_size, (hsize_t)T, 3 };
-    hid_t sp = H5Screate_simple(3, dims, NULL), ds = -1, ms = -1, st_t = -1, asp = -1, a = -1;
-    char *flat = NULL;
+    hid_t sp = H5Screate_simple(3, dims, NULL), ds = -1, ms = -1;
     ds = H5Dcreate2(gsum, U->name, H5T_STD_U64LE, sp, H5P_DEFAULT, w->dcpl, H5P_DEFAULT);
     if (ds < 0) { st = h5fail(w, "creating the checksum table of", U->name); goto out; }
     hsize_t start[3] = { (hsize_t)L->shard_rank, 0, 0 }, count[3] = { 1, (hsize_t)T, 3 };
@@ -228,25 +254,10 @@ static strata_status_t write_sumtab(writer_t *w, hid_t gsum, const strata_ckpt_u
         st = h5fail(w, "writing the checksum table of", U->name);
         goto out;
     }
-    size_t slen = 2;
-    for (int i = 0; i < T; i++) if (strlen(paths[i]) + 1 > slen) slen = strlen(paths[i]) + 1;
-    flat = calloc((size_t)T, slen);
-    if (!flat) { st = strata_error(w->ctx, STRATA_ERR_NOMEM, "checkpoint: no memory for tensor names"); goto out; }
-    for (int i = 0; i < T; i++) memcpy(flat + (size_t)i * slen, paths[i], strlen(paths[i]));
-    hsize_t nt = (hsize_t)T;
-    st_t = H5Tcopy(H5T_C_S1);
-    H5Tset_size(st_t, slen);
-    H5Tset_strpad(st_t, H5T_STR_NULLPAD);
-    asp = H5Screate_simple(1, &nt, NULL);
-    a = H5Acreate2(ds, "tensors", st_t, asp, H5P_DEFAULT, H5P_DEFAULT);
-    if (a < 0 || H5Awrite(a, st_t, flat) < 0 ||
+    if (ckpt_attr_put_strs(ds, "tensors", T, (const char *const *)paths) < 0 ||
         ckpt_attr_put_str(ds, "columns", "offset,length,xxh3_64") < 0)
         st = h5fail(w, "writing the tensor names of the checksum table of", U->name);
 out:
-    free(flat);
-    if (a >= 0) H5Aclose(a);
-    if (asp >= 0) H5Sclose(asp);
-    if (st_t >= 0) H5Tclose(st_t);
     if (ms >= 0) H5Sclose(ms);
     if (ds >= 0) H5Dclose(ds);
     if (sp >= 0) H5Sclose(sp);
@@ -274,6 +285,62 @@ static void uplan_free(uplan_t *up)
     memset(up, 0, sizeof *up);
 }
 
+/* One tensor's dataset `name` under parent, created, then written or
+ * queued (put_tensor): tensor elements [ta, tb) from src. path: its full
+ * name, kept for the checksum table as up->paths[*t]. */
+static strata_status_t put_dataset(writer_t *w, hid_t parent, const char *name, const char *path,
+                                   hid_t ftype, hid_t memtype, size_t esize,
+                                   const strata_ckpt_param_t *P, uint64_t ta, uint64_t tb,
+                                   const void *src, uplan_t *up, int *t)
+{
+    if (!(up->paths[*t] = strdup(path))) return STRATA_ERR_NOMEM;
+    hid_t ds = create_dataset(w, parent, name, ftype, P->ndims, P->dims);
+    if (ds < 0) return h5fail(w, "creating", path);
+    strata_status_t st = put_tensor(w, ds, up->paths[*t], memtype, esize, P->ndims, P->dims,
+                                    ta, tb, src, up->rows + 3 * *t);
+    (*t)++;
+    H5Dclose(ds);
+    return st;
+}
+
+/* A parameter's datasets: /model, its optimizer states under /optim, its
+ * 16-bit copy; each gets the part of the tensor in this rank's shard
+ * [sa, sb) (none where this rank does not write). */
+static strata_status_t put_param(writer_t *w, hid_t gm, hid_t go, hid_t gh,
+                                 const strata_ckpt_unit_t *U, const strata_ckpt_param_t *P,
+                                 uint64_t sa, uint64_t sb, const uint16_t *half, uplan_t *up,
+                                 int *t)
+{
+    uint64_t numel, lo, hi, ta = 0, tb = 0;
+    ckpt_numel(P->ndims, P->dims, &numel);
+    /* the part of this tensor in my shard, in tensor positions */
+    if (w->writes && ckpt_overlap(sa, sb, P->offset, P->offset + numel, &lo, &hi)) {
+        ta = lo - P->offset;
+        tb = hi - P->offset;
+    }
+    size_t at = tb > ta ? (size_t)(P->offset + ta - sa) : 0;   /* where it starts in my shard */
+    char path[3 * STRATA_CKPT_MAX_NAME + 32];
+    snprintf(path, sizeof path, "/model/%s/%s", U->name, P->name);
+    strata_status_t st = put_dataset(w, gm, P->name, path, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 4,
+                                     P, ta, tb, U->shard + at, up, t);
+    if (STRATA_OK == st && U->nstates) {
+        hid_t gp = make_group(go, P->name);
+        if (gp < 0) st = h5fail(w, "creating the group of", path);
+        for (int k = 0; k < U->nstates && STRATA_OK == st; k++) {
+            snprintf(path, sizeof path, "/optim/%s/%s/%s", U->name, P->name, U->states[k].name);
+            st = put_dataset(w, gp, U->states[k].name, path, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 4,
+                             P, ta, tb, U->states[k].shard + at, up, t);
+        }
+        if (gp >= 0) H5Gclose(gp);
+    }
+    if (STRATA_OK == st && gh >= 0) {
+        snprintf(path, sizeof path, "/%s/%s/%s", w->half_group, U->name, P->name);
+        st = put_dataset(w, gh, P->name, path, w->half_type, w->half_type, 2, P, ta, tb,
+                         half + at, up, t);
+    }
+    return st;
+}
+
 /* Create a unit's groups, scalars and datasets (collective); queue this
  * rank's direct writes in w->pieces, or write through HDF5 now where a
  * dataset cannot take them. half: this unit's part of the 16-bit buffer. */
@@ -284,91 +351,27 @@ static strata_status_t create_unit(writer_t *w, hid_t gmodel, hid_t goptim, hid_
     strata_status_t st = STRATA_OK;
     uint64_t sa, sb;
     strata_ckpt_shard_range(U->npad, L->shard_size, L->shard_rank, &sa, &sb);
-    int T = unit_tensors(w, U), t = 0;
-    char **paths = up->paths = calloc((size_t)T, sizeof *paths);
-    uint64_t *rows = up->rows = calloc((size_t)T * 3, sizeof *rows);
-    up->T = T;
-    hid_t gm = -1, go = -1, gh = -1, gp = -1, ds = -1;
-    if (!paths || !rows) { st = strata_error(w->ctx, STRATA_ERR_NOMEM, "checkpoint: no memory"); goto out; }
+    up->T = unit_tensors(w, U);
+    up->paths = calloc((size_t)up->T, sizeof *up->paths);
+    up->rows = calloc((size_t)up->T * 3, sizeof *up->rows);
+    hid_t gm = -1, go = -1, gh = -1;
+    if (!up->paths || !up->rows) return base_error(w->ctx, STRATA_ERR_NOMEM, "checkpoint: no memory");
 
     if ((gm = make_group(gmodel, U->name)) < 0 || (go = make_group(goptim, U->name)) < 0 ||
-        (ghalf >= 0 && (gh = make_group(ghalf, U->name)) < 0)) {
+        (ghalf >= 0 && (gh = make_group(ghalf, U->name)) < 0))
         st = h5fail(w, "creating the groups of unit", U->name);
-        goto out;
-    }
-    for (int k = 0; k < U->nscalars; k++) {
-        if (ckpt_attr_put_f64(go, U->scalars[k].name, U->scalars[k].value) < 0) {
+    if (STRATA_OK == st)
+        st = put_order(w, gm, "params", U->nparams, &U->params[0].name, sizeof U->params[0]);
+    for (int k = 0; k < U->nscalars && STRATA_OK == st; k++)
+        if (ckpt_attr_put_f64(go, U->scalars[k].name, U->scalars[k].value) < 0)
             st = h5fail(w, "writing optimizer scalar", U->scalars[k].name);
-            goto out;
-        }
-    }
     /* the 16-bit copy of the whole shard, read by the writes below */
     if (gh >= 0 && w->writes && STRATA_BF16 == w->half) strata_f32_to_bf16(U->shard, half, (size_t)(sb - sa));
     else if (gh >= 0 && w->writes) strata_f32_to_f16(U->shard, half, (size_t)(sb - sa));
-    for (int p = 0; p < U->nparams; p++) {
-        const strata_ckpt_param_t *P = &U->params[p];
-        uint64_t numel, lo, hi, ta = 0, tb = 0;
-        ckpt_numel(P->ndims, P->dims, &numel);
-        /* the part of this tensor in my shard, in tensor positions */
-        if (w->writes && ckpt_overlap(sa, sb, P->offset, P->offset + numel, &lo, &hi)) {
-            ta = lo - P->offset;
-            tb = hi - P->offset;
-        }
-        size_t at = (size_t)(P->offset + ta - sa);   /* where it starts in my shard */
-        char path[3 * STRATA_CKPT_MAX_NAME + 32];
-
-        snprintf(path, sizeof path, "/model/%s/%s", U->name, P->name);
-        if (!(paths[t] = strdup(path))) { st = STRATA_ERR_NOMEM; goto out; }
-        if ((ds = create_dataset(w, gm, P->name, H5T_IEEE_F32LE, P->ndims, P->dims)) < 0) {
-            st = h5fail(w, "creating", path);
-            goto out;
-        }
-        st = put_tensor(w, ds, paths[t], H5T_NATIVE_FLOAT, 4, P->ndims, P->dims, ta, tb,
-                        U->shard + (tb > ta ? at : 0), rows + 3 * t);
-        t++;
-        H5Dclose(ds);
-        ds = -1;
-        if (STRATA_OK != st) goto out;
-
-        if (U->nstates) {
-            if ((gp = make_group(go, P->name)) < 0) { st = h5fail(w, "creating the group of", path); goto out; }
-            for (int k = 0; k < U->nstates; k++) {
-                snprintf(path, sizeof path, "/optim/%s/%s/%s", U->name, P->name, U->states[k].name);
-                if (!(paths[t] = strdup(path))) { st = STRATA_ERR_NOMEM; goto out; }
-                if ((ds = create_dataset(w, gp, U->states[k].name, H5T_IEEE_F32LE, P->ndims, P->dims)) < 0) {
-                    st = h5fail(w, "creating", path);
-                    goto out;
-                }
-                st = put_tensor(w, ds, paths[t], H5T_NATIVE_FLOAT, 4, P->ndims, P->dims, ta, tb,
-                                U->states[k].shard + (tb > ta ? at : 0), rows + 3 * t);
-                t++;
-                H5Dclose(ds);
-                ds = -1;
-                if (STRATA_OK != st) goto out;
-            }
-            H5Gclose(gp);
-            gp = -1;
-        }
-        if (gh >= 0) {
-            snprintf(path, sizeof path, "/%s/%s/%s", w->half_group, U->name, P->name);
-            if (!(paths[t] = strdup(path))) { st = STRATA_ERR_NOMEM; goto out; }
-            if ((ds = create_dataset(w, gh, P->name, w->half_type, P->ndims, P->dims)) < 0) {
-                st = h5fail(w, "creating", path);
-                goto out;
-            }
-            st = put_tensor(w, ds, paths[t], w->half_type, 2, P->ndims, P->dims, ta, tb,
-                            half + (tb > ta ? at : 0), rows + 3 * t);
-            t++;
-            H5Dclose(ds);
-            ds = -1;
-            if (STRATA_OK != st) goto out;
-        }
-    }
-out:
+    for (int p = 0, t = 0; p < U->nparams && STRATA_OK == st; p++)
+        st = put_param(w, gm, go, gh, U, &U->params[p], sa, sb, half, up, &t);
     if (STRATA_ERR_NOMEM == st && !w->ctx->errmsg[0])
-        strata_error(w->ctx, st, "checkpoint: no memory for tensor paths");
-    if (ds >= 0) H5Dclose(ds);
-    if (gp >= 0) H5Gclose(gp);
+        base_error(w->ctx, st, "checkpoint: no memory for tensor paths");
     if (gh >= 0) H5Gclose(gh);
     if (go >= 0) H5Gclose(go);
     if (gm >= 0) H5Gclose(gm);
@@ -427,12 +430,12 @@ out:
 static strata_status_t fsync_path(strata_context_t *ctx, const char *path, int dir)
 {
     int fd = open(path, O_RDONLY | (dir ? O_DIRECTORY : 0));
-    if (fd < 0) return strata_error(ctx, STRATA_ERR_IO, "checkpoint: cannot open %s to fsync it: %s",
-                                    path, strerror(errno));
+    if (fd < 0) return base_error(ctx, STRATA_ERR_IO, "checkpoint: cannot open %s to fsync it: %s",
+                                  path, strerror(errno));
     int rc = fsync(fd);
     int e = errno;
     close(fd);
-    if (rc) return strata_error(ctx, STRATA_ERR_IO, "checkpoint: fsync %s failed: %s", path, strerror(e));
+    if (rc) return base_error(ctx, STRATA_ERR_IO, "checkpoint: fsync %s failed: %s", path, strerror(e));
     return STRATA_OK;
 }
 
@@ -445,117 +448,133 @@ static void dir_of(const char *path, char *dir, size_t len)
     else *slash = '\0';
 }
 
-strata_status_t strata_ckpt_write(strata_context_t *ctx, const strata_ckpt_layout_t *layout,
-                                  const char *path, const strata_ckpt_save_opts_t *opts)
+/* ------------------------------------------------------------- the save --- */
+/*
+ * strata_ckpt_write runs in four phases. A rank that fails inside a phase
+ * still takes part in that phase's collective calls where it can (a failed
+ * direct write waits in w->local); the ranks agree on the outcome only at
+ * the end of each phase, and no rank starts the next one unless all
+ * succeeded:
+ *
+ *   open    buffers for the plan; NAME.tmp created (collective); each
+ *           writer's own descriptor of it.
+ *   create  the header, groups and every dataset (collective metadata);
+ *           this rank's direct writes queued, the file's blocks reserved.
+ *           The agreement after it also means: every dataset exists before
+ *           anyone writes. A collective HDF5 write may still be in progress
+ *           on another rank (MPI-IO aggregators read-modify-write ranges
+ *           spanning the raw data around metadata blocks), and must not
+ *           overlap the direct writes.
+ *   write   the direct writes of all units, with no collective call between
+ *           them (one rank's slow write does not hold up the others' next
+ *           one); then the checksum tables, which need their hashes; the
+ *           close; each writer's fsync. Durable before visible.
+ *   commit  rank 0 renames NAME.tmp to NAME between fsyncs of the directory.
+ */
+
+static void writer_init(writer_t *w, strata_context_t *ctx, const strata_ckpt_layout_t *L,
+                        const char *path, strata_dtype_t half)
 {
-    if (!ctx) return STRATA_ERR_INVALID;
-    MPI_Comm comm = ctx->comm;
+    memset(w, 0, sizeof *w);
+    w->ctx = ctx;
+    w->L = L;
+    w->file = path;
+    w->rank = ctx->rank;
+    w->writes = 0 == L->replica;
+    w->half = half;
+    w->fid = w->fapl = w->dcpl = w->dxpl = w->half_type = -1;
+    w->gmodel = w->goptim = w->ghalf = w->gsum = -1;
+    w->fd = -1;
+    w->direct = ckpt_direct_enabled(ctx);
+    w->kill_after = test_fault_arg("ckpt_kill");
+    snprintf(w->tmpbuf, sizeof w->tmpbuf, "%s.tmp", path);
+    w->tmp = w->tmpbuf;
+}
+
+/* The plan's buffers: the 16-bit copies of all shards (kept until the
+ * direct writes), the units' tensor lists, the queue of direct writes. */
+static strata_status_t alloc_plan(writer_t *w)
+{
+    const strata_ckpt_layout_t *L = w->L;
     strata_status_t st = STRATA_OK;
-    if (!path || !path[0] || strlen(path) > 4000)
-        st = strata_error(ctx, STRATA_ERR_INVALID, "strata_ckpt_write: path is NULL, empty or too long");
-    st = ckpt_agree(ctx, comm, st);
-    if (STRATA_OK != st) return st;
-    st = ckpt_layout_check(ctx, comm, layout, path);
-    if (STRATA_OK != st) return st;
-    strata_dtype_t half = opts ? opts->half_copy : STRATA_F32;
-    if (STRATA_F32 != half && STRATA_BF16 != half && STRATA_F16 != half)
-        return strata_error(ctx, STRATA_ERR_INVALID, "%s: half_copy must be f32 (none), bf16 or f16", path);
-
-    ckpt_h5quiet_t quiet;
-    ckpt_h5_quiet(&quiet);
-    writer_t w;
-    memset(&w, 0, sizeof w);
-    w.ctx = ctx;
-    w.L = layout;
-    w.file = path;
-    w.rank = ctx->rank;
-    w.writes = 0 == layout->replica;
-    w.half = half;
-    w.fid = w.dcpl = w.dxpl = w.half_type = -1;
-    w.fd = -1;
-    w.direct = ckpt_direct_enabled();
-    const char *kill = getenv(CKPT_KILL_ENV);
-    if (kill) w.kill_after = strtoull(kill, NULL, 10);
-
-    char tmp[4096 + 8], dir[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    dir_of(path, dir, sizeof dir);
-    w.tmp = tmp;
-    hid_t fapl = -1, gmodel = -1, goptim = -1, ghalf = -1, gsum = -1;
-    double t_start = strata_now(), t_meta = 0, t_data = 0, t_close = 0, t_sync = 0;
-    uplan_t *plans = NULL;
-
-    if (STRATA_F32 != half) {
-        /* the 16-bit copies of all shards stay until the direct writes */
-        w.half_type = half_file_type(half);
-        w.half_group = STRATA_BF16 == half ? "model_bf16" : "model_f16";
+    if (STRATA_F32 != w->half) {
+        w->half_type = half_file_type(w->half);
+        w->half_group = STRATA_BF16 == w->half ? "model_bf16" : "model_f16";
         size_t total = 1;
-        for (int u = 0; u < layout->nunits; u++)
-            total += (size_t)(layout->units[u].npad / (uint64_t)layout->shard_size);
-        w.half_buf = malloc(total * sizeof(uint16_t));
-        if (w.half_type < 0 || !w.half_buf)
-            st = strata_error(ctx, STRATA_ERR_NOMEM, "%s: no memory for the %s copy buffer",
-                              path, strata_dtype_name(half));
+        for (int u = 0; u < L->nunits; u++)
+            total += (size_t)(L->units[u].npad / (uint64_t)L->shard_size);
+        w->half_buf = malloc(total * sizeof(uint16_t));
+        if (w->half_type < 0 || !w->half_buf)
+            st = base_error(w->ctx, STRATA_ERR_NOMEM, "%s: no memory for the %s copy buffer",
+                            w->file, strata_dtype_name(w->half));
     }
     size_t ntensors = 0;
-    for (int u = 0; u < layout->nunits; u++) ntensors += (size_t)unit_tensors(&w, &layout->units[u]);
-    plans = calloc(layout->nunits > 0 ? (size_t)layout->nunits : 1, sizeof *plans);
-    w.pieces = calloc(ntensors ? ntensors : 1, sizeof *w.pieces);
-    if (STRATA_OK == st && (!(w.hash = ckpt_hash_new()) || !plans || !w.pieces))
-        st = strata_error(ctx, STRATA_ERR_NOMEM, "%s: no memory to plan the writes", path);
-    st = ckpt_agree(ctx, comm, st);
-    if (STRATA_OK != st) goto out;
+    for (int u = 0; u < L->nunits; u++) ntensors += (size_t)unit_tensors(w, &L->units[u]);
+    w->plans = calloc(L->nunits > 0 ? (size_t)L->nunits : 1, sizeof *w->plans);
+    w->pieces = calloc(ntensors ? ntensors : 1, sizeof *w->pieces);
+    if (STRATA_OK == st && (!(w->hash = ckpt_hash_new()) || !w->plans || !w->pieces))
+        st = base_error(w->ctx, STRATA_ERR_NOMEM, "%s: no memory to plan the writes", w->file);
+    return st;
+}
 
-    fapl = H5Pcreate(H5P_FILE_ACCESS);
-    H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL);
-    H5Pset_all_coll_metadata_ops(fapl, 1);
-    H5Pset_coll_metadata_write(fapl, 1);
+/* Phase open. A rank short of memory still takes part in the collective
+ * create, so that the ranks can agree afterwards. */
+static strata_status_t save_open(writer_t *w)
+{
+    strata_status_t st = alloc_plan(w);
+    w->fapl = H5Pcreate(H5P_FILE_ACCESS);
+    H5Pset_fapl_mpio(w->fapl, w->ctx->comm, MPI_INFO_NULL);
+    H5Pset_all_coll_metadata_ops(w->fapl, 1);
+    H5Pset_coll_metadata_write(w->fapl, 1);
     /* large datasets start on 1 MiB boundaries: whole file-system blocks and
      * stripes for each writer's range */
-    H5Pset_alignment(fapl, 1 << 20, 1 << 20);
+    H5Pset_alignment(w->fapl, 1 << 20, 1 << 20);
     /* small metadata objects go into 256 KiB blocks instead of between the data */
-    H5Pset_meta_block_size(fapl, 256 << 10);
-    w.dcpl = H5Pcreate(H5P_DATASET_CREATE);
-    H5Pset_layout(w.dcpl, H5D_CONTIGUOUS);
-    H5Pset_alloc_time(w.dcpl, H5D_ALLOC_TIME_EARLY);
-    H5Pset_fill_time(w.dcpl, H5D_FILL_TIME_NEVER);   /* every element is written */
-    w.dxpl = H5Pcreate(H5P_DATASET_XFER);
-    ckpt_set_transfer(w.dxpl);
+    H5Pset_meta_block_size(w->fapl, 256 << 10);
+    w->dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_layout(w->dcpl, H5D_CONTIGUOUS);
+    H5Pset_alloc_time(w->dcpl, H5D_ALLOC_TIME_EARLY);
+    H5Pset_fill_time(w->dcpl, H5D_FILL_TIME_NEVER);   /* every element is written */
+    w->dxpl = H5Pcreate(H5P_DATASET_XFER);
+    ckpt_set_transfer(w->ctx, w->dxpl);
 
-    t_start = strata_now();
-    w.fid = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
-    if (w.fid < 0) {
+    w->t[T_START] = base_now();
+    w->fid = H5Fcreate(w->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, w->fapl);
+    if (w->fid < 0) {
         char m[256];
-        st = strata_error(ctx, STRATA_ERR_HDF5, "checkpoint: cannot create %s (%s); is the directory writable?",
-                          tmp, ckpt_h5_msg(m, sizeof m));
-        goto out;
+        return base_error(w->ctx, STRATA_ERR_HDF5, "checkpoint: cannot create %s (%s); is the "
+                          "directory writable?", w->tmp, ckpt_h5_msg(m, sizeof m));
     }
     /* the writers' own descriptors for the direct writes; the file exists
      * on every rank once the collective create has returned */
-    if (w.direct && w.writes && (w.fd = open(tmp, O_WRONLY | O_CLOEXEC)) < 0)
-        st = strata_error(ctx, STRATA_ERR_IO, "checkpoint: cannot open %s for writing: %s", tmp, strerror(errno));
-    st = ckpt_agree(ctx, comm, st);
-    if (STRATA_OK != st) goto out;
-    st = write_header(&w);
-    if (STRATA_OK != st) goto out;
-    gmodel = make_group(w.fid, "model");
-    goptim = make_group(w.fid, "optim");
-    gsum = make_group(w.fid, "checksums");
-    if (w.half_type >= 0) ghalf = make_group(w.fid, w.half_group);
-    if (gmodel < 0 || goptim < 0 || gsum < 0 || (w.half_type >= 0 && ghalf < 0)) {
-        st = h5fail(&w, "creating", "the top-level groups");
-        goto out;
-    }
-    ckpt_attr_put_str(gsum, "algorithm", "xxh3_64");
-    /* Three phases, so that the direct writes of all units run without a
-     * collective call between them (one rank's slow write does not hold
-     * up the others' next one): create every dataset; write; then the
-     * checksum tables, which need the hashes of the writes. */
+    if (STRATA_OK == st && w->direct && w->writes && (w->fd = open(w->tmp, O_WRONLY | O_CLOEXEC)) < 0)
+        st = base_error(w->ctx, STRATA_ERR_IO, "checkpoint: cannot open %s for writing: %s",
+                        w->tmp, strerror(errno));
+    return st;
+}
+
+/* Phase create. */
+static strata_status_t save_create(writer_t *w)
+{
+    const strata_ckpt_layout_t *L = w->L;
+    strata_status_t st = write_header(w);
+    if (STRATA_OK != st) return st;
+    w->gmodel = make_group(w->fid, "model");
+    w->goptim = make_group(w->fid, "optim");
+    w->gsum = make_group(w->fid, "checksums");
+    if (w->half_type >= 0) w->ghalf = make_group(w->fid, w->half_group);
+    if (w->gmodel < 0 || w->goptim < 0 || w->gsum < 0 || (w->half_type >= 0 && w->ghalf < 0))
+        return h5fail(w, "creating", "the top-level groups");
+    ckpt_attr_put_str(w->gsum, "algorithm", "xxh3_64");
+    strata_status_t ost = put_order(w, w->gmodel, "units", L->nunits, &L->units[0].name,
+                                    sizeof L->units[0]);
+    if (STRATA_OK != ost) return ost;
     size_t hoff = 0;
-    for (int u = 0; u < layout->nunits && STRATA_OK == st; u++) {
-        const strata_ckpt_unit_t *U = &layout->units[u];
-        st = create_unit(&w, gmodel, goptim, ghalf, U, w.half_buf ? w.half_buf + hoff : NULL, &plans[u]);
-        hoff += (size_t)(U->npad / (uint64_t)layout->shard_size);
+    for (int u = 0; u < L->nunits && STRATA_OK == st; u++) {
+        const strata_ckpt_unit_t *U = &L->units[u];
+        st = create_unit(w, w->gmodel, w->goptim, w->ghalf, U, w->half_buf ? w->half_buf + hoff : NULL,
+                         &w->plans[u]);
+        hoff += (size_t)(U->npad / (uint64_t)L->shard_size);
     }
     /* One rank reserves the blocks of every dataset in one call before
      * the writers start. Left to the writers, the file system allocates
@@ -564,67 +583,122 @@ strata_status_t strata_ckpt_write(strata_context_t *ctx, const strata_ckpt_layou
      * this call (and ~10 for one raw file written by 4 ranks). A hint
      * only: where fallocate is not supported the writes allocate. */
 #ifdef FALLOC_FL_KEEP_SIZE
-    if (STRATA_OK == st && 0 == w.rank && w.fd >= 0 && w.data_end > 0)
-        (void)fallocate(w.fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)w.data_end);
+    if (STRATA_OK == st && 0 == w->rank && w->fd >= 0 && w->data_end > 0)
+        (void)fallocate(w->fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)w->data_end);
 #endif
-    /* Everyone agrees the datasets exist before anyone writes: a
-     * collective HDF5 write may still be in progress on another rank
-     * (MPI-IO aggregators read-modify-write file ranges spanning the raw
-     * data around metadata blocks), and must not overlap our writes. */
-    st = ckpt_agree(ctx, comm, st);
-    t_meta = strata_now();
-    if (STRATA_OK == st) write_pieces(&w);
-    t_data = strata_now();
-    for (int u = 0; u < layout->nunits && STRATA_OK == st; u++)
-        st = write_sumtab(&w, gsum, &layout->units[u], plans[u].paths, plans[u].T, plans[u].rows);
+    return st;
+}
 
-out:
-    if (gsum >= 0) H5Gclose(gsum);
-    if (ghalf >= 0) H5Gclose(ghalf);
-    if (goptim >= 0) H5Gclose(goptim);
-    if (gmodel >= 0) H5Gclose(gmodel);
-    if (w.fid >= 0 && H5Fclose(w.fid) < 0 && STRATA_OK == st)
-        st = h5fail(&w, "closing", tmp);
-    t_close = strata_now();
-    if (STRATA_OK == st) st = w.local;
-    if (w.hash) ckpt_hash_free(w.hash);
-    for (int u = 0; plans && u < layout->nunits; u++) uplan_free(&plans[u]);
-    free(plans);
-    free(w.pieces);
-    if (w.dxpl >= 0) H5Pclose(w.dxpl);
-    if (w.dcpl >= 0) H5Pclose(w.dcpl);
-    if (fapl >= 0) H5Pclose(fapl);
-    if (w.half_type >= 0) H5Tclose(w.half_type);
-    free(w.half_buf);
-    ckpt_h5_restore(&quiet);
-    st = ckpt_agree(ctx, comm, st);
-    if (STRATA_OK != st) {
-        if (w.fd >= 0) close(w.fd);
-        return st;
+/* Close the groups and the file (collective) where open; a failure to
+ * close counts only where nothing failed before. */
+static strata_status_t close_file(writer_t *w, strata_status_t st)
+{
+    hid_t *groups[] = { &w->gsum, &w->ghalf, &w->goptim, &w->gmodel };
+    for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++) {
+        if (*groups[i] >= 0) H5Gclose(*groups[i]);
+        *groups[i] = -1;
     }
+    if (w->fid >= 0 && H5Fclose(w->fid) < 0 && STRATA_OK == st)
+        st = h5fail(w, "closing", w->tmp);
+    w->fid = -1;
+    return st;
+}
 
-    /* durable before visible: every writer flushes what it wrote (after
-     * HDF5's close wrote the metadata), then rank 0 makes the name point at
-     * complete data */
-    if (w.fd >= 0) {
-        if (fsync(w.fd))
-            st = strata_error(ctx, STRATA_ERR_IO, "checkpoint: fsync %s failed: %s", tmp, strerror(errno));
-        if (close(w.fd) && STRATA_OK == st)
-            st = strata_error(ctx, STRATA_ERR_IO, "checkpoint: close %s failed: %s", tmp, strerror(errno));
-    } else if (w.writes) st = fsync_path(ctx, tmp, 0);
+/* Every writer flushes what it wrote, after HDF5's close wrote the metadata. */
+static strata_status_t flush_file(writer_t *w)
+{
+    strata_status_t st = STRATA_OK;
+    if (w->fd < 0) return w->writes ? fsync_path(w->ctx, w->tmp, 0) : STRATA_OK;
+    if (fsync(w->fd))
+        st = base_error(w->ctx, STRATA_ERR_IO, "checkpoint: fsync %s failed: %s", w->tmp, strerror(errno));
+    if (close(w->fd) && STRATA_OK == st)
+        st = base_error(w->ctx, STRATA_ERR_IO, "checkpoint: close %s failed: %s", w->tmp, strerror(errno));
+    w->fd = -1;
+    return st;
+}
+
+/* Phase write. */
+static strata_status_t save_write(writer_t *w)
+{
+    strata_status_t st = STRATA_OK;
+    w->t[T_META] = base_now();
+    write_pieces(w);
+    w->t[T_DATA] = base_now();
+    for (int u = 0; u < w->L->nunits && STRATA_OK == st; u++)
+        st = write_sumtab(w, w->gsum, &w->L->units[u], w->plans[u].paths, w->plans[u].T,
+                          w->plans[u].rows);
+    st = close_file(w, st);
+    w->t[T_CLOSE] = base_now();
+    if (STRATA_OK == st) st = w->local;
+    if (STRATA_OK == st) st = flush_file(w);
+    w->t[T_SYNC] = base_now();
+    return st;
+}
+
+/* Phase commit: the name points at complete, durable data. */
+static strata_status_t save_commit(writer_t *w)
+{
+    if (0 != w->rank) return STRATA_OK;
+    char dir[4096];
+    dir_of(w->file, dir, sizeof dir);
+    strata_status_t st = fsync_path(w->ctx, dir, 1);
+    if (STRATA_OK == st && rename(w->tmp, w->file))
+        st = base_error(w->ctx, STRATA_ERR_IO, "checkpoint: rename %s -> %s failed: %s",
+                        w->tmp, w->file, strerror(errno));
+    if (STRATA_OK == st) st = fsync_path(w->ctx, dir, 1);
+    return st;
+}
+
+/* Whatever is still open or allocated, on any path (the file collectively). */
+static void writer_cleanup(writer_t *w)
+{
+    close_file(w, STRATA_OK);
+    if (w->fd >= 0) close(w->fd);
+    w->fd = -1;
+    if (w->hash) ckpt_hash_free(w->hash);
+    for (int u = 0; w->plans && u < w->L->nunits; u++) uplan_free(&w->plans[u]);
+    free(w->plans);
+    free(w->pieces);
+    if (w->dxpl >= 0) H5Pclose(w->dxpl);
+    if (w->dcpl >= 0) H5Pclose(w->dcpl);
+    if (w->fapl >= 0) H5Pclose(w->fapl);
+    if (w->half_type >= 0) H5Tclose(w->half_type);
+    free(w->half_buf);
+}
+
+strata_status_t strata_ckpt_write(strata_context_t *ctx, const strata_ckpt_layout_t *layout,
+                                  const char *path, const strata_ckpt_save_opts_t *opts)
+{
+    if (!ctx) return STRATA_ERR_INVALID;
+    MPI_Comm comm = ctx->comm;
+    strata_dtype_t half = opts ? opts->half_copy : STRATA_F32;
+    strata_status_t st = STRATA_OK;
+    if (!path || !path[0] || strlen(path) > 4000)
+        st = base_error(ctx, STRATA_ERR_INVALID, "strata_ckpt_write: path is NULL, empty or too long");
     st = ckpt_agree(ctx, comm, st);
+    if (STRATA_OK == st) st = ckpt_layout_check(ctx, comm, layout, path);
     if (STRATA_OK != st) return st;
-    t_sync = strata_now();
-    if (0 == ctx->rank) {
-        st = fsync_path(ctx, dir, 1);
-        if (STRATA_OK == st && rename(tmp, path))
-            st = strata_error(ctx, STRATA_ERR_IO, "checkpoint: rename %s -> %s failed: %s",
-                              tmp, path, strerror(errno));
-        if (STRATA_OK == st) st = fsync_path(ctx, dir, 1);
-    }
-    strata_debug(ctx, "checkpoint %s: %.3f s creating, %.3f s data, %.3f s close, %.3f s fsync, %.3f s rename (%llu bytes written here, %llu directly)",
-                 path, t_meta - t_start, t_data - t_meta, t_close - t_data, t_sync - t_close, strata_now() - t_sync,
-                 (unsigned long long)w.bytes, (unsigned long long)w.direct_bytes);
+    if (STRATA_F32 != half && STRATA_BF16 != half && STRATA_F16 != half)   /* opts: the same everywhere */
+        return base_error(ctx, STRATA_ERR_INVALID, "%s: half_copy must be f32 (none), bf16 or f16", path);
+
+    ckpt_h5quiet_t quiet;
+    ckpt_h5_quiet(&quiet);
+    writer_t w;
+    writer_init(&w, ctx, layout, path, half);
+    st = ckpt_agree(ctx, comm, save_open(&w));
+    if (STRATA_OK == st) st = ckpt_agree(ctx, comm, save_create(&w));
+    if (STRATA_OK == st) st = ckpt_agree(ctx, comm, save_write(&w));
+    writer_cleanup(&w);
+    ckpt_h5_restore(&quiet);
+    if (STRATA_OK != st) return st;
+
+    st = save_commit(&w);
+    const double *t = w.t;
+    strata_debug(ctx, "checkpoint %s: %.3f s creating, %.3f s data, %.3f s close, %.3f s fsync, "
+                 "%.3f s rename (%llu bytes written here, %llu directly)", path,
+                 t[T_META] - t[T_START], t[T_DATA] - t[T_META], t[T_CLOSE] - t[T_DATA],
+                 t[T_SYNC] - t[T_CLOSE], base_now() - t[T_SYNC], (unsigned long long)w.bytes,
+                 (unsigned long long)w.direct_bytes);
     return ckpt_agree(ctx, comm, st);
 }
 
@@ -679,15 +753,15 @@ static strata_status_t write_latest(strata_context_t *ctx, const char *dir, cons
     snprintf(tmp, sizeof tmp, "%s/latest.tmp", dir);
     snprintf(fin, sizeof fin, "%s/latest", dir);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) return strata_error(ctx, STRATA_ERR_IO, "checkpoint: cannot write %s: %s", tmp, strerror(errno));
+    if (fd < 0) return base_error(ctx, STRATA_ERR_IO, "checkpoint: cannot write %s: %s", tmp, strerror(errno));
     char line[300];
     int n = snprintf(line, sizeof line, "%s\n", name);
     int bad = write(fd, line, (size_t)n) != n || fsync(fd);
     int e = errno;
     close(fd);
-    if (bad) return strata_error(ctx, STRATA_ERR_IO, "checkpoint: writing %s failed: %s", tmp, strerror(e));
+    if (bad) return base_error(ctx, STRATA_ERR_IO, "checkpoint: writing %s failed: %s", tmp, strerror(e));
     if (rename(tmp, fin))
-        return strata_error(ctx, STRATA_ERR_IO, "checkpoint: rename %s -> %s failed: %s", tmp, fin, strerror(errno));
+        return base_error(ctx, STRATA_ERR_IO, "checkpoint: rename %s -> %s failed: %s", tmp, fin, strerror(errno));
     return fsync_path(ctx, dir, 1);
 }
 
@@ -727,13 +801,13 @@ strata_status_t strata_ckpt_save(strata_context_t *ctx, const strata_ckpt_layout
     strata_status_t st = STRATA_OK;
     char path[4200], name[64];
     if (!dir || !dir[0] || strlen(dir) > 4000 || !layout)
-        st = strata_error(ctx, STRATA_ERR_INVALID, "strata_ckpt_save: directory or layout missing, or path too long");
+        st = base_error(ctx, STRATA_ERR_INVALID, "strata_ckpt_save: directory or layout missing, or path too long");
     st = ckpt_agree(ctx, ctx->comm, st);
     if (STRATA_OK != st) return st;
     snprintf(name, sizeof name, "step-%08llu.h5", (unsigned long long)layout->train.step);
     snprintf(path, sizeof path, "%s/%s", dir, name);
     if (0 == ctx->rank && mkdir(dir, 0755) && EEXIST != errno)
-        st = strata_error(ctx, STRATA_ERR_IO, "checkpoint: cannot create directory %s: %s", dir, strerror(errno));
+        st = base_error(ctx, STRATA_ERR_IO, "checkpoint: cannot create directory %s: %s", dir, strerror(errno));
     st = ckpt_agree(ctx, ctx->comm, st);
     if (STRATA_OK != st) return st;
 
@@ -746,7 +820,7 @@ strata_status_t strata_ckpt_save(strata_context_t *ctx, const strata_ckpt_layout
     }
     st = ckpt_agree(ctx, ctx->comm, st);
     if (STRATA_OK == st && path_p) {
-        if (strlen(path) >= len) return strata_error(ctx, STRATA_ERR_INVALID, "checkpoint path %s longer than the %zu-byte buffer", path, len);
+        if (strlen(path) >= len) return base_error(ctx, STRATA_ERR_INVALID, "checkpoint path %s longer than the %zu-byte buffer", path, len);
         memcpy(path_p, path, strlen(path) + 1);
     }
     return st;

@@ -1,15 +1,22 @@
 /*
- * io.h - internal header of io/, the HDF5 layer: the storage tier's spill
- * file (io/spill.c) and checkpoints (io/ckpt_*.c). Not installed.
+ * io.h - internal header of io/, the HDF5 checkpoint formats: save, load
+ * with resharding, inspect and verify (io/ckpt_*.c). Not installed. The
+ * storage tier's spill file, also HDF5, is the tier's own: tiers/spill.h.
  *
- * The spill file is one HDF5 file per rank in a private directory (0700,
- * file 0600). Each spilled block lives in a 1-D uint8 dataset with
- * contiguous layout, allocated when created (no fill), so its raw bytes
- * sit at a fixed file offset: block data moves with pwrite/pread at that
- * offset, at the speed of the file system, while the file stays an
- * ordinary HDF5 file (h5dump reads it). Every function that calls HDF5
- * must run on the tiers' I/O thread: Debian's parallel HDF5 is not
- * thread-safe.
+ * Threads and HDF5. Debian's parallel HDF5 is not thread-safe, and two
+ * threads can want it at once: the tiers' I/O thread (spill file and
+ * datasets) and a checkpoint on the caller's thread while a move to the
+ * storage tier is still in flight. So every HDF5 call of the library holds
+ * the one process-wide HDF5 lock (base_h5_lock, base/h5lock.c):
+ * spill_file_open, spill_file_dataset and spill_file_close take it
+ * themselves, and every checkpoint entry point holds it from ckpt_h5_quiet
+ * to ckpt_h5_restore (its whole HDF5 part, collective calls included). A
+ * checkpoint therefore delays a spill that needs a new dataset until it is
+ * done; raw spill reads and writes (pwrite/pread on the file descriptor)
+ * need no lock and go on. No holder waits for another rank while another
+ * thread of its own process waits for the lock with a remote dependency:
+ * the spill's HDF5 calls are local (a serial file per rank), so a
+ * checkpoint's collective calls cannot deadlock on it.
  */
 #ifndef STRATA_IO_H
 #define STRATA_IO_H
@@ -18,42 +25,6 @@
 #include <hdf5.h>
 
 #include "base/base.h"
-
-/* ======================================================================== */
-/* The storage tier's spill file (io/spill.c)                                */
-/* ======================================================================== */
-
-typedef struct io_spill io_spill_t;
-
-/* Any thread, no HDF5: make the private directory under root and an empty
- * file in it. Fails with STRATA_ERR_IO and a message naming the path. */
-strata_status_t io_spill_prepare(const char *root, int rank, io_spill_t **sp_p,
-                                 char *msg, size_t msglen);
-/* I/O thread: create the HDF5 file over the prepared one. Idempotent. */
-strata_status_t io_spill_open(io_spill_t *sp, char *msg, size_t msglen);
-/* I/O thread: a new dataset of `bytes`, its disk space reserved
- * (fallocate, so a full disk fails here rather than mid-write). */
-strata_status_t io_spill_dataset(io_spill_t *sp, size_t bytes, uint64_t *offset_p,
-                                 char *msg, size_t msglen);
-/* Any thread once io_spill_open has succeeded (no HDF5 call): raw data at
- * a dataset's offset; these, io_spill_prefetch, io_spill_sync and
- * io_spill_unlinked use only the file descriptor. */
-strata_status_t io_spill_write(io_spill_t *sp, uint64_t off, const void *buf, size_t n,
-                               char *msg, size_t msglen);
-strata_status_t io_spill_read(io_spill_t *sp, uint64_t off, void *buf, size_t n,
-                              char *msg, size_t msglen);
-/* Hint that [off, off+n) will be read soon (the kernel starts reading). */
-void io_spill_prefetch(io_spill_t *sp, uint64_t off, size_t n);
-strata_status_t io_spill_sync(io_spill_t *sp, char *msg, size_t msglen);
-/* Whether the file was unlinked underneath us (the open handle still works). */
-int io_spill_unlinked(io_spill_t *sp);
-/* I/O thread: close the HDF5 file. */
-void io_spill_close(io_spill_t *sp);
-/* Any thread, after io_spill_close: remove the file and the directory and
- * free sp. NULL is a no-op. */
-void io_spill_remove(io_spill_t *sp);
-const char *io_spill_path(const io_spill_t *sp);
-const char *io_spill_dir(const io_spill_t *sp);
 
 /* ======================================================================== */
 /* Checkpoints (io/ckpt_*.c)                                                 */
@@ -97,8 +68,11 @@ static inline int ckpt_overlap(uint64_t a, uint64_t b, uint64_t c, uint64_t d,
 
 /* ---- HDF5 plumbing shared by save, load and the inspectors (ckpt_h5.c) */
 
-/* Switch HDF5's automatic error printing off and back: failures become
- * strata messages instead of stack dumps on stderr. */
+/* Bracket every checkpoint entry point's HDF5 calls: quiet takes the HDF5
+ * lock (base_h5_lock) and switches HDF5's automatic error printing off,
+ * restore switches it back and releases the lock. Failures become strata
+ * messages instead of stack dumps on stderr. No HDF5 call before quiet or
+ * after restore. */
 typedef struct ckpt_h5quiet {
     H5E_auto2_t func;
     void       *data;
@@ -112,6 +86,7 @@ const char *ckpt_h5_msg(char *buf, size_t len);
  * rank passes the same values. Reads validate class, size and shape first:
  * 0 = read, -1 = missing, -2 = wrong type, shape or size. */
 int ckpt_attr_put_str(hid_t obj, const char *name, const char *value);
+int ckpt_attr_put_strs(hid_t obj, const char *name, int n, const char *const *v);
 int ckpt_attr_put_i64(hid_t obj, const char *name, int64_t value);
 int ckpt_attr_put_u64(hid_t obj, const char *name, uint64_t value);
 int ckpt_attr_put_f64(hid_t obj, const char *name, double value);
@@ -191,9 +166,9 @@ strata_status_t ckpt_layout_check(strata_context_t *ctx, MPI_Comm comm,
  * or "..", printable. */
 int ckpt_name_ok(const char *name);
 
-/* The data transfer mode: independent unless STRATA_CKPT_MPIO says
+/* The data transfer mode: independent unless the option ckpt_mpio says
  * collective or individual (see ckpt_h5.c). */
-void ckpt_set_transfer(hid_t dxpl);
+void ckpt_set_transfer(const strata_context_t *ctx, hid_t dxpl);
 
 /* ---- Direct raw data transfers (ckpt_h5.c)
  *
@@ -211,10 +186,9 @@ void ckpt_set_transfer(hid_t dxpl);
  * around metadata inside a collective call still running on another rank.
  * Like MPI-IO itself, this needs a file system on which one process's
  * write is seen by the next read of another (local, Lustre, GPFS).
- * STRATA_CKPT_DIRECT=0 (or off) forces the HDF5 transfers (for tests and
- * for file systems where MPI-IO does better). */
-#define CKPT_DIRECT_ENV "STRATA_CKPT_DIRECT"
-int ckpt_direct_enabled(void);
+ * The option ckpt_direct = off (STRATA_CKPT_DIRECT=0) forces the HDF5
+ * transfers (for tests and for file systems where MPI-IO does better). */
+int ckpt_direct_enabled(const strata_context_t *ctx);
 
 /* The file offset of dataset ds's raw bytes when they can be moved
  * directly: contiguous layout, no filters, no external files, storage of
@@ -230,7 +204,10 @@ int ckpt_pread_full(int fd, void *buf, size_t n, uint64_t off);
 
 /* ---- The checkpoint hash (ckpt_hash.c): XXH3-64, seed 0, the same values
  * as libxxhash's XXH3_64bits, on AVX2 where the CPU has it. A state
- * hashes one stream: reset, update..., digest. */
+ * hashes one stream: reset, update..., digest. Test hook, not an option
+ * (the values do not depend on it): STRATA_TEST_CKPT_HASH=generic forces
+ * the baseline build so that t/ckpt-hash-generic.t covers that path. */
+#define CKPT_HASH_TEST_ENV "STRATA_TEST_CKPT_HASH"
 typedef struct ckpt_hash ckpt_hash_t;
 ckpt_hash_t *ckpt_hash_new(void);              /* NULL without memory */
 void ckpt_hash_free(ckpt_hash_t *h);           /* NULL-safe */
@@ -242,9 +219,5 @@ uint64_t ckpt_hash64(const void *p, size_t n);
 /* The step numbers of dir's step-<8+ digits>.h5 files, ascending, into a
  * malloc'ed *steps_p; returns their number, -1 if dir cannot be read. */
 int ckpt_list_steps(const char *dir, long long **steps_p);
-
-/* Test hook: STRATA_TEST_CKPT_KILL_AFTER=BYTES makes rank 1 raise SIGKILL
- * once it has written that many bytes of tensor data in a save. */
-#define CKPT_KILL_ENV "STRATA_TEST_CKPT_KILL_AFTER"
 
 #endif

@@ -1,7 +1,7 @@
-# io/ - HDF5: the storage tier's spill file (spill.c) and checkpoints (ckpt_*.c).
-libstrata_la_SOURCES += \
+# io/ - the HDF5 checkpoint formats (ckpt_*.c). The storage tier's spill
+# file is the tier's own (tiers/spill.c).
+libstrata_core_la_SOURCES += \
     io/io.h \
-    io/spill.c \
     io/ckpt_geom.c \
     io/ckpt_h5.c \
     io/ckpt_hash.c \

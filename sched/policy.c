@@ -4,6 +4,7 @@
  */
 #include "config.h"
 #include "sched/sched_impl.h"
+#include "base/base.h"       /* the options struct (sched_opts_from_config) */
 
 #include <ctype.h>
 #include <string.h>
@@ -177,10 +178,11 @@ strata_status_t sched_opts_from_config(const strata_config_t *cfg, sched_opts_t 
     sched_opts_t o;
     if (!cfg || !opts_p) return sched_fail(err, errlen, STRATA_ERR_INVALID, "opts: NULL argument");
     sched_opts_defaults(&o);
-    if (!strcasecmp(cfg->schedule, "lhs")) o.mode = SCHED_MODE_LHS;
-    else if (!strcasecmp(cfg->schedule, "naive")) o.mode = SCHED_MODE_NAIVE;
+    /* the option table accepts only these two (config.c) */
+    if (0 == cfg->schedule) o.mode = SCHED_MODE_LHS;
+    else if (1 == cfg->schedule) o.mode = SCHED_MODE_NAIVE;
     else
-        return sched_fail(err, errlen, STRATA_ERR_CONFIG, "schedule '%s': use lhs or naive", cfg->schedule);
+        return sched_fail(err, errlen, STRATA_ERR_CONFIG, "schedule %d: use lhs or naive", cfg->schedule);
     if (cfg->prefetch < 0)
         return sched_fail(err, errlen, STRATA_ERR_CONFIG, "prefetch %d: must be >= 0", cfg->prefetch);
     o.budget[STRATA_TIER_DEVICE] = SIZE_MAX == cfg->device_mem ? 0 : cfg->device_mem;

@@ -1,7 +1,8 @@
 /*
  * sched.h - deciding when things run: the step program, activation
  * policies, the link model, the per-engine schedule (latency-hiding or
- * naive), its simulator, the automatic plan and the trace format.
+ * naive), its simulator, the automatic plan, and the trace format with
+ * its writer.
  * Internal (not installed). Everything here is pure: no MPI, no memory
  * tiers, no threads except the trace writer's lock, so it is tested alone.
  *
@@ -40,6 +41,11 @@
 #include <stdio.h>
 
 #include "strata.h"
+
+/* Write a message into err (may be NULL) and return st: the error
+ * convention above, for sched/ and the tools built on it. */
+strata_status_t sched_fail(char *err, size_t errlen, strata_status_t st, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 #define SCHED_NAME_MAX  48    /* bytes of a save or unit name, with the NUL */
 #define SCHED_MAX_NAMES 64    /* distinct save names in one program */
@@ -384,7 +390,7 @@ void sched_plan_print_measured(const sched_result_t *pred, const sched_result_t 
  *    {"ph":"C","name":"memory","pid":R,"ts":..,"args":{"device":..,"host":..,"storage":..}}
  *   ]}
  * tid 0 is the step track, tid 1 + engine the engines; "cat" is the engine
- * name, which is what the reader goes by.
+ * name, which is what the reader (tools/trace_read.c) goes by.
  */
 typedef struct sched_trace sched_trace_t;
 
@@ -405,46 +411,7 @@ strata_status_t sched_trace_write(sched_trace_t *tr, const char *path, char *err
 strata_status_t sched_trace_add_sim(sched_trace_t *tr, const sched_t *s, int step, double t0,
                                     char *err, size_t errlen);
 
-/* Reading back and analysing (strata trace). */
-typedef struct {
-    int    rank;            /* pid */
-    char   ph;              /* 'X', 'i', 'C', 'M' (others are skipped) */
-    int    engine;          /* sched_engine_t from "cat"; -1 step or unknown */
-    int    is_step;         /* name "step" */
-    int    step;            /* args.step, -1 if absent */
-    double ts, dur;         /* seconds */
-    char   name[SCHED_NAME_MAX];
-} sched_trace_event_t;
-
-typedef struct {
-    int nevents, cap;
-    sched_trace_event_t *ev;
-} sched_trace_events_t;
-
-/* Append the events of one file (a rank's trace). STRATA_ERR_IO if it
- * cannot be read, STRATA_ERR_FORMAT with the line and what was expected
- * if it is not a trace. */
-strata_status_t sched_trace_read(const char *path, sched_trace_events_t *evs,
-                                 char *err, size_t errlen);
-strata_status_t sched_trace_parse(const char *text, size_t len, sched_trace_events_t *evs,
-                                  char *err, size_t errlen);
-void sched_trace_events_free(sched_trace_events_t *evs);
-
-typedef struct {
-    int    step;
-    int    ranks;
-    double step_s;                       /* longest rank */
-    double transfer_s;                   /* per rank, mean: time any transfer engine was busy */
-    double hidden_s;                     /* ... of it, while compute or comm was busy */
-    double overlap_frac;                 /* hidden / transfer (1 when no transfer) */
-    double exposed_s;                    /* transfer time while compute was idle
-                                          * (as the simulator's exposed_transfer_s) */
-    double wait_s[SCHED_ENGINE_COUNT];   /* per rank, mean: engine idle within the step */
-} sched_trace_step_t;
-
-/* Per step (steps from "step" complete events, or between "step" instant
- * events; a trace without step marks is one step). *steps_p is malloc'd. */
-strata_status_t sched_trace_analyze(const sched_trace_events_t *evs, sched_trace_step_t **steps_p,
-                                    int *nsteps_p, char *err, size_t errlen);
+/* Reading traces back and analysing them (`strata trace`) is tools/'s:
+ * tools/trace.h. */
 
 #endif

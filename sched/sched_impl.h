@@ -32,10 +32,6 @@ struct sched {
  * this much faster than measured (ranks differ; costs are averages) */
 #define SCHED_FAST 0.7
 
-/* Write a message into err (may be NULL) and return st. */
-strata_status_t sched_fail(char *err, size_t errlen, strata_status_t st, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
 /* Memory changes of a simulated run in time order (frees before
  * allocations at equal times); delta in bytes, tier a strata_tier_t. */
 typedef struct { double t; int tier; long long delta; } sched_mem_event_t;

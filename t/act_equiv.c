@@ -32,7 +32,7 @@
 #include "strata.h"
 #include "tap.h"
 #include "examples/mlp/mlp_model.h"
-#include "sched/sched.h"
+#include "tools/trace.h"
 
 static int W, R, L = 6, D = 16, B = 64, K = 3;
 static const char *trace_prefix = NULL;
@@ -41,7 +41,7 @@ typedef struct {
     const char *policy;
     const char *schedule;
     size_t budget;           /* 0: the default */
-    const char *trace;       /* cfg.trace, or NULL */
+    const char *trace;       /* the option trace, or NULL */
     int steps;
     int deviate;             /* step 3 uses another batch size */
     int accum;               /* micro-batches per step; 0 = 1 */
@@ -65,19 +65,24 @@ static const char *const need_pol[5] = { "*=keep", "*=host", "*=storage", "*=rec
 
 static void run(const run_t *r, result_t *res)
 {
-    strata_config_t cfg;
+    strata_config_t *cfg = NULL;
     strata_context_t *ctx = NULL;
     strata_model_t *model = NULL;
     strata_model_opts_t o;
     mlp_t mlp = { .save_names = 3 };
     memset(res, 0, sizeof *res);
-    strata_config_init(&cfg, NULL, 0);
-    if (r->budget) cfg.device_mem = r->budget;
+    if (STRATA_OK != strata_config_create(&cfg)) bail_out("strata_config_create failed");
+    strata_config_read_env(cfg, NULL, 0);
+    if (r->budget) strata_config_set_size(cfg, "device_mem", r->budget, NULL, 0);
     int api = !strncmp(r->policy, "api:", 4);   /* set through strata_model_set_act_policy */
-    if (!api) snprintf(cfg.act_policy, sizeof cfg.act_policy, "%s", r->policy);
-    snprintf(cfg.schedule, sizeof cfg.schedule, "%s", r->schedule ? r->schedule : "lhs");
-    if (r->trace) snprintf(cfg.trace, sizeof cfg.trace, "%s", r->trace);
-    strata_status_t st = strata_init(MPI_COMM_WORLD, &cfg, &ctx);
+    if (!api && STRATA_OK != strata_config_set(cfg, "act_policy", r->policy, NULL, 0))
+        bail_out("act_policy '%s' refused", r->policy);
+    if (STRATA_OK != strata_config_set(cfg, "schedule", r->schedule ? r->schedule : "lhs", NULL, 0))
+        bail_out("schedule '%s' refused", r->schedule);
+    if (r->trace && STRATA_OK != strata_config_set(cfg, "trace", r->trace, NULL, 0))
+        bail_out("trace '%s' refused", r->trace);
+    strata_status_t st = strata_init(MPI_COMM_WORLD, cfg, &ctx);
+    strata_config_destroy(cfg);
     if (STRATA_OK != st) {
         res->st = st;
         snprintf(res->msg, sizeof res->msg, "strata_init failed");
@@ -88,7 +93,7 @@ static void run(const run_t *r, result_t *res)
     o.seed = 42;
     st = strata_model_create(ctx, &o, &model);
     if (STRATA_OK == st) st = mlp_build(model, &mlp, L, D);
-    if (STRATA_OK == st) st = strata_model_finalize(model);
+    if (STRATA_OK == st) st = strata_model_commit(model);
     if (STRATA_OK == st && api) st = strata_model_set_act_policy(model, r->policy + 4);
     for (int s = 0; s < r->steps && STRATA_OK == st; s++) {
         mlp_train_t a = { .batch = r->deviate && 2 == s ? B + 1 : B,

@@ -1,7 +1,7 @@
 #!/bin/sh
 # bench-json.t - every benchmark runs at a tiny size, and with --json its
 # standard output is nothing but JSON objects, one per line, carrying the
-# fields the issues name (people pipe it into jq and dashboards). Timings
+# fields README.md documents (people pipe it into jq and dashboards). Timings
 # are not checked here: they live in bench/ and are measured as ratios.
 run="$top_srcdir/bench/run"
 tmp=$(mktemp -d) || exit 1
@@ -62,7 +62,7 @@ off_ok() {
         jq -e -s 'any(.[]; .config == "keep@m" and .status == "ok") and
                   any(.[]; .config == "keep@4m" and .status == "oom")' "$tmp/off" > /dev/null
 }
-check "offload: keep@m ok and keep@4m oom, with the issue's fields" off_ok
+check "offload: keep@m ok and keep@4m oom, with the documented fields" off_ok
 # its own seq-64 workload (nothing outside the repository), and the ideal
 # line: keep@m and keep@4m unbounded measured, host-lhs@4m (not run) null
 ideal_ok() {

@@ -1,9 +1,13 @@
 #!/bin/sh
-# A rank killed with SIGKILL in the middle of a save (test hook
-# STRATA_TEST_CKPT_KILL_AFTER=BYTES: rank 1 raises SIGKILL once it has
-# written that many bytes). mpirun must fail; afterwards the previous
-# checkpoint is intact, verifies and loads, `latest` still names it, and no
-# partial file exists under a final name.
+# A rank killed with SIGKILL in the middle of a save (test fault
+# STRATA_TEST_FAULT=ckpt_kill@BYTES, base/test_fault.h: rank 1 raises
+# SIGKILL once it has written that many bytes). mpirun must fail;
+# afterwards the previous checkpoint is intact, verifies and loads,
+# `latest` still names it, and no partial file exists under a final name.
+if [ "${test_hooks:-no}" != yes ]; then
+    echo "1..0 # SKIP built without the test hooks (configure --enable-test-hooks)"
+    exit 0
+fi
 launch="$top_srcdir/t/launch"
 prog="$top_builddir/t/ckpt_rt"
 strata="$top_builddir/tools/strata"
@@ -22,7 +26,7 @@ n=$((n + 1))
 # mpirun itself, not t/launch: its exit status is 137 here (the rank's
 # SIGKILL), which t/launch would take for its own timeout
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
-STRATA_TEST_CKPT_KILL_AFTER=600 timeout 120 "${MPIRUN:-mpirun}" -np 2 --oversubscribe --bind-to none \
+STRATA_TEST_FAULT=ckpt_kill@600 timeout 120 "${MPIRUN:-mpirun}" -np 2 --oversubscribe --bind-to none \
     --mca pml ob1 --mca btl self,vader "$prog" save "$d" 2 > "$d/kill.log" 2>&1
 rc=$?
 if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "signal 9" "$d/kill.log"; then

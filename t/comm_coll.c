@@ -159,11 +159,13 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &W);
     MPI_Comm_rank(MPI_COMM_WORLD, &R);
 
-    strata_config_t cfg;
-    strata_config_init(&cfg, NULL, 0);
-    cfg.backend = STRATA_BACKEND_HOST;   /* host buffers; t/comm_nccl.c covers devices */
+    strata_config_t *cfg = NULL;
+    strata_config_create(&cfg);
+    strata_config_read_env(cfg, NULL, 0);
+    strata_config_set(cfg, "backend", "host", NULL, 0);   /* host buffers; t/comm_nccl.c covers devices */
     strata_context_t *ctx;
-    if (strata_init(MPI_COMM_WORLD, &cfg, &ctx)) bail_out("strata_init failed");
+    if (strata_init(MPI_COMM_WORLD, cfg, &ctx)) bail_out("strata_init failed");
+    strata_config_destroy(cfg);   /* the context holds a copy */
 
     int valid = 0;
     for (int s = 0; s < nshards; s++) if (shards[s] > 0 && 0 == W % shards[s]) valid++;

@@ -20,10 +20,12 @@ int main(int argc, char **argv)
     strata_context_t *ctx = NULL;
     ok(STRATA_ERR_INVALID == strata_init(MPI_COMM_NULL, NULL, &ctx) && NULL == ctx,
        "init on MPI_COMM_NULL is invalid and leaves ctx_p alone");
-    strata_config_t cfg;
-    strata_config_init(&cfg, NULL, 0);
-    cfg.backend = STRATA_BACKEND_HOST;   /* host buffers, also where a GPU answers */
-    if (strata_init(MPI_COMM_WORLD, &cfg, &ctx)) bail_out("strata_init failed");
+    strata_config_t *cfg = NULL;
+    strata_config_create(&cfg);
+    strata_config_read_env(cfg, NULL, 0);
+    strata_config_set(cfg, "backend", "host", NULL, 0);   /* host buffers, also where a GPU answers */
+    if (strata_init(MPI_COMM_WORLD, cfg, &ctx)) bail_out("strata_init failed");
+    strata_config_destroy(cfg);   /* the context holds a copy */
     strata_group_t *w = strata_world_group(ctx);
     float buf[64] = { 0 }, out[64 * 8];
     strata_group_t *sg = NULL, *rg = NULL;

@@ -189,11 +189,13 @@ int main(int argc, char **argv)
     if (mindev <= 0) skip_all("no CUDA device");
     if (maxlocal > 0) skip_all("%d ranks on a node with %d CUDA devices; NCCL needs one device per rank", nlocal, ndev);
 
-    strata_config_t cfg;
-    strata_config_init(&cfg, NULL, 0);
-    cfg.backend = STRATA_BACKEND_CUDA;
+    strata_config_t *cfg = NULL;
+    strata_config_create(&cfg);
+    strata_config_read_env(cfg, NULL, 0);
+    strata_config_set(cfg, "backend", "cuda", NULL, 0);
     strata_context_t *ctx;
-    if (strata_init(MPI_COMM_WORLD, &cfg, &ctx)) bail_out("strata_init with backend=cuda failed");
+    if (strata_init(MPI_COMM_WORLD, cfg, &ctx)) bail_out("strata_init with backend=cuda failed");
+    strata_config_destroy(cfg);   /* the context holds a copy */
 
     int valid = 0;
     for (int s = 0; s < nshards; s++) if (shards[s] > 0 && 0 == W % shards[s]) valid++;

@@ -31,7 +31,7 @@ static strata_model_t *make_model(strata_context_t *ctx, mlp_t *mlp)
     o.seed = 99;
     strata_model_t *m = NULL;
     if (strata_model_create(ctx, &o, &m) || mlp_build(m, mlp, LAYERS, WIDTH) ||
-        strata_model_finalize(m))
+        strata_model_commit(m))
         bail_out("model set-up failed: %s", strata_last_error(ctx));
     return m;
 }
@@ -76,11 +76,13 @@ int main(int argc, char **argv)
     tap_use_comm(MPI_COMM_WORLD);
     MPI_Comm_size(MPI_COMM_WORLD, &W);
     MPI_Comm_rank(MPI_COMM_WORLD, &R);
-    strata_config_t cfg;
-    strata_config_init(&cfg, NULL, 0);
-    cfg.backend = STRATA_BACKEND_HOST;
+    strata_config_t *cfg = NULL;
+    strata_config_create(&cfg);
+    strata_config_read_env(cfg, NULL, 0);
+    strata_config_set(cfg, "backend", "host", NULL, 0);
     strata_context_t *ctx;
-    if (strata_init(MPI_COMM_WORLD, &cfg, &ctx)) bail_out("strata_init failed");
+    if (strata_init(MPI_COMM_WORLD, cfg, &ctx)) bail_out("strata_init failed");
+    strata_config_destroy(cfg);   /* the context holds a copy */
     mlp_t mlp_a, mlp_b;
     char path[4096], bin[4200];
     snprintf(bin, sizeof bin, "%s/params.bin", dir);

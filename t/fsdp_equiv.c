@@ -64,7 +64,7 @@ static float *train(strata_context_t *ctx, const run_t *r, int batch, int accum,
     o.seed = 42;
     strata_status_t st = strata_model_create(ctx, &o, &model);
     if (STRATA_OK == st) st = mlp_build(model, &mlp, L, D);
-    if (STRATA_OK == st) st = strata_model_finalize(model);
+    if (STRATA_OK == st) st = strata_model_commit(model);
     size_t n = (size_t)L * (D * D + D), off;
     all = malloc(n * sizeof *all);
     init = malloc(n * sizeof *init);
@@ -156,15 +156,17 @@ int main(int argc, char **argv)
     int ncases = quick ? 2 : 4;
     plan(2 * ncases + (quick ? 1 : 5));
 
-    strata_config_t cfg;
-    strata_config_init(&cfg, NULL, 0);
-    cfg.shard_size = S;
+    strata_config_t *cfg = NULL, *scfg = NULL;
+    if (STRATA_OK != strata_config_create(&cfg)) bail_out("strata_config_create failed");
+    strata_config_read_env(cfg, NULL, 0);
+    strata_config_set_int(cfg, "shard_size", S, NULL, 0);
     strata_context_t *ctx = NULL, *self = NULL;
-    if (STRATA_OK != strata_init(MPI_COMM_WORLD, &cfg, &ctx)) bail_out("strata_init failed");
-    strata_config_t scfg = cfg;
-    scfg.shard_size = 0;
-    if (0 == R && STRATA_OK != strata_init(MPI_COMM_SELF, &scfg, &self))
+    if (STRATA_OK != strata_init(MPI_COMM_WORLD, cfg, &ctx)) bail_out("strata_init failed");
+    if (STRATA_OK != strata_config_dup(cfg, &scfg)) bail_out("strata_config_dup failed");
+    strata_config_set_int(scfg, "shard_size", 0, NULL, 0);
+    if (0 == R && STRATA_OK != strata_init(MPI_COMM_SELF, scfg, &self))
         bail_out("strata_init on MPI_COMM_SELF failed");
+    strata_config_destroy(scfg);
     diag("W %d, S %d, %d layers x %d, batch %d per rank, %d steps", W, S ? S : W, L, D, B, K);
 
     float *first = NULL;
@@ -204,15 +206,19 @@ int main(int argc, char **argv)
     ok(first && again && !memcmp(first, again, n * sizeof *first),
        "a second run with the same seed is bitwise identical");
     if (!quick) {
-        strata_config_t c0 = cfg;
+        strata_config_t *c0 = NULL;
         strata_context_t *ctx0 = NULL;
-        c0.prefetch = 0;
+        long long prefetch = -1;
+        strata_config_get_int(cfg, "prefetch", &prefetch);
         float *nopf = NULL, *norsh = NULL, *bf = NULL;
-        if (STRATA_OK == strata_init(MPI_COMM_WORLD, &c0, &ctx0))
+        if (STRATA_OK == strata_config_dup(cfg, &c0) &&
+            STRATA_OK == strata_config_set_int(c0, "prefetch", 0, NULL, 0) &&
+            STRATA_OK == strata_init(MPI_COMM_WORLD, c0, &ctx0))
             nopf = train(ctx0, &last, B, last.accum, R, W, NULL, &n);
+        strata_config_destroy(c0);
         strata_finalize(ctx0);
         ok(first && nopf && !memcmp(first, nopf, n * sizeof *first),
-           "prefetch 0 gives bitwise the same parameters as prefetch %d", cfg.prefetch);
+           "prefetch 0 gives bitwise the same parameters as prefetch %lld", prefetch);
         run_t nr = last;
         nr.reshard = 0;
         norsh = train(ctx, &nr, B, nr.accum, R, W, NULL, &n);
@@ -237,6 +243,7 @@ int main(int argc, char **argv)
     free(again);
     strata_finalize(self);
     strata_finalize(ctx);
+    strata_config_destroy(cfg);
     int rc = done_testing();
     MPI_Finalize();
     return rc;

@@ -1,6 +1,6 @@
 /*
  * fsdp_errors.c - bad use of the FSDP API returns a clear status, never a
- * crash or a hang: bad shard size, registering after finalize, calls out of
+ * crash or a hang: bad shard size, registering after commit, calls out of
  * order, callbacks that write past their buffers or misuse the call handle,
  * a device budget too small. After each failed step a new one works.
  * Run on 2 ranks by t/fsdp-errors.t.
@@ -83,7 +83,7 @@ static strata_status_t build(strata_context_t *ctx, strata_model_t **m_p, int bi
         st = strata_model_add_unit(m, name, fwd, bwd, &ids[i], &u);
         if (STRATA_OK == st) st = strata_unit_add_param(u, "w", 1, dims, STRATA_F32, one, NULL);
     }
-    if (STRATA_OK == st) st = strata_model_finalize(m);
+    if (STRATA_OK == st) st = strata_model_commit(m);
     if (STRATA_OK != st) strata_model_destroy(m);
     else *m_p = m;
     return st;
@@ -124,10 +124,11 @@ int main(int argc, char **argv)
     tap_use_comm(MPI_COMM_WORLD);
     plan(28);
 
-    strata_config_t cfg;
-    strata_config_init(&cfg, NULL, 0);
+    strata_config_t *cfg = NULL, *c3 = NULL, *ct = NULL;
+    if (STRATA_OK != strata_config_create(&cfg)) bail_out("strata_config_create failed");
+    strata_config_read_env(cfg, NULL, 0);
     strata_context_t *ctx = NULL, *ctx3 = NULL, *tiny = NULL;
-    if (STRATA_OK != strata_init(MPI_COMM_WORLD, &cfg, &ctx)) bail_out("strata_init failed");
+    if (STRATA_OK != strata_init(MPI_COMM_WORLD, cfg, &ctx)) bail_out("strata_init failed");
     strata_model_t *m = NULL, *bad = NULL;
     strata_unit_t *u = NULL;
     strata_model_opts_t o;
@@ -135,9 +136,10 @@ int main(int argc, char **argv)
     size_t dims[1] = { F };
 
     /* ---- creation and registration ---- */
-    strata_config_t c3 = cfg;
-    c3.shard_size = W + 1;
-    if (STRATA_OK != strata_init(MPI_COMM_WORLD, &c3, &ctx3)) bail_out("strata_init failed");
+    if (STRATA_OK != strata_config_dup(cfg, &c3) ||
+        STRATA_OK != strata_config_set_int(c3, "shard_size", W + 1, NULL, 0) ||
+        STRATA_OK != strata_init(MPI_COMM_WORLD, c3, &ctx3)) bail_out("strata_init failed");
+    strata_config_destroy(c3);
     {
         strata_context_t *ctx_save = ctx;
         ctx = ctx3;
@@ -151,18 +153,18 @@ int main(int argc, char **argv)
     EXPECT(strata_model_create(ctx, &o, &bad), STRATA_ERR_INVALID, "compute dtype",
            "f16 compute copy is refused with a message");
     ok(STRATA_OK == strata_model_create(ctx, NULL, &m), "a model with the defaults is created");
-    EXPECT(strata_model_finalize(m), STRATA_ERR_STATE, "no units", "finalize of an empty model");
+    EXPECT(strata_model_commit(m), STRATA_ERR_STATE, "no units", "commit of an empty model");
     strata_model_add_unit(m, "u", fwd, bwd, &ids[0], &u);
     EXPECT(strata_unit_add_param(u, "w", 1, dims, STRATA_BF16, zero, NULL), STRATA_ERR_UNSUPPORTED,
            "master parameters are f32", "a bf16 master parameter is refused");
     EXPECT(strata_model_add_unit(m, "u", fwd, bwd, NULL, &u), STRATA_ERR_INVALID, "used twice",
            "a unit name used twice is refused");
     strata_unit_add_param(u, "w", 1, dims, STRATA_F32, zero, NULL);
-    ok(STRATA_OK == strata_model_finalize(m), "finalize");
-    EXPECT(strata_model_add_unit(m, "v", fwd, bwd, NULL, &u), STRATA_ERR_STATE, "finalized",
-           "adding a unit after finalize: STRATA_ERR_STATE");
+    ok(STRATA_OK == strata_model_commit(m), "commit");
+    EXPECT(strata_model_add_unit(m, "v", fwd, bwd, NULL, &u), STRATA_ERR_STATE, "committed",
+           "adding a unit after commit: STRATA_ERR_STATE");
     EXPECT(strata_unit_add_param(u, "w2", 1, dims, STRATA_F32, zero, NULL), STRATA_ERR_STATE,
-           "finalized", "adding a param after finalize: STRATA_ERR_STATE");
+           "committed", "adding a param after commit: STRATA_ERR_STATE");
     strata_model_destroy(m);
     m = NULL;
 
@@ -253,9 +255,11 @@ int main(int argc, char **argv)
     strata_model_destroy(NULL);
 
     /* ---- a device budget too small ---- */
-    strata_config_t ct = cfg;
-    ct.device_mem = 4096;
-    if (STRATA_OK != strata_init(MPI_COMM_WORLD, &ct, &tiny)) bail_out("strata_init failed");
+    if (STRATA_OK != strata_config_dup(cfg, &ct) ||
+        STRATA_OK != strata_config_set_size(ct, "device_mem", 4096, NULL, 0) ||
+        STRATA_OK != strata_init(MPI_COMM_WORLD, ct, &tiny)) bail_out("strata_init failed");
+    strata_config_destroy(ct);
+    strata_config_destroy(cfg);
     strata_status_t st = build(tiny, &m, 1);
     ok(STRATA_ERR_TIER_FULL == st && strstr(strata_last_error(tiny), "device tier full") &&
        strstr(strata_last_error(tiny), "budget 4 KiB"),

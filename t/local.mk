@@ -3,7 +3,10 @@
 check_LIBRARIES = t/libtap.a
 t_libtap_a_SOURCES = t/tap.c t/tap.h
 
+# Tests of the public API link the shared library (so its export list is
+# tested too); tests of internals link the convenience library.
 TEST_LDADD = libstrata.la t/libtap.a
+TEST_INTERNAL_LDADD = libstrata_core.la t/libtap.a
 
 check_PROGRAMS += \
     t/unit_config.t \
@@ -17,7 +20,7 @@ t_unit_dtype_t_SOURCES = t/unit_dtype.t.c
 t_unit_group_t_SOURCES = t/unit_group.t.c
 t_unit_config_t_LDADD = $(TEST_LDADD)
 t_unit_dtype_t_LDADD = $(TEST_LDADD)
-t_unit_group_t_LDADD = $(TEST_LDADD)
+t_unit_group_t_LDADD = $(TEST_INTERNAL_LDADD)
 t_comm_coll_SOURCES = t/comm_coll.c t/comm_gen.h
 t_comm_coll_LDADD = $(TEST_LDADD)
 t_comm_errors_LDADD = $(TEST_LDADD)
@@ -44,13 +47,13 @@ EXTRA_DIST += t/gpu/nccl-check.sh
 if HAVE_NCCL
 check_PROGRAMS += t/unit_nccl.t t/comm_nccl
 t_unit_nccl_t_SOURCES = t/unit_nccl.t.c
-t_unit_nccl_t_LDADD = $(TEST_LDADD)
+t_unit_nccl_t_LDADD = $(TEST_INTERNAL_LDADD)
 t_comm_nccl_SOURCES = t/comm_nccl.c t/comm_gen.h
 t_comm_nccl_LDADD = $(TEST_LDADD) $(CUDA_LIBS)
 TESTS += t/unit_nccl.t t/comm-nccl-np1.t
 endif
 
-# tiers (issue 3): single-rank programs; the ones with a context call
+# tiers: single-rank programs; the ones with a context call
 # strata_init, which starts MPI itself.
 check_PROGRAMS += t/tiers_arena.t t/tiers_move.t t/tiers_storage.t t/tiers_link.t t/tiers_cuda.t
 t_tiers_arena_t_SOURCES = t/tiers_arena.t.c
@@ -58,21 +61,26 @@ t_tiers_move_t_SOURCES = t/tiers_move.t.c t/tiers_util.h
 t_tiers_storage_t_SOURCES = t/tiers_storage.t.c t/tiers_util.h
 t_tiers_link_t_SOURCES = t/tiers_link.t.c
 t_tiers_cuda_t_SOURCES = t/tiers_cuda.t.c t/tiers_util.h
-t_tiers_arena_t_LDADD = $(TEST_LDADD)
-t_tiers_move_t_LDADD = $(TEST_LDADD)
-t_tiers_storage_t_LDADD = $(TEST_LDADD) $(HDF5_LIBS)
-t_tiers_link_t_LDADD = $(TEST_LDADD)
+t_tiers_arena_t_LDADD = $(TEST_INTERNAL_LDADD)
+t_tiers_move_t_LDADD = $(TEST_INTERNAL_LDADD)
+t_tiers_storage_t_LDADD = $(TEST_INTERNAL_LDADD) $(HDF5_LIBS)
+t_tiers_link_t_LDADD = $(TEST_INTERNAL_LDADD)
 t_tiers_cuda_t_LDADD = $(TEST_LDADD) $(CUDA_LIBS)
 TESTS += t/tiers_arena.t t/tiers_move.t t/tiers_storage.t t/tiers_link.t t/tiers_cuda.t
 # checkpoints (io/ckpt_*.c)
 check_PROGRAMS += t/unit_ckpt_geom.t
 t_unit_ckpt_geom_t_SOURCES = t/unit_ckpt_geom.t.c
-t_unit_ckpt_geom_t_LDADD = $(TEST_LDADD)
+t_unit_ckpt_geom_t_LDADD = $(TEST_INTERNAL_LDADD)
 TESTS += t/unit_ckpt_geom.t
 check_PROGRAMS += t/unit_ckpt_hash.t
 t_unit_ckpt_hash_t_SOURCES = t/unit_ckpt_hash.t.c
-t_unit_ckpt_hash_t_LDADD = $(TEST_LDADD) $(XXHASH_LIBS)
+t_unit_ckpt_hash_t_LDADD = $(TEST_INTERNAL_LDADD) $(XXHASH_LIBS)
 TESTS += t/unit_ckpt_hash.t
+# the test-fault switch (base/test_fault.h)
+check_PROGRAMS += t/unit_test_fault.t
+t_unit_test_fault_t_SOURCES = t/unit_test_fault.t.c
+t_unit_test_fault_t_LDADD = $(TEST_INTERNAL_LDADD)
+TESTS += t/unit_test_fault.t
 # the same with libxxhash's generic build forced
 dist_check_SCRIPTS += t/ckpt-hash-generic.t
 TESTS += t/ckpt-hash-generic.t
@@ -85,20 +93,22 @@ dist_check_SCRIPTS += t/ckpt-np1.t t/ckpt-np2.t t/ckpt-np4.t t/ckpt-reshard.t t/
 TESTS += t/ckpt-np1.t t/ckpt-np2.t t/ckpt-np4.t t/ckpt-reshard.t t/ckpt-bad.t t/ckpt-kill.t t/ckpt-cli.t t/ckpt-h5dump.t t/ckpt-direct.t
 # h5dump, when configure found it, for t/ckpt-h5dump.t
 AM_TESTS_ENVIRONMENT += H5DUMP='$(H5DUMP)'; export H5DUMP;
-# FSDP core (issue 4)
-check_PROGRAMS += t/unit_fsdp_geometry.t t/fsdp_equiv t/fsdp_errors
+# FSDP core
+check_PROGRAMS += t/unit_fsdp_geometry.t t/unit_fsdp_mem.t t/fsdp_equiv t/fsdp_errors
 t_unit_fsdp_geometry_t_SOURCES = t/unit_fsdp_geometry.t.c
-t_unit_fsdp_geometry_t_LDADD = $(TEST_LDADD)
-t_fsdp_equiv_SOURCES = t/fsdp_equiv.c examples/mlp/mlp_model.c
-t_fsdp_equiv_LDADD = $(TEST_LDADD)
-t_fsdp_errors_SOURCES = t/fsdp_errors.c examples/mlp/mlp_model.c
-t_fsdp_errors_LDADD = $(TEST_LDADD)
+t_unit_fsdp_geometry_t_LDADD = $(TEST_INTERNAL_LDADD)
+t_unit_fsdp_mem_t_SOURCES = t/unit_fsdp_mem.t.c
+t_unit_fsdp_mem_t_LDADD = $(TEST_INTERNAL_LDADD)
+t_fsdp_equiv_SOURCES = t/fsdp_equiv.c
+t_fsdp_equiv_LDADD = $(MLP_LIBS) $(TEST_LDADD)
+t_fsdp_errors_SOURCES = t/fsdp_errors.c
+t_fsdp_errors_LDADD = $(MLP_LIBS) $(TEST_INTERNAL_LDADD)
 dist_check_SCRIPTS += \
     t/fsdp-np1.t t/fsdp-np2.t t/fsdp-np2-s1.t t/fsdp-np3.t t/fsdp-np4.t t/fsdp-np4-s2.t \
     t/fsdp-np8.t \
     t/fsdp-np128.t t/fsdp-errors.t
 TESTS += \
-    t/unit_fsdp_geometry.t \
+    t/unit_fsdp_geometry.t t/unit_fsdp_mem.t \
     t/fsdp-errors.t \
     t/fsdp-np1.t t/fsdp-np2.t t/fsdp-np2-s1.t t/fsdp-np3.t t/fsdp-np4.t t/fsdp-np4-s2.t \
     t/fsdp-np8.t \
@@ -106,33 +116,83 @@ TESTS += \
 
 # model checkpoints (fsdp/ckpt.c): resume and resharding through the model API
 check_PROGRAMS += t/fsdp_ckpt
-t_fsdp_ckpt_SOURCES = t/fsdp_ckpt.c examples/mlp/mlp_model.c
-t_fsdp_ckpt_LDADD = $(TEST_LDADD)
+t_fsdp_ckpt_SOURCES = t/fsdp_ckpt.c
+t_fsdp_ckpt_LDADD = $(MLP_LIBS) $(TEST_LDADD)
 dist_check_SCRIPTS += t/fsdp-ckpt.t
 TESTS += t/fsdp-ckpt.t
 
-# sched (issue 5, pure half): the step program, policies, the scheduler and
+# sched (the pure half): the step program, policies, the scheduler and
 # its simulator, the automatic plan, the trace format; no MPI needed.
 check_PROGRAMS += t/sched_program.t t/sched_policy.t t/sched_schedule.t t/sched_trace.t
 t_sched_program_t_SOURCES = t/sched_program.t.c
 t_sched_policy_t_SOURCES = t/sched_policy.t.c
 t_sched_schedule_t_SOURCES = t/sched_schedule.t.c
 t_sched_trace_t_SOURCES = t/sched_trace.t.c
-t_sched_program_t_LDADD = $(TEST_LDADD)
-t_sched_policy_t_LDADD = $(TEST_LDADD)
-t_sched_schedule_t_LDADD = $(TEST_LDADD) -lm
-t_sched_trace_t_LDADD = $(TEST_LDADD) -lpthread
+t_sched_program_t_LDADD = $(TEST_INTERNAL_LDADD)
+t_sched_policy_t_LDADD = $(TEST_INTERNAL_LDADD)
+t_sched_schedule_t_LDADD = $(TEST_INTERNAL_LDADD)
+t_sched_trace_t_LDADD = $(TRACE_LIBS) $(TEST_INTERNAL_LDADD)
 dist_check_SCRIPTS += t/sched-cli.t
 EXTRA_DIST += t/sched_gpt.prog
 TESTS += t/sched_program.t t/sched_policy.t t/sched_schedule.t t/sched_trace.t t/sched-cli.t
 
-# activation policies and schedules in the FSDP step (fsdp/exec.c)
+# activation policies and schedules in the FSDP step (fsdp/exec_*.c)
 check_PROGRAMS += t/act_equiv
-t_act_equiv_SOURCES = t/act_equiv.c examples/mlp/mlp_model.c
-t_act_equiv_LDADD = $(TEST_LDADD)
+t_act_equiv_SOURCES = t/act_equiv.c
+t_act_equiv_LDADD = $(MLP_LIBS) $(TRACE_LIBS) $(TEST_INTERNAL_LDADD)
 dist_check_SCRIPTS += t/act-np1.t t/act-np2.t t/act-np4.t
 TESTS += t/act-np1.t t/act-np2.t t/act-np4.t
 
-# the benchmarks at a tiny size: --json output is JSON objects with the issues' fields
+# the layers of docs/architecture.md: each folder includes only those below it
+dist_check_SCRIPTS += t/layers-includes.t
+TESTS += t/layers-includes.t
+
+# the benchmarks at a tiny size: --json output is JSON objects with the fields README.md documents
 dist_check_SCRIPTS += t/bench-json.t
 TESTS += t/bench-json.t
+
+# README.md's option table against `strata config -v`
+dist_check_SCRIPTS += t/readme-options.t
+TESTS += t/readme-options.t
+
+# the GPT example (examples/gpt/, built only where CBLAS is): its kernels'
+# gradients, the reference trainer, the data, and train_gpt under mpirun
+dist_check_SCRIPTS += t/gpt-train-np1-np4.t t/gpt-train-policy.t t/gpt-train-resume.t \
+    t/gpt-train-errors.t t/gpt-train-trace.t t/gpt-train-tight.t t/gpt-learn.t t/gpt-demo.t
+if HAVE_CBLAS
+check_PROGRAMS += t/gpt_grad.t t/gpt_ref.t t/gpt_data.t
+t_gpt_grad_t_SOURCES = t/gpt_grad.t.c
+t_gpt_ref_t_SOURCES = t/gpt_ref.t.c
+t_gpt_data_t_SOURCES = t/gpt_data.t.c
+t_gpt_grad_t_LDADD = $(GPT_LDADD) t/libtap.a
+t_gpt_ref_t_LDADD = $(GPT_LDADD) t/libtap.a
+t_gpt_data_t_LDADD = $(GPT_LDADD) t/libtap.a
+TESTS += t/gpt_grad.t t/gpt_ref.t t/gpt_data.t t/gpt-learn.t t/gpt-demo.t
+TESTS += t/gpt-train-np1-np4.t t/gpt-train-policy.t t/gpt-train-resume.t t/gpt-train-errors.t \
+    t/gpt-train-trace.t t/gpt-train-tight.t
+
+# the planner: model and hardware files, formulas, the worked example of
+# docs/planner.md (checks the example GPT against examples/gpt's own sizes)
+check_PROGRAMS += t/plan_model.t
+t_plan_model_t_SOURCES = t/plan_model.t.c
+t_plan_model_t_LDADD = examples/gpt/libgpt.a $(TEST_INTERNAL_LDADD) $(BLAS_LIBS)
+dist_check_SCRIPTS += t/plan-model-cli.t
+TESTS += t/plan_model.t t/plan-model-cli.t
+endif
+
+# the shared library exports only the public API; the installed package
+# builds an out-of-tree program through pkg-config
+AM_TESTS_ENVIRONMENT += CC='$(CC)' MAKE='$(MAKE)' PKG_CONFIG='$(PKG_CONFIG)'; export CC MAKE PKG_CONFIG;
+dist_check_SCRIPTS += t/lib-symbols.t t/install-pkgconfig.t
+EXTRA_DIST += t/install_prog.c
+TESTS += t/lib-symbols.t t/install-pkgconfig.t
+
+# python/ (Debian's /usr/bin/python3, t/py-env.sh; each skips with a reason
+# where its modules do not import) and strata trace --merge/--plot (the
+# merged file checked against the Trace Event Format's rules,
+# t/trace_check.py); all run train_gpt
+EXTRA_DIST += t/py-env.sh t/py_tap.py t/py_ckpt.py t/py_torch.py t/trace_check.py
+dist_check_SCRIPTS += t/py-ckpt.t t/py-torch.t t/trace-merge.t
+if HAVE_CBLAS
+TESTS += t/py-ckpt.t t/py-torch.t t/trace-merge.t
+endif

@@ -60,10 +60,14 @@ int main(void)
     is_int(sched_policy_resolve(&pol, p, &acts, err, sizeof err), STRATA_ERR_INVALID, "auto is not resolved here");
 
     /* STRATA_ACT_POLICY reaches the config row, and parses */
-    strata_config_t cfg;
+    strata_config_t *cfg = NULL;
+    char text[512] = "";
     setenv("STRATA_ACT_POLICY", "attn=host,*=keep", 1);
-    is_int(strata_config_init(&cfg, err, sizeof err), STRATA_OK, "config with STRATA_ACT_POLICY");
-    is_int(sched_policy_parse(cfg.act_policy, &pol, err, sizeof err), STRATA_OK, "env policy parses");
+    if (STRATA_OK != strata_config_create(&cfg)) bail_out("strata_config_create failed");
+    is_int(strata_config_read_env(cfg, err, sizeof err), STRATA_OK, "config with STRATA_ACT_POLICY");
+    strata_config_get(cfg, "act_policy", text, sizeof text);
+    strata_config_destroy(cfg);
+    is_int(sched_policy_parse(text, &pol, err, sizeof err), STRATA_OK, "env policy parses");
     is_int(sched_policy_resolve(&pol, p, &acts, err, sizeof err), STRATA_OK, "env policy resolves");
     ok(SCHED_HOST == acts.action[2] && SCHED_KEEP == acts.action[0], "env policy applied");
     unsetenv("STRATA_ACT_POLICY");

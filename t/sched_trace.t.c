@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "strata.h"
-#include "sched/sched.h"
+#include "tools/trace.h"
 #include "tap.h"
 
 #define THREADS 4
@@ -37,7 +37,7 @@ static void write_file(const char *path, const char *text)
 int main(void)
 {
     char err[1024] = "", dir[] = "/tmp/sched_trace.XXXXXX", path[4096], path2[4096];
-    plan(23);
+    plan(25);
     if (!mkdtemp(dir)) bail_out("mkdtemp");
 
     /* ---- writer from threads, read back ---- */
@@ -118,11 +118,17 @@ int main(void)
     ok(STRATA_ERR_FORMAT == sched_trace_read(path, &evs, err, sizeof err) && strstr(err, "line 1"),
        "not JSON: %s", err);
     write_file(path, "{\"traceEvents\":[\n{\"ph\":\"X\",\"cat\":\"d2h\",\"ts\":1,\"dur\":2},\n{\"ph\":\"X\",\"ts\":\n");
-    ok(STRATA_ERR_FORMAT == sched_trace_read(path, &evs, err, sizeof err) && strstr(err, "line 4") && strstr(err, "a number"),
+    ok(STRATA_ERR_FORMAT == sched_trace_read(path, &evs, err, sizeof err) && strstr(err, "line 4") && strstr(err, "end of file"),
        "cut inside an event: %s", err);
     write_file(path, "{\"traceEvents\":[\n{\"ph\":\"X\",\"cat\":\"d2h\",\"ts\":1,\"dur\":2},\n{\"ph\":\"X\" \"ts\":3}]}");
     ok(STRATA_ERR_FORMAT == sched_trace_read(path, &evs, err, sizeof err) && strstr(err, "line 3"),
        "missing comma: %s", err);
+    write_file(path, "[{\"ph\":\"X\",\"cat\":\"d2h\",\"ts\":1,\"dur\":2},\n{\"ph\":\"X\",\"cat\":\"d2h\",\"ts\":\"soon\"}]");
+    ok(STRATA_ERR_FORMAT == sched_trace_read(path, &evs, err, sizeof err) && strstr(err, "event 2") &&
+       strstr(err, "\"ts\" a number") && 0 == evs.nevents, "a field of the wrong type, nothing kept: %s", err);
+    write_file(path, "{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"d2h\",\"ts\":1,\"dur\":2}, 7]}");
+    ok(STRATA_ERR_FORMAT == sched_trace_read(path, &evs, err, sizeof err) && strstr(err, "event 2 is not an object"),
+       "an event that is not an object: %s", err);
     write_file(path, "[{\"ph\":\"X\",\"cat\":\"d2h\",\"ts\":1,\"dur\":2,\"extra\":{\"a\":[1,true,null]}},\n"
                      "{\"ph\":\"X\",\"name\":\"other\",\"cat\":\"python\",\"ts\":1,\"dur\":2},\n");
     err[0] = '\0';

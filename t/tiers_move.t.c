@@ -21,14 +21,16 @@ static char spill_root[] = "/tmp/strata-tmove-XXXXXX";
 
 static strata_context_t *make_ctx(const char *device_mem, const char *host_mem)
 {
-    strata_config_t cfg;
+    strata_config_t *cfg = NULL;
     strata_context_t *ctx = NULL;
-    strata_config_defaults(&cfg);
-    strata_config_set(&cfg, "device_mem", device_mem, NULL, 0);
-    strata_config_set(&cfg, "host_mem", host_mem, NULL, 0);
-    strata_config_set(&cfg, "chunk_size", "64K", NULL, 0);
-    strata_config_set(&cfg, "spill_dir", spill_root, NULL, 0);
-    if (STRATA_OK != strata_init(MPI_COMM_WORLD, &cfg, &ctx)) bail_out("strata_init failed");
+    if (STRATA_OK != strata_config_create(&cfg)) bail_out("strata_config_create");
+    strata_config_set(cfg, "device_mem", device_mem, NULL, 0);
+    strata_config_set(cfg, "host_mem", host_mem, NULL, 0);
+    strata_config_set(cfg, "chunk_size", "64K", NULL, 0);
+    strata_config_set(cfg, "spill_dir", spill_root, NULL, 0);
+    strata_status_t st = strata_init(MPI_COMM_WORLD, cfg, &ctx);
+    strata_config_destroy(cfg);
+    if (STRATA_OK != st) bail_out("strata_init failed");
     return ctx;
 }
 
@@ -309,9 +311,9 @@ static void test_wait_copies(strata_context_t *ctx)
         struct mover m = { big, STRATA_ERR_STATE };
         pthread_t th;
         if (0 != pthread_create(&th, NULL, mover_main, &m)) bail_out("pthread_create");
-        double t0 = strata_now();
+        double t0 = base_now();
         while (!(helped = head_helped(ctx)) && !strata_block_resident(big, STRATA_TIER_PINNED_HOST) &&
-               strata_now() - t0 < 2.0) { }
+               base_now() - t0 < 2.0) { }
         if (helped) {
             overtook = STRATA_OK == move_wait(small, STRATA_TIER_PINNED_HOST, 0) &&
                        !strata_block_resident(big, STRATA_TIER_PINNED_HOST);

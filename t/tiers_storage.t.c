@@ -2,9 +2,11 @@
  * permissions, removal at finalize, dataset reuse, checksums catching
  * corruption, and each failure (unwritable spill_dir, spill file removed
  * underneath, storage budget, file system full) leaving the block valid
- * where it came from. */
+ * where it came from; the process's HDF5 lock serialising the spill's HDF5
+ * calls with a checkpoint's. */
 #include "strata.h"
 #include "tiers/tiers.h"
+#include "io/io.h"
 #include "tap.h"
 #include "tiers_util.h"
 
@@ -27,17 +29,19 @@ static char root[] = "/tmp/strata-tstore-XXXXXX";
 
 static strata_context_t *make_ctx(const char *spill_dir, const char *storage_mem, const char *checksums)
 {
-    strata_config_t cfg;
+    strata_config_t *cfg = NULL;
     strata_context_t *ctx = NULL;
-    strata_config_defaults(&cfg);
-    strata_config_set(&cfg, "device_mem", "64M", NULL, 0);
-    strata_config_set(&cfg, "host_mem", "64M", NULL, 0);
-    strata_config_set(&cfg, "chunk_size", "256K", NULL, 0);
-    strata_config_set(&cfg, "spill_dir", spill_dir, NULL, 0);
-    strata_config_set(&cfg, "storage_mem", storage_mem, NULL, 0);
-    strata_config_set(&cfg, "checksums", checksums, NULL, 0);
-    strata_config_set(&cfg, "log_level", "error", NULL, 0);
-    if (STRATA_OK != strata_init(MPI_COMM_WORLD, &cfg, &ctx)) bail_out("strata_init failed");
+    if (STRATA_OK != strata_config_create(&cfg)) bail_out("strata_config_create");
+    strata_config_set(cfg, "device_mem", "64M", NULL, 0);
+    strata_config_set(cfg, "host_mem", "64M", NULL, 0);
+    strata_config_set(cfg, "chunk_size", "256K", NULL, 0);
+    strata_config_set(cfg, "spill_dir", spill_dir, NULL, 0);
+    strata_config_set(cfg, "storage_mem", storage_mem, NULL, 0);
+    strata_config_set(cfg, "checksums", checksums, NULL, 0);
+    strata_config_set(cfg, "log_level", "error", NULL, 0);
+    strata_status_t st = strata_init(MPI_COMM_WORLD, cfg, &ctx);
+    strata_config_destroy(cfg);
+    if (STRATA_OK != st) bail_out("strata_init failed");
     return ctx;
 }
 
@@ -291,9 +295,9 @@ static void test_waiters(void)
         struct mover m = { big, STRATA_ERR_STATE };
         pthread_t th;
         if (0 != pthread_create(&th, NULL, mover_main, &m)) bail_out("pthread_create");
-        double t0 = strata_now();
+        double t0 = base_now();
         while (!(was_helped = io_head_helped(ctx)) && !strata_block_resident(big, STRATA_TIER_STORAGE) &&
-               strata_now() - t0 < 2.0) { }
+               base_now() - t0 < 2.0) { }
         if (was_helped)
             overtook = STRATA_OK == move_wait(small, STRATA_TIER_STORAGE, 0) &&
                        !strata_block_resident(big, STRATA_TIER_STORAGE);
@@ -311,16 +315,68 @@ static void test_waiters(void)
     strata_finalize(ctx);
 }
 
+static void *try_h5_lock(void *arg)
+{
+    int *got = arg;
+    *got = base_h5_trylock();
+    if (*got) base_h5_unlock();
+    return NULL;
+}
+
+static int other_thread_gets_h5_lock(void)
+{
+    pthread_t t;
+    int got = -1;
+    if (pthread_create(&t, NULL, try_h5_lock, &got)) bail_out("pthread_create");
+    pthread_join(t, NULL);
+    return got;
+}
+
+/* Debian's HDF5 is not thread-safe: a checkpoint's HDF5 calls (bracketed
+ * by ckpt_h5_quiet/restore) and the I/O thread's spill-file calls hold
+ * one lock, so a spill that needs a new dataset waits for the checkpoint. */
+static void test_h5_lock(void)
+{
+    ckpt_h5quiet_t q;
+    ckpt_h5_quiet(&q);
+    ok(0 == other_thread_gets_h5_lock(), "a checkpoint's HDF5 bracket holds the HDF5 lock");
+    ckpt_h5_restore(&q);
+    ok(1 == other_thread_gets_h5_lock(), "and releases it at the end");
+
+    strata_context_t *ctx = make_ctx(root, "64G", "on");
+    strata_block_t *b = host_block(ctx, 64 * KiB, 7);
+    strata_event_t *ev = NULL;
+    base_h5_lock();                 /* as a checkpoint on this thread would */
+    strata_status_t st = strata_block_move(b, STRATA_TIER_STORAGE, 0, NULL, &ev);
+    usleep(200 * 1000);
+    int done = -1;
+    if (STRATA_OK == st) strata_event_query(ev, &done);
+    ok(STRATA_OK == st && 0 == done,
+       "a first spill (HDF5 file and dataset to create) waits while the lock is held");
+    base_h5_unlock();
+    st = STRATA_OK == st ? strata_event_wait(ev) : st;
+    ok(STRATA_OK == st, "and completes once it is released: %s", strata_last_error(ctx));
+    strata_event_release(ev);
+    ev = NULL;
+    st = strata_block_move(b, STRATA_TIER_PINNED_HOST, 1, NULL, &ev);
+    if (STRATA_OK == st) st = strata_event_wait(ev);
+    ok(STRATA_OK == st && intact(b, STRATA_TIER_PINNED_HOST, 7), "the data reads back intact");
+    strata_event_release(ev);
+    strata_block_free(b);
+    strata_finalize(ctx);
+}
+
 int main(void)
 {
     int provided;
     MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided);
     if (!mkdtemp(root)) bail_out("mkdtemp: %s", strerror(errno));
-    plan(8 + 6 + 6 + 5 + 2 + 4 + 6);
+    plan(8 + 6 + 6 + 5 + 2 + 4 + 6 + 5);
     test_files();
     test_checksums();
     test_failures();
     test_waiters();
+    test_h5_lock();
     int r = rmdir(root);
     MPI_Finalize();
     if (0 != r) diag("%s not empty after the tests", root);

@@ -1,7 +1,7 @@
 /*
  * unit_ckpt_hash.t.c - the checkpoint hash (io/ckpt_hash.c) gives
  * libxxhash's XXH3_64bits values whichever build it runs (AVX2 or
- * generic; STRATA_CKPT_HASH=generic forces the latter): one-shot on many
+ * generic; STRATA_TEST_CKPT_HASH=generic (a test hook) forces the latter): one-shot on many
  * lengths and misalignments, and streamed in uneven pieces.
  */
 #include "config.h"

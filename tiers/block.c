@@ -36,14 +36,14 @@ static strata_status_t take_space(strata_block_t *blk, strata_tier_t tier)
     if (STRATA_TIER_STORAGE == tier) {
         st = tier_acct_reserve(&ts->storage_acct, "storage", blk->bytes, blk->tag,
                                msg, sizeof msg);
-        if (STRATA_OK != st) return strata_error(ts->ctx, st, "%s", msg);
+        if (STRATA_OK != st) return base_error(ts->ctx, st, "%s", msg);
         s->ds = NULL;
         s->ptr = NULL;
     } else {
         size_t off;
         st = arena_alloc(&ts->arena[tier], strata_tier_name(tier), blk->bytes, blk->tag,
                          &off, &s->span, msg, sizeof msg);
-        if (STRATA_OK != st) return strata_error(ts->ctx, st, "%s", msg);
+        if (STRATA_OK != st) return base_error(ts->ctx, st, "%s", msg);
         s->ptr = blk->bytes ? (char *)ts->base[tier] + off : zero_block;
     }
     s->has_space = 1;
@@ -74,21 +74,21 @@ strata_status_t strata_block_alloc(strata_context_t *ctx, strata_tier_t tier, si
 {
     if (!ctx || !ctx->tiers || !blk_p) return STRATA_ERR_INVALID;
     if (STRATA_TIER_DEVICE != tier && STRATA_TIER_PINNED_HOST != tier)
-        return strata_error(ctx, STRATA_ERR_INVALID,
-                            "strata_block_alloc: tier must be DEVICE or PINNED_HOST (got %d); "
-                            "storage blocks are made by moving", (int)tier);
+        return base_error(ctx, STRATA_ERR_INVALID,
+                          "strata_block_alloc: tier must be DEVICE or PINNED_HOST (got %d); "
+                          "storage blocks are made by moving", (int)tier);
     if ((unsigned)tag >= STRATA_TAG_COUNT)
-        return strata_error(ctx, STRATA_ERR_INVALID, "strata_block_alloc: bad tag %d", (int)tag);
+        return base_error(ctx, STRATA_ERR_INVALID, "strata_block_alloc: bad tag %d", (int)tag);
     tiers_state_t *ts = ctx->tiers;
     strata_block_t *blk = calloc(1, sizeof *blk);
-    if (!blk) return strata_error(ctx, STRATA_ERR_NOMEM, "strata_block_alloc: out of memory");
+    if (!blk) return base_error(ctx, STRATA_ERR_NOMEM, "strata_block_alloc: out of memory");
     blk->ts = ts;
     blk->bytes = bytes;
     blk->tag = tag;
     if (tiers_round(bytes, &blk->rounded)) {
         free(blk);
-        return strata_error(ctx, STRATA_ERR_OVERFLOW, "strata_block_alloc: %zu bytes overflows",
-                            bytes);
+        return base_error(ctx, STRATA_ERR_OVERFLOW, "strata_block_alloc: %zu bytes overflows",
+                          bytes);
     }
     pthread_mutex_lock(&ts->lock);
     strata_status_t st = take_space(blk, tier);
@@ -164,11 +164,11 @@ strata_status_t strata_block_evict(strata_block_t *blk, strata_tier_t tier)
     pthread_mutex_lock(&ts->lock);
     wait_idle_locked(blk);
     if (!(blk->valid & BIT(tier))) {
-        st = strata_error(ts->ctx, STRATA_ERR_STATE, "strata_block_evict: the block has no copy "
-                          "in the %s tier", strata_tier_name(tier));
+        st = base_error(ts->ctx, STRATA_ERR_STATE, "strata_block_evict: the block has no copy "
+                        "in the %s tier", strata_tier_name(tier));
     } else if (0 == (blk->valid & ~BIT(tier))) {
-        st = strata_error(ts->ctx, STRATA_ERR_STATE, "strata_block_evict: the %s tier holds the "
-                          "only copy of the block; move it first", strata_tier_name(tier));
+        st = base_error(ts->ctx, STRATA_ERR_STATE, "strata_block_evict: the %s tier holds the "
+                        "only copy of the block; move it first", strata_tier_name(tier));
     } else {
         tiers_block_free_space_locked(blk, tier);
         blk->lres = blk->valid;
@@ -197,7 +197,6 @@ static tiers_op_t *new_leg(strata_block_t *blk, strata_tier_t src, strata_tier_t
         return NULL;
     }
     op->ev->op = op;
-    op->kind = OP_COPY;
     op->blk = blk;
     op->src = src;
     op->dst = dst;
@@ -230,7 +229,7 @@ strata_status_t strata_block_move(strata_block_t *blk, strata_tier_t dst, int re
     pthread_mutex_lock(&ts->lock);
     if (ts->shutdown) {
         tiers_unlock(ts);
-        return strata_error(ctx, STRATA_ERR_CANCELLED, "strata_block_move: tiers shut down");
+        return base_error(ctx, STRATA_ERR_CANCELLED, "strata_block_move: tiers shut down");
     }
     if (blk->lres & BIT(dst)) {
         /* already there (or on its way): the event of the block's last op */
@@ -242,7 +241,7 @@ strata_status_t strata_block_move(strata_block_t *blk, strata_tier_t dst, int re
             if (ev) tiers_event_complete_locked(ev, STRATA_OK);
         }
         tiers_unlock(ts);
-        if (!ev) return strata_error(ctx, STRATA_ERR_NOMEM, "strata_block_move: out of memory");
+        if (!ev) return base_error(ctx, STRATA_ERR_NOMEM, "strata_block_move: out of memory");
         if (ev_p) *ev_p = ev;
         else strata_event_release(ev);
         return STRATA_OK;
@@ -261,8 +260,8 @@ strata_status_t strata_block_move(strata_block_t *blk, strata_tier_t dst, int re
     }
     if (!(blk->lres & BIT(src))) {
         tiers_unlock(ts);
-        return strata_error(ctx, STRATA_ERR_STATE, "strata_block_move: the block has no copy "
-                            "to move from (an earlier failed op is still unwinding)");
+        return base_error(ctx, STRATA_ERR_STATE, "strata_block_move: the block has no copy "
+                          "to move from (an earlier failed op is still unwinding)");
     }
 
     /* space: fresh allocations first (they can fail), reclaims after */
@@ -296,7 +295,7 @@ strata_status_t strata_block_move(strata_block_t *blk, strata_tier_t dst, int re
         if (a) { tiers_event_unref_locked(a->ev); tiers_event_unref_locked(a->wait_for); free(a); }
         if (b) { tiers_event_unref_locked(b->ev); free(b); }
         tiers_unlock(ts);
-        return strata_error(ctx, STRATA_ERR_NOMEM, "strata_block_move: out of memory");
+        return base_error(ctx, STRATA_ERR_NOMEM, "strata_block_move: out of memory");
     }
     tiers_op_t *last = b ? b : a;
     for (int i = 0; i < nneed; i++) {
@@ -327,29 +326,27 @@ strata_status_t strata_block_move(strata_block_t *blk, strata_tier_t dst, int re
 void tiers_op_finish_locked(tiers_state_t *ts, tiers_op_t *op, strata_status_t st)
 {
     strata_block_t *blk = op->blk;
-    if (OP_COPY == op->kind) {
-        if (STRATA_OK == st) {
-            blk->valid |= BIT(op->dst);
-            for (int t = 0; t < STRATA_TIER_COUNT; t++) {
-                if (!(op->release_mask & BIT(t))) continue;
-                if (blk->slot[t].releasing_op == op) blk->slot[t].releasing_op = NULL;
-                tiers_block_free_space_locked(blk, (strata_tier_t)t);
-            }
-        } else {
-            blk->failed = 1;
-            for (int t = 0; t < STRATA_TIER_COUNT; t++)
-                if (blk->slot[t].releasing_op == op) blk->slot[t].releasing_op = NULL;
+    if (STRATA_OK == st) {
+        blk->valid |= BIT(op->dst);
+        for (int t = 0; t < STRATA_TIER_COUNT; t++) {
+            if (!(op->release_mask & BIT(t))) continue;
+            if (blk->slot[t].releasing_op == op) blk->slot[t].releasing_op = NULL;
+            tiers_block_free_space_locked(blk, (strata_tier_t)t);
         }
-        if (0 == --blk->pending && blk->failed) {
-            /* unwind: keep exactly what is valid */
-            for (int t = 0; t < STRATA_TIER_COUNT; t++)
-                if (!(blk->valid & BIT(t))) tiers_block_free_space_locked(blk, (strata_tier_t)t);
-            blk->lres = blk->valid;
-            blk->failed = 0;
-            /* the failure stops here: later ops must not inherit it */
-            tiers_event_unref_locked(blk->last_ev);
-            blk->last_ev = NULL;
-        }
+    } else {
+        blk->failed = 1;
+        for (int t = 0; t < STRATA_TIER_COUNT; t++)
+            if (blk->slot[t].releasing_op == op) blk->slot[t].releasing_op = NULL;
+    }
+    if (0 == --blk->pending && blk->failed) {
+        /* unwind: keep exactly what is valid */
+        for (int t = 0; t < STRATA_TIER_COUNT; t++)
+            if (!(blk->valid & BIT(t))) tiers_block_free_space_locked(blk, (strata_tier_t)t);
+        blk->lres = blk->valid;
+        blk->failed = 0;
+        /* the failure stops here: later ops must not inherit it */
+        tiers_event_unref_locked(blk->last_ev);
+        blk->last_ev = NULL;
     }
     op->ev->op = NULL;
     tiers_event_complete_locked(op->ev, st);

@@ -15,7 +15,7 @@
 static strata_status_t cuda_fail(tiers_state_t *ts, cudaError_t e, const char *what)
 {
     (void)cudaGetLastError();
-    return strata_error(ts->ctx, STRATA_ERR_CUDA, "%s: %s", what, cudaGetErrorString(e));
+    return base_error(ts->ctx, STRATA_ERR_CUDA, "%s: %s", what, cudaGetErrorString(e));
 }
 
 static strata_status_t cuda_region_create(tiers_state_t *ts, strata_tier_t tier,

@@ -69,21 +69,21 @@ static inline void bump_gen(tiers_state_t *ts)
 static void spin_on_event(tiers_state_t *ts, strata_event_t *ev)
 {
     if (ts->spin <= 0) return;
-    double t0 = strata_now();
+    double t0 = base_now();
     for (unsigned i = 1; !load_int(&ev->done); i++) {
         cpu_relax();
-        if (0 == (i & 31) && strata_now() - t0 > ts->spin) return;
+        if (0 == (i & 31) && base_now() - t0 > ts->spin) return;
     }
 }
 
 /* An idle engine polls for new work (lock not held); 1 if something changed. */
 static int spin_for_work(tiers_state_t *ts, unsigned gen)
 {
-    double t0 = strata_now();
+    double t0 = base_now();
     for (unsigned i = 1;; i++) {
         if (__atomic_load_n(&ts->gen, __ATOMIC_ACQUIRE) != gen) return 1;
         cpu_relax();
-        if (0 == (i & 31) && strata_now() - t0 > ts->spin) return 0;
+        if (0 == (i & 31) && base_now() - t0 > ts->spin) return 0;
     }
 }
 
@@ -102,7 +102,7 @@ void tiers_event_complete_locked(strata_event_t *ev, strata_status_t st)
 {
     tiers_state_t *ts = ev->ts;
     ev->status = st;
-    ev->t_end = strata_now();
+    ev->t_end = base_now();
     if (0 == ev->t_start) ev->t_start = ev->t_end;
     __atomic_store_n(&ev->done, 1, __ATOMIC_RELEASE);
     bump_gen(ts);
@@ -153,7 +153,7 @@ strata_status_t strata_event_create(strata_context_t *ctx, strata_event_t **ev_p
 {
     if (!ctx || !ctx->tiers || !ev_p) return STRATA_ERR_INVALID;
     strata_event_t *ev = tiers_event_new(ctx->tiers);
-    if (!ev) return strata_error(ctx, STRATA_ERR_NOMEM, "strata_event_create: out of memory");
+    if (!ev) return base_error(ctx, STRATA_ERR_NOMEM, "strata_event_create: out of memory");
     *ev_p = ev;
     return STRATA_OK;
 }
@@ -168,7 +168,7 @@ strata_status_t strata_event_complete(strata_event_t *ev)
     else tiers_event_complete_locked(ev, STRATA_OK);
     tiers_unlock(ts);
     if (STRATA_OK != st)
-        return strata_error(ts->ctx, st, "strata_event_complete: event already complete");
+        return base_error(ts->ctx, st, "strata_event_complete: event already complete");
     return st;
 }
 
@@ -231,7 +231,7 @@ void tiers_enqueue(tiers_state_t *ts, int engine, tiers_op_t *op)
 {
     tiers_engine_t *e = &ts->eng[engine];
     op->next = NULL;
-    op->t_queued = strata_now();
+    op->t_queued = base_now();
     if (e->tail) e->tail->next = op;
     else e->head = op;
     e->tail = op;
@@ -258,7 +258,7 @@ static int deps_ready(const tiers_op_t *op)
 
 static size_t op_bytes(const tiers_op_t *op)
 {
-    return OP_COPY == op->kind ? op->blk->bytes : 0;
+    return op->blk->bytes;
 }
 
 /* The op to give the next chunk to, or NULL when the engine must wait. */
@@ -269,7 +269,7 @@ static tiers_op_t *pick(tiers_state_t *ts, tiers_engine_t *e)
     /* a head run by a waiter leaves the engine free for small copies only */
     if (head->started && (!e->overtook || head->helped)) {
         for (tiers_op_t *o = head->next; o; o = o->next) {
-            if (OP_COPY == o->kind && !o->started && op_bytes(o) <= ts->chunk && deps_ready(o)) {
+            if (!o->started && op_bytes(o) <= ts->chunk && deps_ready(o)) {
                 e->overtook = 1;
                 return o;
             }
@@ -292,29 +292,19 @@ static void sleep_until(double t)
 
 static int is_storage_op(const tiers_op_t *op)
 {
-    return OP_COPY == op->kind &&
-           (STRATA_TIER_STORAGE == op->src || STRATA_TIER_STORAGE == op->dst);
+    return STRATA_TIER_STORAGE == op->src || STRATA_TIER_STORAGE == op->dst;
 }
 
 /* Run one chunk of op; called and returns with the lock held. */
 static void run_chunk(tiers_state_t *ts, tiers_engine_t *e, tiers_op_t *op)
 {
     strata_status_t st = STRATA_OK;
-    if (OP_CALL == op->kind) {
-        op->started = 1;
-        tiers_unlock(ts);
-        st = op->fn(op->arg);
-        pthread_mutex_lock(&ts->lock);
-        unlink_op(e, op);
-        tiers_op_finish_locked(ts, op, st);
-        return;
-    }
     strata_block_t *blk = op->blk;
     size_t bytes = blk->bytes;
     int first = !op->started;
     if (first) {
         op->started = 1;
-        if (op->ev) op->ev->t_start = strata_now();
+        if (op->ev) op->ev->t_start = base_now();
         /* a failed predecessor on the block: the data this op needs is not there */
         if (op->prev && STRATA_OK != op->prev->status) st = op->prev->status;
         if (ts->shutdown) st = STRATA_ERR_CANCELLED;
@@ -335,7 +325,7 @@ static void run_chunk(tiers_state_t *ts, tiers_engine_t *e, tiers_op_t *op)
     if (e->bw > 0) {
         /* a gap shorter than the engine's own wake-up is not idle link
          * time: a DMA engine would have streamed through it */
-        double start = strata_now();
+        double start = base_now();
         if (e->link_free > start - 0.002) start = e->link_free;
         deadline = start + (first ? e->latency : 0) + (double)n / e->bw;
         e->link_free = deadline;
@@ -399,7 +389,7 @@ static strata_status_t help_storage(tiers_state_t *ts, tiers_op_t *op, size_t *d
 static void wait_copy(tiers_state_t *ts, strata_event_t *ev)
 {
     tiers_op_t *op = ev->op;
-    if (!op || OP_COPY != op->kind || op->started || ts->shutdown) return;
+    if (!op || op->started || ts->shutdown) return;
     int storage = is_storage_op(op);
     if (!(storage ? ts->wait_storage : ts->wait_copies)) return;
     tiers_engine_t *e = &ts->eng[storage ? ENG_IO
@@ -413,7 +403,7 @@ static void wait_copy(tiers_state_t *ts, strata_event_t *ev)
     op->started = 1;
     op->helped = 1;
     if (storage) ts->helped_storage++;
-    if (op->ev) op->ev->t_start = strata_now();
+    if (op->ev) op->ev->t_start = base_now();
     if (copy) {
         /* no other thread touches a helped op's bytes or progress: copy
          * without the lock, which a thread blocked on would need a wake-up
@@ -465,7 +455,7 @@ static double helper_grace(tiers_state_t *ts, const tiers_engine_t *e, const tie
         op_bytes(op) < HELPER_GRACE_MIN || op->nocopy)
         return 0;
     double until = op->t_queued + HELPER_GRACE;
-    return strata_now() < until ? until : 0;
+    return base_now() < until ? until : 0;
 }
 
 static void *engine_main(void *arg)
@@ -487,7 +477,7 @@ static void *engine_main(void *arg)
              * for it (its storage I/O uses the file the I/O thread closes) */
             while (e->head) {
                 tiers_unlock(ts);
-                sleep_until(strata_now() + 1e-3);
+                sleep_until(base_now() + 1e-3);
                 pthread_mutex_lock(&ts->lock);
             }
             break;
@@ -539,8 +529,8 @@ strata_status_t tiers_engines_start(tiers_state_t *ts)
         int rc = pthread_create(&e->thread, NULL, engine_main, e);
         if (0 != rc) {
             ts->be->engine_cleanup(ts, i, e->backend_data);
-            strata_error(ts->ctx, STRATA_ERR_NOMEM, "cannot start the %s copy engine thread: %s",
-                         names[i], strerror(rc));
+            base_error(ts->ctx, STRATA_ERR_NOMEM, "cannot start the %s copy engine thread: %s",
+                       names[i], strerror(rc));
             goto err;
         }
         e->running = 1;

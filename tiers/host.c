@@ -27,12 +27,12 @@ static strata_status_t host_region_create(tiers_state_t *ts, strata_tier_t tier,
     void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (MAP_FAILED == p) {
-        return strata_error(ts->ctx, STRATA_ERR_NOMEM,
-                            "cannot reserve %s of address space for the %s tier: %s "
-                            "(lower the %s_mem budget)",
-                            strata_format_size(len, s1, sizeof s1), strata_tier_name(tier),
-                            strata_strerror(STRATA_ERR_NOMEM),
-                            STRATA_TIER_DEVICE == tier ? "device" : "host");
+        return base_error(ts->ctx, STRATA_ERR_NOMEM,
+                          "cannot reserve %s of address space for the %s tier: %s "
+                          "(lower the %s_mem budget)",
+                          strata_format_size(len, s1, sizeof s1), strata_tier_name(tier),
+                          strata_strerror(STRATA_ERR_NOMEM),
+                          STRATA_TIER_DEVICE == tier ? "device" : "host");
     }
     if (STRATA_TIER_PINNED_HOST == tier && capacity > 0) {
         struct rlimit rl = { 0, 0 };

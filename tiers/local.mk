@@ -1,13 +1,16 @@
-# tiers/ - memory tiers, arenas, copy engines, events, the storage policy.
-libstrata_la_SOURCES += \
+# tiers/ - memory tiers, arenas, copy engines, events, the storage policy
+# and its spill file format (spill.c).
+libstrata_core_la_SOURCES += \
     tiers/tiers.h \
+    tiers/spill.h \
     tiers/arena.c \
     tiers/tiers.c \
     tiers/block.c \
     tiers/engine.c \
     tiers/storage.c \
+    tiers/spill.c \
     tiers/host.c
 if HAVE_CUDA
-libstrata_la_SOURCES += tiers/cuda.c
+libstrata_core_la_SOURCES += tiers/cuda.c
 endif
 EXTRA_DIST += tiers/cuda.c

@@ -1,8 +1,8 @@
 /*
  * storage.c - the storage tier's policy: when the spill file is made,
  * which dataset a spilled block goes to, checksums, failures. The file
- * format is io/'s (io/spill.c). Everything here that touches HDF5 runs on
- * the I/O engine's thread; a thread waiting on a storage op may run one
+ * format is tiers/spill.c (tiers/spill.h). Everything here that touches
+ * HDF5 runs on the I/O engine's thread; a thread waiting on a storage op may run one
  * that needs no HDF5 call itself (tiers_storage_no_hdf5_locked, then
  * begin, chunks, finish: pwrite/pread, XXH3, fdatasync).
  *
@@ -13,7 +13,7 @@
  */
 #include "config.h"
 #include "tiers/tiers.h"
-#include "io/io.h"
+#include "tiers/spill.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -25,13 +25,13 @@ strata_status_t tiers_storage_prepare(tiers_state_t *ts)
     strata_status_t st = STRATA_OK;
     pthread_mutex_lock(&ts->lock);
     if (!ts->spill) {
-        st = io_spill_prepare(ts->ctx->cfg.spill_dir, ts->ctx->rank, &ts->spill,
-                              msg, sizeof msg);
+        st = spill_file_prepare(ts->ctx->cfg.spill_dir, ts->ctx->rank, &ts->spill,
+                                msg, sizeof msg);
         if (STRATA_OK == st)
-            strata_info(ts->ctx, "storage tier: spill file %s", io_spill_path(ts->spill));
+            strata_info(ts->ctx, "storage tier: spill file %s", spill_file_path(ts->spill));
     }
     tiers_unlock(ts);
-    if (STRATA_OK != st) return strata_error(ts->ctx, st, "%s", msg);
+    if (STRATA_OK != st) return base_error(ts->ctx, st, "%s", msg);
     return STRATA_OK;
 }
 
@@ -52,12 +52,12 @@ static spill_ds_t *take_free_ds(tiers_state_t *ts, size_t bytes)
 /* Whether the spill file refuses new spills; the message says why. */
 static strata_status_t check_unlinked(tiers_state_t *ts, const tiers_op_t *op)
 {
-    if (!io_spill_unlinked(ts->spill)) return STRATA_OK;
-    return strata_error(ts->ctx, STRATA_ERR_IO,
-                        "spill file '%s' was removed while in use: new spills are "
-                        "refused (blocks already spilled can still be read back); "
-                        "the block stays in the %s tier",
-                        io_spill_path(ts->spill), strata_tier_name(op->src));
+    if (!spill_file_unlinked(ts->spill)) return STRATA_OK;
+    return base_error(ts->ctx, STRATA_ERR_IO,
+                      "spill file '%s' was removed while in use: new spills are "
+                      "refused (blocks already spilled can still be read back); "
+                      "the block stays in the %s tier",
+                      spill_file_path(ts->spill), strata_tier_name(op->src));
 }
 
 int tiers_storage_no_hdf5_locked(tiers_state_t *ts, tiers_op_t *op)
@@ -80,8 +80,8 @@ strata_status_t tiers_storage_start(tiers_state_t *ts, tiers_op_t *op)
     strata_block_t *blk = op->blk;
     strata_status_t st;
     if (0 == blk->bytes) return STRATA_OK;
-    st = io_spill_open(ts->spill, msg, sizeof msg);
-    if (STRATA_OK != st) return strata_error(ts->ctx, st, "%s", msg);
+    st = spill_file_open(ts->spill, msg, sizeof msg);
+    if (STRATA_OK != st) return base_error(ts->ctx, st, "%s", msg);
     pthread_mutex_lock(&ts->lock);
     ts->spill_open = 1;
     tiers_unlock(ts);
@@ -96,12 +96,12 @@ strata_status_t tiers_storage_start(tiers_state_t *ts, tiers_op_t *op)
         tiers_unlock(ts);
         if (!ds) {
             uint64_t off;
-            st = io_spill_dataset(ts->spill, blk->rounded, &off, msg, sizeof msg);
+            st = spill_file_dataset(ts->spill, blk->rounded, &off, msg, sizeof msg);
             if (STRATA_OK != st)
-                return strata_error(ts->ctx, st, "%s; the block stays in the %s tier", msg,
-                                    strata_tier_name(op->src));
+                return base_error(ts->ctx, st, "%s; the block stays in the %s tier", msg,
+                                  strata_tier_name(op->src));
             ds = calloc(1, sizeof *ds);
-            if (!ds) return strata_error(ts->ctx, STRATA_ERR_NOMEM, "storage tier: out of memory");
+            if (!ds) return base_error(ts->ctx, STRATA_ERR_NOMEM, "storage tier: out of memory");
             ds->capacity = blk->rounded;
             ds->offset = off;
             pthread_mutex_lock(&ts->lock);
@@ -131,21 +131,21 @@ strata_status_t tiers_storage_begin(tiers_state_t *ts, tiers_op_t *op)
          * 4 MiB block then reading it is ~15% faster than the read alone,
          * but on 16-64 MiB blocks it is 20-25% slower than the kernel's own
          * read-ahead, which grows its window over a sequential read. */
-        if (ds && blk->bytes <= ts->chunk) io_spill_prefetch(ts->spill, ds->offset, blk->bytes);
-        if (io_spill_unlinked(ts->spill)) {
+        if (ds && blk->bytes <= ts->chunk) spill_file_prefetch(ts->spill, ds->offset, blk->bytes);
+        if (spill_file_unlinked(ts->spill)) {
             pthread_mutex_lock(&ts->lock);
             int warn = !ts->warned_unlinked;
             ts->warned_unlinked = 1;
             tiers_unlock(ts);
             if (warn)
                 strata_warn(ts->ctx, "spill file '%s' was removed while in use; reading spilled "
-                            "blocks back through the open handle", io_spill_path(ts->spill));
+                            "blocks back through the open handle", spill_file_path(ts->spill));
         }
     }
     if (ts->checksums) {
         op->hash = XXH3_createState();
         if (!op->hash || XXH_OK != XXH3_64bits_reset(op->hash))
-            return strata_error(ts->ctx, STRATA_ERR_NOMEM, "storage tier: out of memory");
+            return base_error(ts->ctx, STRATA_ERR_NOMEM, "storage tier: out of memory");
     }
     return STRATA_OK;
 }
@@ -180,13 +180,13 @@ strata_status_t tiers_storage_chunk(tiers_state_t *ts, tiers_op_t *op, size_t of
         strata_status_t st;
         if (write) {
             if (op->hash) XXH3_64bits_update(op->hash, host + done, k);
-            st = io_spill_write(ts->spill, ds->offset + off + done, host + done, k, msg, sizeof msg);
+            st = spill_file_write(ts->spill, ds->offset + off + done, host + done, k, msg, sizeof msg);
             if (STRATA_OK != st)
-                return strata_error(ts->ctx, st, "%s; the block stays in the host tier", msg);
+                return base_error(ts->ctx, st, "%s; the block stays in the host tier", msg);
         } else {
-            st = io_spill_read(ts->spill, ds->offset + off + done, host + done, k, msg, sizeof msg);
+            st = spill_file_read(ts->spill, ds->offset + off + done, host + done, k, msg, sizeof msg);
             if (STRATA_OK != st)
-                return strata_error(ts->ctx, st, "%s; the block stays in the storage tier", msg);
+                return base_error(ts->ctx, st, "%s; the block stays in the storage tier", msg);
             if (op->hash) XXH3_64bits_update(op->hash, host + done, k);
             else if (piece < n) op->piece = piece *= 2;
         }
@@ -202,9 +202,9 @@ strata_status_t tiers_storage_finish(tiers_state_t *ts, tiers_op_t *op)
     if (0 == blk->bytes) return STRATA_OK;
     if (STRATA_TIER_STORAGE == op->dst) {
         if (ts->spill_fsync) {
-            strata_status_t st = io_spill_sync(ts->spill, msg, sizeof msg);
+            strata_status_t st = spill_file_sync(ts->spill, msg, sizeof msg);
             if (STRATA_OK != st)
-                return strata_error(ts->ctx, st, "%s; the block stays in the host tier", msg);
+                return base_error(ts->ctx, st, "%s; the block stays in the host tier", msg);
         }
         if (op->hash) {
             ds->checksum = XXH3_64bits_digest(op->hash);
@@ -215,13 +215,13 @@ strata_status_t tiers_storage_finish(tiers_state_t *ts, tiers_op_t *op)
     if (op->hash && ds->summed) {
         uint64_t got = XXH3_64bits_digest(op->hash);
         if (got != ds->checksum)
-            return strata_error(ts->ctx, STRATA_ERR_CHECKSUM,
-                                "checksum mismatch reading a %s block of %zu bytes back from "
-                                "spill file '%s' at offset %" PRIu64 ": stored %016" PRIx64
-                                ", read %016" PRIx64 "; the data is not returned and the "
-                                "block stays in the storage tier",
-                                strata_tag_name(blk->tag), blk->bytes,
-                                io_spill_path(ts->spill), ds->offset, ds->checksum, got);
+            return base_error(ts->ctx, STRATA_ERR_CHECKSUM,
+                              "checksum mismatch reading a %s block of %zu bytes back from "
+                              "spill file '%s' at offset %" PRIu64 ": stored %016" PRIx64
+                              ", read %016" PRIx64 "; the data is not returned and the "
+                              "block stays in the storage tier",
+                              strata_tag_name(blk->tag), blk->bytes,
+                              spill_file_path(ts->spill), ds->offset, ds->checksum, got);
     }
     return STRATA_OK;
 }
@@ -229,37 +229,7 @@ strata_status_t tiers_storage_finish(tiers_state_t *ts, tiers_op_t *op)
 /* On the I/O thread as it exits: the only HDF5 call of the shutdown. */
 void tiers_storage_cleanup(tiers_state_t *ts)
 {
-    io_spill_close(ts->spill);
-}
-
-/* ---- run a function on the I/O thread ---------------------------------- */
-
-strata_status_t tiers_io_call(strata_context_t *ctx, strata_status_t (*fn)(void *), void *arg)
-{
-    if (!ctx || !ctx->tiers || !fn) return STRATA_ERR_INVALID;
-    tiers_state_t *ts = ctx->tiers;
-    tiers_op_t *op = calloc(1, sizeof *op);
-    if (!op) return STRATA_ERR_NOMEM;
-    pthread_mutex_lock(&ts->lock);
-    op->ev = tiers_event_new(ts);
-    if (!op->ev || ts->shutdown) {
-        strata_status_t st = op->ev ? STRATA_ERR_CANCELLED : STRATA_ERR_NOMEM;
-        tiers_event_unref_locked(op->ev);
-        tiers_unlock(ts);
-        free(op);
-        return st;
-    }
-    op->kind = OP_CALL;
-    op->fn = fn;
-    op->arg = arg;
-    strata_event_t *ev = op->ev;
-    ev->refs++;
-    tiers_enqueue(ts, ENG_IO, op);
-    while (!ev->done) tiers_cond_wait(ts, &ts->cond);
-    strata_status_t st = ev->status;
-    tiers_event_unref_locked(ev);
-    tiers_unlock(ts);
-    return st;
+    spill_file_close(ts->spill);
 }
 
 /* ---- hooks for tests and the benchmark --------------------------------- */
@@ -268,7 +238,7 @@ strata_status_t tiers_spill_path(strata_context_t *ctx, char *buf, size_t len)
 {
     if (!ctx || !ctx->tiers || !buf) return STRATA_ERR_INVALID;
     pthread_mutex_lock(&ctx->tiers->lock);
-    snprintf(buf, len, "%s", io_spill_path(ctx->tiers->spill));
+    snprintf(buf, len, "%s", spill_file_path(ctx->tiers->spill));
     tiers_unlock(ctx->tiers);
     return STRATA_OK;
 }

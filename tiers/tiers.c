@@ -5,7 +5,7 @@
 #define _GNU_SOURCE 1   /* PTHREAD_MUTEX_ADAPTIVE_NP */
 #include "config.h"
 #include "tiers/tiers.h"
-#include "io/io.h"
+#include "tiers/spill.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +33,7 @@ strata_status_t tiers_init(strata_context_t *ctx)
     strata_status_t st;
     char s[32];
     if (0 == cfg->chunk_size)
-        return strata_error(ctx, STRATA_ERR_CONFIG, "chunk_size must be at least 1 byte");
+        return base_error(ctx, STRATA_ERR_CONFIG, "chunk_size must be at least 1 byte");
     tiers_state_t *ts = calloc(1, sizeof *ts);
     if (!ts) return STRATA_ERR_NOMEM;
     ts->ctx = ctx;
@@ -69,7 +69,7 @@ strata_status_t tiers_init(strata_context_t *ctx)
         if (STRATA_OK != st) goto err;
         ts->capacity[t] = cap;
         if (arena_init(&ts->arena[t], cap)) {
-            st = strata_error(ctx, STRATA_ERR_NOMEM, "tiers: out of memory");
+            st = base_error(ctx, STRATA_ERR_NOMEM, "tiers: out of memory");
             goto err;
         }
     }
@@ -111,7 +111,7 @@ void tiers_cleanup(strata_context_t *ctx)
     }
     tiers_unlock(ts);
     if (left) strata_debug(ctx, "tiers: freed %d blocks still allocated at finalize", left);
-    io_spill_remove(ts->spill);
+    spill_file_remove(ts->spill);
     for (spill_ds_t *d = ts->ds_all, *n; d; d = n) {
         n = d->all_next;
         free(d);

@@ -122,14 +122,11 @@ struct strata_event {
     int              done;            /* atomic store under the lock */
     struct tiers_op *op;              /* the queued op that completes it, until it does */
     strata_status_t  status;
-    double           t_start, t_end;  /* strata_now() when its op started / completed */
+    double           t_start, t_end;  /* base_now() when its op started / completed */
 };
-
-typedef enum { OP_COPY, OP_CALL } tiers_op_kind_t;
 
 typedef struct tiers_op {
     struct tiers_op  *next;
-    tiers_op_kind_t   kind;
     strata_block_t   *blk;
     strata_tier_t     src, dst;
     unsigned          release_mask;   /* tiers freed when this op succeeds */
@@ -140,13 +137,10 @@ typedef struct tiers_op {
     size_t            done;           /* bytes copied so far */
     int               started;
     int               helped;         /* run by a thread in strata_event_wait, not the engine */
-    double            t_queued;       /* strata_now() when enqueued */
+    double            t_queued;       /* base_now() when enqueued */
     XXH3_state_t     *hash;
     size_t            piece;          /* storage read: size of the next pread (0: first) */
     struct spill_ds  *ds;             /* storage write: the dataset chosen */
-    /* OP_CALL: run fn(arg) on the engine's thread */
-    strata_status_t (*fn)(void *arg);
-    void             *arg;
 } tiers_op_t;
 
 typedef struct tiers_engine {
@@ -177,7 +171,7 @@ typedef struct spill_ds {
     int              summed;          /* checksum is set */
 } spill_ds_t;
 
-struct io_spill;
+struct spill_file;
 
 /* ---- blocks ------------------------------------------------------------- */
 
@@ -227,7 +221,7 @@ typedef struct tiers_state {
     int                     pinned_locked;
     /* storage */
     tier_acct_t             storage_acct;
-    struct io_spill        *spill;            /* NULL until the first spill */
+    struct spill_file      *spill;            /* NULL until the first spill */
     spill_ds_t             *ds_free;          /* free datasets */
     spill_ds_t             *ds_all;
     int                     spill_open;       /* the HDF5 file is created and open */
@@ -240,7 +234,7 @@ typedef struct tiers_state {
     char                    summary[512];
 } tiers_state_t;
 
-/* Context hooks (base/context.c). */
+/* Context hooks (fsdp/context.c). */
 strata_status_t tiers_init(strata_context_t *ctx);
 void tiers_cleanup(strata_context_t *ctx);
 
@@ -260,7 +254,7 @@ strata_event_t *tiers_event_new(tiers_state_t *ts);                  /* refs = 1
 void tiers_event_complete_locked(strata_event_t *ev, strata_status_t st);
 void tiers_event_unref_locked(strata_event_t *ev);
 double tiers_link_time(double bytes, double bw, double latency);     /* pure */
-/* When the event's op started and completed (strata_now(); 0 when not yet):
+/* When the event's op started and completed (base_now(); 0 when not yet):
  * the busy time of a copy, for the runtime's transfer statistics. */
 void tiers_event_times(strata_event_t *ev, double *start_p, double *end_p);
 
@@ -271,7 +265,8 @@ void tiers_block_destroy_locked(strata_block_t *blk);
 
 /*
  * storage.c: a storage op is start, chunks, finish. start may call HDF5
- * (create the file, a dataset) and runs on the I/O thread. An op for which
+ * (create the file, a dataset: io_spill_open/_dataset, which take the
+ * process's HDF5 lock, see io/io.h) and runs on the I/O thread. An op for which
  * tiers_storage_no_hdf5_locked says 1 (the file is open and the block has
  * a dataset, or a free one was just given to it) needs no HDF5 call: any
  * thread may run it with begin instead of start, then chunks and finish,
@@ -284,13 +279,6 @@ strata_status_t tiers_storage_chunk(tiers_state_t *ts, tiers_op_t *op, size_t of
 strata_status_t tiers_storage_finish(tiers_state_t *ts, tiers_op_t *op);
 strata_status_t tiers_storage_prepare(tiers_state_t *ts);  /* caller thread: private dir */
 void tiers_storage_cleanup(tiers_state_t *ts);             /* after the engines stopped */
-
-/*
- * Run fn(arg) on the I/O thread (where every HDF5 call of the process
- * belongs), after the storage ops queued before it, and wait for it.
- * For other folders that need HDF5 (checkpoints).
- */
-strata_status_t tiers_io_call(strata_context_t *ctx, strata_status_t (*fn)(void *), void *arg);
 
 /* For tests and the benchmark: the spill file's path ("" before the first
  * spill) and the file offset of a block's storage copy. */

@@ -6,6 +6,8 @@
 
 int strata_cmd_ckpt(int argc, char **argv);   /* tools/ckpt_cmd.c */
 int cmd_plan(int argc, char **argv);    /* tools/plan_cmd.c */
+int cmd_plan_model(int argc, char **argv);   /* tools/plan_model_cmd.c: plan --model */
 int cmd_trace(int argc, char **argv);   /* tools/trace_cmd.c */
+int cmd_calibrate(int argc, char **argv);   /* tools/calibrate_cmd.c */
 
 #endif

@@ -1,3 +1,14 @@
 bin_PROGRAMS += tools/strata
-tools_strata_SOURCES = tools/strata.c tools/cmds.h tools/ckpt_cmd.c tools/plan_cmd.c tools/trace_cmd.c
-tools_strata_LDADD = libstrata.la
+tools_strata_SOURCES = tools/strata.c tools/cmds.h tools/ckpt_cmd.c tools/plan_cmd.c tools/plan_model_cmd.c \
+                       tools/trace_cmd.c tools/calibrate_cmd.c \
+                       tools/trace_json.h tools/trace_merge.c tools/trace_plot.c
+tools_strata_CPPFLAGS = $(AM_CPPFLAGS) $(BLAS_CFLAGS) $(JANSSON_CFLAGS)
+tools_strata_LDADD = $(TRACE_LIBS) libstrata_core.la $(JANSSON_LIBS) $(BLAS_LIBS)
+
+# reading traces back and their per-step analysis, for `strata trace` and
+# the tests; jansson parses the JSON
+noinst_LIBRARIES += tools/libtrace.a
+tools_libtrace_a_SOURCES = tools/trace.h tools/trace_read.c tools/trace_analyze.c
+tools_libtrace_a_CPPFLAGS = $(AM_CPPFLAGS) $(JANSSON_CFLAGS)
+TRACE_LIBS = tools/libtrace.a $(JANSSON_LIBS)
+

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "strata.h"
+#include "base/base.h"     /* the options struct, for sched_opts_from_config */
 #include "sched/sched.h"
 #include "tools/cmds.h"
 
@@ -18,6 +19,7 @@ static void plan_usage(FILE *out)
 {
     fprintf(out,
         "usage: strata plan [OPTIONS] PROGRAM   (PROGRAM a file, or - for stdin)\n"
+        "   or: strata plan --model M --hw H ...  (a model on a machine: strata plan --model x --help)\n"
         "Schedule a step program and simulate it. Defaults come from the config table\n"
         "(STRATA_* variables); the flags override them.\n"
         "  --budget SIZE          device budget (device_mem)\n"
@@ -84,7 +86,12 @@ int cmd_plan(int argc, char **argv)
     sched_program_t *prog = NULL;
     char *text = NULL;
 
-    if (STRATA_OK != strata_config_init(&cfg, err, sizeof err)) {
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--model") || !strcmp(argv[i], "--hw")) return cmd_plan_model(argc, argv);
+    /* the options by value: this tool hands them to the scheduler's
+     * internal sched_opts_from_config (base/base.h has the struct) */
+    config_defaults(&cfg);
+    if (STRATA_OK != strata_config_read_env(&cfg, err, sizeof err)) {
         fprintf(stderr, "strata plan: %s\n", err);
         return 2;
     }

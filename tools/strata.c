@@ -4,11 +4,11 @@
  *   strata config [-v] [NAME=VALUE ...]   print the options in effect
  *   strata version                        library and build information
  *   strata ckpt info|verify|diff ...      inspect checkpoints (tools/ckpt_cmd.c)
- *
  *   strata plan [OPTIONS] PROGRAM         schedule and simulate a step program
  *   strata trace FILE...                  transfer overlap per step from rank traces
+ *   strata calibrate [--out FILE]         measure this machine into a hardware file (mpirun)
  *
- * Further subcommands (ckpt) join this table as they land.
+ * Each subcommand is a row of the subcommands table below.
  */
 #include "config.h"
 
@@ -30,33 +30,42 @@ static int cmd_config(int argc, char **argv)
 {
     int verbose = 0;
     char err[512];
-    strata_config_t cfg;
-    strata_status_t st = strata_config_init(&cfg, err, sizeof err);
-    if (STRATA_OK != st) {
-        fprintf(stderr, "strata config: %s\n", err);
+    strata_config_t *cfg = NULL;
+    if (STRATA_OK != strata_config_create(&cfg)) {
+        fprintf(stderr, "strata config: out of memory\n");
         return 1;
     }
+    if (STRATA_OK != strata_config_read_env(cfg, err, sizeof err)) {
+        fprintf(stderr, "strata config: %s\n", err);
+        strata_config_destroy(cfg);
+        return 1;
+    }
+    int rc = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose")) { verbose = 1; continue; }
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             printf("usage: strata config [-v] [NAME=VALUE ...]\n"
                    "Print every option with its value: defaults, then STRATA_<NAME> environment\n"
                    "variables, then NAME=VALUE arguments. -v adds each option's documentation.\n");
-            return 0;
+            goto out;
         }
         char *eq = strchr(argv[i], '=');
         if (!eq) {
             fprintf(stderr, "strata config: expected NAME=VALUE, got '%s'\n", argv[i]);
-            return 2;
+            rc = 2;
+            goto out;
         }
         *eq = '\0';
-        if (STRATA_OK != strata_config_set(&cfg, argv[i], eq + 1, err, sizeof err)) {
+        if (STRATA_OK != strata_config_set(cfg, argv[i], eq + 1, err, sizeof err)) {
             fprintf(stderr, "strata config: %s\n", err);
-            return 2;
+            rc = 2;
+            goto out;
         }
     }
-    strata_config_print(&cfg, stdout, verbose);
-    return 0;
+    strata_config_print(cfg, stdout, verbose);
+out:
+    strata_config_destroy(cfg);
+    return rc;
 }
 
 static int cmd_version(int argc, char **argv)
@@ -88,8 +97,9 @@ static const subcommand_t subcommands[] = {
     { "config",  "[-v] [NAME=VALUE ...]", "print the options in effect (defaults + STRATA_* + args)", cmd_config },
     { "version", "",                      "print library, MPI and build information",                 cmd_version },
     { "ckpt",    "info|verify|diff FILE...", "inspect, verify (checksums) and compare HDF5 checkpoints", strata_cmd_ckpt },
-    { "plan",    "[OPTIONS] PROGRAM",     "schedule and simulate a step program (activation plan)",   cmd_plan },
-    { "trace",   "FILE...",               "per-step transfer overlap and engine waits from traces",   cmd_trace },
+    { "plan",    "[OPTIONS] PROGRAM",     "schedule and simulate a step program; --model/--hw: plan a model", cmd_plan },
+    { "trace",   "[--merge|--plot OUT] FILE...", "transfer overlap per step; one merged trace; a step drawn", cmd_trace },
+    { "calibrate", "[--out FILE]",        "measure this machine into a planner hardware file (mpirun)", cmd_calibrate },
     { NULL, NULL, NULL, NULL }
 };
 

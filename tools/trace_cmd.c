@@ -10,8 +10,9 @@
 #include <string.h>
 
 #include "strata.h"
-#include "sched/sched.h"
+#include "tools/trace.h"
 #include "tools/cmds.h"
+#include "tools/trace_json.h"
 
 static void trace_usage(FILE *out)
 {
@@ -22,7 +23,12 @@ static void trace_usage(FILE *out)
         "the time transfers (d2h, h2d, storage io) were running, how much of it was\n"
         "hidden under compute or communication (overlap), how much ran while compute\n"
         "was idle (exposed), and how long each engine was idle (wait).\n"
-        "Steps are the \"step\" events; a trace without them is one step.\n");
+        "Steps are the \"step\" events; a trace without them is one step.\n"
+        "  --merge OUT.json  write one Chrome trace of all ranks instead (a process\n"
+        "                    per rank; flows link each activation's D2H to its H2D)\n"
+        "  --plot OUT.png    draw one step as a timeline with gnuplot instead\n"
+        "                    (--step N: which, default the last; --title TEXT;\n"
+        "                    --xmax MS: the time axis, to compare pictures)\n");
 }
 
 int cmd_trace(int argc, char **argv)
@@ -33,11 +39,16 @@ int cmd_trace(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { trace_usage(stdout); return 0; }
         if ('-' == argv[i][0] && argv[i][1]) {
+            if (!strcmp(argv[i], "--merge") || !strcmp(argv[i], "--plot") ||
+                !strcmp(argv[i], "--step") || !strcmp(argv[i], "--title") ||
+                !strcmp(argv[i], "--xmax")) continue;
             fprintf(stderr, "strata trace: unknown option '%s'\n", argv[i]);
             trace_usage(stderr);
             return 2;
         }
     }
+    if ((rc = trace_export_cmd(argc, argv)) >= 0) return rc;
+    rc = 1;
     for (int i = 1; i < argc; i++) {
         if (STRATA_OK != sched_trace_read(argv[i], &evs, err, sizeof err)) {
             fprintf(stderr, "strata trace: %s\n", err);

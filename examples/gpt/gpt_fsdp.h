@@ -34,7 +34,7 @@ typedef struct gpt_batch {
 
 typedef struct gpt_fsdp gpt_fsdp;
 
-/* Add the units of cfg to an unfinalized model and register every
+/* Add the units of cfg to a model not yet committed and register every
  * parameter with its shape and an initialiser that calls gpt_param_init,
  * so every shard count starts from the same values (the model's opts.seed
  * is the seed). *g_p must outlive the model (the callbacks use it). */

@@ -17,7 +17,7 @@ examples_gpt_libgpt_a_CPPFLAGS = $(AM_CPPFLAGS) $(BLAS_CFLAGS)
 # the clamps in exp/GELU need -fno-trapping-math to become vector selects
 examples_gpt_libgpt_a_CFLAGS = $(AM_CFLAGS) -ftree-vectorize -fno-trapping-math
 
-GPT_LDADD = examples/gpt/libgpt.a libstrata.la $(BLAS_LIBS) -lm
+GPT_LDADD = examples/gpt/libgpt.a libstrata.la $(BLAS_LIBS)
 
 noinst_PROGRAMS += examples/gpt/gpt_ref_train
 examples_gpt_gpt_ref_train_SOURCES = examples/gpt/gpt_ref_train.c
@@ -25,22 +25,9 @@ examples_gpt_gpt_ref_train_LDADD = $(GPT_LDADD)
 
 # the main job: the model as FSDP units, trained by mpirun
 noinst_PROGRAMS += examples/gpt/train_gpt
-examples_gpt_train_gpt_SOURCES = examples/gpt/train_gpt.c examples/gpt/gpt_fsdp.c \
-    examples/gpt/gpt_fsdp.h
-examples_gpt_train_gpt_LDADD = $(GPT_LDADD)
-dist_check_SCRIPTS += t/gpt-train-np1-np4.t t/gpt-train-policy.t t/gpt-train-resume.t \
-    t/gpt-train-errors.t t/gpt-train-trace.t t/gpt-train-tight.t
-TESTS += t/gpt-train-np1-np4.t t/gpt-train-policy.t t/gpt-train-resume.t t/gpt-train-errors.t t/gpt-train-trace.t t/gpt-train-tight.t
-
-# Tests: the programs live in t/ beside the others; they are listed here so
-# that they exist only where CBLAS does.
-check_PROGRAMS += t/gpt_grad.t t/gpt_ref.t t/gpt_data.t
-t_gpt_grad_t_SOURCES = t/gpt_grad.t.c
-t_gpt_ref_t_SOURCES = t/gpt_ref.t.c
-t_gpt_data_t_SOURCES = t/gpt_data.t.c
-t_gpt_grad_t_LDADD = $(GPT_LDADD) t/libtap.a
-t_gpt_ref_t_LDADD = $(GPT_LDADD) t/libtap.a
-t_gpt_data_t_LDADD = $(GPT_LDADD) t/libtap.a
-dist_check_SCRIPTS += t/gpt-learn.t t/gpt-demo.t
-TESTS += t/gpt_grad.t t/gpt_ref.t t/gpt_data.t t/gpt-learn.t t/gpt-demo.t
+examples_gpt_train_gpt_SOURCES = examples/gpt/train_gpt.c examples/gpt/train_gpt.h \
+    examples/gpt/train_opts.c examples/gpt/train_report.c \
+    examples/gpt/gpt_fsdp.c examples/gpt/gpt_fsdp.h
+examples_gpt_train_gpt_CPPFLAGS = $(AM_CPPFLAGS) $(JANSSON_CFLAGS)
+examples_gpt_train_gpt_LDADD = $(GPT_LDADD) $(JANSSON_LIBS)
 endif

@@ -1,5 +1,10 @@
-# examples/mlp - the smallest complete use of the library API; its model
-# (mlp_model.c) is also the model of the FSDP tests and benchmark.
+# examples/mlp - the smallest complete use of the library API. Its model
+# (mlp_model.c) is a small library, libmlp.a, that the example program, the
+# FSDP tests and the FSDP benchmark link.
+noinst_LIBRARIES += examples/mlp/libmlp.a
+examples_mlp_libmlp_a_SOURCES = examples/mlp/mlp_model.c examples/mlp/mlp_model.h
+MLP_LIBS = examples/mlp/libmlp.a
+
 noinst_PROGRAMS += examples/mlp/mlp
-examples_mlp_mlp_SOURCES = examples/mlp/mlp.c examples/mlp/mlp_model.c examples/mlp/mlp_model.h
-examples_mlp_mlp_LDADD = libstrata.la
+examples_mlp_mlp_SOURCES = examples/mlp/mlp.c
+examples_mlp_mlp_LDADD = $(MLP_LIBS) libstrata.la

@@ -73,19 +73,23 @@ int main(int argc, char **argv)
         return 2;
     }
 
-    strata_config_t cfg;
+    /* the runtime's options: defaults, STRATA_* environment, then the flags */
+    strata_config_t *cfg = NULL;
     char err[256];
-    if (STRATA_OK != strata_config_init(&cfg, err, sizeof err)) {
-        fprintf(stderr, "mlp: %s\n", err);
+    if (STRATA_OK != strata_config_create(&cfg) ||
+        STRATA_OK != strata_config_read_env(cfg, err, sizeof err) ||
+        STRATA_OK != strata_config_set_int(cfg, "shard_size", shard, err, sizeof err) ||
+        (prefetch >= 0 && STRATA_OK != strata_config_set_int(cfg, "prefetch", prefetch, err, sizeof err))) {
+        fprintf(stderr, "mlp: %s\n", cfg ? err : "out of memory");
+        strata_config_destroy(cfg);
         return 1;
     }
-    cfg.shard_size = shard;
-    if (prefetch >= 0) cfg.prefetch = prefetch;
 
     strata_context_t *ctx = NULL;
     strata_model_t *model = NULL;
     mlp_t mlp = { .chunk_rows = 16 };
-    strata_status_t st = strata_init(MPI_COMM_WORLD, &cfg, &ctx);
+    strata_status_t st = strata_init(MPI_COMM_WORLD, cfg, &ctx);
+    strata_config_destroy(cfg);
     if (STRATA_OK != st) {
         fprintf(stderr, "mlp: strata_init: %s\n", strata_strerror(st));
         return 1;
@@ -99,7 +103,7 @@ int main(int argc, char **argv)
     opts.seed = seed;
     if (STRATA_OK != (st = strata_model_create(ctx, &opts, &model))) goto fail;
     if (STRATA_OK != (st = mlp_build(model, &mlp, layers, width))) goto fail;
-    if (STRATA_OK != (st = strata_model_finalize(model))) goto fail;
+    if (STRATA_OK != (st = strata_model_commit(model))) goto fail;
     if (0 == rank)
         printf("mlp: %d ranks, shard group %d, %d layers x %d, batch %d x %d ranks x %d micro, "
                "%s lr %g\n", W, shard ? shard : W, layers, width, batch, W, accum,

@@ -10,7 +10,7 @@
  * S ranks, and rank s of the group keeps elements [s*Npad/S, (s+1)*Npad/S)
  * as its fp32 master shard plus the optimizer state of the same range.
  * Before a unit runs its flat parameter is all-gathered (prefetched
- * cfg.prefetch units ahead) into a compute copy; after the last backward
+ * the option prefetch units ahead) into a compute copy; after the last backward
  * of a step its gradients are reduce-scattered (averaged over the shard
  * group, then over the W/S replica groups) and the optimizer updates the
  * local shard.
@@ -30,7 +30,7 @@
  * mean loss of all M*W micro-batches.
  *
  * Every buffer a callback touches is allocated by the runtime from the
- * device tier (so cfg.device_mem bounds them all; exceeding it fails with
+ * device tier (so the option device_mem bounds them all; exceeding it fails with
  * STRATA_ERR_TIER_FULL and a message naming the need and the use per tag).
  *
  * Threads and progress: Open MPI advances a nonblocking collective only
@@ -43,7 +43,7 @@
  * so oversubscribed ranks give their core away instead of spinning.
  * Callbacks run on the thread that called forward/backward.
  *
- * Collective calls: create/finalize/destroy, step_begin/forward/backward/
+ * Collective calls: create/commit/destroy, step_begin/forward/backward/
  * step_end and read_param are collective over the context's ranks, in the
  * same order on every rank. A callback that fails on some ranks only leaves
  * the other ranks waiting in the next collective: make failures symmetric
@@ -79,7 +79,7 @@ typedef struct strata_model_opts {
     int      reshard_after_forward; /* free gathered params after forward (default 1);
                                      * the last unit always stays gathered into backward */
     int      optim_on_host;         /* optimizer state in the pinned-host tier (default 0) */
-    int      optim_threads;         /* threads of the optimizer step; 0 = cfg.threads rule */
+    int      optim_threads;         /* threads of the optimizer step; 0 = the threads option */
     int      progress_thread;       /* a thread drives nonblocking collectives (default 1) */
     uint64_t seed;                  /* parameter initialisation; independent of W and S */
 } strata_model_opts_t;
@@ -120,7 +120,7 @@ typedef strata_status_t (*strata_unit_fn)(strata_unit_call_t *call, void *user_d
 /* ---- model registration ------------------------------------------------------- */
 
 /* Create an empty model on ctx; opts may be NULL (defaults). The shard
- * group size is cfg.shard_size (0 = world size); it must divide the world
+ * group size is the option shard_size (0 = world size); it must divide the world
  * size (else STRATA_ERR_INVALID). Collective. */
 strata_status_t strata_model_create(strata_context_t *ctx, const strata_model_opts_t *opts,
                                     strata_model_t **model_p);
@@ -130,7 +130,7 @@ void strata_model_destroy(strata_model_t *model);
 
 /* Append a unit. name is copied (at most 63 bytes); user_data is passed to
  * both callbacks and stays owned by the caller. backward may be NULL only
- * for a model never trained (eval). After finalize: STRATA_ERR_STATE. The
+ * for a model never trained (eval). After commit: STRATA_ERR_STATE. The
  * unit handle lives as long as the model. */
 strata_status_t strata_model_add_unit(strata_model_t *model, const char *name,
                                       strata_unit_fn forward, strata_unit_fn backward,
@@ -138,16 +138,19 @@ strata_status_t strata_model_add_unit(strata_model_t *model, const char *name,
 
 /* Append a parameter to a unit: ndims 1..4, dims copied; dtype is the
  * master dtype and must be STRATA_F32 (the compute copy follows
- * opts.compute_dtype). Names are unique within a unit. After finalize:
+ * opts.compute_dtype). Names are unique within a unit. After commit:
  * STRATA_ERR_STATE. *index_p (may be NULL) receives the param's index, for
  * strata_call_param/grad. */
 strata_status_t strata_unit_add_param(strata_unit_t *unit, const char *name, int ndims,
                                       const size_t *dims, strata_dtype_t dtype,
                                       strata_init_t init, int *index_p);
 
-/* Lay out and allocate the shards and optimizer state, initialise the
- * parameters. Collective. After it, registration calls fail. */
-strata_status_t strata_model_finalize(strata_model_t *model);
+/* Commit the registration: lay out and allocate the shards and optimizer
+ * state, initialise the parameters. Collective. After it, registration
+ * calls fail with STRATA_ERR_STATE. On failure (STRATA_ERR_TIER_FULL,
+ * _NOMEM, _OVERFLOW, ...; message on the context) the model may hold part
+ * of its buffers and can only be destroyed. */
+strata_status_t strata_model_commit(strata_model_t *model);
 
 /* ---- the step ------------------------------------------------------------------- */
 
@@ -189,11 +192,15 @@ strata_status_t strata_model_set_lr(strata_model_t *model, float lr);
 
 /* ---- reading parameters and statistics ------------------------------------------- */
 
+/* Units and their names are owned by the model: borrowed, valid until
+ * strata_model_destroy; NULL for an index out of range or a NULL model. */
 int strata_model_unit_count(const strata_model_t *model);
 strata_unit_t *strata_model_unit(strata_model_t *model, int index);
 const char *strata_unit_name(const strata_unit_t *unit);
 int strata_unit_param_count(const strata_unit_t *unit);
-/* Name, element count and dims (up to 4, may be NULL) of a parameter. */
+/* Name, element count and dims (up to 4, may be NULL) of a parameter.
+ * *name_p is borrowed from the model: valid until strata_model_destroy.
+ * Out-parameters may be NULL; none is written on failure. */
 strata_status_t strata_unit_param_info(const strata_unit_t *unit, int index, const char **name_p,
                                        size_t *numel_p, int *ndims_p, size_t dims[4]);
 /* Copy the full fp32 master value of a parameter (numel elements) into dst
@@ -221,7 +228,7 @@ typedef struct {
 } strata_model_stats_t;
 strata_status_t strata_model_stats(const strata_model_t *model, strata_model_stats_t *stats_p);
 
-/* ---- activation policies, the step program, the trace (fsdp/exec.c) --------- */
+/* ---- activation policies, the step program, the trace (fsdp/exec_*.c) ------- */
 
 /*
  * What happens to each saved activation (strata_save) between its forward
@@ -236,9 +243,9 @@ strata_status_t strata_model_stats(const strata_model_t *model, strata_model_sta
  *              first and are only overwritten with the same values) and
  *              that re-run keeps its saves on the device.
  * The policy text is "qkv=host, mlp_up=storage, *=keep" ('*' = every other
- * name; keep when absent) or "auto". It comes from cfg.act_policy
+ * name; keep when absent) or "auto". It comes from the option act_policy
  * (STRATA_ACT_POLICY) unless strata_model_set_act_policy replaced it;
- * cfg.schedule (STRATA_SCHEDULE) picks lhs (latency-hiding: offloads start
+ * the option schedule (STRATA_SCHEDULE) picks lhs (latency-hiding: offloads start
  * as soon as the forward made them, prefetches just early enough, within
  * the device budget) or naive (every transfer waited for where it is
  * issued). The unit inputs/outputs (the activations between units) always
@@ -262,7 +269,7 @@ strata_status_t strata_model_stats(const strata_model_t *model, strata_model_sta
  */
 
 /* Set the activation policy ("qkv=host,*=keep", "auto"; NULL = back to
- * cfg.act_policy). Only between steps. A syntax error fails here; a name
+ * the option act_policy). Only between steps. A syntax error fails here; a name
  * the model does not save fails here when the program is known (else at
  * the next step's plan) with a message listing the names it saves. */
 strata_status_t strata_model_set_act_policy(strata_model_t *model, const char *policy);
@@ -274,7 +281,7 @@ strata_status_t strata_model_replan(strata_model_t *model);
  * engine (compute, comm, d2h, h2d, io), an event per op with its unit, save
  * name and bytes, memory counters per tier, a step event per step. Written
  * when the model is destroyed or the prefix is changed; NULL or "" stops
- * tracing. Same as cfg.trace. In CUDA builds the compute ops are also NVTX
+ * tracing. Same as the option trace. In CUDA builds the compute ops are also NVTX
  * ranges. */
 strata_status_t strata_model_trace(strata_model_t *model, const char *prefix);
 /* The smallest device budget (device_mem) at which `policy` (NULL = the

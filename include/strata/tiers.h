@@ -46,6 +46,7 @@ typedef enum {
     STRATA_TAG_COUNT
 } strata_tag_t;
 
+/* Static strings ("unknown" for a value out of range). */
 const char *strata_tier_name(strata_tier_t tier);   /* "device", "host", "storage" */
 const char *strata_tag_name(strata_tag_t tag);      /* "param", "grad", ... */
 
@@ -75,13 +76,18 @@ strata_status_t strata_block_alloc(strata_context_t *ctx, strata_tier_t tier, si
                                    strata_tag_t tag, strata_block_t **blk_p);
 
 /* Release every copy of the block, waiting for copies in flight first.
- * NULL is a no-op. */
+ * Always succeeds (STRATA_OK): a copy in flight that fails still completes
+ * its event with its error, which strata_event_wait on that event reports;
+ * the block and its pointers are gone either way. Events of the block's
+ * copies stay valid until released. NULL is a no-op. */
 strata_status_t strata_block_free(strata_block_t *blk);
 
 size_t strata_block_size(const strata_block_t *blk);
 
 /* Address of the block's copy in a memory tier (DEVICE or PINNED_HOST), or
- * NULL if that tier holds no valid copy, or a copy into it is in flight. */
+ * NULL if that tier holds no valid copy, or a copy into it is in flight.
+ * Borrowed: valid until that copy is released (a move with release_src
+ * completes, strata_block_evict of the tier, strata_block_free). */
 void *strata_block_ptr(const strata_block_t *blk, strata_tier_t tier);
 
 /* Whether `tier` holds a valid copy (in-flight copies do not count). */
@@ -130,8 +136,14 @@ strata_status_t strata_event_complete(strata_event_t *ev);
 strata_status_t strata_event_query(strata_event_t *ev, int *done_p);
 /* Block until complete; returns the status of the operation (a failed copy
  * returns its error, e.g. STRATA_ERR_CHECKSUM, and the block keeps its
- * source copy). */
+ * source copy). The event stays valid (and may be waited on again, with
+ * the same result) until released. NULL: STRATA_ERR_INVALID. */
 strata_status_t strata_event_wait(strata_event_t *ev);
+/* Drop the caller's reference. It cancels nothing: a copy still in flight
+ * runs to the end (its failure is then seen by no one but the copies
+ * queued behind it on the same block, which fail too). The event must not
+ * be used afterwards. A user event that copies wait for must be completed
+ * before it is released, or they wait forever. NULL is a no-op. */
 void strata_event_release(strata_event_t *ev);
 
 /* Wait until every queued copy of every engine has completed (a copy
@@ -142,7 +154,8 @@ strata_status_t strata_tiers_drain(strata_context_t *ctx);
 
 strata_status_t strata_tier_usage(const strata_context_t *ctx, strata_tier_t tier,
                                   strata_tier_usage_t *usage_p);
-/* One line: "device 1.2 GiB/4 GiB (peak 3.1 GiB; param 1 GiB, activation 200 MiB) | host ..." */
+/* One line into buf, returned: "device 1.2 GiB/4 GiB (peak 3.1 GiB; param
+ * 1 GiB, activation 200 MiB) | host ..." (truncated to len). */
 const char *strata_tiers_summary(const strata_context_t *ctx, char *buf, size_t len);
 /* Reset the peaks to the current use. */
 void strata_tiers_reset_peaks(strata_context_t *ctx);

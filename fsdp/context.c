@@ -1,7 +1,9 @@
 /* context.c - strata_init / strata_finalize: MPI set-up, configuration,
- * backend choice. */
+ * backend choice, and the layers below assembled into one context (comm/,
+ * tiers/). It lives in fsdp/, the top of the library, because it includes
+ * those layers; base/ stays below everything. */
 #include "config.h"
-#include "base.h"
+#include "base/base.h"
 #include "comm/comm.h"
 #include "tiers/tiers.h"
 
@@ -51,7 +53,8 @@ strata_status_t strata_init(MPI_Comm comm, const strata_config_t *cfg,
         ctx->cfg = *cfg;
     } else {
         char msg[512] = "";
-        st = strata_config_init(&ctx->cfg, msg, sizeof msg);
+        config_defaults(&ctx->cfg);
+        st = strata_config_read_env(&ctx->cfg, msg, sizeof msg);
         if (STRATA_OK != st) {
             strata_log(NULL, STRATA_LOG_ERROR, "strata_init: %s", msg);
             goto err_free;
@@ -72,7 +75,7 @@ strata_status_t strata_init(MPI_Comm comm, const strata_config_t *cfg,
         goto err_mpi;
     }
     rc = MPI_Comm_dup(comm, &ctx->comm);
-    if (MPI_SUCCESS != rc) { st = strata_mpi_error(NULL, rc, "MPI_Comm_dup"); goto err_mpi; }
+    if (MPI_SUCCESS != rc) { st = base_mpi_error(NULL, rc, "MPI_Comm_dup"); goto err_mpi; }
     MPI_Comm_rank(ctx->comm, &ctx->rank);
     MPI_Comm_size(ctx->comm, &ctx->size);
 

@@ -1,9 +1,9 @@
 /*
  * spill.c - the storage tier's file: one HDF5 file per rank, one dataset
- * per spilled block (see io.h for why the raw bytes move with pwrite/pread).
+ * per spilled block (see spill.h for why the raw bytes move with pwrite/pread).
  */
 #include "config.h"
-#include "io/io.h"
+#include "tiers/spill.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,21 +15,21 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-struct io_spill {
+struct spill_file {
     char     dir[PATH_MAX];
     char     path[PATH_MAX + 16];
-    hid_t    file;            /* < 0 until io_spill_open */
+    hid_t    file;            /* < 0 until spill_file_open */
     int      fd;              /* our own handle for raw data */
     unsigned ndatasets;
 };
 
-const char *io_spill_path(const io_spill_t *sp) { return sp ? sp->path : ""; }
-const char *io_spill_dir(const io_spill_t *sp) { return sp ? sp->dir : ""; }
+const char *spill_file_path(const spill_file_t *sp) { return sp ? sp->path : ""; }
+const char *spill_file_dir(const spill_file_t *sp) { return sp ? sp->dir : ""; }
 
-strata_status_t io_spill_prepare(const char *root, int rank, io_spill_t **sp_p,
-                                 char *msg, size_t msglen)
+strata_status_t spill_file_prepare(const char *root, int rank, spill_file_t **sp_p,
+                                   char *msg, size_t msglen)
 {
-    io_spill_t *sp = calloc(1, sizeof *sp);
+    spill_file_t *sp = calloc(1, sizeof *sp);
     if (!sp) return STRATA_ERR_NOMEM;
     sp->file = -1;
     sp->fd = -1;
@@ -82,7 +82,7 @@ static strata_status_t hdf5_error(char *msg, size_t msglen, const char *what,
     return STRATA_ERR_HDF5;
 }
 
-strata_status_t io_spill_open(io_spill_t *sp, char *msg, size_t msglen)
+static strata_status_t open_unlocked(spill_file_t *sp, char *msg, size_t msglen)
 {
     if (sp->file >= 0) return STRATA_OK;
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
@@ -108,8 +108,8 @@ strata_status_t io_spill_open(io_spill_t *sp, char *msg, size_t msglen)
     return STRATA_OK;
 }
 
-strata_status_t io_spill_dataset(io_spill_t *sp, size_t bytes, uint64_t *offset_p,
-                                 char *msg, size_t msglen)
+static strata_status_t dataset_unlocked(spill_file_t *sp, size_t bytes, uint64_t *offset_p,
+                                        char *msg, size_t msglen)
 {
     char name[32];
     strata_status_t st = STRATA_ERR_HDF5;
@@ -151,8 +151,26 @@ err:
     return st;
 }
 
-strata_status_t io_spill_write(io_spill_t *sp, uint64_t off, const void *buf, size_t n,
-                               char *msg, size_t msglen)
+/* The HDF5 parts under the process's HDF5 lock (io/io.h: threads and HDF5). */
+strata_status_t spill_file_open(spill_file_t *sp, char *msg, size_t msglen)
+{
+    base_h5_lock();
+    strata_status_t st = open_unlocked(sp, msg, msglen);
+    base_h5_unlock();
+    return st;
+}
+
+strata_status_t spill_file_dataset(spill_file_t *sp, size_t bytes, uint64_t *offset_p,
+                                   char *msg, size_t msglen)
+{
+    base_h5_lock();
+    strata_status_t st = dataset_unlocked(sp, bytes, offset_p, msg, msglen);
+    base_h5_unlock();
+    return st;
+}
+
+strata_status_t spill_file_write(spill_file_t *sp, uint64_t off, const void *buf, size_t n,
+                                 char *msg, size_t msglen)
 {
     const char *p = buf;
     while (n > 0) {
@@ -170,8 +188,8 @@ strata_status_t io_spill_write(io_spill_t *sp, uint64_t off, const void *buf, si
     return STRATA_OK;
 }
 
-strata_status_t io_spill_read(io_spill_t *sp, uint64_t off, void *buf, size_t n,
-                              char *msg, size_t msglen)
+strata_status_t spill_file_read(spill_file_t *sp, uint64_t off, void *buf, size_t n,
+                                char *msg, size_t msglen)
 {
     char *p = buf;
     while (n > 0) {
@@ -189,7 +207,7 @@ strata_status_t io_spill_read(io_spill_t *sp, uint64_t off, void *buf, size_t n,
     return STRATA_OK;
 }
 
-strata_status_t io_spill_sync(io_spill_t *sp, char *msg, size_t msglen)
+strata_status_t spill_file_sync(spill_file_t *sp, char *msg, size_t msglen)
 {
     if (0 != fdatasync(sp->fd)) {
         snprintf(msg, msglen, "fdatasync of spill file '%s': %s", sp->path, strerror(errno));
@@ -198,28 +216,32 @@ strata_status_t io_spill_sync(io_spill_t *sp, char *msg, size_t msglen)
     return STRATA_OK;
 }
 
-void io_spill_prefetch(io_spill_t *sp, uint64_t off, size_t n)
+void spill_file_prefetch(spill_file_t *sp, uint64_t off, size_t n)
 {
     /* the whole block's read starts now, not chunk by chunk */
     posix_fadvise(sp->fd, (off_t)off, (off_t)n, POSIX_FADV_WILLNEED);
 }
 
-int io_spill_unlinked(io_spill_t *sp)
+int spill_file_unlinked(spill_file_t *sp)
 {
     struct stat st;
     return sp->fd >= 0 && 0 == fstat(sp->fd, &st) && 0 == st.st_nlink;
 }
 
-void io_spill_close(io_spill_t *sp)
+void spill_file_close(spill_file_t *sp)
 {
     if (!sp) return;
-    if (sp->file >= 0) H5Fclose(sp->file);
+    if (sp->file >= 0) {
+        base_h5_lock();
+        H5Fclose(sp->file);
+        base_h5_unlock();
+    }
     sp->file = -1;
     if (sp->fd >= 0) close(sp->fd);
     sp->fd = -1;
 }
 
-void io_spill_remove(io_spill_t *sp)
+void spill_file_remove(spill_file_t *sp)
 {
     if (!sp) return;
     unlink(sp->path);

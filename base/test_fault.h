@@ -1,0 +1,41 @@
+/*
+ * test_fault.h - faults the test suite injects into the library: one
+ * mechanism for all of them, so that a new fault is a row in the table
+ * below and a call at its site, never another environment variable.
+ *
+ *     STRATA_TEST_FAULT=NAME@N[,NAME@N...]
+ *
+ * arms fault NAME with the count N (>= 1); what N counts and what the
+ * fault does is the site's business (the table says). Compiled in only
+ * when configure's --enable-test-hooks is on, which is the default in a
+ * git checkout (developers and CI run `make check`, and the fault tests
+ * need it) and off in a release tarball (what gets built to be installed).
+ * Off, test_fault_arg() is a no-op that returns 0 and the variable is
+ * ignored: an installed library cannot be told by its environment to kill
+ * itself. The tests that need a fault skip when it is off
+ * ($test_hooks, yes or no, in the test environment says which).
+ *
+ * Faults (site; test):
+ *   ckpt_kill@BYTES  rank 1 raises SIGKILL once it has written BYTES of
+ *                    tensor data in a checkpoint save (io/ckpt_save.c;
+ *                    t/ckpt-kill.t)
+ */
+#ifndef STRATA_BASE_TEST_FAULT_H
+#define STRATA_BASE_TEST_FAULT_H
+
+#include <stdint.h>
+
+#define TEST_FAULT_ENV "STRATA_TEST_FAULT"
+
+/* N of fault `name` in $STRATA_TEST_FAULT; 0 when it is not armed, when
+ * the variable is malformed (said once on stderr) or when the hooks are
+ * not compiled in. Reads the environment on each call: call it once per
+ * operation (a save), not per byte. */
+uint64_t test_fault_arg(const char *name);
+
+/* The parser behind it, pure and always compiled: 1 and *n_p = N when
+ * spec arms name; 0 when it does not; -1 when spec is malformed (an item
+ * that is not NAME@N with N in 1..2^63; *n_p untouched). */
+int test_fault_parse(const char *spec, const char *name, uint64_t *n_p);
+
+#endif

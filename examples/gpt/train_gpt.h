@@ -1,0 +1,73 @@
+/*
+ * train_gpt.h - the parts of train_gpt shared by its files: the options
+ * (train_opts.c), the measurements of a step and of the run, and their
+ * reporting as text or JSON lines (train_report.c). The program itself,
+ * setup and the training step, is train_gpt.c.
+ */
+#ifndef STRATA_EXAMPLES_TRAIN_GPT_H
+#define STRATA_EXAMPLES_TRAIN_GPT_H
+
+#include "examples/gpt/gpt_fsdp.h"
+
+#include <stdio.h>
+
+#define PROG "train_gpt"
+
+/* ---------------------------------------------------------------- options --- */
+
+typedef struct {
+    gpt_config  cfg;
+    int         batch, accum, steps, warmup, threads, eval_every, eval_n, val_batches;
+    int         log_every, ckpt_every, resume, json, shard, stop_at;
+    double      lr, min_lr_frac, wd, clip, beta2;
+    uint64_t    seed;
+    strata_dtype_t dtype;
+    const char *device_mem, *host_mem, *spill_dir, *act_policy, *schedule;
+    const char *ckpt_dir, *trace, *data;
+    const char *sets[16];   /* --set name=value, in order */
+    int         nsets;
+} options;
+
+void train_usage(FILE *f);
+
+/* 0: parsed; 1: --help printed; -1: bad input (message on stderr if loud) */
+int train_parse(int argc, char **argv, options *o, int loud);
+
+/* ------------------------------------------------------------ measurements --- */
+
+/* One optimizer step, as rank 0 reports it. */
+typedef struct {
+    int    done;            /* steps done with this one (its 1-based number) */
+    double loss, lr, dt;    /* loss: mean over the global batch; dt: seconds */
+    int    stop;            /* some rank was asked to stop */
+    size_t peak[3];         /* tier peaks so far: device, host, storage */
+    strata_model_stats_t ms;
+} step_report;
+
+/* The run so far, for the summary. The first step of a run records and
+ * plans, so the sums leave it out. */
+typedef struct {
+    int    start, timed;    /* the step this run began at; steps in the sums */
+    double tokens_step, flops_tok;
+    double first_loss, t_sum, xfer_sum, exposed_sum;
+    step_report last;       /* loss NAN while no step has run */
+} run_stats;
+
+/* The end of a finished run: its checks on held-out data. */
+typedef struct {
+    int         steps_done, addition;
+    double      metric;     /* held-out accuracy (addition) or val loss */
+    uint64_t    param_hash;
+    const char *ckpt;       /* the checkpoint written at the end, or NULL */
+} run_result;
+
+/* ------------------------------------------------------------- reporting --- */
+/* Rank 0 calls these; text lines, or JSON lines with --json. */
+
+void report_banner(const options *o, int W, int threads, const strata_config_t *cfg);
+void report_add(run_stats *rs, const step_report *s);   /* every rank, every step */
+void report_step(const options *o, const run_stats *rs, const step_report *s);
+void report_stop(const options *o, int steps_done, const char *why, const char *ckpt);
+void report_summary(const options *o, const run_stats *rs, const run_result *res);
+
+#endif

@@ -1,0 +1,482 @@
+/*
+ * exec_run.c - the activation executor following its schedule: the per
+ * micro-batch state, the transfers as tiers block moves and events, the
+ * waits of compute ops for them, and the room hook that lets a full device
+ * tier wait for an offload in flight.
+ *
+ * Per micro-batch every op of the schedule starts not issued. Compute ops
+ * (F, RECOMPUTE, B) run in the runtime's own order; before one runs, the
+ * transfers it depends on are waited for (that wait is the exposed transfer
+ * time); after it, every transfer engine's order is walked and each op
+ * whose dependencies completed is issued as one tiers move of the save's
+ * block (one move per save: the tiers engines split it into chunk_size
+ * pieces, so a small urgent copy can still pass a large one between
+ * chunks): D2H = move to host releasing the device copy, H2S = to storage
+ * releasing host, S2H = back to host, H2D = to device. Collectives are not
+ * driven from the schedule: the runtime starts them in program order
+ * (progress.c) and they never wait behind a transfer, which runs on the
+ * copy engines. In naive mode each transfer is waited for as soon as it is
+ * issued. A move that finds its tier full is retried later; only when
+ * compute needs it and nothing in flight can free memory does the step fail
+ * with the tiers' message.
+ */
+#include "config.h"
+#include "exec_impl.h"
+#include "tiers/tiers.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(HAVE_CUDA) && defined(__has_include)
+#if __has_include(<nvtx3/nvToolsExt.h>)
+#include <nvtx3/nvToolsExt.h>
+#define EXEC_NVTX 1
+#endif
+#endif
+#ifndef EXEC_NVTX
+#define nvtxRangePushA(s) ((void)(s))
+#define nvtxRangePop()    ((void)0)
+#define nvtxMarkA(s)      ((void)(s))
+#endif
+
+static int is_transfer(sched_engine_t e)
+{
+    return SCHED_D2H == e || SCHED_H2D == e || SCHED_IO == e;
+}
+
+/* ---- per micro-batch state ------------------------------------------------------------ */
+
+static void release_events(fsdp_exec_t *x)
+{
+    for (int i = 0; i < x->nops && x->ev; i++)
+        if (x->ev[i]) {
+            strata_event_release(x->ev[i]);
+            x->ev[i] = NULL;
+        }
+}
+
+void fsdp_exec_micro_reset(strata_model_t *m)
+{
+    fsdp_exec_t *x = m->exec;
+    release_events(x);
+    if (x->nops) {
+        memset(x->issued, 0, (size_t)x->nops);
+        memset(x->done, 0, (size_t)x->nops);
+    }
+    memset(x->next, 0, sizeof x->next);
+    x->blocked = STRATA_OK;
+}
+
+static void free_state(fsdp_exec_t *x)
+{
+    release_events(x);
+    free(x->issued); free(x->done); free(x->ev);
+    free(x->fid); free(x->bid); free(x->rid);
+    x->issued = x->done = NULL;
+    x->ev = NULL;
+    x->fid = x->bid = x->rid = NULL;
+    x->nops = 0;
+}
+
+strata_status_t fsdp_exec_install(strata_model_t *m, sched_t *s)
+{
+    fsdp_exec_t *x = m->exec;
+    int L = m->nunits, n = sched_nops(s);
+    free_state(x);
+    sched_destroy(x->sched);
+    x->sched = s;
+    x->issued = calloc((size_t)n + 1, 1);
+    x->done = calloc((size_t)n + 1, 1);
+    x->ev = calloc((size_t)n + 1, sizeof *x->ev);
+    x->fid = malloc((size_t)L * sizeof(int));
+    x->bid = malloc((size_t)L * sizeof(int));
+    x->rid = malloc((size_t)L * sizeof(int));
+    if (!x->issued || !x->done || !x->ev || !x->fid || !x->bid || !x->rid) {
+        free_state(x);
+        return base_error(m->ctx, STRATA_ERR_NOMEM, "activation schedule state");
+    }
+    x->nops = n;
+    for (int u = 0; u < L; u++) x->fid[u] = x->bid[u] = x->rid[u] = -1;
+    for (int i = 0; i < n; i++) {
+        const sched_op_t *o = sched_op(s, i);
+        if (o->unit < 0 || o->unit >= L) continue;
+        if (SCHED_OP_F == o->kind) x->fid[o->unit] = i;
+        else if (SCHED_OP_B == o->kind) x->bid[o->unit] = i;
+        else if (SCHED_OP_RECOMPUTE == o->kind) x->rid[o->unit] = i;
+    }
+    fsdp_exec_micro_reset(m);
+    return STRATA_OK;
+}
+
+void fsdp_exec_uninstall(strata_model_t *m)
+{
+    fsdp_exec_t *x = m->exec;
+    free_state(x);
+    sched_destroy(x->sched);
+    x->sched = NULL;
+}
+
+/* ---- transfers -------------------------------------------------------------------------- */
+
+static fsdp_save_t *op_save(strata_model_t *m, const sched_op_t *o)
+{
+    strata_unit_t *u = m->units[o->unit];
+    return o->save >= 0 && o->save < u->nsaves ? &u->saves[o->save] : NULL;
+}
+
+void fsdp_exec_trace_memory(strata_model_t *m)
+{
+    fsdp_exec_t *x = m->exec;
+    if (!x->trace) return;
+    size_t b[STRATA_TIER_COUNT];
+    for (int t = 0; t < STRATA_TIER_COUNT; t++) {
+        strata_tier_usage_t u;
+        strata_tier_usage(m->ctx, (strata_tier_t)t, &u);
+        b[t] = u.used;
+    }
+    sched_trace_memory(x->trace, base_now(), b);
+}
+
+/* The transfer completed: its status, its busy time, its trace event. */
+static strata_status_t finish(strata_model_t *m, int id)
+{
+    fsdp_exec_t *x = m->exec;
+    const sched_op_t *o = sched_op(x->sched, id);
+    strata_status_t st = strata_event_wait(x->ev[id]);
+    double t0, t1;
+    tiers_event_times(x->ev[id], &t0, &t1);
+    x->done[id] = 1;
+    x->transfer_s += t1 > t0 ? t1 - t0 : 0;
+    if (x->trace) {
+        fsdp_save_t *s = op_save(m, o);
+        sched_trace_op(x->trace, o->engine, sched_op_kind_name(o->kind), t0, t1 - t0, o->unit,
+                       s ? s->name : NULL, o->bytes);
+    }
+    if (STRATA_OK != st) {
+        char lab[96];
+        return base_error(m->ctx, st, "activation transfer %s failed: %s",
+                          sched_op_label(x->sched, id, lab, sizeof lab), strata_strerror(st));
+    }
+    return STRATA_OK;
+}
+
+/* Whether op id has completed, finishing a transfer seen complete. */
+static strata_status_t is_done(strata_model_t *m, int id, int *done_p)
+{
+    fsdp_exec_t *x = m->exec;
+    const sched_op_t *o = sched_op(x->sched, id);
+    *done_p = 1;
+    if (x->done[id] || SCHED_COMM == o->engine) return STRATA_OK;   /* collectives: progress.c */
+    *done_p = 0;
+    if (SCHED_COMPUTE == o->engine || !x->ev[id]) return STRATA_OK;
+    int d = 0;
+    strata_event_query(x->ev[id], &d);
+    if (!d) return STRATA_OK;
+    *done_p = 1;
+    return finish(m, id);
+}
+
+static strata_status_t issue(strata_model_t *m, int id)
+{
+    fsdp_exec_t *x = m->exec;
+    const sched_op_t *o = sched_op(x->sched, id);
+    fsdp_save_t *s = op_save(m, o);
+    if (!s || !s->buf.h)
+        return base_error(m->ctx, STRATA_ERR_STATE, "activation schedule: %s has no save "
+                          "block (unit '%s')", sched_op_kind_name(o->kind),
+                          m->units[o->unit]->name);
+    strata_tier_t dst = SCHED_OP_D2H == o->kind ? STRATA_TIER_PINNED_HOST
+                      : SCHED_OP_H2S == o->kind ? STRATA_TIER_STORAGE
+                      : SCHED_OP_S2H == o->kind ? STRATA_TIER_PINNED_HOST : STRATA_TIER_DEVICE;
+    strata_event_t *ev = NULL;
+    strata_status_t st = strata_block_move(s->buf.h, dst, 1, NULL, &ev);
+    if (STRATA_OK != st) return st;
+    nvtxMarkA(sched_op_kind_name(o->kind));
+    x->ev[id] = ev;
+    x->issued[id] = 1;
+    if (SCHED_OP_D2H == o->kind) {
+        s->buf.ptr = NULL;          /* the device copy goes away */
+        x->moved_bytes += strata_block_size(s->buf.h);
+    }
+    if (SCHED_MODE_NAIVE == x->opts.mode) {   /* in line: compute waits for it now */
+        double t0 = base_now();
+        strata_event_wait(ev);
+        x->exposed_s += base_now() - t0;
+        return finish(m, id);
+    }
+    return STRATA_OK;
+}
+
+/* Issue, engine by engine in schedule order, every transfer whose
+ * dependencies have completed. */
+static strata_status_t pump(strata_model_t *m)
+{
+    fsdp_exec_t *x = m->exec;
+    static const sched_engine_t engs[3] = { SCHED_D2H, SCHED_IO, SCHED_H2D };
+    strata_status_t st;
+    for (int k = 0; k < 3; k++) {
+        int n;
+        const int *ord = sched_engine_order(x->sched, engs[k], &n);
+        while (x->next[engs[k]] < n) {
+            int id = ord[x->next[engs[k]]];
+            const sched_op_t *o = sched_op(x->sched, id);
+            int ready = 1;
+            for (int d = 0; d < o->ndeps && ready; d++) {
+                st = is_done(m, o->deps[d], &ready);
+                if (STRATA_OK != st) return st;
+            }
+            if (!ready) break;
+            st = issue(m, id);
+            if (STRATA_ERR_TIER_FULL == st || STRATA_ERR_FRAGMENTED == st) {
+                x->blocked = st;    /* memory frees as transfers and compute finish */
+                break;
+            }
+            if (STRATA_OK != st) return st;
+            x->blocked = STRATA_OK;
+            x->next[engs[k]]++;
+        }
+    }
+    return STRATA_OK;
+}
+
+/* Block until transfer op id has completed, issuing what becomes ready. */
+static strata_status_t wait_op(strata_model_t *m, int id)
+{
+    fsdp_exec_t *x = m->exec;
+    for (;;) {
+        int d;
+        strata_status_t st = is_done(m, id, &d);
+        if (STRATA_OK != st || d) return st;
+        if (x->issued[id]) {
+            strata_event_wait(x->ev[id]);
+            continue;
+        }
+        st = pump(m);
+        if (STRATA_OK != st) return st;
+        if (x->issued[id]) continue;
+        /* not issuable yet: wait for the oldest transfer in flight */
+        int other = -1;
+        for (int i = 0; i < x->nops && other < 0; i++)
+            if (x->issued[i] && !x->done[i]) other = i;
+        if (other < 0) {
+            char lab[96];
+            if (STRATA_OK != x->blocked) return x->blocked;   /* the tiers' message stands */
+            return base_error(m->ctx, STRATA_ERR_STATE, "activation schedule stuck: %s cannot "
+                              "be issued and nothing is in flight",
+                              sched_op_label(x->sched, id, lab, sizeof lab));
+        }
+        strata_event_wait(x->ev[other]);
+        st = finish(m, other);
+        if (STRATA_OK != st) return st;
+    }
+}
+
+int fsdp_exec_make_room(strata_model_t *m)
+{
+    fsdp_exec_t *x = exec_following(m);
+    if (!x) return 0;
+    /* the schedule bounds device bytes, not their layout: a tier that is
+     * full by fragmentation, or where a drain runs late (a slow link, a
+     * rank behind), gets room as the next offload completes */
+    if (STRATA_OK != pump(m)) return 0;
+    int n;
+    const int *ord = sched_engine_order(x->sched, SCHED_D2H, &n);
+    for (int k = 0; k < n; k++) {
+        int id = ord[k];
+        if (!x->issued[id] || x->done[id]) continue;
+        double t0 = base_now();
+        strata_event_wait(x->ev[id]);
+        double t1 = base_now();
+        x->exposed_s += t1 - t0;
+        if (x->trace)   /* an allocation waited for room */
+            sched_trace_op(x->trace, SCHED_COMPUTE, "WAIT", t0, t1 - t0,
+                           sched_op(x->sched, id)->unit, NULL, 0);
+        return STRATA_OK == finish(m, id) ? 1 : 0;
+    }
+    return 0;
+}
+
+static int compute_op(const fsdp_exec_t *x, int kind, int unit)
+{
+    if (unit < 0 || !x->fid) return -1;
+    return SCHED_OP_F == kind ? x->fid[unit] : SCHED_OP_B == kind ? x->bid[unit] : x->rid[unit];
+}
+
+/* Whether the device has free, beyond the plan's slack, what compute op o
+ * allocates (its saves), a workspace, an activation and the next unit's
+ * gathered parameters: then a drain in flight need not hold it back. */
+static int has_room(strata_model_t *m, const sched_op_t *o)
+{
+    const fsdp_exec_t *x = m->exec;
+    strata_tier_usage_t u;
+    if (STRATA_OK != strata_tier_usage(m->ctx, STRATA_TIER_DEVICE, &u) || u.used > u.budget)
+        return 0;
+    size_t need = o->mem_alloc[STRATA_TIER_DEVICE] + 2 * x->ws_bytes + x->max_act +
+                  x->max_ag + x->max_save;
+    return u.budget - u.used >= need;
+}
+
+strata_status_t fsdp_exec_before(strata_model_t *m, int kind, int unit)
+{
+    fsdp_exec_t *x = exec_following(m);
+    if (!x) return STRATA_OK;
+    int id = compute_op(x, kind, unit);
+    if (id < 0) return STRATA_OK;
+    const sched_op_t *o = sched_op(x->sched, id);
+    /* naive transfers waited for inside pump count once, in this span */
+    double t0 = base_now(), e0 = x->exposed_s;
+    int waited = 0;
+    strata_status_t st = pump(m);
+    int room = -1;   /* computed at the first drain met */
+    for (int d = 0; STRATA_OK == st && d < o->ndeps; d++) {
+        const sched_op_t *p = sched_op(x->sched, o->deps[d]);
+        if (!is_transfer(p->engine)) continue;
+        int done;
+        st = is_done(m, o->deps[d], &done);
+        if (STRATA_OK != st || done) continue;
+        if (SCHED_OP_D2H == p->kind && SCHED_MODE_LHS == x->opts.mode) {
+            /* a drain: compute waits only so that the device stays within
+             * the budget in any timing. Where the device has room now for
+             * all this op and the next may take, the wait would only expose
+             * the transfer; an allocation that still finds the tier full
+             * waits for the offloads in flight then (fsdp_exec_make_room). */
+            if (room < 0) room = has_room(m, o);
+            if (room) continue;
+        }
+        waited = 1;
+        st = wait_op(m, o->deps[d]);
+    }
+    if (waited) {
+        double t1 = base_now();
+        x->exposed_s = e0 + (t1 - t0);
+        if (x->trace)   /* the exposed transfer time, on the compute track */
+            sched_trace_op(x->trace, SCHED_COMPUTE, "WAIT", t0, t1 - t0, unit, NULL, 0);
+    }
+    if (STRATA_OK != st) return st;
+    if (SCHED_OP_F != kind) {
+        /* the unit's saves are on the device again: their addresses */
+        strata_unit_t *u = m->units[unit];
+        for (int i = 0; i < u->nsaves; i++) {
+            fsdp_save_t *s = &u->saves[i];
+            if (!s->buf.h) continue;    /* dropped for recompute */
+            s->buf.ptr = strata_block_ptr(s->buf.h, STRATA_TIER_DEVICE);
+            if (!s->buf.ptr)
+                return base_error(m->ctx, STRATA_ERR_STATE, "unit '%s' save '%s' is not on "
+                                  "the device before its %s", u->name, s->name,
+                                  sched_op_kind_name((sched_op_kind_t)kind));
+        }
+    }
+    nvtxRangePushA(sched_op_kind_name((sched_op_kind_t)kind));
+    return STRATA_OK;
+}
+
+strata_status_t fsdp_exec_after(strata_model_t *m, int kind, int unit, double t0, double t1)
+{
+    fsdp_exec_t *x = exec_following(m);
+    if (!x) return STRATA_OK;
+    strata_unit_t *u = m->units[unit];
+    nvtxRangePop();
+    /* the main thread's time between two compute ops that no wait for a
+     * collective or a transfer explains (the runtime's own work: buffers,
+     * checks, issuing) belongs to the op's cost: the simulator's compute
+     * engine is that thread */
+    double over = 0;
+    if (x->have_prev) {
+        over = t0 - x->prev_end - (m->exposed_s - x->prev_comm) - (x->exposed_s - x->prev_xfer);
+        if (over < 0) over = 0;
+    }
+    x->have_prev = 1;
+    x->prev_end = t1;
+    x->prev_comm = m->exposed_s;
+    x->prev_xfer = x->exposed_s;
+    if (SCHED_OP_F == kind) {
+        const sched_unit_t *ru = &x->prog->units[unit];
+        if (u->nsaves != ru->nsaves)
+            return base_error(m->ctx, STRATA_ERR_MISMATCH, "unit '%s' forward saved %d "
+                              "activations; the recorded step program has %d (first missing: "
+                              "'%s'). The program changed: call strata_model_replan between "
+                              "steps to record it again", u->name, u->nsaves, ru->nsaves,
+                              u->nsaves < ru->nsaves ? ru->saves[u->nsaves].name : "?");
+        for (int i = 0; i < u->nsaves; i++)
+            if (SCHED_RECOMPUTE == sched_save_action(x->sched, unit, i))
+                fsdp_buf_free(&u->saves[i].buf);   /* the re-run makes it again */
+        x->fwd_s[unit] += t1 - t0 + over;
+    } else if (SCHED_OP_B == kind) {
+        x->bwd_s[unit] += t1 - t0 + over;
+    }
+    int id = compute_op(x, kind, unit);
+    if (id < 0) return STRATA_OK;
+    x->done[id] = 1;
+    if (x->trace) {
+        const sched_op_t *o = sched_op(x->sched, id);
+        sched_trace_op(x->trace, SCHED_COMPUTE, sched_op_kind_name(o->kind), t0, t1 - t0, unit,
+                       NULL, 0);
+        fsdp_exec_trace_memory(m);
+    }
+    return pump(m);
+}
+
+fsdp_recorded_t fsdp_exec_recorded(const strata_model_t *m, int unit)
+{
+    const fsdp_exec_t *x = exec_following(m);
+    fsdp_recorded_t r = { NULL, NULL };
+    if (x && unit >= 0 && unit < m->nunits) {
+        r.unit = &x->prog->units[unit];
+        r.bytes = x->ubytes ? x->ubytes + x->soff[unit] : NULL;   /* NULL: no saves */
+    }
+    return r;
+}
+
+strata_status_t fsdp_exec_recompute(strata_model_t *m, strata_unit_t *u)
+{
+    fsdp_exec_t *x = exec_following(m);
+    if (!x) return STRATA_OK;
+    int ui = u->index;
+    if (compute_op(x, SCHED_OP_RECOMPUTE, ui) < 0) return STRATA_OK;
+    strata_status_t st = fsdp_exec_before(m, SCHED_OP_RECOMPUTE, ui);
+    if (STRATA_OK != st) return st;
+    strata_unit_call_t c = { .unit = u, .backward = 0, .training = 1, .in = &m->acts[ui],
+                             .out = &m->acts[ui + 1], .mode = CALL_RECOMPUTE,
+                             .rec = fsdp_exec_recorded(m, ui) };
+    double t0 = base_now();
+    st = fsdp_run_callback(&c);
+    double t1 = base_now();
+    if (STRATA_OK == st && c.save_calls != x->prog->units[ui].nsaves)
+        st = base_error(m->ctx, STRATA_ERR_MISMATCH, "unit '%s' recompute made %d saves; the "
+                        "recorded forward made %d (a forward must save the same every time)",
+                        u->name, c.save_calls, x->prog->units[ui].nsaves);
+    if (STRATA_OK != st) return st;
+    return fsdp_exec_after(m, SCHED_OP_RECOMPUTE, ui, t0, t1);
+}
+
+/* Wait for whatever is still in flight (the backward consumed every
+ * prefetch, but an error path may leave transfers behind). */
+static strata_status_t drain(strata_model_t *m)
+{
+    fsdp_exec_t *x = m->exec;
+    strata_status_t st = STRATA_OK;
+    for (int i = 0; i < x->nops; i++)
+        if (x->issued[i] && !x->done[i]) {
+            strata_status_t s1 = finish(m, i);
+            if (STRATA_OK == st) st = s1;
+        }
+    return st;
+}
+
+strata_status_t fsdp_exec_micro_end(strata_model_t *m)
+{
+    fsdp_exec_t *x = exec_following(m);
+    if (!x) return STRATA_OK;
+    strata_status_t st = drain(m);
+    fsdp_exec_micro_reset(m);
+    return st;
+}
+
+void fsdp_exec_abort(strata_model_t *m)
+{
+    /* whatever is in flight, active or not (without a schedule there are no ops) */
+    if (!m->exec) return;
+    drain(m);
+    fsdp_exec_micro_reset(m);
+}
+

@@ -1,0 +1,239 @@
+/*
+ * plan_eval.c - the planner's step program (sched_program_t) from the
+ * units, with costs in seconds from the hardware file, and its evaluation
+ * by sched_build + sched_simulate, the code the runtime schedules with.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched/planner.h"
+#include "sched/sched_impl.h"
+
+double plan_compute_time(const plan_hw_t *hw, double flops, double mem_bytes)
+{
+    return flops / (hw->flops * hw->mfu) + mem_bytes / hw->hbm_bw;
+}
+
+static strata_status_t check_shape(const plan_model_t *m, const plan_shape_t *sh, char *err, size_t errlen)
+{
+    if (sh->fsdp < 1 || sh->replicas < 1 || sh->ep < 1 || sh->micro < 1 || sh->seq < 1 || sh->accum < 1 ||
+        sh->prefetch < 0)
+        return sched_fail(err, errlen, STRATA_ERR_INVALID, "plan: --fsdp, --replicas, --ep, --micro, --seq "
+                          "and --accum must be >= 1, --prefetch >= 0");
+    if (sh->ep > 1 && !m->moe)
+        return sched_fail(err, errlen, STRATA_ERR_INVALID, "plan: --ep %ld: model '%s' has no experts", sh->ep, m->name);
+    if (sh->ep > 1 && (m->experts % sh->ep || sh->fsdp % sh->ep))
+        return sched_fail(err, errlen, STRATA_ERR_INVALID, "plan: --ep %ld must divide the routed experts (%ld) "
+                          "and --fsdp (%ld)", sh->ep, m->experts, sh->fsdp);
+    if (PLAN_GPT == m->family && sh->seq > m->max_seq)
+        return sched_fail(err, errlen, STRATA_ERR_INVALID, "plan: --seq %ld is longer than the model's max_seq %ld",
+                          sh->seq, m->max_seq);
+    return STRATA_OK;
+}
+
+/* Costs of unit u (seconds): compute from FLOPs, collectives from the tables. */
+static void unit_costs(const plan_t *p, const plan_unit_t *u, double c[SCHED_COST_COUNT])
+{
+    const plan_hw_t *hw = &p->hw;
+    const plan_shape_t *sh = &p->shape;
+    double a = p->model.compute_b, N = (double)sh->fsdp;
+    /* dispatch + combine on the critical path of the unit's compute */
+    double a2a = u->a2a_bytes > 0 ? 2 * plan_coll_time(hw, PLAN_A2A, sh->ep, sh->ep, u->a2a_bytes / 2) : 0;
+    c[SCHED_COST_FWD] = plan_compute_time(hw, u->fwd_flops, u->fwd_mem_bytes) + a2a;
+    c[SCHED_COST_BWD] = u->bwd_factor > 0 ?
+        plan_compute_time(hw, u->bwd_factor * u->fwd_flops, u->bwd_factor * u->fwd_mem_bytes) + a2a : 0;
+    double local = sh->fsdp > sh->ep ? u->local_params / (double)sh->ep * a : 0;
+    c[SCHED_COST_AG] = plan_coll_time(hw, PLAN_AG, sh->fsdp, sh->fsdp, u->gathered * a) +
+                       plan_coll_time(hw, PLAN_AG, sh->fsdp / sh->ep, sh->fsdp, local);
+    /* gradients reduce-scattered in the compute dtype; EP-local experts
+     * over the fsdp/ep ranks that hold the same experts; replicas all-reduce
+     * the shard */
+    double rs = plan_coll_time(hw, PLAN_RS, sh->fsdp, sh->fsdp, u->gathered * a);
+    if (u->local_params > 0)
+        rs += plan_coll_time(hw, PLAN_RS, sh->fsdp / sh->ep, sh->fsdp, u->local_params / (double)sh->ep * a);
+    if (sh->replicas > 1)
+        rs += plan_coll_time(hw, PLAN_AR, sh->replicas, sh->fsdp * sh->replicas, u->params / N * a);
+    c[SCHED_COST_RS] = rs;
+}
+
+static strata_status_t build_program(plan_t *p, char *err, size_t errlen)
+{
+    strata_status_t st = sched_program_create(&p->prog);
+    if (STRATA_OK == st) st = sched_record_begin(p->prog);
+    for (int i = 0; STRATA_OK == st && i < p->nunits; i++) {
+        const plan_unit_t *u = &p->units[i];
+        int idx;
+        double c[SCHED_COST_COUNT];
+        st = sched_record_unit(p->prog, u->name, (size_t)(plan_unit_gathered(u, &p->shape) * p->model.compute_b),
+                               &idx, err, errlen);
+        for (int s = 0; STRATA_OK == st && s < u->nsaves; s++)
+            st = sched_record_save(p->prog, u->saves[s].name, (size_t)u->saves[s].bytes, err, errlen);
+        unit_costs(p, u, c);
+        for (int k = 0; STRATA_OK == st && k < SCHED_COST_COUNT; k++)
+            st = sched_record_cost(p->prog, idx, (sched_cost_t)k, c[k], err, errlen);
+    }
+    /* AdamW on the local shards: memory-bound, each state read and written */
+    const plan_model_t *m = &p->model;
+    double per = m->param_b + m->grad_b + m->master_b + m->optim_b * m->optim_states;
+    double optim_s = 2 * p->mem.params_total / (double)p->shape.fsdp * per / p->hw.hbm_bw;
+    if (STRATA_OK == st) st = sched_record_end(p->prog, (size_t)p->mem.resident, optim_s, err, errlen);
+    return st;
+}
+
+strata_status_t plan_create(const plan_model_t *m, const plan_hw_t *hw, const plan_shape_t *sh,
+                            plan_t **plan_p, char *err, size_t errlen)
+{
+    strata_status_t st = check_shape(m, sh, err, errlen);
+    if (STRATA_OK != st) return st;
+    plan_t *p = calloc(1, sizeof *p);
+    if (!p) return sched_fail(err, errlen, STRATA_ERR_NOMEM, "plan: out of memory");
+    p->model = *m;
+    p->hw = *hw;
+    p->shape = *sh;
+    if (sh->hbm_override > 0) {
+        p->hw.hbm_bytes = sh->hbm_override;
+        p->hw.hbm_derived = 0;
+    }
+    st = plan_units(m, sh, &p->units, &p->nunits, err, errlen);
+    if (STRATA_OK == st) {
+        plan_memory(m, sh, p->units, p->nunits, &p->mem);
+        for (int i = 0; i < p->nunits; i++) p->model_flops_step += p->units[i].model_flops;
+        st = build_program(p, err, errlen);
+    }
+    if (STRATA_OK != st) {
+        plan_destroy(p);
+        return st;
+    }
+    sched_opts_defaults(&p->opts);
+    p->opts.link.d2h_bw = hw->d2h_bw;
+    p->opts.link.h2d_bw = hw->h2d_bw;
+    p->opts.link.storage_bw = hw->storage_bw;
+    p->opts.link.latency = hw->link_latency;
+    p->opts.link.chunk = hw->chunk;
+    p->opts.prefetch = (int)sh->prefetch;
+    *plan_p = p;
+    return STRATA_OK;
+}
+
+void plan_destroy(plan_t *p)
+{
+    if (!p) return;
+    sched_program_destroy(p->prog);
+    free(p->units);
+    free(p);
+}
+
+/* ------------------------------------------------------------ evaluation */
+
+static strata_status_t run_one(plan_t *p, const sched_actions_t *acts, const sched_opts_t *o,
+                               plan_row_t *row, char *err, size_t errlen)
+{
+    sched_t *s = NULL;
+    sched_result_t r, r0;
+    strata_status_t st = sched_build(p->prog, acts, o, &s, err, errlen);
+    if (STRATA_OK == st) st = sched_simulate(s, &r, NULL, NULL, err, errlen);
+    if (STRATA_OK == st && p->shape.accum > 1) {
+        /* the other micro-batches: the same program without the optimizer */
+        double optim = p->prog->optim_s;
+        p->prog->optim_s = 0;
+        sched_update_costs(s);
+        st = sched_simulate(s, &r0, NULL, NULL, err, errlen);
+        p->prog->optim_s = optim;
+        r.step_s += (double)(p->shape.accum - 1) * r0.step_s;
+    }
+    if (STRATA_OK == st) {
+        row->step_s = r.step_s;
+        row->device_bytes = (double)r.peak[STRATA_TIER_DEVICE];
+        row->host_bytes = (double)r.peak[STRATA_TIER_PINNED_HOST] + (double)r.peak[STRATA_TIER_STORAGE];
+        row->exposed_s = r.exposed_transfer_s;
+        row->comm_wait_s = r.comm_wait_s;
+        row->tail_kept = sched_tail_kept(s);
+        memset(row->kept_by_name, 0, sizeof row->kept_by_name);
+        memset(row->offloaded_by_name, 0, sizeof row->offloaded_by_name);
+        for (int u = 0; u < p->prog->nunits; u++)
+            for (int i = 0; i < p->prog->units[u].nsaves; i++) {
+                const sched_save_t *sv = &p->prog->units[u].saves[i];
+                int act = sched_save_action(s, u, i);
+                if (SCHED_KEEP == act) row->kept_by_name[sv->name_id] += (double)sv->bytes;
+                else if (SCHED_HOST == act || SCHED_STORAGE == act) row->offloaded_by_name[sv->name_id] += (double)sv->bytes;
+            }
+    }
+    sched_destroy(s);
+    return st;
+}
+
+/* Unlimited, lhs keeps every offload on device: the host would hold what
+ * the policy offloads. */
+static void policy_offload(const plan_t *p, const sched_actions_t *acts, plan_row_t *row)
+{
+    row->host_bytes = 0;
+    row->tail_kept = 0;
+    memset(row->offloaded_by_name, 0, sizeof row->offloaded_by_name);
+    for (int n = 0; n < p->prog->nnames; n++)
+        if (SCHED_HOST == acts->action[n] || SCHED_STORAGE == acts->action[n]) {
+            row->offloaded_by_name[n] = (double)sched_program_name_bytes(p->prog, n);
+            row->host_bytes += row->offloaded_by_name[n];
+        }
+}
+
+strata_status_t plan_evaluate(plan_t *p, const sched_actions_t *acts, sched_mode_t mode,
+                              plan_row_t *row_p, char *err, size_t errlen)
+{
+    plan_row_t row = { .acts = *acts, .mode = mode };
+    sched_opts_t o = p->opts;
+    o.mode = mode;
+    row.device_capacity = p->hw.hbm_bytes;
+    row.host_capacity = p->hw.host_bytes;
+    o.budget[STRATA_TIER_DEVICE] = (size_t)p->hw.hbm_bytes;
+    o.budget[STRATA_TIER_PINNED_HOST] = (size_t)p->hw.host_bytes;
+    strata_status_t st = run_one(p, acts, &o, &row, err, errlen);
+    if (STRATA_OK == st) {
+        row.fits = row.fits_device = row.fits_host = 1;
+    } else if (STRATA_ERR_TIER_FULL == st) {
+        /* no schedule fits: first the device alone (the host may be what
+         * is short), then unlimited, to time it and say how much it needs */
+        o.budget[STRATA_TIER_PINNED_HOST] = 0;
+        st = run_one(p, acts, &o, &row, err, errlen);
+        int unlimited = STRATA_ERR_TIER_FULL == st;
+        if (unlimited) {
+            o.budget[STRATA_TIER_DEVICE] = 0;
+            st = run_one(p, acts, &o, &row, err, errlen);
+        }
+        if (STRATA_OK != st) return st;
+        if (unlimited) policy_offload(p, acts, &row);
+        row.fits_device = row.device_bytes <= row.device_capacity;
+        row.fits_host = 0 == row.host_capacity || row.host_bytes <= row.host_capacity;
+        if (!row.fits_device) {
+            double need = (double)sched_min_device(p->prog, acts, &o);
+            if (need < row.device_bytes) row.device_bytes = need;
+        }
+    } else {
+        return st;
+    }
+    double tokens = (double)(p->shape.micro * p->shape.seq * p->shape.accum);
+    row.tokens_per_s = tokens * (double)(p->shape.fsdp * p->shape.replicas) / row.step_s;
+    row.tflops_per_device = p->model_flops_step * (double)p->shape.accum / row.step_s / 1e12;
+    *row_p = row;
+    return STRATA_OK;
+}
+
+strata_status_t plan_auto(plan_t *p, sched_mode_t mode, plan_row_t *row_p, char *err, size_t errlen)
+{
+    sched_opts_t o = p->opts;
+    sched_actions_t acts;
+    o.mode = mode;
+    o.budget[STRATA_TIER_DEVICE] = (size_t)p->hw.hbm_bytes;
+    o.budget[STRATA_TIER_PINNED_HOST] = (size_t)p->hw.host_bytes;
+    strata_status_t st = sched_plan_auto(p->prog, &o, &acts, NULL, err, errlen);
+    if (STRATA_ERR_TIER_FULL == st) {
+        /* nothing fits: report the plan that needs the least device memory */
+        sched_actions_fill(&acts, p->prog, SCHED_RECOMPUTE);
+        st = STRATA_OK;
+    }
+    if (STRATA_OK != st) return st;
+    return plan_evaluate(p, &acts, mode, row_p, err, errlen);
+}

@@ -1,0 +1,178 @@
+/*
+ * planner.h - from a model file and a hardware file to the step program
+ * that sched/ schedules: the units, their named saves with bytes and the
+ * FLOPs of the ops that produce them, gathered parameter bytes, costs in
+ * seconds, and the per-device memory that is not in the program (shards,
+ * optimizer state, workspace). Time is never modelled here: the program
+ * goes to the same sched_build and sched_simulate the runtime uses.
+ * Internal (not installed); formulas and assumptions in docs/planner.md.
+ *
+ * Error convention as in sched.h: a status, and a message naming the file,
+ * the field and what was expected in (err, errlen).
+ */
+#ifndef STRATA_SCHED_PLANNER_H
+#define STRATA_SCHED_PLANNER_H
+
+#include <stddef.h>
+
+#include "sched/sched.h"
+
+#define PLAN_PATH_MAX 1024
+
+/* ------------------------------------------------------------------------ */
+/* Model and hardware files                                                  */
+/* ------------------------------------------------------------------------ */
+
+typedef enum { PLAN_GPT = 0, PLAN_LLAMA, PLAN_DEEPSEEK_V3 } plan_family_t;
+
+typedef struct {
+    char path[PLAN_PATH_MAX], name[64];
+    plan_family_t family;
+    long layers, hidden, heads, kv_heads, head_dim, ffn, vocab, max_seq;
+    int  tied;
+    /* MoE (moe = 0: every layer dense) */
+    int  moe;
+    long experts, experts_per_token, shared_experts, expert_ffn, dense_layers;
+    /* MLA (deepseek_v3) */
+    long q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim;
+    long mtp_modules;
+    int  mtp_counted;
+    /* bytes per element; master 0 = the parameter shard is the master */
+    int  param_b, compute_b, grad_b, master_b, optim_b, optim_states;
+} plan_model_t;
+
+typedef struct { long ranks; double bytes, busbw; } plan_bw_point_t;
+typedef struct { int n; plan_bw_point_t p[32]; } plan_bw_table_t;
+typedef enum { PLAN_AG = 0, PLAN_RS, PLAN_A2A, PLAN_AR, PLAN_COLL_COUNT } plan_coll_t;
+
+typedef struct {
+    char path[PLAN_PATH_MAX], name[64];
+    double hbm_bytes;          /* usable per device */
+    int    hbm_derived;        /* 1: published capacity less 2 GiB */
+    double hbm_bw, flops, mfu;
+    double d2h_bw, h2d_bw, both_bw, link_latency, host_bytes, storage_bw;
+    size_t chunk;
+    long   domain;             /* ranks in one fast (NVLink) domain */
+    double coll_latency;
+    plan_bw_table_t coll[PLAN_COLL_COUNT][2];   /* [0] inside a domain, [1] across */
+} plan_hw_t;
+
+/* NAME (a shipped file: share/models/NAME.json or share/hw/NAME.json) or a
+ * path (anything with a '/' or ending in .json). Search order for a name:
+ * $STRATA_DATADIR, the source tree when the program runs from its build
+ * tree, the installed data directory. kind is "models" or "hw". */
+strata_status_t plan_find_file(const char *kind, const char *name, char *path, size_t len,
+                               char *err, size_t errlen);
+strata_status_t plan_model_load(const char *name_or_path, plan_model_t *m_p, char *err, size_t errlen);
+strata_status_t plan_hw_load(const char *name_or_path, plan_hw_t *hw_p, char *err, size_t errlen);
+/* From text (tests); `label` names it in messages. */
+strata_status_t plan_model_parse(const char *text, const char *label, plan_model_t *m_p,
+                                 char *err, size_t errlen);
+strata_status_t plan_hw_parse(const char *text, const char *label, plan_hw_t *hw_p,
+                              char *err, size_t errlen);
+
+/* Collective time for a message of `bytes` (the full, gathered size S)
+ * over n ranks whose members spread over `span` consecutive ranks:
+ * S (n-1)/(n busbw) (all-reduce twice that) + latency, busbw interpolated
+ * in log(bytes) from the points of the nearest rank count, from the
+ * "intra" table when span <= domain_size, else "inter". 0 when n <= 1. */
+double plan_coll_time(const plan_hw_t *hw, plan_coll_t c, long n, long span, double bytes);
+
+/* ------------------------------------------------------------------------ */
+/* The model as units                                                        */
+/* ------------------------------------------------------------------------ */
+
+#define PLAN_MAX_SAVES 20
+
+typedef struct {
+    char   name[SCHED_NAME_MAX];
+    double bytes;              /* per micro-batch, on one device */
+    double flops;              /* forward FLOPs of the op that produces it */
+} plan_save_t;
+
+typedef struct {
+    char   name[SCHED_NAME_MAX];
+    int    nsaves;
+    plan_save_t saves[PLAN_MAX_SAVES];
+    double params;             /* parameters of the unit (all of them) */
+    double gathered;           /* of which all-gathered */
+    double local_params;       /* of which EP-local experts (not gathered) */
+    double fwd_flops;          /* every op of the forward */
+    double fwd_mem_bytes;      /* HBM traffic of the memory-bound ops */
+    double a2a_bytes;          /* all-to-all bytes of one forward (EP) */
+    double model_flops;        /* fwd+bwd FLOPs counted for MFU (no recompute) */
+    double bwd_factor;         /* backward FLOPs = this x forward (2; 0 when
+                                * the forward computes the gradients too) */
+    double workspace;          /* transient bytes while it runs */
+} plan_unit_t;
+
+typedef struct {
+    long fsdp, replicas, ep, micro, seq, accum, prefetch;
+    double hbm_override;       /* 0 = the hardware file's */
+} plan_shape_t;
+
+/* Per-device bytes that are not activations, and the totals. */
+typedef struct {
+    double param_shard, grad_shard, master, optim;
+    double expert_local, expert_grads;   /* EP: local experts, not gathered */
+    double boundary;           /* each unit's input, kept by the runtime */
+    double workspace, comm_buffers, transfer_buffers;
+    double resident;           /* sum of the above */
+    double gathered_max;       /* largest unit's gathered bytes */
+    double params_total, params_active;
+} plan_memory_t;
+
+typedef struct {
+    plan_model_t model;
+    plan_hw_t    hw;
+    plan_shape_t shape;
+    int          nunits;
+    plan_unit_t *units;
+    plan_memory_t mem;
+    double model_flops_step;   /* per device per micro-batch */
+    sched_program_t *prog;
+    sched_opts_t opts;
+} plan_t;
+
+/* Checks the shape against the model (ep divides experts and fsdp, ...). */
+strata_status_t plan_create(const plan_model_t *m, const plan_hw_t *hw, const plan_shape_t *sh,
+                            plan_t **plan_p, char *err, size_t errlen);
+void plan_destroy(plan_t *p);   /* NULL-safe */
+
+/* The units alone (no program); *n_p units into a malloc'd array. */
+strata_status_t plan_units(const plan_model_t *m, const plan_shape_t *sh, plan_unit_t **units_p,
+                           int *n_p, char *err, size_t errlen);
+/* Parameters of unit u gathered on one device while it runs: the
+ * non-expert ones, plus with --ep E < --fsdp N the rank's E-th of the
+ * routed experts (each sharded over the N/E ranks that hold it, and
+ * gathered among them only). */
+double plan_unit_gathered(const plan_unit_t *u, const plan_shape_t *sh);
+/* The memory outside the program, for units from plan_units. */
+void plan_memory(const plan_model_t *m, const plan_shape_t *sh, const plan_unit_t *u, int n,
+                 plan_memory_t *mem);
+/* Seconds of compute on one device: FLOPs / (dense_flops * mfu) for the
+ * matrix products plus bytes / hbm bandwidth for the memory-bound ops. */
+double plan_compute_time(const plan_hw_t *hw, double flops, double mem_bytes);
+
+/* One evaluated policy. */
+typedef struct {
+    sched_actions_t acts;
+    sched_mode_t mode;
+    int    fits, fits_device, fits_host;
+    double device_bytes, device_capacity, host_bytes, host_capacity;
+    double step_s, tokens_per_s, tflops_per_device;
+    double kept_by_name[SCHED_MAX_NAMES];   /* bytes per step kept on device */
+    double offloaded_by_name[SCHED_MAX_NAMES];
+    double exposed_s, comm_wait_s;
+    int    tail_kept;          /* lhs kept the last N units' offloads on device */
+} plan_row_t;
+
+/* Build and simulate the step for acts in `mode`: first within the
+ * device and host capacities; when no schedule fits, the unlimited one
+ * gives the step time and device_bytes is the smallest budget that fits. */
+strata_status_t plan_evaluate(plan_t *p, const sched_actions_t *acts, sched_mode_t mode,
+                              plan_row_t *row_p, char *err, size_t errlen);
+/* sched_plan_auto within the capacities, then plan_evaluate. */
+strata_status_t plan_auto(plan_t *p, sched_mode_t mode, plan_row_t *row_p, char *err, size_t errlen);
+
+#endif

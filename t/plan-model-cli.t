@@ -1,0 +1,64 @@
+#!/bin/sh
+# plan-model-cli.t - `strata plan --model M --hw H`: shipped files found by
+# name and by path, --policy all gives its five rows, --json one object per
+# row with the documented fields, --micro max, --schedule both, and clear
+# errors for bad files, unknown names and bad shapes.
+strata="$top_builddir/tools/strata"
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+n=0
+check() {   # check DESCRIPTION COMMAND...: ok when COMMAND succeeds
+    desc=$1; shift
+    n=$((n + 1))
+    if "$@"; then echo "ok $n - $desc"; else echo "not ok $n - $desc"; fi
+}
+has() { grep -q -- "$1" "$2"; }
+
+echo 1..12
+gpt="--model gpt-example --hw h200-hgx --fsdp 2 --micro 16 --seq 64"
+
+"$strata" plan $gpt --policy all > "$tmp/all" 2>&1
+check "policy all prints keep, recompute, host naive, host lhs, auto" \
+    sh -c "grep -q '^keep  *lhs' '$tmp/all' && grep -q '^recompute  *lhs' '$tmp/all' && grep -q '^host  *naive' '$tmp/all' && grep -q '^host  *lhs' '$tmp/all' && grep -q '^auto  *lhs' '$tmp/all'"
+check "the breakdown names the parameter shard and optimizer state" \
+    sh -c "grep -q 'parameter shard' '$tmp/all' && grep -q 'optimizer state' '$tmp/all'"
+
+"$strata" plan $gpt --policy all --json > "$tmp/json" 2>"$tmp/json.err"
+check "--json: five lines, only JSON on stdout" sh -c "test \$(grep -c '^{' '$tmp/json') -eq 5 && test \$(wc -l < '$tmp/json') -eq 5"
+ok=1
+for f in model hw fsdp ep micro_batch seq policy schedule fits device_bytes device_capacity host_bytes \
+         step_s tokens_per_s tflops_per_device breakdown kept_activations offloaded_activations; do
+    grep -q "\"$f\":" "$tmp/json" || { echo "# missing field $f"; ok=0; }
+done
+check "--json rows carry every documented field" test $ok = 1
+
+"$strata" plan --model "$top_srcdir/share/models/llama3-8b.json" --hw "$top_srcdir/share/hw/h100-hgx.json" \
+    --fsdp 8 --micro 1 --seq 4096 --policy 'qkv=host,*=recompute' --schedule both > "$tmp/path" 2>&1
+check "files by path; a policy text with --schedule both gives a naive and an lhs row" \
+    sh -c "grep -q '^qkv=host,\*=recompute naive' '$tmp/path' && grep -q '^qkv=host,\*=recompute lhs' '$tmp/path'"
+
+"$strata" plan --model llama3-8b --hw h100-hgx --fsdp 8 --micro max --seq 4096 --policy '*=keep' > "$tmp/max" 2>&1
+check "--micro max finds a largest micro-batch" sh -c "grep -q 'micro-batch max [1-9]' '$tmp/max'"
+
+"$strata" plan --model llama3-8b --hw h100-hgx --fsdp 8 --micro 1 --seq 4096 --policy 'bogus=host' > "$tmp/pol" 2>&1
+check "an unknown name lists the names the model saves" has "mlp_gate" "$tmp/pol"
+
+"$strata" plan --model no-such --hw h100-hgx --fsdp 8 --micro 1 --seq 4096 --policy all > "$tmp/nm" 2>&1
+rc=$?
+check "an unknown model name fails and says where it looked" sh -c "test $rc -ne 0 && grep -q \"no model file named 'no-such'\" '$tmp/nm'"
+
+printf '{"name":"b","family":"llama","layers":"many"}' > "$tmp/bad.json"
+"$strata" plan --model "$tmp/bad.json" --hw h100-hgx --fsdp 8 --micro 1 --seq 4096 --policy all > "$tmp/bf" 2>&1
+check "a bad model file: the file, the field, what is expected" has "bad.json: field 'layers': expected an integer >= 1, got \"many\"" "$tmp/bf"
+
+printf '{"name":"h","hbm":{"capacity_bytes":8e10}}' > "$tmp/badhw.json"
+"$strata" plan --model llama3-8b --hw "$tmp/badhw.json" --fsdp 8 --micro 1 --seq 4096 --policy all > "$tmp/bh" 2>&1
+check "a bad hardware file names its field" has "badhw.json: field 'hbm.bandwidth'" "$tmp/bh"
+
+"$strata" plan --model llama3-8b --hw h100-hgx --fsdp 8 --ep 2 --micro 1 --seq 4096 --policy all > "$tmp/ep" 2>&1
+check "--ep on a dense model is refused" has "has no experts" "$tmp/ep"
+
+"$strata" plan --model qwen3-30b-a3b --hw h100-hgx --fsdp 8 --ep 8 --micro 1 --seq 4096 --policy '*=recompute' \
+    --hbm 40G > "$tmp/moe" 2>&1
+check "MoE with --ep = --fsdp and --hbm: whole expert-local weights, usable HBM as given" \
+    sh -c "grep -q 'expert weights (ep-local, whole)' '$tmp/moe' && grep -q 'usable HBM 42.95 GB' '$tmp/moe'"

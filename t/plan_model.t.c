@@ -1,0 +1,209 @@
+/* plan_model.t - the planner's formulas on small hand-computed cases: a
+ * two-layer llama's saves, parameters and per-device memory; the example
+ * GPT against the example's own size functions; collective times from a
+ * table; the worked example of docs/planner.md (its step time through
+ * sched_build/sched_simulate); bad model and hardware files. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "strata.h"
+#include "sched/planner.h"
+#include "examples/gpt/gpt.h"
+#include "tap.h"
+
+/* the model and machine of the worked example in docs/planner.md */
+static const char *tiny_model =
+    "{\"name\":\"tiny\",\"family\":\"llama\",\"layers\":2,\"hidden\":8,\"heads\":2,\"kv_heads\":1,"
+    "\"head_dim\":4,\"ffn\":16,\"vocab\":10,\"tied_embeddings\":false,"
+    "\"dtypes\":{\"params\":\"bf16\",\"compute\":\"bf16\",\"grads\":\"fp32\",\"master\":\"fp32\","
+    "\"optimizer\":\"fp32\"}}";
+#define TBL "{\"intra\":[{\"ranks\":2,\"bytes\":1,\"busbw\":1e15}],\"inter\":[{\"ranks\":2,\"bytes\":1,\"busbw\":1e15}]}"
+static const char *tiny_hw =
+    "{\"name\":\"tinyhw\",\"hbm\":{\"usable_bytes\":1000000,\"bandwidth\":1e10},"
+    "\"compute\":{\"dense_flops\":1e10,\"mfu\":0.5},\"host_link\":{\"d2h_bw\":1e9,\"h2d_bw\":1e9},"
+    "\"host_bytes\":1e9,\"collectives\":{\"domain_size\":8,\"all_gather\":" TBL ",\"reduce_scatter\":" TBL
+    ",\"all_to_all\":" TBL ",\"all_reduce\":" TBL "}}";
+
+static const plan_save_t *save_of(const plan_unit_t *u, const char *name)
+{
+    for (int i = 0; i < u->nsaves; i++)
+        if (!strcmp(u->saves[i].name, name)) return &u->saves[i];
+    return NULL;
+}
+
+static void test_tiny_units(const plan_model_t *m)
+{
+    plan_shape_t sh = { .fsdp = 2, .replicas = 1, .ep = 1, .micro = 1, .seq = 4, .accum = 1, .prefetch = 1 };
+    plan_unit_t *u;
+    int n;
+    char err[512];
+    if (STRATA_OK != plan_units(m, &sh, &u, &n, err, sizeof err)) bail_out("plan_units: %s", err);
+    is_int(n, 4, "embed, 2 layers, head");
+    /* n = 4 tokens, h = 8, bf16: n h a = 64 bytes */
+    static const struct { const char *name; double bytes, flops; } want[] = {
+        { "attn_norm", 64, 0 }, { "qkv", 128, 1024 }, { "attn_out", 96, 256 }, { "attn_resid", 64, 512 },
+        { "mlp_norm", 64, 0 }, { "mlp_gate", 128, 1024 }, { "mlp_up", 128, 1024 }, { "mlp_act", 128, 0 },
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const plan_save_t *s = save_of(&u[1], want[i].name);
+        ok(s && s->bytes == want[i].bytes && s->flops == want[i].flops, "layer save %s: %g bytes, %g FLOPs",
+           want[i].name, want[i].bytes, want[i].flops);
+    }
+    is_double(u[1].params, 592, 0, "layer parameters 2hq + 2hkv + 2h + 3hf = 592");
+    is_double(u[1].fwd_flops, 4864, 0, "layer forward FLOPs (with the down projection) 4864");
+    is_double(u[1].fwd_mem_bytes, 512, 0, "layer elementwise traffic 2 x (64 + 64 + 128)");
+    is_double(u[3].fwd_flops, 640, 0, "head forward 2 n h V = 640");
+    plan_memory_t mem;
+    plan_memory(m, &sh, u, n, &mem);
+    is_double(mem.params_total, 1352, 0, "parameters 80 + 2 x 592 + 88");
+    is_double(mem.param_shard, 1352, 0, "parameter shard 1352 / 2 x bf16");
+    is_double(mem.grad_shard, 2704, 0, "gradient shard fp32");
+    is_double(mem.master, 2704, 0, "master fp32");
+    is_double(mem.optim, 5408, 0, "two fp32 AdamW moments");
+    is_double(mem.boundary, 192, 0, "three unit inputs of n h a");
+    is_double(mem.workspace, 160, 0, "workspace: the head's fp32 logits n V 4");
+    is_double(mem.resident, 12520, 0, "resident total");
+    free(u);
+}
+
+static void test_worked_example(const plan_model_t *m, const plan_hw_t *hw)
+{
+    plan_shape_t sh = { .fsdp = 2, .replicas = 1, .ep = 1, .micro = 1, .seq = 4, .accum = 1, .prefetch = 1 };
+    plan_t *p;
+    plan_row_t r;
+    sched_actions_t a;
+    char err[512];
+    if (STRATA_OK != plan_create(m, hw, &sh, &p, err, sizeof err)) bail_out("plan_create: %s", err);
+    is_double(p->prog->units[1].cost_s[SCHED_COST_FWD], 1.024e-6, 1e-12, "F(layer) = 4864/5e9 + 512/1e10 s");
+    is_double(p->prog->optim_s, 2.4336e-6, 1e-12, "optimizer 2 x 676 x 18 bytes / 1e10");
+    sched_actions_fill(&a, p->prog, SCHED_KEEP);
+    ok(STRATA_OK == plan_evaluate(p, &a, SCHED_MODE_LHS, &r, err, sizeof err), "keep evaluates");
+    is_double(r.step_s, 9.0384e-6, 1e-10, "keep step = sum F + sum B + optimizer = 9.0384 us");
+    ok(r.fits && r.device_bytes >= 12520 + 1664 && r.device_bytes <= 12520 + 1664 + 4 * 1184,
+       "keep peak %.0f between resident + saves and that + four layers' params", r.device_bytes);
+    is_double(r.tflops_per_device, 31104 / 9.0384e-6 / 1e12, 1e-9, "TFLOP/s per device from 3 x 10368 FLOPs");
+    is_double(r.tokens_per_s, 8 / 9.0384e-6, 1.0, "tokens/s: 4 tokens on each of 2 devices");
+    sched_actions_fill(&a, p->prog, SCHED_RECOMPUTE);
+    ok(STRATA_OK == plan_evaluate(p, &a, SCHED_MODE_LHS, &r, err, sizeof err), "recompute evaluates");
+    is_double(r.step_s, 11.2272e-6, 1e-10, "recompute step adds F of the layers and head = 11.2272 us");
+    plan_destroy(p);
+    sh.hbm_override = 12000;
+    if (STRATA_OK != plan_create(m, hw, &sh, &p, err, sizeof err)) bail_out("plan_create: %s", err);
+    sched_actions_fill(&a, p->prog, SCHED_KEEP);
+    ok(STRATA_OK == plan_evaluate(p, &a, SCHED_MODE_LHS, &r, err, sizeof err) && !r.fits && !r.fits_device &&
+       r.device_bytes > 12000, "--hbm 12000: keep does not fit, short by %.0f", r.device_bytes - 12000);
+    plan_destroy(p);
+}
+
+static void test_gpt(void)
+{
+    char err[512];
+    plan_model_t m;
+    if (STRATA_OK != plan_model_parse("{\"name\":\"g\",\"family\":\"gpt\",\"layers\":3,\"hidden\":32,\"heads\":4,"
+                                      "\"max_seq\":16,\"vocab\":256}", "g", &m, err, sizeof err))
+        bail_out("gpt model: %s", err);
+    gpt_config cfg = { .n_layer = 3, .dim = 32, .n_head = 4, .max_seq = 16 };
+    plan_shape_t sh = { .fsdp = 1, .replicas = 1, .ep = 1, .micro = 2, .seq = 16, .accum = 1 };
+    plan_unit_t *u;
+    int n;
+    size_t sz[GPT_MAX_SAVES];
+    plan_units(&m, &sh, &u, &n, err, sizeof err);
+    gpt_block_save_sizes(&cfg, 2, 16, sz);
+    int same = GPT_MAX_SAVES == u[1].nsaves;
+    for (int s = 0; same && s < GPT_MAX_SAVES; s++)
+        same = !strcmp(u[1].saves[s].name, gpt_save_name(s)) && u[1].saves[s].bytes == (double)sz[s] * 4;
+    ok(same, "gpt block saves: the example's names and sizes, in its order");
+    plan_memory_t mem;
+    plan_memory(&m, &sh, u, n, &mem);
+    is_double(mem.params_total, (double)gpt_num_params(&cfg), 0, "gpt parameters as gpt_num_params");
+    double f = 0;
+    for (int i = 0; i < n; i++) f += u[i].model_flops;
+    is_double(f, gpt_flops_per_token(&cfg, 16) * 32, 1e-6, "gpt FLOPs as gpt_flops_per_token x tokens");
+    is_double(mem.workspace, (double)gpt_workspace_floats(&cfg, 2, 16) * 4, 0, "gpt workspace as the example's");
+    free(u);
+}
+
+static void test_coll(const plan_hw_t *tiny)
+{
+    plan_hw_t hw = *tiny;
+    hw.coll_latency = 1e-5;
+    hw.coll[PLAN_AG][0] = (plan_bw_table_t){ 2, { { 8, 1e6, 10e9 }, { 8, 1e8, 100e9 } } };
+    hw.coll[PLAN_AG][1] = (plan_bw_table_t){ 1, { { 64, 1e6, 5e9 } } };
+    is_double(plan_coll_time(&hw, PLAN_AG, 8, 8, 1e7), 1e-5 + 1e7 * 7 / 8 / 55e9, 1e-15,
+              "10 MB between the 1 MB and 100 MB points: busbw 55 GB/s");
+    is_double(plan_coll_time(&hw, PLAN_AG, 8, 8, 1e9), 1e-5 + 1e9 * 7 / 8 / 100e9, 1e-15, "beyond the last point");
+    is_double(plan_coll_time(&hw, PLAN_AG, 16, 16, 1e6), 1e-5 + 1e6 * 15 / 16 / 5e9, 1e-15,
+              "16 ranks over more than a domain: the inter table");
+    is_double(plan_coll_time(&hw, PLAN_AG, 1, 1, 1e6), 0, 0, "one rank: no time");
+}
+
+static const struct { int hw; const char *text, *needle; } bad[] = {
+    { 0, "not json", "bad.json: not JSON: line 1" },
+    { 0, "[1]", "expected a JSON object" },
+    { 0, "{\"name\":\"x\",\"family\":\"gpt2\",\"layers\":1,\"hidden\":8,\"heads\":1,\"vocab\":4,\"max_seq\":4}",
+      "bad.json: field 'family': expected \"gpt\", \"llama\" or \"deepseek_v3\", got \"gpt2\"" },
+    { 0, "{\"name\":\"x\",\"family\":\"llama\",\"hidden\":8,\"heads\":1,\"vocab\":4}",
+      "field 'layers': expected a positive integer, but it is missing" },
+    { 0, "{\"name\":\"x\",\"family\":\"llama\",\"layers\":-3,\"hidden\":8,\"heads\":1,\"vocab\":4}",
+      "field 'layers': expected an integer >= 1, got -3" },
+    { 0, "{\"name\":\"x\",\"family\":\"llama\",\"layers\":1,\"hidden\":8,\"heads\":1,\"vocab\":4,\"dtypes\":{\"params\":\"int4\"}}",
+      "field 'dtypes.params': expected fp32, bf16, fp16 or fp8, got \"int4\"" },
+    { 0, "{\"name\":\"x\",\"family\":\"llama\",\"layers\":1,\"hidden\":8,\"heads\":1,\"vocab\":4,"
+         "\"moe\":{\"routed_experts\":4,\"active_per_token\":8,\"expert_ffn\":2}}",
+      "field 'moe.active_per_token': expected at most moe.routed_experts, got 8" },
+    { 0, "{\"name\":\"x\",\"family\":\"deepseek_v3\",\"layers\":1,\"hidden\":8,\"heads\":1,\"vocab\":4}",
+      "field 'mla': expected an object" },
+    { 0, "{\"name\":\"x\",\"family\":\"llama\",\"layers\":1,\"hidden\":8,\"heads\":3,\"kv_heads\":2,\"vocab\":4}",
+      "field 'kv_heads': expected a divisor of heads, got 2" },
+    { 1, "{\"name\":\"h\",\"hbm\":{\"capacity_bytes\":1e10},\"compute\":{\"dense_flops\":1e12,\"mfu\":0.5}}",
+      "bad.json: field 'hbm.bandwidth': expected a number, but it is missing" },
+    { 1, "{\"name\":\"h\",\"hbm\":{\"capacity_bytes\":1e10,\"bandwidth\":1e12},\"compute\":{\"dense_flops\":1e12,\"mfu\":2}}",
+      "field 'compute.mfu': expected a number in [0.01, 1], got 2" },
+    { 1, "{\"name\":\"h\",\"hbm\":{\"capacity_bytes\":1e9,\"bandwidth\":1e12}}",
+      "field 'hbm.capacity_bytes': expected more than 2 GiB" },
+    { 1, "{\"name\":\"h\",\"hbm\":{\"usable_bytes\":1e10,\"bandwidth\":1e12},\"compute\":{\"dense_flops\":1e12,\"mfu\":0.5},"
+         "\"host_link\":{\"d2h_bw\":1e9,\"h2d_bw\":1e9},\"host_bytes\":1e9,\"collectives\":{\"domain_size\":8,"
+         "\"all_gather\":{\"intra\":[],\"inter\":[]}}}",
+      "field 'collectives.all_gather.intra': expected an array of 1..32" },
+    { 1, "{\"name\":\"h\",\"hbm\":{\"usable_bytes\":1e10,\"bandwidth\":1e12},\"compute\":{\"dense_flops\":1e12,\"mfu\":0.5},"
+         "\"host_link\":{\"d2h_bw\":1e9,\"h2d_bw\":1e9},\"host_bytes\":1e9,\"collectives\":{\"domain_size\":8,"
+         "\"all_gather\":{\"intra\":[{\"ranks\":8,\"bytes\":1e6,\"busbw\":\"fast\"}],\"inter\":[]}}}",
+      "field 'collectives.all_gather.intra[0].busbw': expected a number" },
+    { 0, NULL, NULL }
+};
+
+static void test_bad(void)
+{
+    for (int i = 0; bad[i].text; i++) {
+        char err[1024] = "";
+        plan_model_t m;
+        plan_hw_t hw;
+        strata_status_t st = bad[i].hw ? plan_hw_parse(bad[i].text, "bad.json", &hw, err, sizeof err)
+                                       : plan_model_parse(bad[i].text, "bad.json", &m, err, sizeof err);
+        ok(STRATA_ERR_FORMAT == st && strstr(err, bad[i].needle), "bad %s file %d: %s", bad[i].hw ? "hw" : "model",
+           i, bad[i].needle);
+        if (!strstr(err, bad[i].needle)) diag("got: %s", err);
+    }
+    char err[1024];
+    plan_model_t m;
+    ok(STRATA_ERR_IO == plan_model_load("no-such-model", &m, err, sizeof err) && strstr(err, "no model file named"),
+       "an unknown model name says where it looked");
+}
+
+int main(void)
+{
+    char err[512];
+    plan_model_t m;
+    plan_hw_t hw;
+    plan(54);
+    if (STRATA_OK != plan_model_parse(tiny_model, "tiny", &m, err, sizeof err) ||
+        STRATA_OK != plan_hw_parse(tiny_hw, "tinyhw", &hw, err, sizeof err))
+        bail_out("worked example files: %s", err);
+    test_tiny_units(&m);
+    test_worked_example(&m, &hw);
+    test_gpt();
+    test_coll(&hw);
+    test_bad();
+    return done_testing();
+}

@@ -1,0 +1,278 @@
+/*
+ * calibrate_cmd.c - `mpirun -np N strata calibrate --out FILE`: measures
+ * this machine into a planner hardware file (docs/planner.md): sgemm by
+ * shape, memcpy bandwidth, MPI all-gather / reduce-scatter / all-to-all /
+ * all-reduce busbw by message size and rank count (2, 4, .. N), and disk
+ * write/read bandwidth. Each figure is the median of a few repeats; on a
+ * shared machine the numbers move with the load. sgemm and memcpy run on
+ * every rank at once, so a profile is for that many ranks on this node.
+ */
+#include "config.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cblas.h>
+#include <jansson.h>
+#include <mpi.h>
+
+#include "strata.h"
+#include "tools/cmds.h"
+
+#define REPS 5
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *t, int n)
+{
+    qsort(t, (size_t)n, sizeof *t, cmp_d);
+    return t[n / 2];
+}
+
+static double sgemm_rate(int M, int K, int N)
+{
+    float *a = calloc((size_t)M * K, 4), *b = calloc((size_t)K * N, 4), *c = calloc((size_t)M * N, 4);
+    double t[REPS], flops = 2.0 * M * K * N;
+    int inner = flops < 1e8 ? (int)(1e8 / flops) + 1 : 1;
+    for (int r = 0; a && b && c && r < REPS; r++) {
+        double t0 = now();
+        for (int i = 0; i < inner; i++)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, a, K, b, K, 0.0f, c, N);
+        t[r] = (now() - t0) / inner;
+    }
+    free(a); free(b); free(c);
+    return flops / median(t, REPS);
+}
+
+static double memcpy_bw(size_t bytes)
+{
+    char *a = malloc(bytes), *b = malloc(bytes);
+    double t[REPS];
+    if (!a || !b) { free(a); free(b); return 0; }
+    memset(a, 1, bytes);
+    memset(b, 0, bytes);
+    for (int r = 0; r < REPS; r++) {
+        double t0 = now();
+        memcpy(b, a, bytes);
+        t[r] = now() - t0;
+    }
+    double bw = (double)bytes / median(t, REPS);
+    free(a); free(b);
+    return bw;
+}
+
+/* write + fsync, then read back after dropping the file from the page cache */
+static int disk_bw(const char *dir, size_t bytes, double *w_p, double *r_p)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/strata-calibrate.%d", dir, (int)getpid());
+    char *buf = malloc(bytes);
+    int fd = open(path, O_CREAT | O_TRUNC | O_RDWR, 0600);
+    if (!buf || fd < 0) { free(buf); if (fd >= 0) close(fd); return -1; }
+    memset(buf, 7, bytes);
+    double t0 = now();
+    int bad = (ssize_t)bytes != write(fd, buf, bytes) || fsync(fd);
+    *w_p = (double)bytes / (now() - t0);
+    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    t0 = now();
+    bad |= (ssize_t)bytes != pread(fd, buf, bytes, 0);
+    *r_p = (double)bytes / (now() - t0);
+    close(fd);
+    unlink(path);
+    free(buf);
+    return bad ? -1 : 0;
+}
+
+/* busbw of collective k over comm for a message of S bytes (the full size) */
+static double coll_busbw(int k, MPI_Comm comm, size_t S)
+{
+    int n;
+    MPI_Comm_size(comm, &n);
+    size_t per = S / (size_t)n;
+    char *in = calloc(S, 1), *out = calloc(S, 1);
+    double t[REPS];
+    for (int r = 0; in && out && r < REPS; r++) {
+        MPI_Barrier(comm);
+        double t0 = now();
+        if (0 == k) MPI_Allgather(in, (int)per, MPI_BYTE, out, (int)per, MPI_BYTE, comm);
+        else if (1 == k) MPI_Reduce_scatter_block(in, out, (int)(per / 4), MPI_FLOAT, MPI_SUM, comm);
+        else if (2 == k) MPI_Alltoall(in, (int)per, MPI_BYTE, out, (int)per, MPI_BYTE, comm);
+        else MPI_Allreduce(in, out, (int)(S / 4), MPI_FLOAT, MPI_SUM, comm);
+        double dt = now() - t0;
+        MPI_Allreduce(&dt, &t[r], 1, MPI_DOUBLE, MPI_MAX, comm);
+    }
+    free(in); free(out);
+    double f = (double)(n - 1) / n * (3 == k ? 2.0 : 1.0);
+    return (double)S * f / median(t, REPS);
+}
+
+static json_t *colls(int size, int rank, const size_t *sizes, int nsizes, double *lat_p)
+{
+    static const char *const names[4] = { "all_gather", "reduce_scatter", "all_to_all", "all_reduce" };
+    json_t *c = json_object();
+    json_t *tab[4];
+    for (int k = 0; k < 4; k++) tab[k] = json_array();
+    int groups[16], ng = 0;
+    for (int g = 2; g <= size && ng < 8; g *= 2) groups[ng++] = g;
+    if (size > 1 && groups[ng - 1] != size) groups[ng++] = size;
+    for (int gi = 0; gi < ng; gi++) {
+        int g = groups[gi];
+        MPI_Comm sub;
+        MPI_Comm_split(MPI_COMM_WORLD, rank < g ? 0 : MPI_UNDEFINED, rank, &sub);
+        for (int k = 0; k < 4; k++)
+            for (int s = 0; s < nsizes; s++) {
+                size_t S = sizes[s] / (4 * (size_t)g) * 4 * (size_t)g;
+                double bw = MPI_COMM_NULL != sub ? coll_busbw(k, sub, S) : 0;
+                json_array_append_new(tab[k], json_pack("{s:i,s:I,s:f}", "ranks", g, "bytes", (json_int_t)S, "busbw", bw));
+            }
+        if (MPI_COMM_NULL != sub) MPI_Comm_free(&sub);
+    }
+    /* latency: an 8-byte all-reduce over everyone */
+    double t[REPS], x = 0, y;
+    for (int r = 0; r < REPS; r++) {
+        double t0 = now();
+        MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        t[r] = now() - t0;
+    }
+    *lat_p = median(t, REPS);
+    for (int k = 0; k < 4; k++)
+        json_object_set_new(c, names[k], json_pack("{s:o,s:O}", "intra", tab[k], "inter", tab[k]));
+    return c;
+}
+
+typedef struct {
+    const char *out, *name, *dir;
+    size_t hbm, host, max, disk;
+    int M, K, N;
+} copts_t;
+
+static int copts_parse(int argc, char **argv, copts_t *o)
+{
+    *o = (copts_t){ NULL, "cpu-calibrated", "/tmp", 4ul << 30, 8ul << 30, 8ul << 20, 64ul << 20, 208, 128, 512 };
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) return 1;
+        if (!v) { fprintf(stderr, "strata calibrate: %s needs a value (or is unknown)\n", a); return -1; }
+        i++;
+        size_t *sz = !strcmp(a, "--hbm") ? &o->hbm : !strcmp(a, "--host") ? &o->host :
+                     !strcmp(a, "--max") ? &o->max : !strcmp(a, "--disk") ? &o->disk : NULL;
+        if (sz) {
+            if (STRATA_OK != strata_parse_size(v, sz) || 0 == *sz) {
+                fprintf(stderr, "strata calibrate: %s: expected a size (e.g. 4G), got '%s'\n", a, v);
+                return -1;
+            }
+        } else if (!strcmp(a, "--out")) o->out = v;
+        else if (!strcmp(a, "--name")) o->name = v;
+        else if (!strcmp(a, "--dir")) o->dir = v;
+        else if (!strcmp(a, "--shape")) {
+            if (3 != sscanf(v, "%d,%d,%d", &o->M, &o->K, &o->N) || o->M < 1 || o->K < 1 || o->N < 1) {
+                fprintf(stderr, "strata calibrate: --shape: expected M,K,N, got '%s'\n", v);
+                return -1;
+            }
+        } else {
+            fprintf(stderr, "strata calibrate: unknown option '%s'\n", a);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Every rank runs this at once, as training runs its ranks: where ranks
+ * share cores, each one's rate is what a rank gets. The disk only on rank 0. */
+static json_t *measure_local(const copts_t *o, int rank, double *mc_p, double *peak_p, double *w_p, double *r_p)
+{
+    static const int shapes[][3] = { { 208, 128, 384 }, { 208, 128, 512 }, { 208, 512, 128 }, { 1024, 1024, 1024 } };
+    json_t *sg = json_array();
+    double peak = 0;   /* the best shape, recorded as best_flops */
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        double f = sgemm_rate(shapes[i][0], shapes[i][1], shapes[i][2]);
+        if (f > peak) peak = f;
+        json_array_append_new(sg, json_pack("{s:i,s:i,s:i,s:f}", "m", shapes[i][0], "k", shapes[i][1], "n",
+                                            shapes[i][2], "flops", f));
+    }
+    double target = sgemm_rate(o->M, o->K, o->N);
+    json_array_append_new(sg, json_pack("{s:i,s:i,s:i,s:f,s:b}", "m", o->M, "k", o->K, "n", o->N, "flops", target,
+                                        "target", 1));
+    *peak_p = peak;
+    *mc_p = memcpy_bw(64ul << 20);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (0 == rank && disk_bw(o->dir, o->disk, w_p, r_p)) *w_p = *r_p = 0;
+    return json_pack("{s:o,s:f,s:f}", "shapes", sg, "target_flops", target, "best_flops", peak);
+}
+
+int cmd_calibrate(int argc, char **argv)
+{
+    copts_t o;
+    int rc = copts_parse(argc, argv, &o);
+    if (rc) {
+        fprintf(rc > 0 ? stdout : stderr, "usage: mpirun -np N strata calibrate [--out FILE] [--name NAME] "
+                "[--hbm SIZE] [--host SIZE]\n  [--dir DIR] [--disk SIZE] [--max SIZE] [--shape M,K,N]\n"
+                "Measures this machine into a planner hardware file (docs/planner.md): sgemm by shape\n"
+                "(dense_flops = the rate at --shape, mfu 1; default the example GPT's 208,128,512;\n"
+                "the other shapes are recorded beside it), memcpy, MPI busbw at 64k..--max over 2, 4, .. N ranks, disk write/read\n"
+                "in --dir. --hbm/--host: the budgets to plan with (train_gpt's 4G and 8G).\n");
+        return rc > 0 ? 0 : 2;
+    }
+    MPI_Init(&argc, &argv);
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    double mc = 0, peak = 0, wbw = 0, rbw = 0, lat = 0;
+    json_t *sg = measure_local(&o, rank, &mc, &peak, &wbw, &rbw);
+    if (0 != rank) {
+        json_decref(sg);
+        sg = NULL;
+    }
+    MPI_Bcast(&mc, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    size_t sizes[3] = { 64ul << 10, 1ul << 20, o.max };
+    json_t *c = NULL;
+    if (size > 1) c = colls(size, rank, sizes, 3, &lat);
+    if (0 == rank) {
+        if (!c) {   /* one rank: no collective runs; a placeholder at memcpy speed */
+            json_t *t = json_pack("[{s:i,s:i,s:f}]", "ranks", 2, "bytes", 1 << 20, "busbw", mc);
+            c = json_pack("{s:{s:O,s:O},s:{s:O,s:O},s:{s:O,s:O},s:{s:O,s:O}}", "all_gather", "intra", t, "inter", t,
+                          "reduce_scatter", "intra", t, "inter", t, "all_to_all", "intra", t, "inter", t,
+                          "all_reduce", "intra", t, "inter", t);
+            json_decref(t);
+        }
+        json_object_set_new(c, "domain_size", json_integer(size > 1 ? size : 2));
+        json_object_set_new(c, "latency_s", json_real(lat));
+        json_object_set_new(c, "note", json_string("measured by strata calibrate: one node, so inter = intra"));
+        double target = json_number_value(json_object_get(sg, "target_flops"));
+        json_t *hw = json_pack("{s:s,s:s,s:{s:I,s:f},s:{s:f,s:f,s:o},s:{s:f,s:f,s:f,s:f},s:I,s:f,s:{s:f,s:f},s:o}",
+            "name", o.name, "source", "strata calibrate on this machine (medians of 5; noisy under load)",
+            "hbm", "usable_bytes", (json_int_t)o.hbm, "bandwidth", mc,
+            "compute", "dense_flops", target, "mfu", 1.0, "sgemm", sg,
+            "host_link", "d2h_bw", mc, "h2d_bw", mc, "both_bw", mc, "latency_s", 0.0,
+            "host_bytes", (json_int_t)o.host, "storage_bw", wbw < rbw ? wbw : rbw,
+            "disk", "write_bw", wbw, "read_bw", rbw, "collectives", c);
+        char *txt = json_dumps(hw, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        FILE *f = o.out ? fopen(o.out, "w") : stdout;
+        if (!f || !txt || EOF == fputs(txt, f) || EOF == fputc('\n', f)) {
+            fprintf(stderr, "strata calibrate: cannot write %s\n", o.out ? o.out : "stdout");
+            rc = 1;
+        }
+        if (f && f != stdout) fclose(f);
+        free(txt);
+        json_decref(hw);
+    } else if (c) {
+        json_decref(c);
+    }
+    MPI_Finalize();
+    return rc;
+}

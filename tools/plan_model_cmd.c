@@ -1,0 +1,366 @@
+/*
+ * plan_model_cmd.c - `strata plan --model M --hw H ...`: a model file and a
+ * hardware file to the per-device memory, per-host bytes, step time,
+ * tokens/s and TFLOP/s per device of each activation policy, with the
+ * step timed by sched_build + sched_simulate (sched/planner.h).
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "strata.h"
+#include "sched/planner.h"
+#include "tools/cmds.h"
+
+typedef struct {
+    const char *model, *hw, *policy, *schedule;
+    plan_shape_t shape;
+    int micro_max, json;
+} popts_t;
+
+/* One row to compute: a policy text ("*=keep", "auto", ...), its label for
+ * the "policy" field and the schedule mode. */
+typedef struct { const char *text, *label; sched_mode_t mode; } want_t;
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+        "usage: strata plan --model M --hw H --fsdp N --micro B|max --seq S --policy P [OPTIONS]\n"
+        "Plans a training step of model M (a shipped name, see share/models, or a JSON path)\n"
+        "on hardware H (share/hw or a path; `strata calibrate` writes one): per-device memory,\n"
+        "host bytes, step time from the runtime's schedule builder and simulator.\n"
+        "  --fsdp N          ranks sharding the parameters\n"
+        "  --replicas R      data-parallel copies of the fsdp group (1)\n"
+        "  --ep E            expert parallelism: experts split over E ranks, not gathered (1)\n"
+        "  --micro B|max     micro-batch (rows per device); max: the largest that fits\n"
+        "  --seq S           tokens per row\n"
+        "  --accum A         micro-batches per optimizer step (1)\n"
+        "  --prefetch P      all-gather lookahead in units (1)\n"
+        "  --policy P        name=action list as train_gpt's --act-policy, auto, or all\n"
+        "                    (all: keep, recompute, host naive, host lhs, auto)\n"
+        "  --schedule M      lhs, naive or both (lhs)\n"
+        "  --hbm BYTES       usable device memory instead of the hardware file's\n"
+        "  --json            one JSON object per row on stdout\n"
+        "Shipped files are found in $STRATA_DATADIR, the source tree (uninstalled) or\n"
+        "the installed data directory; formulas in docs/planner.md.\n");
+}
+
+static int num(const char *flag, const char *v, long min, long *out)
+{
+    char *end;
+    long x = strtol(v, &end, 10);
+    if (end == v || *end || x < min) {
+        fprintf(stderr, "strata plan: %s: expected an integer >= %ld, got '%s'\n", flag, min, v);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, popts_t *o)
+{
+    *o = (popts_t){ .schedule = "lhs", .shape = { .fsdp = 0, .replicas = 1, .ep = 1, .accum = 1, .prefetch = 1 } };
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int rc = 0;
+        if (!strcmp(a, "--json")) { o->json = 1; continue; }
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 1; }
+        if (!v) { fprintf(stderr, "strata plan: %s needs a value (or is unknown)\n", a); return -1; }
+        i++;
+        if (!strcmp(a, "--model")) o->model = v;
+        else if (!strcmp(a, "--hw")) o->hw = v;
+        else if (!strcmp(a, "--policy")) o->policy = v;
+        else if (!strcmp(a, "--schedule")) o->schedule = v;
+        else if (!strcmp(a, "--fsdp")) rc = num(a, v, 1, &o->shape.fsdp);
+        else if (!strcmp(a, "--replicas")) rc = num(a, v, 1, &o->shape.replicas);
+        else if (!strcmp(a, "--ep")) rc = num(a, v, 1, &o->shape.ep);
+        else if (!strcmp(a, "--seq")) rc = num(a, v, 1, &o->shape.seq);
+        else if (!strcmp(a, "--accum")) rc = num(a, v, 1, &o->shape.accum);
+        else if (!strcmp(a, "--prefetch")) rc = num(a, v, 0, &o->shape.prefetch);
+        else if (!strcmp(a, "--micro") && !strcmp(v, "max")) o->micro_max = 1;
+        else if (!strcmp(a, "--micro")) rc = num(a, v, 1, &o->shape.micro);
+        else if (!strcmp(a, "--hbm")) {
+            size_t b;
+            if (STRATA_OK != strata_parse_size(v, &b) || 0 == b) {
+                fprintf(stderr, "strata plan: --hbm: expected bytes (e.g. 80G), got '%s'\n", v);
+                return -1;
+            }
+            o->shape.hbm_override = (double)b;
+        } else {
+            fprintf(stderr, "strata plan: unknown option '%s'\n", a);
+            return -1;
+        }
+        if (rc) return -1;
+    }
+    const char *miss = !o->model ? "--model" : !o->hw ? "--hw" : !o->shape.fsdp ? "--fsdp" :
+                       !o->shape.seq ? "--seq" : !o->policy ? "--policy" :
+                       !o->shape.micro && !o->micro_max ? "--micro" : NULL;
+    if (miss) { fprintf(stderr, "strata plan: %s is required (see strata plan --help)\n", miss); return -1; }
+    if (strcmp(o->schedule, "lhs") && strcmp(o->schedule, "naive") && strcmp(o->schedule, "both")) {
+        fprintf(stderr, "strata plan: --schedule: expected lhs, naive or both, got '%s'\n", o->schedule);
+        return -1;
+    }
+    return 0;
+}
+
+static int wants(const popts_t *o, want_t *w)
+{
+    int n = 0;
+    if (!strcmp(o->policy, "all")) {
+        w[n++] = (want_t){ "*=keep", "keep", SCHED_MODE_LHS };
+        w[n++] = (want_t){ "*=recompute", "recompute", SCHED_MODE_LHS };
+        w[n++] = (want_t){ "*=host", "host", SCHED_MODE_NAIVE };
+        w[n++] = (want_t){ "*=host", "host", SCHED_MODE_LHS };
+        w[n++] = (want_t){ "auto", "auto", SCHED_MODE_LHS };
+        return n;
+    }
+    if (strcmp(o->schedule, "lhs")) w[n++] = (want_t){ o->policy, o->policy, SCHED_MODE_NAIVE };
+    if (strcmp(o->schedule, "naive")) w[n++] = (want_t){ o->policy, o->policy, SCHED_MODE_LHS };
+    return n;
+}
+
+static strata_status_t eval_want(plan_t *p, const want_t *w, plan_row_t *row, char *err, size_t len)
+{
+    sched_policy_t pol;
+    sched_actions_t acts;
+    strata_status_t st = sched_policy_parse(w->text, &pol, err, len);
+    if (STRATA_OK != st) return st;
+    if (pol.is_auto) return plan_auto(p, w->mode, row, err, len);
+    st = sched_policy_resolve(&pol, p->prog, &acts, err, len);
+    return STRATA_OK == st ? plan_evaluate(p, &acts, w->mode, row, err, len) : st;
+}
+
+/* The largest micro-batch at which w fits (0 if not even 1): doubling,
+ * then bisection. *p_io ends as the plan of that micro-batch. */
+static strata_status_t micro_max(const popts_t *o, const plan_model_t *m, const plan_hw_t *hw,
+                                 const want_t *w, plan_t **p_io, plan_row_t *row, char *err, size_t len)
+{
+    long lo = 0, hi = 1;
+    plan_row_t r, best = { 0 };
+    for (long b = 1; b <= 65536; b *= 2) {   /* doubling */
+        plan_shape_t sh = o->shape;
+        plan_t *p = NULL;
+        sh.micro = b;
+        strata_status_t st = plan_create(m, hw, &sh, &p, err, len);
+        if (STRATA_OK == st) st = eval_want(p, w, &r, err, len);
+        plan_destroy(p);
+        if (STRATA_OK != st) return st;
+        if (!r.fits) { hi = b; break; }
+        lo = b;
+        best = r;
+    }
+    while (lo > 0 && hi - lo > 1) {   /* bisection: lo fits, hi does not */
+        plan_shape_t sh = o->shape;
+        plan_t *p = NULL;
+        sh.micro = (lo + hi) / 2;
+        strata_status_t st = plan_create(m, hw, &sh, &p, err, len);
+        if (STRATA_OK == st) st = eval_want(p, w, &r, err, len);
+        plan_destroy(p);
+        if (STRATA_OK != st) return st;
+        if (r.fits) { lo = sh.micro; best = r; } else hi = sh.micro;
+    }
+    plan_shape_t sh = o->shape;
+    sh.micro = lo > 0 ? lo : 1;
+    plan_destroy(*p_io);
+    *p_io = NULL;
+    strata_status_t st = plan_create(m, hw, &sh, p_io, err, len);
+    if (STRATA_OK != st) return st;
+    if (lo > 0) *row = best;
+    else st = eval_want(*p_io, w, row, err, len);
+    return st;
+}
+
+/* ---------------------------------------------------------------- output */
+
+static const char *gb(double bytes, char *buf, size_t len)
+{
+    snprintf(buf, len, "%.2f GB", bytes / 1e9);
+    return buf;
+}
+
+static void print_header(const plan_t *p, FILE *out)
+{
+    const plan_model_t *m = &p->model;
+    const plan_hw_t *hw = &p->hw;
+    const plan_shape_t *sh = &p->shape;
+    const plan_memory_t *mm = &p->mem;
+    char a[32], b[32];
+    fprintf(out, "model %s (%s): %.1fB parameters, %.1fB active per token (no embedding lookup)\n", m->name,
+            m->path, mm->params_total / 1e9, mm->params_active / 1e9);
+    fprintf(out, "hw %s (%s): usable HBM %s%s, host %s per device, %.0f TFLOP/s x mfu %.2f\n", hw->name, hw->path,
+            gb(hw->hbm_bytes, a, sizeof a), hw->hbm_derived ? " (published capacity less 2 GiB)" : "",
+            gb(hw->host_bytes, b, sizeof b), hw->flops / 1e12, hw->mfu);
+    fprintf(out, "shape: fsdp %ld x replicas %ld, ep %ld, micro-batch %ld, seq %ld, accum %ld, prefetch %ld\n",
+            sh->fsdp, sh->replicas, sh->ep, sh->micro, sh->seq, sh->accum, sh->prefetch);
+    fprintf(out, "per device, outside the activations:\n");
+#define ROW(label, v) fprintf(out, "  %-34s %12s\n", label, gb(v, a, sizeof a))
+    ROW("parameter shard", mm->param_shard);
+    ROW("gradient shard", mm->grad_shard);
+    ROW("master weights", mm->master);
+    ROW("optimizer state", mm->optim);
+    if (sh->ep > 1 && sh->ep == sh->fsdp) {
+        ROW("expert weights (ep-local, whole)", mm->expert_local);
+        ROW("expert gradients (ep-local)", mm->expert_grads);
+    } else if (sh->ep > 1) {
+        fprintf(out, "  routed experts: each rank's 1/%ld, sharded over the %ld ranks that hold them, gathered\n"
+                     "  among those per unit (in the gathered parameters below)\n", sh->ep, sh->fsdp / sh->ep);
+    }
+    ROW("unit inputs (kept for backward)", mm->boundary);
+    ROW("workspace (largest unit)", mm->workspace);
+    ROW("transfer buffers", mm->transfer_buffers);
+    ROW("communication buffers", mm->comm_buffers);
+    ROW("gathered params (largest unit)", mm->gathered_max);
+    fprintf(out, "  %-34s %12s  (x up to prefetch+1 = %ld units in flight)\n", "",
+            gb(mm->gathered_max * (double)(sh->prefetch + 1), a, sizeof a), sh->prefetch + 1);
+    ROW("unsharded gradients (one unit)", mm->gathered_max);
+#undef ROW
+}
+
+static void print_acts(const plan_t *p, FILE *out)
+{
+    /* the first layer of each kind: its saves per micro-batch */
+    fprintf(out, "activations per micro-batch (bytes, forward FLOPs of the producing op):\n");
+    int shown_dense = 0, shown_moe = 0;
+    for (int i = 0; i < p->nunits; i++) {
+        const plan_unit_t *u = &p->units[i];
+        int moe = u->local_params > 0 || (p->model.moe && strstr(u->name, "layer") &&
+                                          atol(u->name + 5) >= p->model.dense_layers);
+        if (!u->nsaves || (moe ? shown_moe : shown_dense)) continue;
+        if (strcmp(u->name, "head")) { if (moe) shown_moe = 1; else shown_dense = 1; }
+        fprintf(out, "  %s:", u->name);
+        for (int s = 0; s < u->nsaves; s++)
+            fprintf(out, " %s %.1f MB %.3g TF%s", u->saves[s].name, u->saves[s].bytes / 1e6,
+                    u->saves[s].flops / 1e12, s + 1 < u->nsaves ? "," : "\n");
+    }
+}
+
+static void print_row(const plan_t *p, const want_t *w, const plan_row_t *r, FILE *out)
+{
+    char a[32], b[32], c[32], pol[1024];
+    fprintf(out, "%-10s %-5s %-4s %11s %11s %11s %10.4f %12.0f %9.1f  %s\n", w->label, sched_mode_name(r->mode),
+            r->fits ? "yes" : "NO", gb(r->device_bytes, a, sizeof a),
+            gb(r->fits_device || r->device_bytes < r->device_capacity ? 0 : r->device_bytes - r->device_capacity, b, sizeof b),
+            gb(r->host_bytes, c, sizeof c), r->step_s, r->tokens_per_s, r->tflops_per_device,
+            sched_actions_string(&r->acts, p->prog, pol, sizeof pol));
+    if (r->tail_kept > 0)
+        fprintf(out, "%-10s (the lhs schedule keeps the last %d units' offloads on device)\n", "", r->tail_kept);
+    if (!r->fits_host) fprintf(out, "%-10s host needs %s, has %s per device\n", "", gb(r->host_bytes, a, sizeof a),
+                              gb(r->host_capacity, b, sizeof b));
+}
+
+static json_t *by_name(const plan_t *p, const double *v)
+{
+    json_t *o = json_object();
+    for (int n = 0; n < p->prog->nnames; n++)
+        if (v[n] > 0) json_object_set_new(o, p->prog->names[n], json_integer((json_int_t)v[n]));
+    return o;
+}
+
+static void json_row(const plan_t *p, const want_t *w, const plan_row_t *r)
+{
+    const plan_memory_t *mm = &p->mem;
+    const plan_shape_t *sh = &p->shape;
+    char pol[1024];
+#define B_(x) ((json_int_t)(x))
+    json_t *bd = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o}",
+        "param_shard", B_(mm->param_shard), "grad_shard", B_(mm->grad_shard), "master", B_(mm->master),
+        "optimizer", B_(mm->optim), "expert_local", B_(mm->expert_local), "expert_grads", B_(mm->expert_grads),
+        "unit_inputs", B_(mm->boundary), "workspace", B_(mm->workspace), "transfer_buffers", B_(mm->transfer_buffers),
+        "comm_buffers", B_(mm->comm_buffers), "gathered_params", B_(mm->gathered_max * (double)(sh->prefetch + 1)),
+        "unsharded_grads", B_(mm->gathered_max), "kept_activations", by_name(p, r->kept_by_name));
+    json_t *host = json_pack("{s:o,s:I,s:I}", "offloaded_activations", by_name(p, r->offloaded_by_name),
+                             "pinned_buffers", B_(0), "optimizer", B_(0));
+    json_t *o = json_pack("{s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:s,s:s,s:s,s:b,s:b,s:b,s:I,s:I,s:I,s:I,s:I,"
+                          "s:f,s:f,s:f,s:f,s:I,s:o,s:o}",
+        "model", p->model.name, "hw", p->hw.name, "fsdp", (json_int_t)sh->fsdp, "replicas", (json_int_t)sh->replicas,
+        "ep", (json_int_t)sh->ep, "micro_batch", (json_int_t)sh->micro, "seq", (json_int_t)sh->seq,
+        "accum", (json_int_t)sh->accum, "prefetch", (json_int_t)sh->prefetch, "policy", w->label,
+        "actions", sched_actions_string(&r->acts, p->prog, pol, sizeof pol), "schedule", sched_mode_name(r->mode),
+        "fits", r->fits, "fits_device", r->fits_device, "fits_host", r->fits_host,
+        "device_bytes", B_(r->device_bytes), "device_capacity", B_(r->device_capacity),
+        "short_bytes", B_(r->fits_device || r->device_bytes < r->device_capacity ? 0.0 : r->device_bytes - r->device_capacity),
+        "host_bytes", B_(r->host_bytes), "host_capacity", B_(r->host_capacity), "step_s", r->step_s,
+        "tokens_per_s", r->tokens_per_s, "tflops_per_device", r->tflops_per_device,
+        "exposed_transfer_s", r->exposed_s, "tail_kept", (json_int_t)r->tail_kept, "breakdown", bd, "host", host);
+#undef B_
+    char *txt = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+    if (txt) puts(txt);
+    free(txt);
+    json_decref(o);
+}
+
+static void print_assumptions(const plan_t *p, FILE *out)
+{
+    fprintf(out, "assumptions (docs/planner.md):\n"
+        "  - fused attention: saves its output and fp32 softmax statistics, never the T x T probabilities%s\n"
+        "  - backward = 2 x forward FLOPs; matrix products at dense_flops x mfu, elementwise ops at HBM bandwidth\n"
+        "  - gradients reduce-scattered in the compute dtype; collectives from the hardware file's busbw tables\n"
+        "  - each unit's input stays on device for the step; transfers land in place (no staging buffers);\n"
+        "    communication buffers are inside the 2 GiB reserve; optimizer state stays on device\n",
+        PLAN_GPT == p->model.family ? " (except the example GPT, which saves attn_probs as train_gpt does)" : "");
+    if (p->model.moe)
+        fprintf(out, "  - MoE: perfect load balance; with --ep E > 1 the routed experts are split over E ranks (not\n"
+            "    gathered across them; sharded and gathered only among the fsdp/E ranks holding the same ones),\n"
+            "    tokens moved by all-to-all (dispatch + combine, on the compute path); --ep 1 gathers them\n");
+    if (p->shape.accum > 1)
+        fprintf(out, "  - accum: the step is accum micro-batch passes (each gathers again) and one optimizer step\n");
+}
+
+static int run_rows(const popts_t *o, const plan_model_t *m, const plan_hw_t *hw)
+{
+    char err[2048];
+    want_t w[8];
+    int nw = wants(o, w), rc = 0;
+    plan_t *p = NULL;
+    plan_shape_t sh = o->shape;
+    if (o->micro_max) sh.micro = 1;
+    if (STRATA_OK != plan_create(m, hw, &sh, &p, err, sizeof err)) {
+        fprintf(stderr, "strata plan: %s\n", err);
+        return 1;
+    }
+    if (!o->json) {
+        print_header(p, stdout);
+        print_acts(p, stdout);
+        printf("%-10s %-5s %-4s %11s %11s %11s %10s %12s %9s  %s\n", "policy", "sched", "fits", "device",
+               "short by", "host", "step_s", "tokens/s", "TFLOP/s", "actions");
+    }
+    for (int i = 0; i < nw; i++) {
+        plan_row_t r;
+        strata_status_t st = o->micro_max ? micro_max(o, m, hw, &w[i], &p, &r, err, sizeof err)
+                                          : eval_want(p, &w[i], &r, err, sizeof err);
+        if (STRATA_OK != st) {
+            fprintf(stderr, "strata plan: %s %s: %s\n", w[i].label, sched_mode_name(w[i].mode), err);
+            rc = 1;
+            continue;
+        }
+        if (o->json) json_row(p, &w[i], &r);
+        else {
+            if (o->micro_max) printf("%-10s micro-batch max %ld%s\n", w[i].label, p->shape.micro,
+                                     r.fits ? "" : " (not even 1 fits)");
+            print_row(p, &w[i], &r, stdout);
+        }
+    }
+    if (!o->json) print_assumptions(p, stdout);
+    plan_destroy(p);
+    return rc;
+}
+
+int cmd_plan_model(int argc, char **argv)
+{
+    popts_t o;
+    char err[2048];
+    int rc = parse_args(argc, argv, &o);
+    if (rc) return rc > 0 ? 0 : 2;
+    plan_model_t m;
+    plan_hw_t hw;
+    if (STRATA_OK != plan_model_load(o.model, &m, err, sizeof err) ||
+        STRATA_OK != plan_hw_load(o.hw, &hw, err, sizeof err)) {
+        fprintf(stderr, "strata plan: %s\n", err);
+        return 1;
+    }
+    return run_rows(&o, &m, &hw);
+}

@@ -1,0 +1,194 @@
+/*
+ * trace_read.c - reading a rank's Chrome trace back: jansson parses the
+ * JSON; this file only picks out the events strata's writer makes
+ * (sched/trace.c) and what Chrome's loader tolerates beyond strict JSON,
+ * an array that was never closed (the run was cut short).
+ */
+#include "config.h"
+#include "tools/trace.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int engine_of(const char *cat)
+{
+    for (int e = 0; e < SCHED_ENGINE_COUNT; e++)
+        if (!strcmp(cat, sched_engine_name((sched_engine_t)e))) return e;
+    return -1;
+}
+
+static strata_status_t push_event(sched_trace_events_t *evs, const sched_trace_event_t *e)
+{
+    if (evs->nevents == evs->cap) {
+        int cap = evs->cap ? 2 * evs->cap : 1024;
+        sched_trace_event_t *x = realloc(evs->ev, (size_t)cap * sizeof *x);
+        if (!x) return STRATA_ERR_NOMEM;
+        evs->ev = x;
+        evs->cap = cap;
+    }
+    evs->ev[evs->nevents++] = *e;
+    return STRATA_OK;
+}
+
+/* A number field into *out (scaled); absent leaves *out. 0, or -1 when the
+ * field is there but not a number. */
+static int get_number(json_t *obj, const char *key, double scale, double *out)
+{
+    json_t *v = json_object_get(obj, key);
+    if (!v) return 0;
+    if (!json_is_number(v)) return -1;
+    *out = json_number_value(v) * scale;
+    return 0;
+}
+
+/* A string field into out (truncated to len); absent leaves out. */
+static int get_string(json_t *obj, const char *key, char *out, size_t len)
+{
+    json_t *v = json_object_get(obj, key);
+    if (!v) return 0;
+    if (!json_is_string(v)) return -1;
+    snprintf(out, len, "%s", json_string_value(v));
+    return 0;
+}
+
+/* Event number i (from 1) of the array: kept, skipped (someone else's, or
+ * a kind we do not read) or a FORMAT error naming the field. */
+static strata_status_t take_event(json_t *o, size_t i, sched_trace_events_t *evs, char *err, size_t errlen)
+{
+    sched_trace_event_t e = { .engine = -1, .step = -1 };
+    char ph[8] = "", cat[32] = "";
+    double pid = 0, step = -1;
+    const char *what = NULL;
+    if (!json_is_object(o)) return sched_fail(err, errlen, STRATA_ERR_FORMAT, "event %zu is not an object", i);
+    json_t *args = json_object_get(o, "args");
+    if (get_string(o, "ph", ph, sizeof ph)) what = "\"ph\" a string";
+    else if (get_string(o, "name", e.name, sizeof e.name)) what = "\"name\" a string";
+    else if (get_string(o, "cat", cat, sizeof cat)) what = "\"cat\" a string";
+    else if (get_number(o, "pid", 1, &pid)) what = "\"pid\" a number";
+    else if (get_number(o, "ts", 1e-6, &e.ts)) what = "\"ts\" a number";
+    else if (get_number(o, "dur", 1e-6, &e.dur)) what = "\"dur\" a number";
+    if (what) return sched_fail(err, errlen, STRATA_ERR_FORMAT, "event %zu: expected %s", i, what);
+    if (json_is_object(args) && json_is_number(json_object_get(args, "step")))   /* else no step */
+        step = json_number_value(json_object_get(args, "step"));
+    if (!ph[0]) return STRATA_OK;   /* not an event we know: ignore */
+    e.rank = (int)pid;
+    e.step = (int)step;
+    e.ph = ph[0];
+    e.engine = engine_of(cat);
+    e.is_step = !strcmp(e.name, "step");
+    if (!e.is_step && 'X' == e.ph && e.engine < 0) return STRATA_OK;   /* someone else's range */
+    if (e.dur < 0) return sched_fail(err, errlen, STRATA_ERR_FORMAT, "event %zu: expected a non-negative dur", i);
+    return push_event(evs, &e);
+}
+
+static int is_space(char c) { return ' ' == c || '\t' == c || '\r' == c || '\n' == c; }
+
+/* The text closed as Chrome closes a trace cut short: trailing spaces and
+ * one trailing comma dropped, then "]" (a bare array) or "]}" (the
+ * {"traceEvents":[ form). NULL without memory. */
+static char *closed(const char *text, size_t len, size_t *n_p)
+{
+    size_t n = len;
+    while (n > 0 && is_space(text[n - 1])) n--;
+    if (n > 0 && ',' == text[n - 1]) n--;
+    size_t b = 0;
+    while (b < n && is_space(text[b])) b++;
+    const char *tail = b < n && '{' == text[b] ? "]}" : "]";
+    char *s = malloc(n + 3);
+    if (!s) return NULL;
+    memcpy(s, text, n);
+    memcpy(s + n, tail, strlen(tail) + 1);
+    *n_p = n + strlen(tail);
+    return s;
+}
+
+/* The document, or NULL with jansson's error (of the text as given). */
+static json_t *load(const char *text, size_t len, json_error_t *jerr)
+{
+    json_t *root = json_loadb(text, len, 0, jerr);
+    if (root) return root;
+    size_t n;
+    char *s = closed(text, len, &n);
+    if (!s) return NULL;
+    json_error_t again;
+    root = json_loadb(s, n, 0, &again);   /* the first error is the one reported */
+    free(s);
+    return root;
+}
+
+strata_status_t sched_trace_parse(const char *text, size_t len, sched_trace_events_t *evs,
+                                  char *err, size_t errlen)
+{
+    if (!text || !evs) return sched_fail(err, errlen, STRATA_ERR_INVALID, "trace parse: NULL argument");
+    json_error_t jerr;
+    json_t *root = load(text, len, &jerr);
+    if (!root) return sched_fail(err, errlen, STRATA_ERR_FORMAT, "line %d: %s", jerr.line, jerr.text);
+    json_t *arr = json_is_object(root) ? json_object_get(root, "traceEvents") : root;
+    strata_status_t st = STRATA_OK;
+    if (!json_is_array(arr)) {
+        st = sched_fail(err, errlen, STRATA_ERR_FORMAT, "expected a JSON array of trace events or an object "
+                        "with a \"traceEvents\" array");
+    } else {
+        size_t i;
+        json_t *o;
+        json_array_foreach(arr, i, o) {
+            if (STRATA_OK != (st = take_event(o, i + 1, evs, err, errlen))) break;
+        }
+        if (STRATA_ERR_NOMEM == st) sched_fail(err, errlen, st, "out of memory reading the trace");
+    }
+    json_decref(root);
+    return st;
+}
+
+/* The whole file into a malloc'd buffer. */
+static strata_status_t slurp(const char *path, char **buf_p, size_t *n_p, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return sched_fail(err, errlen, STRATA_ERR_IO, "%s: %s", path, strerror(errno));
+    char *buf = NULL;
+    size_t n = 0, cap = 0;
+    for (;;) {
+        if (n + 65536 > cap) {
+            cap = cap ? 2 * cap : 1 << 20;
+            char *x = realloc(buf, cap);
+            if (!x) { free(buf); fclose(f); return sched_fail(err, errlen, STRATA_ERR_NOMEM, "%s: out of memory", path); }
+            buf = x;
+        }
+        size_t k = fread(buf + n, 1, cap - n, f);
+        n += k;
+        if (0 == k) break;
+    }
+    int rerr = ferror(f);
+    fclose(f);
+    if (rerr) { free(buf); return sched_fail(err, errlen, STRATA_ERR_IO, "%s: read error", path); }
+    *buf_p = buf;
+    *n_p = n;
+    return STRATA_OK;
+}
+
+strata_status_t sched_trace_read(const char *path, sched_trace_events_t *evs, char *err, size_t errlen)
+{
+    if (!path || !evs) return sched_fail(err, errlen, STRATA_ERR_INVALID, "trace read: NULL argument");
+    char *buf, msg[512];
+    size_t n;
+    strata_status_t st = slurp(path, &buf, &n, err, errlen);
+    if (STRATA_OK != st) return st;
+    int before = evs->nevents;
+    st = sched_trace_parse(buf, n, evs, msg, sizeof msg);
+    free(buf);
+    if (STRATA_OK != st) {
+        evs->nevents = before;
+        return sched_fail(err, errlen, st, "%s: not a strata trace: %s", path, msg);
+    }
+    return STRATA_OK;
+}
+
+void sched_trace_events_free(sched_trace_events_t *evs)
+{
+    if (!evs) return;
+    free(evs->ev);
+    memset(evs, 0, sizeof *evs);
+}
