@@ -24,7 +24,7 @@ void train_usage(FILE *f)
 "  --layers N        transformer blocks (4)\n"
 "  --dim N           model width, divisible by --heads (128)\n"
 "  --heads N         attention heads (4)\n"
-"  --seq N           tokens per row (addition: 13, one example per row; --data: 64)\n"
+"  --seq N           tokens per row (addition: 16, one example per row; --data: 64)\n"
 "  --batch N         rows per micro-batch per rank (16)\n"
 "  --accum N         micro-batches per step (gradient accumulation) (1)\n"
 "                    global batch = ranks x batch x accum rows\n"
