@@ -16,8 +16,7 @@ check() { n=$((n + 1)); d=$1; shift; if "$@"; then echo "ok $n - $d"; else echo 
 
 seeds="1 2 3"
 # the bound is for a machine shared with other jobs, where mpirun may wait
-# for a slot (a run cannot deadlock
-# on one rank, so it may be generous)
+# for a slot (a run cannot deadlock on one rank, so it may be generous)
 for s in $seeds; do
     (DEMO_RANKS=1 timeout -k 10 "${STRATA_DEMO_TIMEOUT:-1800}" sh "$demo" --seed "$s" \
          --eval-every 0 --log-every 100000 > "$tmp/s$s" 2>&1
