@@ -24,7 +24,7 @@ rows_have() {
         "$f" > /dev/null 2>&1
 }
 
-echo 1..12
+echo 1..13
 
 "$run" comm --json --ranks 2 --max 64K --repeats 2 > "$tmp/comm" 2> "$tmp/err"
 check "comm: exit 0" test $? -eq 0
@@ -65,6 +65,17 @@ off_ok() {
                   any(.[]; .config == "keep@4m" and .status == "oom")' "$tmp/off" > /dev/null
 }
 check "offload: keep@m ok and keep@4m oom, with the documented fields" off_ok
+# its own seq-64 workload (nothing outside the repository), and the ideal
+# line: keep@m and keep@4m unbounded measured, host-lhs@4m (not run) null
+ideal_ok() {
+    jq -e -s 'any(.[]; .kind == "setup" and .seq == 64) and
+              any(.[]; .kind == "ideal" and (.keep_m_tokens_per_s | type == "number") and
+                       (.keep_4m_unbounded_tokens_per_s | type == "number") and
+                       .keep_4m_unbounded_tokens_per_s > 0 and .host_lhs_over_keep_m == null and
+                       has("host_lhs_over_keep_4m_unbounded") and has("host_lhs_over_recompute"))' \
+        "$tmp/off" > /dev/null
+}
+check "offload: a generated seq-64 workload, and the ideal line" ideal_ok
 
 "$run" nonesuch > "$tmp/out" 2> "$tmp/err"
 rc=$?

@@ -16,13 +16,17 @@ static void test_format(void)
 {
     char ex[GPT_ADD_LEN];
     gpt_add_format(123, 456, ex);
-    ok(0 == memcmp(ex, "123+456=9750\n", GPT_ADD_LEN), "123+456 is written \"123+456=9750\\n\"");
+    ok(0 == memcmp(ex, "123+456=6957450\n", GPT_ADD_LEN),
+       "123+456 is written \"123+456=6957450\\n\" (b's digit, then the sum's, least significant first)");
     gpt_add_format(999, 7, ex);
-    ok(0 == memcmp(ex, "999+007=6001\n", GPT_ADD_LEN), "999+007 is written \"999+007=6001\\n\"");
-    int32_t ans[4] = { '6', '0', '0', '1' };
-    is_int(gpt_add_decode(ans), 1006, "the answer digits decode to 1006");
+    ok(0 == memcmp(ex, "999+007=7600001\n", GPT_ADD_LEN), "999+007 is written \"999+007=7600001\\n\"");
+    int32_t ans[GPT_ADD_ANSWER] = { '7', '6', '0', '0', '0', '0', '1' };
+    is_int(gpt_add_decode(ans), 1006, "the answer bytes decode to 1006");
+    ok(gpt_add_correct(999, 7, ans) && !gpt_add_correct(998, 8, ans),
+       "the answer is correct for 999+007, not for 998+008 (same sum, other copied digits)");
     ans[2] = '+';
     is_int(gpt_add_decode(ans), -1, "a non-digit answer decodes to -1");
+    ok(!gpt_add_correct(999, 7, ans), "and is not correct");
 }
 
 static void test_split(void)
@@ -88,7 +92,7 @@ static void test_addition_rows(void)
 {
     gpt_data *d = NULL;
     is_int(gpt_data_addition(&d), STRATA_OK, "addition data created");
-    is_int(gpt_data_seq_hint(d), 13, "addition is made for rows of 13 tokens");
+    is_int(gpt_data_seq_hint(d), 16, "addition is made for rows of 16 tokens");
     int32_t in[ROWS * T], tg[ROWS * T], in2[ROWS * T], tg2[ROWS * T];
     long seen = 0, bad = 0;
     for (int step = 0; step < 200; step++) {
@@ -224,7 +228,7 @@ static void test_shakespeare(void)
 
 int main(void)
 {
-    plan(4 + 4 + 11 + 8 + 2);
+    plan(6 + 4 + 11 + 8 + 2);
     test_format();
     test_split();
     test_addition_rows();

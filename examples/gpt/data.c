@@ -90,20 +90,36 @@ void gpt_add_format(int a, int b, char out[GPT_ADD_LEN])
     out[5] = '0' + b / 10 % 10;
     out[6] = '0' + b % 10;
     out[7] = '=';
-    for (int i = 0; i < GPT_ADD_ANSWER; i++, s /= 10)
-        out[8 + i] = '0' + s % 10;           /* least significant first */
-    out[12] = '\n';
+    /* least significant first, each sum digit after the digit of b it adds
+     * (a copy: the answer digit then depends on the byte before it and one
+     * digit of a at a fixed place), the carry out last */
+    for (int i = 0; i < 3; i++, s /= 10, b /= 10) {
+        out[8 + 2 * i] = '0' + b % 10;
+        out[9 + 2 * i] = '0' + s % 10;
+    }
+    out[14] = '0' + s % 10;
+    out[15] = '\n';
 }
 
 int gpt_add_decode(const int32_t answer[GPT_ADD_ANSWER])
 {
-    int s = 0;
-    for (int i = GPT_ADD_ANSWER - 1; i >= 0; i--) {
+    for (int i = 0; i < GPT_ADD_ANSWER; i++)
         if ('0' > answer[i] || '9' < answer[i])
             return -1;
-        s = s * 10 + (answer[i] - '0');
-    }
+    int s = answer[6] - '0';
+    for (int i = 2; i >= 0; i--)
+        s = s * 10 + (answer[2 * i + 1] - '0');
     return s;
+}
+
+int gpt_add_correct(int a, int b, const int32_t answer[GPT_ADD_ANSWER])
+{
+    char ex[GPT_ADD_LEN];
+    gpt_add_format(a, b, ex);
+    for (int i = 0; i < GPT_ADD_ANSWER; i++)
+        if (answer[i] != (unsigned char)ex[GPT_ADD_PROMPT + i])
+            return 0;
+    return 1;
 }
 
 static void addition_row(row_rng *r, gpt_split split, int T, int32_t *in, int32_t *tg)

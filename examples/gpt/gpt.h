@@ -275,19 +275,22 @@ typedef enum { GPT_SPLIT_TRAIN = 0, GPT_SPLIT_VAL = 1 } gpt_split;
 
 typedef struct gpt_data gpt_data;   /* opaque */
 
-/* The default task, generated, no file: "aaa+bbb=ssss\n" (13 bytes) with
- * a, b in 000..999 and the 4-digit sum written least-significant digit
- * first (123+456=579 is "123+456=9750"), which a small model learns far
- * faster (carries run in reading order). Pairs are split train/held-out by
- * a fixed hash of (a, b) (gpt_add_is_heldout): about 10% held out. Rows
- * are examples packed end to end from position 0; targets are only the
- * answer digits and the newline (others < 0). With T = 13 every row is
- * exactly one example at fixed positions, which learns fastest: 4 layers,
- * dim 128, batch 64, lr 1e-3, 1200 steps (gpt_ref_train defaults
- * otherwise) reached 98.2% held-out accuracy at step 800 and 100% at the
- * end, 64 CPU-seconds on one core; longer rows pack several
- * examples at varying offsets and learn far more slowly (see
- * gpt_data_seq_hint). */
+/* The default task, generated, no file: "aaa+bbb=" and the answer, 16
+ * bytes with a, b in 000..999. The answer is written least significant
+ * digit first, each digit of the sum after the digit of b it adds, then the
+ * carry out: 123+456=579 is "123+456=6957450\n" (6+3=9, 5+2=7, 4+1=5,
+ * carry 0). Each sum digit then follows from the byte before it (a copy of
+ * b's digit, found at a fixed place), one digit of a at a fixed place and
+ * the carry (from the two bytes before them); written plainly ("=579"), no
+ * single operand digit tells anything about a sum digit (mod 10), and
+ * training sat on a plateau for a time that varied with the seed and the
+ * BLAS kernels' rounding (examples/gpt/demo: 600 to 1500+ steps). Pairs
+ * are split train/held-out by a fixed hash of (a, b) (gpt_add_is_heldout):
+ * about 10% held out. Rows are examples packed end to end from position
+ * 0; targets are only the answer bytes and the newline (others < 0). With
+ * T = 16 every row is exactly one example at fixed positions, which learns
+ * fastest; longer rows pack several examples at varying offsets and learn
+ * far more slowly (see gpt_data_seq_hint). */
 strata_status_t gpt_data_addition(gpt_data **data_p);
 /* Any file at byte level; the last val_frac (0 < val_frac < 1) is the
  * validation split. Fails with a message in why for a missing file or one
@@ -296,10 +299,11 @@ strata_status_t gpt_data_text(const char *path, double val_frac, int T,
                               gpt_data **data_p, char *why, size_t why_len);
 void gpt_data_destroy(gpt_data *data);
 int  gpt_data_is_addition(const gpt_data *data);
-/* The sequence length a task is made for: GPT_ADD_LEN (13) for addition,
- * 0 (any) for text. A trainer should default to it: the same 4-layer
- * model that reaches 99.7% at T = 13 stayed at 0% (loss 1.38) after 2500
- * steps of batch 8 at T = 64. */
+/* The sequence length a task is made for: GPT_ADD_LEN (16) for addition,
+ * 0 (any) for text. A trainer should default to it: rows of one example
+ * at fixed places learn far faster (with the answer written plainly, a
+ * 4-layer model that reached 99.7% at one example per row stayed at 0%,
+ * loss 1.38, after 2500 steps of batch 8 at T = 64). */
 int  gpt_data_seq_hint(const gpt_data *data);
 /* Bytes in a split (text data); 0 for the addition task. */
 size_t gpt_data_split_bytes(const gpt_data *data, gpt_split split);
@@ -311,20 +315,23 @@ strata_status_t gpt_data_rows(const gpt_data *data, gpt_split split, uint64_t se
                               int64_t step, int64_t row0, int nrows, int T,
                               int32_t *inputs, int32_t *targets);
 
-#define GPT_ADD_LEN     13    /* "aaa+bbb=ssss\n" */
+#define GPT_ADD_LEN     16    /* "aaa+bbb=" answer "\n" */
 #define GPT_ADD_PROMPT   8    /* "aaa+bbb=" */
-#define GPT_ADD_ANSWER   4    /* answer digits */
+#define GPT_ADD_ANSWER   7    /* answer bytes: b0 s0 b1 s1 b2 s2 carry (0 = least significant) */
 /* 1 if the pair (a, b) is held out from training; symmetric in a, b, so
  * b+a is never a training example when a+b is held out. */
 int  gpt_add_is_heldout(int a, int b);
 /* The first n held-out pairs in a fixed, shuffled order (a[i], b[i]);
  * returns how many were written (n, or all held-out pairs if fewer). */
 int64_t gpt_add_heldout_pairs(int64_t n, int *a, int *b);
-/* Writes the 13 bytes of the example (no terminating NUL). */
+/* Writes the 16 bytes of the example (no terminating NUL). */
 void gpt_add_format(int a, int b, char out[GPT_ADD_LEN]);
-/* The sum that answer digits (as written, least significant first) encode,
- * or -1 if any is not a digit. */
+/* The sum that the answer bytes (as written) encode, or -1 if any is not
+ * a digit. */
 int  gpt_add_decode(const int32_t answer[GPT_ADD_ANSWER]);
+/* 1 if the answer bytes are exactly those of a+b's example (the copied
+ * digits of b included), else 0: what held-out accuracy counts. */
+int  gpt_add_correct(int a, int b, const int32_t answer[GPT_ADD_ANSWER]);
 
 /* For the functions here that explain a failure in why[why_len]: writes
  * the message into why (when why is not NULL and len > 0) and returns st. */

@@ -5,7 +5,7 @@
  * FSDP runtime, and as the reference the runtime's losses can be compared
  * against. Not installed.
  *
- *   gpt_ref_train [--layers 4 --dim 128 --heads 4 --seq 13|64 --batch 8]
+ *   gpt_ref_train [--layers 4 --dim 128 --heads 4 --seq 16|64 --batch 8]
  *                 [--steps 300 --lr 1e-3 --seed 1 --threads N]
  *                 [--data FILE] [--eval-every N --eval-n 500]
  *
@@ -39,7 +39,7 @@ static void usage(FILE *f)
         "  --layers N      transformer blocks (4)\n"
         "  --dim N         model width (128)\n"
         "  --heads N       attention heads (4)\n"
-        "  --seq N         sequence length (addition: 13, one example per row;\n"
+        "  --seq N         sequence length (addition: 16, one example per row;\n"
         "                  --data: 64)\n"
         "  --batch N       rows per step (8)\n"
         "  --steps N       optimizer steps (300)\n"
@@ -266,7 +266,8 @@ static double lr_at(const options *o, int step)    /* step counts from 0 */
 
 /* ---------------------------------------------------------- evaluation --- */
 
-/* Exact-match accuracy of greedily decoded sums over the first n held-out
+/* Exact-match accuracy of greedily decoded answers (every byte,
+ * gpt_add_correct) over the first n held-out
  * pairs: every prompt is 8 bytes, so a batch decodes in lockstep. */
 static double addition_accuracy(model *md, int n)
 {
@@ -299,7 +300,7 @@ static double addition_accuracy(model *md, int n)
             free(cur);
         }
         for (int r = 0; r < B; r++)
-            right += gpt_add_decode(tok + (size_t)r * W + P) == a[i0 + r] + b[i0 + r];
+            right += gpt_add_correct(a[i0 + r], b[i0 + r], tok + (size_t)r * W + P);
     }
     free(tok);
     free(a);

@@ -148,9 +148,10 @@ static uint64_t param_hash(run_t *r)
 
 /* ---------------------------------------------------------------- evaluation --- */
 
-/* Exact-match accuracy of greedily decoded sums over the first eval_n
+/* Exact-match accuracy of greedily decoded answers (every answer byte,
+ * the copied digits of b too, gpt_add_correct) over the first eval_n
  * held-out pairs; each rank decodes its share, every prompt is 8 bytes so
- * a batch decodes in lockstep (one eval per answer digit). */
+ * a batch decodes in lockstep (one eval per answer byte). */
 static double addition_accuracy(run_t *r, const options *o)
 {
     const int P = GPT_ADD_PROMPT, WD = GPT_ADD_PROMPT + GPT_ADD_ANSWER;
@@ -181,7 +182,7 @@ static double addition_accuracy(run_t *r, const options *o)
         }
         for (int k = 0; k < R && lo + c0 + k < hi; k++) {
             int i = lo + c0 + k;
-            right += gpt_add_decode(tok + (size_t)k * WD + P) == a[i] + b[i];
+            right += gpt_add_correct(a[i], b[i], tok + (size_t)k * WD + P);
         }
     }
     sum_all(r, &right, 1);
