@@ -3,7 +3,7 @@
 
   peers_torch.py SETUP LAYERS DIM HEADS SEQ ROWS STEPS THREADS
 
-SETUP: eager (one process), compile (one process, torch.compile) or fsdp
+SETUP: eager (one process), compile (one process, torch.compile) or fsdp2
 (2 ranks over gloo, fully_shard per block and on the root, mp.spawn). The
 model is python/strata_gpt.py's, trained as train_gpt trains it (AdamW,
 lr 1e-3, betas 0.9/0.95, no weight decay, clip 1.0) on train_gpt's rows of
@@ -90,7 +90,7 @@ def run_fsdp(cfg, batch, steps):
 
 
 def main(argv):
-    if len(argv) != 8 or argv[0] not in ("eager", "compile", "fsdp"):
+    if len(argv) != 8 or argv[0] not in ("eager", "compile", "fsdp2"):
         print(__doc__, file=sys.stderr)
         return 2
     setup = argv[0]
@@ -99,7 +99,7 @@ def main(argv):
     import torch
     out = {"params": sum(p.numel() for p in strata_gpt.GPT(cfg).parameters())}
     try:
-        if setup == "fsdp":
+        if setup == "fsdp2":
             out.update(run_fsdp(cfg, B, steps))
         else:
             torch.set_num_threads(threads)
