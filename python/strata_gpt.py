@@ -15,8 +15,9 @@ Parameters are registered in strata's canonical order (embed, block0..,
 head; within a unit as gpt_unit_params() lists them), so
 list(GPT(cfg).parameters()) is the order param_hash uses.
 
-The data functions port examples/gpt/data.c (text files; counter-based rows,
-the same bytes for any rank count) so a validation loss can be recomputed.
+The data functions port examples/gpt/data.c (text files and the generated
+addition task; counter-based rows, the same bytes for any rank count) so a
+validation loss can be recomputed and a peer trains on strata's rows.
 """
 import math
 
@@ -147,6 +148,56 @@ def text_rows(text, split, seed, step, row0, nrows, T, val_frac=0.1):
         start = base + ((_mix64(s) * (length - T)) >> 64)
         ins.append(list(text[start:start + T]))
         tgs.append(list(text[start + 1:start + T + 1]))
+    return ins, tgs
+
+
+ADD_LEN, ADD_PROMPT = 16, 8     # "aaa+bbb=" b0 s0 b1 s1 b2 s2 carry "\n" (examples/gpt/data.c)
+
+
+def _add_heldout(a, b):
+    lo, hi = min(a, b), max(a, b)
+    return _mix64(0x616464 ^ (lo * 1000 + hi)) % 10 == 0
+
+
+def _add_format(a, b):
+    """gpt_add_format: "aaa+bbb=", then least significant first each sum
+    digit after the digit of b it adds, the carry out last, "\n"."""
+    s, bb, ans = a + b, b, b""
+    for _ in range(3):
+        ans += b"%d%d" % (bb % 10, s % 10)
+        s, bb = s // 10, bb // 10
+    return b"%03d+%03d=" % (a, b) + ans + b"%d\n" % s
+
+
+def addition_rows(split, seed, step, row0, nrows, T):
+    """Rows row0.. of the global batch of step of the generated addition task,
+    as train_gpt without --data makes them: (inputs, targets), lists of nrows
+    lists of T ints; targets are -1 on the operand bytes (no loss there)."""
+    ins, tgs = [], []
+    for i in range(nrows):
+        s = _mix64(_mix64(_mix64(_mix64(seed) ^ split) ^ step) ^ (row0 + i))
+        inp, tg, pos = [0] * T, [0] * T, 0
+
+        def below(n):
+            nonlocal s
+            s = (s + 0x9e3779b97f4a7c15) & MASK64
+            return (_mix64(s) * n) >> 64
+        while pos < T + 1:
+            while True:
+                a, b = below(1000), below(1000)
+                if _add_heldout(a, b) == (split == SPLIT_VAL):
+                    break
+            ex = _add_format(a, b)
+            for j in range(ADD_LEN):
+                if pos >= T + 1:
+                    break
+                if pos > 0:
+                    tg[pos - 1] = ex[j] if j >= ADD_PROMPT else -1
+                if pos < T:
+                    inp[pos] = ex[j]
+                pos += 1
+        ins.append(inp)
+        tgs.append(tg)
     return ins, tgs
 
 

@@ -24,7 +24,7 @@ rows_have() {
         "$f" > /dev/null 2>&1
 }
 
-echo 1..13
+echo 1..17
 
 "$run" comm --json --ranks 2 --max 64K --repeats 2 > "$tmp/comm" 2> "$tmp/err"
 check "comm: exit 0" test $? -eq 0
@@ -76,6 +76,22 @@ ideal_ok() {
         "$tmp/off" > /dev/null
 }
 check "offload: a generated seq-64 workload, and the ideal line" ideal_ok
+
+# peers without PyTorch (a torch that fails to import stands in for none):
+# it says how to install it, prints nothing on stdout and exits 0
+mkdir -p "$tmp/notorch/torch"
+echo 'raise ImportError("no torch in this test")' > "$tmp/notorch/torch/__init__.py"
+PYTHONPATH="$tmp/notorch" "$run" peers --json > "$tmp/peers" 2> "$tmp/err"
+rc=$?
+check "peers: skips with exit 0 when torch does not import" test $rc -eq 0
+check "peers: the skip says why and how to install torch, stdout stays empty" \
+    sh -c "[ ! -s '$tmp/peers' ] && grep -q 'no torch in this test' '$tmp/err' && grep -q 'pip install torch' '$tmp/err'"
+"$run" peers --rounds 0 > /dev/null 2> "$tmp/err"
+rc=$?
+check "peers: --rounds 0 is refused with a message" sh -c "[ $rc -eq 2 ] && grep -q -- '--rounds' '$tmp/err'"
+"$run" peers --configs "small huge" > /dev/null 2> "$tmp/err"
+rc=$?
+check "peers: an unknown config is refused, named" sh -c "[ $rc -eq 2 ] && grep -q huge '$tmp/err'"
 
 "$run" nonesuch > "$tmp/out" 2> "$tmp/err"
 rc=$?

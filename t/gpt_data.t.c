@@ -127,6 +127,18 @@ static void test_addition_rows(void)
                 0 == memcmp(tg + r * 2 * T, tg2, sizeof(int32_t) * 2 * T);
     }
     ok(same, "addition: 4 ranks x 2 rows equal 1 rank x 8 rows");
+
+    /* known answers, shared with t/py_rows.py (python/strata_gpt.py's port) */
+    static const struct { gpt_split split; int64_t step, row; const char *bytes; } ka[] = {
+        { GPT_SPLIT_TRAIN, 0, 0, "907+911=1811981\n279+551=10" },
+        { GPT_SPLIT_VAL, 3, 5, "915+207=7202211\n871+895=56" } };
+    for (int k = 0; k < 2; k++) {
+        gpt_data_rows(d, ka[k].split, 1, ka[k].step, ka[k].row, 1, 26, in2, tg2);
+        int eq = 1;
+        for (int t = 0; t < 26; t++) eq &= in2[t] == (unsigned char)ka[k].bytes[t];
+        ok(eq, "seed 1, split %d, step %ld, row %ld: the row starts \"%.12s\"", (int)ka[k].split,
+           (long)ka[k].step, (long)ka[k].row, ka[k].bytes);
+    }
     is_int(gpt_data_rows(d, GPT_SPLIT_TRAIN, 5, 3, 0, ROWS, T, NULL, tg), STRATA_ERR_INVALID,
            "NULL inputs refused");
     is_int(gpt_data_rows(d, (gpt_split)7, 5, 3, 0, ROWS, T, in, tg), STRATA_ERR_INVALID,
@@ -228,7 +240,7 @@ static void test_shakespeare(void)
 
 int main(void)
 {
-    plan(6 + 4 + 11 + 8 + 2);
+    plan(6 + 4 + 13 + 8 + 2);
     test_format();
     test_split();
     test_addition_rows();

@@ -197,6 +197,10 @@ TESTS += t/lib-symbols.t t/install-pkgconfig.t
 # merged file checked against the Trace Event Format's rules,
 # t/trace_check.py); all run train_gpt
 EXTRA_DIST += t/py-env.sh t/py_tap.py t/py_ckpt.py t/py_torch.py t/trace_check.py
+# strata_gpt's port of the generated rows: plain Python, no build needed
+EXTRA_DIST += t/py_rows.py
+dist_check_SCRIPTS += t/py-rows.t
+TESTS += t/py-rows.t
 dist_check_SCRIPTS += t/py-ckpt.t t/py-torch.t t/trace-merge.t
 if HAVE_CBLAS
 TESTS += t/py-ckpt.t t/py-torch.t t/trace-merge.t
