@@ -159,10 +159,16 @@ size_t gpt_unit_workspace_floats(const gpt_config *cfg, int unit, int B, int T);
  * process may run on (sched_getaffinity), so ranks that mpirun binds to
  * cores do not fight over one. Sets OpenBLAS's thread count
  * (openblas_set_num_threads where the BLAS has it, else OPENBLAS_NUM_THREADS
- * and OMP_NUM_THREADS, which only work before the BLAS first runs).
- * Returns the count chosen. The other loops run on the calling thread. */
+ * and OMP_NUM_THREADS, which only work before the BLAS first runs) and the
+ * OpenMP loops of the other kernels (rows split between threads; results
+ * do not depend on the count). Returns the count chosen. */
 int gpt_threads_init(int n);
 int gpt_affinity_cores(void);
+/* Around a loop whose threads each make their own small BLAS calls: the
+ * BLAS runs one thread per call until gpt_blas_serial_end(token) (where
+ * the loop is not threaded, nothing changes). */
+int  gpt_blas_serial_begin(void);
+void gpt_blas_serial_end(int token);
 
 /* Floating-point operations of one forward+backward per token at length T
  * (matrix products and attention; attention counted over the full T x T,
@@ -246,7 +252,8 @@ void gpt_matmul_backward(float *dx, float *dW, float *db, const float *dy,
 /* Causal attention over qkv [B, T, 3C] -> out [B, T, C], probs [B, H, T, T]. */
 void gpt_attention_forward(float *out, float *probs, const float *qkv,
                            int B, int T, int C, int H);
-/* dqkv [B, T, 3C] = gradient from dout [B, T, C]; dprob_scratch [T*T]. */
+/* dqkv [B, T, 3C] = gradient from dout [B, T, C]; dprob_scratch [B*H*T*T]
+ * (the (b, h) pairs run in parallel, each on its own T x T). */
 void gpt_attention_backward(float *dqkv, float *dprob_scratch, const float *dout,
                             const float *qkv, const float *probs,
                             int B, int T, int C, int H);

@@ -241,12 +241,12 @@ int gpt_unit_save_sizes(const gpt_config *cfg, int unit, int B, int T,
 /* ---------------------------------------------------------- workspace --- */
 
 /* block forward: one N*C temporary (two without x_out). block backward: y, dy (N*C each), a
- * N*4C gradient buffer (later reused for dqkv), one T*T attention
- * gradient. head: xhat, y (N*C), mean, rstd (N), logits (N*256). */
+ * N*4C gradient buffer (later reused for dqkv), a T*T attention gradient
+ * per (batch row, head). head: xhat, y (N*C), mean, rstd (N), logits (N*256). */
 static size_t block_ws(const gpt_config *cfg, int B, int T)
 {
     size_t N = (size_t)B * T, C = (size_t)cfg->dim;
-    return 6 * N * C + (size_t)T * T;
+    return 6 * N * C + (size_t)B * cfg->n_head * T * T;
 }
 
 static size_t head_ws(const gpt_config *cfg, int B, int T)

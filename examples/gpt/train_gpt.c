@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>     /* sysconf */
 
 #define PROG "train_gpt"
 
@@ -528,6 +529,11 @@ int main(int argc, char **argv)
         return 2;
     }
     int threads = gpt_threads_init(o.threads);
+    if (0 == o.threads && 1 == threads && 1 < sysconf(_SC_NPROCESSORS_ONLN) && 0 == rank)
+        fprintf(stderr, PROG ": --threads 0: this rank may run on 1 of the machine's %ld cores, "
+                "so it uses 1 thread (mpirun binds each rank to one core by default; give "
+                "ranks more with mpirun --map-by slot:PE=N or --bind-to none)\n",
+                sysconf(_SC_NPROCESSORS_ONLN));
     char thr[16];
     snprintf(thr, sizeof(thr), "%d", threads);
     char shard[16];
