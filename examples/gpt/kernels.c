@@ -26,13 +26,23 @@
 #define PAR_FOR(work)
 #endif
 
+/* The elementwise and row kernels are compiled for AVX-512 and AVX2+FMA
+ * besides the baseline, the best picked at load time (GCC's function
+ * multiversioning; a distribution's binary must run on any x86-64). Only
+ * the machine picks the clone, never the thread count. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && 11 <= __GNUC__
+#define CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define CLONES
+#endif
+
 /* Columns of a sum over rows (dw, db) are split in blocks of this many:
  * each thread sums its columns over every row in row order. */
 #define COL_BLOCK 16
 
 /* ---------------------------------------------------------- LayerNorm --- */
 
-void gpt_layernorm_forward(float *y, float *xhat, float *mean, float *rstd,
+CLONES void gpt_layernorm_forward(float *y, float *xhat, float *mean, float *rstd,
                            const float *x, const float *w, const float *b,
                            size_t N, int C)
 {
@@ -42,7 +52,7 @@ void gpt_layernorm_forward(float *y, float *xhat, float *mean, float *rstd,
                             x + i * C, w, b, C);
 }
 
-void gpt_layernorm_affine(float *y, const float *xhat, const float *w, const float *b,
+CLONES void gpt_layernorm_affine(float *y, const float *xhat, const float *w, const float *b,
                           size_t N, int C)
 {
     PAR_FOR(N * C)
@@ -55,7 +65,7 @@ void gpt_layernorm_affine(float *y, const float *xhat, const float *w, const flo
 }
 
 /* dw[c] += sum_i a[i,c] * h[i,c] (h NULL: sum of a), rows in order. */
-static void colsum(float *dw, const float *a, const float *h, size_t N, int C)
+CLONES static void colsum(float *dw, const float *a, const float *h, size_t N, int C)
 {
     const int nb = (C + COL_BLOCK - 1) / COL_BLOCK;
     PAR_FOR(N * C)
@@ -75,7 +85,7 @@ static void colsum(float *dw, const float *a, const float *h, size_t N, int C)
     }
 }
 
-void gpt_layernorm_backward(float *dx, float *dw, float *db, const float *dy,
+CLONES void gpt_layernorm_backward(float *dx, float *dw, float *db, const float *dy,
                             const float *xhat, const float *w, const float *rstd,
                             size_t N, int C)
 {
@@ -123,7 +133,7 @@ void gpt_matmul_backward(float *dx, float *dW, float *db, const float *dy,
  * pairs are independent: the rank's threads take whole pairs, each running
  * its small products on one BLAS thread (gpt_blas_serial), which scales
  * where a threaded BLAS call of this size would not. */
-static void attn_fwd_one(float *out, float *P, const float *q, int T, int C, int hd)
+CLONES static void attn_fwd_one(float *out, float *P, const float *q, int T, int C, int hd)
 {
     const int C3 = 3 * C;
     const float *k = q + C, *v = q + 2 * C;
@@ -149,7 +159,7 @@ void gpt_attention_forward(float *out, float *probs, const float *qkv,
     gpt_blas_serial_end(serial);
 }
 
-static void attn_bwd_one(float *dq, float *dP, const float *dO, const float *q,
+CLONES static void attn_bwd_one(float *dq, float *dP, const float *dO, const float *q,
                          const float *P, int T, int C, int hd)
 {
     const int C3 = 3 * C;
@@ -189,21 +199,21 @@ void gpt_attention_backward(float *dqkv, float *dP, const float *dout,
 
 /* --------------------------------------------------------------- GELU --- */
 
-void gpt_gelu_forward(float *y, const float *x, size_t n)
+CLONES void gpt_gelu_forward(float *y, const float *x, size_t n)
 {
     PAR_FOR(n)
     for (size_t i = 0; i < n; i++)
         y[i] = gpt_s_gelu(x[i]);
 }
 
-void gpt_gelu_backward(float *dx, const float *x, const float *dy, size_t n)
+CLONES void gpt_gelu_backward(float *dx, const float *x, const float *dy, size_t n)
 {
     PAR_FOR(n)
     for (size_t i = 0; i < n; i++)
         dx[i] = gpt_s_gelu_grad(x[i], dy[i]);
 }
 
-void gpt_residual_add(float *y, const float *x, size_t n)
+CLONES void gpt_residual_add(float *y, const float *x, size_t n)
 {
     PAR_FOR(n)
     for (size_t i = 0; i < n; i++)
@@ -214,7 +224,7 @@ void gpt_residual_add(float *y, const float *x, size_t n)
 
 /* The loss of one row (its target tg >= 0); writes the row's gradient to
  * di when not NULL (di may equal li). */
-static double ce_row(float *di, const float *li, int32_t tg, float scale, int V)
+CLONES static double ce_row(float *di, const float *li, int32_t tg, float scale, int V)
 {
     float mx = li[0];
     for (int j = 1; j < V; j++)

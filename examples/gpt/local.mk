@@ -10,6 +10,7 @@ examples_gpt_libgpt_a_SOURCES = \
     examples/gpt/gpt.h \
     examples/gpt/kernels_scalar.h \
     examples/gpt/kernels.c \
+    examples/gpt/gemm_bf16.c \
     examples/gpt/model.c \
     examples/gpt/threads.c \
     examples/gpt/data.c
@@ -20,7 +21,7 @@ examples_gpt_libgpt_a_CFLAGS = $(AM_CFLAGS) -ftree-vectorize -fno-trapping-math 
     $(OPENMP_CFLAGS)
 
 # OPENMP_CFLAGS (-fopenmp) also links the OpenMP runtime the kernels use
-GPT_LDADD = examples/gpt/libgpt.a libstrata.la $(BLAS_LIBS) $(OPENMP_CFLAGS) -lm
+GPT_LDADD = examples/gpt/libgpt.a libstrata.la $(BLAS_LIBS) $(DNNL_LIBS) $(OPENMP_CFLAGS) -lm
 
 noinst_PROGRAMS += examples/gpt/gpt_ref_train
 examples_gpt_gpt_ref_train_SOURCES = examples/gpt/gpt_ref_train.c

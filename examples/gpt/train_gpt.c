@@ -563,6 +563,15 @@ int main(int argc, char **argv)
         }
     }
 
+    if (STRATA_BF16 == o.dtype && !gpt_bf16_available() && 0 == rank)
+        fprintf(stderr, PROG ": --dtype bf16: %s, so the bf16 parameters are widened to f32 "
+                "and the matrix products run in f32\n",
+#ifdef HAVE_DNNL
+                "this CPU has no bf16 matrix instructions (AVX512_BF16 or AMX)"
+#else
+                "this build has no oneDNN (install libdnnl-dev and reconfigure)"
+#endif
+                );
     run_t r = { .rank = rank, .W = W };
     CHECK(&r, "strata_init", strata_init(MPI_COMM_WORLD, &cfg, &r.ctx));
 
