@@ -96,6 +96,23 @@ static strata_status_t matmul(int ta, int tb, int M, int N, int K, const uint16_
 
 #endif
 
+/* f32 -> bf16, round to nearest even, NaN kept quiet: strata_f32_to_bf16's
+ * rounding, written branch-free so that it vectorises (the library's loop
+ * took a fifth of a bf16 training step). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && 11 <= __GNUC__
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#endif
+static void round_bf16(uint16_t *restrict dst, const float *restrict src, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &src[i], sizeof(u));
+        uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+        uint32_t q = (u >> 16) | 0x0040u;
+        dst[i] = (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? q : r);
+    }
+}
+
 /* Two grow-only buffers for activations rounded to bf16. */
 static uint16_t *conv[2];
 static size_t conv_n[2];
@@ -108,7 +125,7 @@ static const uint16_t *to_bf16(int slot, const float *x, size_t n)
         conv[slot] = p;
         conv_n[slot] = n;
     }
-    strata_f32_to_bf16(x, conv[slot], n);
+    round_bf16(conv[slot], x, n);
     return conv[slot];
 }
 
