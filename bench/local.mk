@@ -15,3 +15,11 @@ bench_tiers_bench_LDADD = libstrata_core.la $(BLAS_LIBS)
 noinst_PROGRAMS += bench/fsdp_bench
 bench_fsdp_bench_SOURCES = bench/fsdp_bench.c bench/stats.h
 bench_fsdp_bench_LDADD = $(MLP_LIBS) libstrata.la
+
+# the sgemm reference bench/run kernels measures train_gpt against
+if HAVE_CBLAS
+noinst_PROGRAMS += bench/sgemm_bench
+bench_sgemm_bench_SOURCES = bench/sgemm_bench.c bench/stats.h
+bench_sgemm_bench_CPPFLAGS = $(AM_CPPFLAGS) $(BLAS_CFLAGS)
+bench_sgemm_bench_LDADD = $(BLAS_LIBS)
+endif

@@ -24,7 +24,7 @@ rows_have() {
         "$f" > /dev/null 2>&1
 }
 
-echo 1..17
+echo 1..19
 
 "$run" comm --json --ranks 2 --max 64K --repeats 2 > "$tmp/comm" 2> "$tmp/err"
 check "comm: exit 0" test $? -eq 0
@@ -92,6 +92,15 @@ check "peers: --rounds 0 is refused with a message" sh -c "[ $rc -eq 2 ] && grep
 "$run" peers --configs "small huge" > /dev/null 2> "$tmp/err"
 rc=$?
 check "peers: an unknown config is refused, named" sh -c "[ $rc -eq 2 ] && grep -q huge '$tmp/err'"
+
+"$run" kernels --json --configs tiny --steps 2 > "$tmp/kern" 2> "$tmp/err"
+check "kernels: exit 0" test $? -eq 0
+kern_ok() {
+    only_objects "$tmp/kern" &&
+        rows_have "$tmp/kern" 'true' config ranks threads dtype tokens_per_s model_gflops sgemm_gflops ratio &&
+        jq -e -s 'length == 3 and all(.[]; .tokens_per_s > 0 and .sgemm_gflops > 0)' "$tmp/kern" > /dev/null
+}
+check "kernels: --json prints only JSON objects, one per setup, with the ratio" kern_ok
 
 "$run" nonesuch > "$tmp/out" 2> "$tmp/err"
 rc=$?

@@ -142,7 +142,7 @@ static void test_attention(void)
     size_t nq = (size_t)c.B * c.T * 3 * c.C, no = (size_t)c.B * c.T * c.C;
     size_t np = (size_t)c.B * c.H * c.T * c.T;
     c.qkv = rnd(nq, 1.5, 0.0); c.out = zeros(no); c.probs = zeros(np); c.R = rnd(no, 1.0, 0.0);
-    float *dqkv = zeros(nq), *scratch = zeros((size_t)c.T * c.T);
+    float *dqkv = zeros(nq), *scratch = zeros((size_t)c.B * c.H * c.T * c.T);
     at_loss(&c);
     /* the probabilities are causal rows that sum to one */
     int good = 1;

@@ -161,7 +161,7 @@ TESTS += t/readme-options.t
 # gradients, the reference trainer, the data, and train_gpt under mpirun
 dist_check_SCRIPTS += t/gpt-train-np1-np4.t t/gpt-train-policy.t t/gpt-train-resume.t \
     t/gpt-train-errors.t t/gpt-train-trace.t t/gpt-train-tight.t t/gpt-learn.t t/slurm-run.t \
-    t/gpt-train-damaged.t t/gpt-train-lock.t t/gpt-train-settings.t t/gpt-demo.t
+    t/gpt-train-damaged.t t/gpt-train-lock.t t/gpt-train-settings.t t/gpt-demo.t t/gpt-threads.t
 if HAVE_CBLAS
 check_PROGRAMS += t/gpt_grad.t t/gpt_ref.t t/gpt_data.t
 t_gpt_grad_t_SOURCES = t/gpt_grad.t.c
@@ -172,7 +172,7 @@ t_gpt_ref_t_LDADD = $(GPT_LDADD) t/libtap.a
 t_gpt_data_t_LDADD = $(GPT_LDADD) t/libtap.a
 TESTS += t/gpt_grad.t t/gpt_ref.t t/gpt_data.t t/gpt-learn.t t/gpt-demo.t
 TESTS += t/gpt-train-np1-np4.t t/gpt-train-policy.t t/gpt-train-resume.t t/gpt-train-errors.t \
-    t/gpt-train-trace.t t/gpt-train-tight.t t/slurm-run.t
+    t/gpt-train-trace.t t/gpt-train-tight.t t/slurm-run.t t/gpt-threads.t
 # the fault matrix of resume, the checkpoint lock and the settings (docs/reliability.md)
 TESTS += t/gpt-train-damaged.t t/gpt-train-lock.t t/gpt-train-settings.t
 

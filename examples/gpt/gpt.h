@@ -148,6 +148,10 @@ int gpt_unit_save_sizes(const gpt_config *cfg, int unit, int B, int T,
 typedef struct gpt_workspace {
     float  *buf;    /* caller-owned scratch */
     size_t  n;      /* its size in floats */
+    /* bf16 copies of the unit's parameters, in params[] order, or NULL:
+     * when given (and gpt_bf16_available()), the unit's matrix products
+     * take bf16 inputs with f32 accumulation; everything else stays f32 */
+    const uint16_t *const *params_bf16;
 } gpt_workspace;
 
 /* Floats of scratch that any unit's forward or backward needs for (B, T),
@@ -159,10 +163,16 @@ size_t gpt_unit_workspace_floats(const gpt_config *cfg, int unit, int B, int T);
  * process may run on (sched_getaffinity), so ranks that mpirun binds to
  * cores do not fight over one. Sets OpenBLAS's thread count
  * (openblas_set_num_threads where the BLAS has it, else OPENBLAS_NUM_THREADS
- * and OMP_NUM_THREADS, which only work before the BLAS first runs).
- * Returns the count chosen. The other loops run on the calling thread. */
+ * and OMP_NUM_THREADS, which only work before the BLAS first runs) and the
+ * OpenMP loops of the other kernels (rows split between threads; results
+ * do not depend on the count). Returns the count chosen. */
 int gpt_threads_init(int n);
 int gpt_affinity_cores(void);
+/* Around a loop whose threads each make their own small BLAS calls: the
+ * BLAS runs one thread per call until gpt_blas_serial_end(token) (where
+ * the loop is not threaded, nothing changes). */
+int  gpt_blas_serial_begin(void);
+void gpt_blas_serial_end(int token);
 
 /* Floating-point operations of one forward+backward per token at length T
  * (matrix products and attention; attention counted over the full T x T,
@@ -246,10 +256,23 @@ void gpt_matmul_backward(float *dx, float *dW, float *db, const float *dy,
 /* Causal attention over qkv [B, T, 3C] -> out [B, T, C], probs [B, H, T, T]. */
 void gpt_attention_forward(float *out, float *probs, const float *qkv,
                            int B, int T, int C, int H);
-/* dqkv [B, T, 3C] = gradient from dout [B, T, C]; dprob_scratch [T*T]. */
+/* dqkv [B, T, 3C] = gradient from dout [B, T, C]; dprob_scratch [B*H*T*T]
+ * (the (b, h) pairs run in parallel, each on its own T x T). */
 void gpt_attention_backward(float *dqkv, float *dprob_scratch, const float *dout,
                             const float *qkv, const float *probs,
                             int B, int T, int C, int H);
+/* The same products with bf16 weights W (and x, dy rounded to bf16 here),
+ * f32 accumulation and output (gemm_bf16.c, oneDNN); dW accumulates as
+ * above; dx is written. STRATA_ERR_UNSUPPORTED where
+ * gpt_bf16_available() is 0. */
+strata_status_t gpt_matmul_forward_bf16(float *y, const float *x, const uint16_t *W,
+                                        const float *b, size_t N, int IC, int OC);
+strata_status_t gpt_matmul_backward_bf16(float *dx, float *dW, float *db, const float *dy,
+                                         const float *x, const uint16_t *W, size_t N, int IC,
+                                         int OC);
+/* 1 where this build has oneDNN and the CPU bf16 matrix instructions
+ * (AVX512_BF16 or AMX). */
+int gpt_bf16_available(void);
 /* GELU, tanh approximation. */
 void gpt_gelu_forward(float *y, const float *x, size_t n);
 /* dx = dy * gelu'(x); dx may alias dy. */

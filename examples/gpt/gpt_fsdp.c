@@ -40,9 +40,12 @@ const char *gpt_fsdp_save_name(int i)
 /* ---- helpers shared by the callbacks ------------------------------------- */
 
 /* The unit's parameters as f32 pointers: the gathered copy itself, or a
- * workspace copy converted from bf16 (compute in f32 either way). */
-static strata_status_t get_params(strata_unit_call_t *call, const unit_rec *u,
-                                  const float *p[GPT_MAX_PARAMS])
+ * workspace copy converted from bf16. With bf16 compute, pb (if not NULL)
+ * also gets the gathered bf16 tensors, which the matrix products take
+ * directly where gpt_bf16_available(); pb[0] is NULL otherwise. */
+static strata_status_t get_params_bf16(strata_unit_call_t *call, const unit_rec *u,
+                                       const float *p[GPT_MAX_PARAMS],
+                                       const uint16_t *pb[GPT_MAX_PARAMS])
 {
     strata_status_t st;
     int bf16 = STRATA_BF16 == strata_call_compute_dtype(call);
@@ -54,6 +57,7 @@ static strata_status_t get_params(strata_unit_call_t *call, const unit_rec *u,
         void *ptr;
         size_t n;
         if (STRATA_OK != (st = strata_call_param(call, i, &ptr, &n))) return st;
+        if (NULL != pb) pb[i] = bf16 && gpt_bf16_available() ? ptr : NULL;
         if (bf16) {
             strata_bf16_to_f32(ptr, conv, n);
             p[i] = conv;
@@ -63,6 +67,12 @@ static strata_status_t get_params(strata_unit_call_t *call, const unit_rec *u,
         }
     }
     return STRATA_OK;
+}
+
+static strata_status_t get_params(strata_unit_call_t *call, const unit_rec *u,
+                                  const float *p[GPT_MAX_PARAMS])
+{
+    return get_params_bf16(call, u, p, NULL);
 }
 
 static strata_status_t get_grads(strata_unit_call_t *call, const unit_rec *u,
@@ -80,6 +90,7 @@ static strata_status_t get_ws(strata_unit_call_t *call, const unit_rec *u, int B
 {
     ws->n = gpt_unit_workspace_floats(u->cfg, u->unit, B, T);
     ws->buf = NULL;
+    ws->params_bf16 = NULL;
     if (0 == ws->n) return STRATA_OK;
     return strata_call_workspace(call, ws->n * sizeof(float), (void **)&ws->buf);
 }
@@ -133,12 +144,13 @@ static strata_status_t block_forward(strata_unit_call_t *call, void *user)
     const unit_rec *u = user;
     const gpt_batch *b = strata_call_batch(call);
     const float *x, *p[GPT_MAX_PARAMS];
+    const uint16_t *pb[GPT_MAX_PARAMS];
     float *y;
     gpt_saves sv;
     gpt_workspace ws;
     size_t sz[GPT_MAX_SAVES], NC = (size_t)b->B * b->T * u->cfg->dim;
     TRY(get_input(call, b, (size_t)u->cfg->dim * sizeof(float), (const void **)&x));
-    TRY(get_params(call, u, p));
+    TRY(get_params_bf16(call, u, p, pb));
     TRY(strata_call_output(call, NC * sizeof(float), (void **)&y));
     gpt_block_save_sizes(u->cfg, b->B, b->T, sz);
     if (strata_call_training(call)) {
@@ -157,6 +169,7 @@ static strata_status_t block_forward(strata_unit_call_t *call, void *user)
         }
     }
     TRY(get_ws(call, u, b->B, b->T, &ws));
+    ws.params_bf16 = NULL != pb[0] ? pb : NULL;
     return gpt_block_forward(u->cfg, b->B, b->T, p, x, y, &sv, &ws);
 }
 
@@ -165,6 +178,7 @@ static strata_status_t block_backward(strata_unit_call_t *call, void *user)
     const unit_rec *u = user;
     const gpt_batch *b = strata_call_batch(call);
     const float *dy, *p[GPT_MAX_PARAMS];
+    const uint16_t *pb[GPT_MAX_PARAMS];
     float *dx, *g[GPT_MAX_PARAMS];
     size_t dy_bytes, dx_bytes, sz[GPT_MAX_SAVES], NC = (size_t)b->B * b->T * u->cfg->dim;
     gpt_saves sv;
@@ -173,7 +187,7 @@ static strata_status_t block_backward(strata_unit_call_t *call, void *user)
     TRY(strata_call_grad_input(call, (void **)&dx, &dx_bytes));
     if (NULL == dy || NC * sizeof(float) != dy_bytes || NC * sizeof(float) != dx_bytes)
         return STRATA_ERR_MISMATCH;
-    TRY(get_params(call, u, p));
+    TRY(get_params_bf16(call, u, p, pb));
     TRY(get_grads(call, u, g));
     gpt_block_save_sizes(u->cfg, b->B, b->T, sz);
     for (int s = 0; s < GPT_MAX_SAVES; s++) {
@@ -182,6 +196,7 @@ static strata_status_t block_backward(strata_unit_call_t *call, void *user)
         if (sz[s] * sizeof(float) != bytes) return STRATA_ERR_MISMATCH;
     }
     TRY(get_ws(call, u, b->B, b->T, &ws));
+    ws.params_bf16 = NULL != pb[0] ? pb : NULL;
     return gpt_block_backward(u->cfg, b->B, b->T, p, &sv, dy, dx, g, &ws);
 }
 
@@ -192,12 +207,14 @@ static strata_status_t head_forward(strata_unit_call_t *call, void *user)
     const unit_rec *u = user;
     const gpt_batch *b = strata_call_batch(call);
     const float *x, *p[GPT_MAX_PARAMS];
+    const uint16_t *pb[GPT_MAX_PARAMS];
     const int B = b->B, T = b->T;
     const size_t NC = (size_t)B * T * u->cfg->dim;
     gpt_workspace ws;
     TRY(get_input(call, b, (size_t)u->cfg->dim * sizeof(float), (const void **)&x));
-    TRY(get_params(call, u, p));
+    TRY(get_params_bf16(call, u, p, pb));
     TRY(get_ws(call, u, B, T, &ws));
+    ws.params_bf16 = NULL != pb[0] ? pb : NULL;
 
     if (strata_call_training(call)) {
         /* loss and gradients in one pass while the parameters are here; the

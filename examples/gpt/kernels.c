@@ -1,72 +1,61 @@
 /*
  * kernels.c - the layer kernels of the GPT model: pure functions over
  * caller-provided buffers. Matrix products go to CBLAS (its threads are set
- * by gpt_threads_init); everything else is a plain loop that -O2 can
- * vectorise. Row-major throughout.
+ * by gpt_threads_init); the arithmetic of every other kernel is the shared
+ * per-row code of kernels_scalar.h, run here over rows split between the
+ * rank's threads (OpenMP, where the compiler has it). A thread always owns
+ * whole rows, and sums over rows (parameter gradients, the loss) run in a
+ * fixed order, so results are bitwise the same for any thread count.
+ * Row-major throughout.
  */
-#include <math.h>
 #include <string.h>
 
 #include <cblas.h>       /* cblas_sgemm */
 
 #include "examples/gpt/gpt.h"
+#include "examples/gpt/kernels_scalar.h"
 
-#define LN_EPS 1e-5f
+/* Loops below this many elements of work stay on the calling thread:
+ * starting the team costs more than it saves. */
+#define PAR_MIN 16384
 
-/* exp without a library call, so the loops around it vectorise (glibc's
- * expf is a call the compiler cannot vectorise without -ffast-math).
- * Cephes' polynomial on [-ln2/2, ln2/2] and an exponent add; relative
- * error ~2e-7; inputs are clamped to [-86, 88] (results stay normal). */
-static inline float vexpf(float x)
-{
-    union { float f; int32_t i; } t, p;
-    x = x < -86.0f ? -86.0f : (x > 88.0f ? 88.0f : x);
-    t.f = x * 1.44269504088896341f + 12582912.0f;    /* round(x/ln2) in the low bits */
-    float n = t.f - 12582912.0f;
-    float r = x - n * 0.693359375f + n * 2.12194440e-4f;
-    p.f = ((((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r
-             + 4.1665795894e-2f) * r + 1.6666665459e-1f) * r + 5.0000001201e-1f) * r * r
-           + r + 1.0f);
-    p.i += (int32_t)((uint32_t)(t.i - 0x4B400000) << 23); /* times 2^n */
-    return p.f;
-}
+#ifdef _OPENMP
+#define PAR_PRAGMA(x) _Pragma(#x)
+#define PAR_FOR(work) PAR_PRAGMA(omp parallel for schedule(static) if ((work) >= PAR_MIN))
+#else
+#define PAR_FOR(work)
+#endif
+
+/* The elementwise and row kernels are compiled for AVX-512 and AVX2+FMA
+ * besides the baseline, the best picked at load time (GCC's function
+ * multiversioning; a distribution's binary must run on any x86-64). Only
+ * the machine picks the clone, never the thread count. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && 11 <= __GNUC__
+#define CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define CLONES
+#endif
+
+/* Columns of a sum over rows (dw, db) are split in blocks of this many:
+ * each thread sums its columns over every row in row order. */
+#define COL_BLOCK 16
 
 /* ---------------------------------------------------------- LayerNorm --- */
 
-void gpt_layernorm_forward(float *y, float *xhat, float *mean, float *rstd,
+CLONES void gpt_layernorm_forward(float *y, float *xhat, float *mean, float *rstd,
                            const float *x, const float *w, const float *b,
                            size_t N, int C)
 {
-    for (size_t i = 0; i < N; i++) {
-        const float *xi = x + i * C;
-        float m = 0.0f, v = 0.0f;
-        for (int c = 0; c < C; c++)
-            m += xi[c];
-        m /= C;
-        /* two passes: the variance of an activation with a large mean
-         * would lose its digits in E[x^2] - E[x]^2 */
-        for (int c = 0; c < C; c++) {
-            float d = xi[c] - m;
-            v += d * d;
-        }
-        v /= C;
-        float r = 1.0f / sqrtf(v + LN_EPS);
-        float *yi = y + i * C;
-        for (int c = 0; c < C; c++)
-            yi[c] = (xi[c] - m) * r * w[c] + b[c];
-        if (NULL != xhat) {
-            float *hi = xhat + i * C;
-            for (int c = 0; c < C; c++)
-                hi[c] = (xi[c] - m) * r;
-        }
-        mean[i] = m;
-        rstd[i] = r;
-    }
+    PAR_FOR(N * C)
+    for (size_t i = 0; i < N; i++)
+        gpt_s_layernorm_row(y + i * C, NULL != xhat ? xhat + i * C : NULL, &mean[i], &rstd[i],
+                            x + i * C, w, b, C);
 }
 
-void gpt_layernorm_affine(float *y, const float *xhat, const float *w, const float *b,
+CLONES void gpt_layernorm_affine(float *y, const float *xhat, const float *w, const float *b,
                           size_t N, int C)
 {
+    PAR_FOR(N * C)
     for (size_t i = 0; i < N; i++) {
         const float *hi = xhat + i * C;
         float *yi = y + i * C;
@@ -75,30 +64,36 @@ void gpt_layernorm_affine(float *y, const float *xhat, const float *w, const flo
     }
 }
 
-void gpt_layernorm_backward(float *dx, float *dw, float *db, const float *dy,
+/* dw[c] += sum_i a[i,c] * h[i,c] (h NULL: sum of a), rows in order. */
+CLONES static void colsum(float *dw, const float *a, const float *h, size_t N, int C)
+{
+    const int nb = (C + COL_BLOCK - 1) / COL_BLOCK;
+    PAR_FOR(N * C)
+    for (int k = 0; k < nb; k++) {
+        int c0 = k * COL_BLOCK, c1 = c0 + COL_BLOCK < C ? c0 + COL_BLOCK : C;
+        for (size_t i = 0; i < N; i++) {
+            const float *ai = a + i * C;
+            if (NULL != h) {
+                const float *hi = h + i * C;
+                for (int c = c0; c < c1; c++)
+                    dw[c] += ai[c] * hi[c];
+            } else {
+                for (int c = c0; c < c1; c++)
+                    dw[c] += ai[c];
+            }
+        }
+    }
+}
+
+CLONES void gpt_layernorm_backward(float *dx, float *dw, float *db, const float *dy,
                             const float *xhat, const float *w, const float *rstd,
                             size_t N, int C)
 {
-    for (size_t i = 0; i < N; i++) {
-        const float *dyi = dy + i * C, *hi = xhat + i * C;
-        float *dxi = dx + i * C;
-        /* dxhat = dy * w; dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)) */
-        float s1 = 0.0f, s2 = 0.0f;
-        for (int c = 0; c < C; c++) {
-            float g = dyi[c] * w[c];
-            s1 += g;
-            s2 += g * hi[c];
-        }
-        s1 /= C;
-        s2 /= C;
-        float r = rstd[i];
-        for (int c = 0; c < C; c++) {
-            float g = dyi[c] * w[c];
-            dxi[c] += r * (g - s1 - hi[c] * s2);
-            dw[c] += dyi[c] * hi[c];
-            db[c] += dyi[c];
-        }
-    }
+    PAR_FOR(N * C)
+    for (size_t i = 0; i < N; i++)
+        gpt_s_layernorm_row_backward(dx + i * C, dy + i * C, xhat + i * C, w, rstd[i], C);
+    colsum(dw, dy, xhat, N, C);
+    colsum(db, dy, NULL, N, C);
 }
 
 /* ------------------------------------------------------------- matmul --- */
@@ -127,157 +122,152 @@ void gpt_matmul_backward(float *dx, float *dW, float *db, const float *dy,
         cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, IC, (int)N,
                     1.0f, dy, OC, x, IC, 1.0f, dW, IC);
     if (NULL != db)
-        for (size_t i = 0; i < N; i++) {
-            const float *dyi = dy + i * OC;
-            for (int o = 0; o < OC; o++)
-                db[o] += dyi[o];
-        }
+        colsum(db, dy, NULL, N, OC);
 }
 
 /* ---------------------------------------------------------- attention --- */
 
 /* Per (batch row, head) the scores are one T x T sgemm over strided views of
  * qkv; the causal upper triangle is computed and then zeroed, which doubles
- * the score flops but keeps every product a single BLAS call. */
+ * the score flops but keeps every product a single BLAS call. The (b, h)
+ * pairs are independent: the rank's threads take whole pairs, each running
+ * its small products on one BLAS thread (gpt_blas_serial), which scales
+ * where a threaded BLAS call of this size would not. */
+CLONES static void attn_fwd_one(float *out, float *P, const float *q, int T, int C, int hd)
+{
+    const int C3 = 3 * C;
+    const float *k = q + C, *v = q + 2 * C;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hd,
+                1.0f / sqrtf((float)hd), q, C3, k, C3, 0.0f, P, T);
+    for (int i = 0; i < T; i++)
+        gpt_s_softmax_causal_row(P + (size_t)i * T, i, T);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hd, T,
+                1.0f, P, T, v, C3, 0.0f, out, C);
+}
+
 void gpt_attention_forward(float *out, float *probs, const float *qkv,
                            int B, int T, int C, int H)
 {
-    const int hd = C / H, C3 = 3 * C;
-    const float scale = 1.0f / sqrtf((float)hd);
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++) {
-            const float *q = qkv + (size_t)b * T * C3 + h * hd;
-            const float *k = q + C, *v = q + 2 * C;
-            float *P = probs + ((size_t)b * H + h) * T * T;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hd,
-                        scale, q, C3, k, C3, 0.0f, P, T);
-            for (int i = 0; i < T; i++) {
-                float *row = P + (size_t)i * T;
-                float mx = row[0];
-                for (int j = 1; j <= i; j++)
-                    mx = row[j] > mx ? row[j] : mx;
-                float sum = 0.0f;
-                for (int j = 0; j <= i; j++) {
-                    row[j] = vexpf(row[j] - mx);
-                    sum += row[j];
-                }
-                float inv = 1.0f / sum;
-                for (int j = 0; j <= i; j++)
-                    row[j] *= inv;
-                for (int j = i + 1; j < T; j++)
-                    row[j] = 0.0f;
-            }
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hd, T,
-                        1.0f, P, T, v, C3, 0.0f, out + (size_t)b * T * C + h * hd, C);
-        }
+    const int hd = C / H;
+    int serial = gpt_blas_serial_begin();
+    PAR_FOR((size_t)B * H * T * T * hd)
+    for (int bh = 0; bh < B * H; bh++) {
+        int b = bh / H, h = bh % H;
+        attn_fwd_one(out + (size_t)b * T * C + h * hd, probs + (size_t)bh * T * T,
+                     qkv + (size_t)b * T * 3 * C + h * hd, T, C, hd);
+    }
+    gpt_blas_serial_end(serial);
+}
+
+CLONES static void attn_bwd_one(float *dq, float *dP, const float *dO, const float *q,
+                         const float *P, int T, int C, int hd)
+{
+    const int C3 = 3 * C;
+    const float *k = q + C, *v = q + 2 * C;
+    float *dk = dq + C, *dv = dq + 2 * C;
+    /* dP = dO v^T; dv = P^T dO */
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hd,
+                1.0f, dO, C, v, C3, 0.0f, dP, T);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hd, T,
+                1.0f, P, T, dO, C, 0.0f, dv, C3);
+    /* softmax backward in place: dS = P * (dP - rowsum(P * dP)) * scale */
+    for (int i = 0; i < T; i++)
+        gpt_s_softmax_row_backward(dP + (size_t)i * T, P + (size_t)i * T, i, T,
+                                   1.0f / sqrtf((float)hd));
+    /* dq = dS k; dk = dS^T q */
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hd, T,
+                1.0f, dP, T, k, C3, 0.0f, dq, C3);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hd, T,
+                1.0f, dP, T, q, C3, 0.0f, dk, C3);
 }
 
 void gpt_attention_backward(float *dqkv, float *dP, const float *dout,
                             const float *qkv, const float *probs,
                             int B, int T, int C, int H)
 {
-    const int hd = C / H, C3 = 3 * C;
-    const float scale = 1.0f / sqrtf((float)hd);
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++) {
-            size_t base = (size_t)b * T * C3 + h * hd;
-            const float *q = qkv + base, *k = q + C, *v = q + 2 * C;
-            float *dq = dqkv + base, *dk = dq + C, *dv = dq + 2 * C;
-            const float *dO = dout + (size_t)b * T * C + h * hd;
-            const float *P = probs + ((size_t)b * H + h) * T * T;
-            /* dP = dO v^T; dv = P^T dO */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hd,
-                        1.0f, dO, C, v, C3, 0.0f, dP, T);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hd, T,
-                        1.0f, P, T, dO, C, 0.0f, dv, C3);
-            /* softmax backward, in place: dS = P * (dP - rowsum(P * dP)) * scale;
-             * masked entries have P = 0 and so get 0 */
-            for (int i = 0; i < T; i++) {
-                const float *pr = P + (size_t)i * T;
-                float *dr = dP + (size_t)i * T;
-                float dot = 0.0f;
-                for (int j = 0; j <= i; j++)
-                    dot += pr[j] * dr[j];
-                for (int j = 0; j < T; j++)
-                    dr[j] = pr[j] * (dr[j] - dot) * scale;
-            }
-            /* dq = dS k; dk = dS^T q */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hd, T,
-                        1.0f, dP, T, k, C3, 0.0f, dq, C3);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hd, T,
-                        1.0f, dP, T, q, C3, 0.0f, dk, C3);
-        }
+    const int hd = C / H;
+    int serial = gpt_blas_serial_begin();
+    PAR_FOR((size_t)B * H * T * T * hd)
+    for (int bh = 0; bh < B * H; bh++) {
+        int b = bh / H, h = bh % H;
+        size_t base = (size_t)b * T * 3 * C + h * hd, tt = (size_t)bh * T * T;
+        attn_bwd_one(dqkv + base, dP + tt, dout + (size_t)b * T * C + h * hd, qkv + base,
+                     probs + tt, T, C, hd);
+    }
+    gpt_blas_serial_end(serial);
 }
 
 /* --------------------------------------------------------------- GELU --- */
 
-#define GELU_S 0.7978845608028654f     /* sqrt(2/pi) */
-#define GELU_K 0.044715f
-
-/* tanh through one exp: glibc's tanhf (expm1f inside) took a third of a
- * training step. Absolute error ~2e-7, which is what GELU's
- * 0.5 x (1 + tanh) sees; large |u| saturate to +-1. */
-static inline float fast_tanhf(float u)
+CLONES void gpt_gelu_forward(float *y, const float *x, size_t n)
 {
-    return 1.0f - 2.0f / (1.0f + vexpf(2.0f * u));
+    PAR_FOR(n)
+    for (size_t i = 0; i < n; i++)
+        y[i] = gpt_s_gelu(x[i]);
 }
 
-void gpt_gelu_forward(float *y, const float *x, size_t n)
+CLONES void gpt_gelu_backward(float *dx, const float *x, const float *dy, size_t n)
 {
-    for (size_t i = 0; i < n; i++) {
-        float xi = x[i];
-        float u = GELU_S * (xi + GELU_K * xi * xi * xi);
-        y[i] = 0.5f * xi * (1.0f + fast_tanhf(u));
-    }
+    PAR_FOR(n)
+    for (size_t i = 0; i < n; i++)
+        dx[i] = gpt_s_gelu_grad(x[i], dy[i]);
 }
 
-void gpt_gelu_backward(float *dx, const float *x, const float *dy, size_t n)
+CLONES void gpt_residual_add(float *y, const float *x, size_t n)
 {
-    for (size_t i = 0; i < n; i++) {
-        float xi = x[i];
-        float u = GELU_S * (xi + GELU_K * xi * xi * xi);
-        float t = fast_tanhf(u);
-        float du = GELU_S * (1.0f + 3.0f * GELU_K * xi * xi);
-        float g = 0.5f * (1.0f + t) + 0.5f * xi * (1.0f - t * t) * du;
-        dx[i] = dy[i] * g;
-    }
-}
-
-void gpt_residual_add(float *y, const float *x, size_t n)
-{
+    PAR_FOR(n)
     for (size_t i = 0; i < n; i++)
         y[i] += x[i];
 }
 
 /* ------------------------------------------------------ cross-entropy --- */
 
+/* The loss of one row (its target tg >= 0); writes the row's gradient to
+ * di when not NULL (di may equal li). */
+CLONES static double ce_row(float *di, const float *li, int32_t tg, float scale, int V)
+{
+    float mx = li[0];
+    for (int j = 1; j < V; j++)
+        mx = li[j] > mx ? li[j] : mx;
+    double sum = 0.0;
+    for (int j = 0; j < V; j++)
+        sum += gpt_s_exp(li[j] - mx);
+    float lt = li[tg];       /* read before an in-place write */
+    if (NULL != di) {
+        float inv = (float)(1.0 / sum);
+        for (int j = 0; j < V; j++)
+            di[j] = gpt_s_exp(li[j] - mx) * inv * scale;
+        di[tg] -= scale;
+    }
+    return log(sum) - (double)(lt - mx);
+}
+
+/* Rows go in chunks fixed by N alone; the chunks' losses are added in
+ * order, so the sum does not depend on the threads. */
+#define CE_CHUNKS 256
+
 double gpt_crossentropy(float *dlogits, const float *logits, const int32_t *targets,
                         float scale, size_t N, int V)
 {
-    double loss = 0.0;
-    for (size_t i = 0; i < N; i++) {
-        const float *li = logits + i * V;
-        int32_t tg = targets[i];
-        float *di = NULL == dlogits ? NULL : dlogits + i * V;
-        if (0 > tg) {
-            if (NULL != di)
-                memset(di, 0, sizeof(float) * V);
-            continue;
+    double part[CE_CHUNKS];
+    const size_t per = (N + CE_CHUNKS - 1) / CE_CHUNKS;
+    const int nchunks = (int)((N + per - 1) / (0 < per ? per : 1));
+    PAR_FOR(N * V)
+    for (int k = 0; k < nchunks; k++) {
+        double loss = 0.0;
+        for (size_t i = (size_t)k * per; i < N && i < (size_t)(k + 1) * per; i++) {
+            float *di = NULL == dlogits ? NULL : dlogits + i * V;
+            if (0 > targets[i]) {
+                if (NULL != di)
+                    memset(di, 0, sizeof(float) * V);
+                continue;
+            }
+            loss += ce_row(di, logits + i * V, targets[i], scale, V);
         }
-        float mx = li[0];
-        for (int j = 1; j < V; j++)
-            mx = li[j] > mx ? li[j] : mx;
-        double sum = 0.0;
-        for (int j = 0; j < V; j++)
-            sum += vexpf(li[j] - mx);
-        float lt = li[tg];       /* read before an in-place write */
-        loss += log(sum) - (double)(lt - mx);
-        if (NULL != di) {
-            float inv = (float)(1.0 / sum);
-            for (int j = 0; j < V; j++)
-                di[j] = vexpf(li[j] - mx) * inv * scale;
-            di[tg] -= scale;
-        }
+        part[k] = loss;
     }
+    double loss = 0.0;
+    for (int k = 0; k < nchunks; k++)
+        loss += part[k];
     return loss;
 }

@@ -8,16 +8,20 @@ if HAVE_CBLAS
 noinst_LIBRARIES += examples/gpt/libgpt.a
 examples_gpt_libgpt_a_SOURCES = \
     examples/gpt/gpt.h \
+    examples/gpt/kernels_scalar.h \
     examples/gpt/kernels.c \
+    examples/gpt/gemm_bf16.c \
     examples/gpt/model.c \
     examples/gpt/threads.c \
     examples/gpt/data.c
 examples_gpt_libgpt_a_CPPFLAGS = $(AM_CPPFLAGS) $(BLAS_CFLAGS)
 # the elementwise loops are written to vectorise; -O2 alone barely does, and
 # the clamps in exp/GELU need -fno-trapping-math to become vector selects
-examples_gpt_libgpt_a_CFLAGS = $(AM_CFLAGS) -ftree-vectorize -fno-trapping-math
+examples_gpt_libgpt_a_CFLAGS = $(AM_CFLAGS) -ftree-vectorize -fno-trapping-math \
+    $(OPENMP_CFLAGS)
 
-GPT_LDADD = examples/gpt/libgpt.a libstrata.la $(BLAS_LIBS)
+# OPENMP_CFLAGS (-fopenmp) also links the OpenMP runtime the kernels use
+GPT_LDADD = examples/gpt/libgpt.a libstrata.la $(BLAS_LIBS) $(DNNL_LIBS) $(OPENMP_CFLAGS) -lm
 
 noinst_PROGRAMS += examples/gpt/gpt_ref_train
 examples_gpt_gpt_ref_train_SOURCES = examples/gpt/gpt_ref_train.c

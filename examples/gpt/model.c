@@ -241,12 +241,12 @@ int gpt_unit_save_sizes(const gpt_config *cfg, int unit, int B, int T,
 /* ---------------------------------------------------------- workspace --- */
 
 /* block forward: one N*C temporary (two without x_out). block backward: y, dy (N*C each), a
- * N*4C gradient buffer (later reused for dqkv), one T*T attention
- * gradient. head: xhat, y (N*C), mean, rstd (N), logits (N*256). */
+ * N*4C gradient buffer (later reused for dqkv), a T*T attention gradient
+ * per (batch row, head). head: xhat, y (N*C), mean, rstd (N), logits (N*256). */
 static size_t block_ws(const gpt_config *cfg, int B, int T)
 {
     size_t N = (size_t)B * T, C = (size_t)cfg->dim;
-    return 6 * N * C + (size_t)T * T;
+    return 6 * N * C + (size_t)B * cfg->n_head * T * T;
 }
 
 static size_t head_ws(const gpt_config *cfg, int B, int T)
@@ -349,6 +349,30 @@ strata_status_t gpt_embed_backward(const gpt_config *cfg, int B, int T,
     return STRATA_OK;
 }
 
+/* The units' matrix products: bf16 inputs through gemm_bf16.c when the
+ * caller gave bf16 copies of the parameters (ws->params_bf16), else f32. */
+static strata_status_t mm_fwd(const gpt_workspace *ws, const float *const P[], int w, int bias,
+                              float *y, const float *x, size_t N, int IC, int OC)
+{
+    const float *b = 0 <= bias ? P[bias] : NULL;
+    if (NULL != ws->params_bf16)
+        return gpt_matmul_forward_bf16(y, x, ws->params_bf16[w], b, N, IC, OC);
+    gpt_matmul_forward(y, x, P[w], b, N, IC, OC);
+    return STRATA_OK;
+}
+
+static strata_status_t mm_bwd(const gpt_workspace *ws, const float *const P[], int w,
+                              float *dx, float *dW, float *db, const float *dy, const float *x,
+                              size_t N, int IC, int OC)
+{
+    if (NULL != ws->params_bf16)
+        return gpt_matmul_backward_bf16(dx, dW, db, dy, x, ws->params_bf16[w], N, IC, OC);
+    gpt_matmul_backward(dx, dW, db, dy, x, P[w], N, IC, OC, 0);
+    return STRATA_OK;
+}
+
+#define TRY(x) do { strata_status_t st_ = (x); if (STRATA_OK != st_) return st_; } while (0)
+
 strata_status_t gpt_block_forward(const gpt_config *cfg, int B, int T,
                                   const float *const params[], const float *x_in,
                                   float *x_out, const gpt_saves *saves,
@@ -368,20 +392,18 @@ strata_status_t gpt_block_forward(const gpt_config *cfg, int B, int T,
     /* x_mid = x_in + proj(attention(ln1(x_in))), kept in x_out */
     gpt_layernorm_forward(a, S[GPT_S_LN1], S[GPT_S_LN1_MEAN], S[GPT_S_LN1_RSTD], x_in,
                           P[GPT_P_LN1_W], P[GPT_P_LN1_B], N, C);
-    gpt_matmul_forward(S[GPT_S_QKV], a, P[GPT_P_QKV_W], P[GPT_P_QKV_B], N, C, 3 * C);
+    TRY(mm_fwd(ws, P, GPT_P_QKV_W, GPT_P_QKV_B, S[GPT_S_QKV], a, N, C, 3 * C));
     gpt_attention_forward(S[GPT_S_ATTN_OUT], S[GPT_S_ATTN_PROBS], S[GPT_S_QKV], B, T, C, H);
-    gpt_matmul_forward(a, S[GPT_S_ATTN_OUT], P[GPT_P_ATTN_PROJ_W], P[GPT_P_ATTN_PROJ_B],
-                       N, C, C);
+    TRY(mm_fwd(ws, P, GPT_P_ATTN_PROJ_W, GPT_P_ATTN_PROJ_B, a, S[GPT_S_ATTN_OUT], N, C, C));
     for (size_t i = 0; i < N * C; i++)
         x_out[i] = x_in[i] + a[i];
 
     /* x_out = x_mid + fc_proj(gelu(fc(ln2(x_mid)))) */
     gpt_layernorm_forward(a, S[GPT_S_LN2], S[GPT_S_LN2_MEAN], S[GPT_S_LN2_RSTD], x_out,
                           P[GPT_P_LN2_W], P[GPT_P_LN2_B], N, C);
-    gpt_matmul_forward(S[GPT_S_MLP_UP], a, P[GPT_P_FC_W], P[GPT_P_FC_B], N, C, 4 * C);
+    TRY(mm_fwd(ws, P, GPT_P_FC_W, GPT_P_FC_B, S[GPT_S_MLP_UP], a, N, C, 4 * C));
     gpt_gelu_forward(S[GPT_S_MLP_ACT], S[GPT_S_MLP_UP], N * 4 * C);
-    gpt_matmul_forward(a, S[GPT_S_MLP_ACT], P[GPT_P_FC_PROJ_W], P[GPT_P_FC_PROJ_B],
-                       N, 4 * C, C);
+    TRY(mm_fwd(ws, P, GPT_P_FC_PROJ_W, GPT_P_FC_PROJ_B, a, S[GPT_S_MLP_ACT], N, 4 * C, C));
     gpt_residual_add(x_out, a, N * C);
     return STRATA_OK;
 }
@@ -403,24 +425,22 @@ strata_status_t gpt_block_backward(const gpt_config *cfg, int B, int T,
     float *y = ws->buf, *dy = y + N * C, *big = dy + N * C, *dP = big + N * 4 * C;
 
     /* MLP: dx_out -> d(mlp_act) -> d(mlp_up) -> d(ln2 output) */
-    gpt_matmul_backward(big, D[GPT_P_FC_PROJ_W], D[GPT_P_FC_PROJ_B], dx_out, S[GPT_S_MLP_ACT],
-                        P[GPT_P_FC_PROJ_W], N, 4 * C, C, 0);
+    TRY(mm_bwd(ws, P, GPT_P_FC_PROJ_W, big, D[GPT_P_FC_PROJ_W], D[GPT_P_FC_PROJ_B], dx_out,
+               S[GPT_S_MLP_ACT], N, 4 * C, C));
     gpt_gelu_backward(big, S[GPT_S_MLP_UP], big, N * 4 * C);
     gpt_layernorm_affine(y, S[GPT_S_LN2], P[GPT_P_LN2_W], P[GPT_P_LN2_B], N, C);
-    gpt_matmul_backward(dy, D[GPT_P_FC_W], D[GPT_P_FC_B], big, y, P[GPT_P_FC_W],
-                        N, C, 4 * C, 0);
+    TRY(mm_bwd(ws, P, GPT_P_FC_W, dy, D[GPT_P_FC_W], D[GPT_P_FC_B], big, y, N, C, 4 * C));
     /* the residual carries dx_out straight to x_mid; ln2 adds its part */
     memcpy(dx_in, dx_out, sizeof(float) * N * C);
     gpt_layernorm_backward(dx_in, D[GPT_P_LN2_W], D[GPT_P_LN2_B], dy, S[GPT_S_LN2],
                            P[GPT_P_LN2_W], S[GPT_S_LN2_RSTD], N, C);
 
     /* attention: d(x_mid) -> d(attn_out) -> d(qkv) -> d(ln1 output) */
-    gpt_matmul_backward(dy, D[GPT_P_ATTN_PROJ_W], D[GPT_P_ATTN_PROJ_B], dx_in,
-                        S[GPT_S_ATTN_OUT], P[GPT_P_ATTN_PROJ_W], N, C, C, 0);
+    TRY(mm_bwd(ws, P, GPT_P_ATTN_PROJ_W, dy, D[GPT_P_ATTN_PROJ_W], D[GPT_P_ATTN_PROJ_B], dx_in,
+               S[GPT_S_ATTN_OUT], N, C, C));
     gpt_attention_backward(big, dP, dy, S[GPT_S_QKV], S[GPT_S_ATTN_PROBS], B, T, C, H);
     gpt_layernorm_affine(y, S[GPT_S_LN1], P[GPT_P_LN1_W], P[GPT_P_LN1_B], N, C);
-    gpt_matmul_backward(dy, D[GPT_P_QKV_W], D[GPT_P_QKV_B], big, y, P[GPT_P_QKV_W],
-                        N, C, 3 * C, 0);
+    TRY(mm_bwd(ws, P, GPT_P_QKV_W, dy, D[GPT_P_QKV_W], D[GPT_P_QKV_B], big, y, N, C, 3 * C));
     gpt_layernorm_backward(dx_in, D[GPT_P_LN1_W], D[GPT_P_LN1_B], dy, S[GPT_S_LN1],
                            P[GPT_P_LN1_W], S[GPT_S_LN1_RSTD], N, C);
     return STRATA_OK;
@@ -447,7 +467,7 @@ strata_status_t gpt_head_forward(const gpt_config *cfg, int B, int T,
 
     gpt_layernorm_forward(y, xhat, mean, rstd, x_in, params[GPT_P_LNF_W], params[GPT_P_LNF_B],
                           N, C);
-    gpt_matmul_forward(out, y, params[GPT_P_LM_W], NULL, N, C, GPT_VOCAB);
+    TRY(mm_fwd(ws, params, GPT_P_LM_W, -1, out, y, N, C, GPT_VOCAB));
     if (NULL == targets)
         return STRATA_OK;
     /* the loss gradient goes to lg: in place over the logits unless the
@@ -459,9 +479,8 @@ strata_status_t gpt_head_forward(const gpt_config *cfg, int B, int T,
     if (NULL == dx_in)
         return STRATA_OK;
     /* d(lm_w) += dlogits^T y, then y's buffer takes d(y) = dlogits lm_w */
-    gpt_matmul_backward(NULL, dparams[GPT_P_LM_W], NULL, lg, y, params[GPT_P_LM_W],
-                        N, C, GPT_VOCAB, 0);
-    gpt_matmul_backward(y, NULL, NULL, lg, y, params[GPT_P_LM_W], N, C, GPT_VOCAB, 0);
+    TRY(mm_bwd(ws, params, GPT_P_LM_W, NULL, dparams[GPT_P_LM_W], NULL, lg, y, N, C, GPT_VOCAB));
+    TRY(mm_bwd(ws, params, GPT_P_LM_W, y, NULL, NULL, lg, y, N, C, GPT_VOCAB));
     memset(dx_in, 0, sizeof(float) * N * C);
     gpt_layernorm_backward(dx_in, dparams[GPT_P_LNF_W], dparams[GPT_P_LNF_B], y, xhat,
                            params[GPT_P_LNF_W], rstd, N, C);

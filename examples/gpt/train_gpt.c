@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>     /* sysconf */
 
 /* ------------------------------------------------------------------ helpers --- */
 
@@ -347,6 +348,11 @@ static int setup_config(trainer *t)
     t->threads = gpt_threads_init(threads);
     snprintf(thr, sizeof(thr), "%d", t->threads);
     snprintf(shard, sizeof(shard), "%d", o->shard);
+    if (0 == threads && 1 == t->threads && 1 < sysconf(_SC_NPROCESSORS_ONLN) && 0 == t->r.rank)
+        fprintf(stderr, PROG ": --threads 0: this rank may run on 1 of the machine's %ld cores, "
+                "so it uses 1 thread (mpirun binds each rank to one core by default; give "
+                "ranks more with mpirun --map-by slot:PE=N or --bind-to none)\n",
+                sysconf(_SC_NPROCESSORS_ONLN));
     struct { const char *name, *value; } flags[32] = {
         { "threads", thr }, { "shard_size", 0 > o->shard ? NULL : shard },
         { "device_mem", o->device_mem },
@@ -384,6 +390,15 @@ static void setup_model(trainer *t)
     strata_config_destroy(t->cfg);            /* the context holds a copy */
     t->cfg = NULL;
     check_all(r, "strata_init", init_st);
+    if (STRATA_BF16 == o->dtype && !gpt_bf16_available() && 0 == r->rank)
+        fprintf(stderr, PROG ": --dtype bf16: %s, so the bf16 parameters are widened to f32 "
+                "and the matrix products run in f32\n",
+#ifdef HAVE_DNNL
+                "this CPU has no bf16 matrix instructions (AVX512_BF16 or AMX)"
+#else
+                "this build has no oneDNN (install libdnnl-dev and reconfigure)"
+#endif
+                );
     strata_model_opts_t mo;
     strata_model_opts_default(&mo);
     mo.lr = (float)o->lr;
