@@ -168,6 +168,11 @@ t_gpt_grad_t_LDADD = $(GPT_LDADD) t/libtap.a
 t_gpt_ref_t_LDADD = $(GPT_LDADD) t/libtap.a
 t_gpt_data_t_LDADD = $(GPT_LDADD) t/libtap.a
 TESTS += t/gpt_grad.t t/gpt_ref.t t/gpt_data.t t/gpt-learn.t
+# the CUDA kernels' per-index maths compiled for the host, against kernels.c
+check_PROGRAMS += t/gpu_kernels_host.t
+t_gpu_kernels_host_t_SOURCES = t/gpu_kernels_host.t.c
+t_gpu_kernels_host_t_LDADD = $(GPT_LDADD) t/libtap.a -lm
+TESTS += t/gpu_kernels_host.t
 TESTS += t/gpt-train-np1-np4.t t/gpt-train-policy.t t/gpt-train-resume.t t/gpt-train-errors.t \
     t/gpt-train-trace.t t/gpt-train-tight.t
 
