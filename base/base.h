@@ -70,6 +70,7 @@ struct strata_context {
     const struct comm_backend *comm_ops;
     struct strata_group *world;
     struct tiers_state *tiers;       /* memory tiers and copy engines */
+    void            *compute_stream; /* cuda backend: the callbacks' cudaStream_t; else NULL */
     pthread_mutex_t  mpi_lock;       /* serialises MPI below THREAD_MULTIPLE */
     pthread_mutex_t  err_lock;
     char             errmsg[STRATA_ERRMSG_LEN];
