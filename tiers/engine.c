@@ -337,6 +337,8 @@ static void run_chunk(tiers_state_t *ts, tiers_engine_t *e, tiers_op_t *op)
     } else if (n > 0) {
         st = ts->be->copy(ts, e->kind, e->backend_data, (char *)dptr + op->done,
                           (const char *)sptr + op->done, n);
+        if (STRATA_OK == st && op->done + n == bytes && ts->be->drain)
+            st = ts->be->drain(ts, e->kind, e->backend_data);
     }
     if (deadline > 0) sleep_until(deadline);
 
@@ -423,6 +425,10 @@ static void wait_copy(tiers_state_t *ts, strata_event_t *ev)
                 if (STRATA_OK == st && done < bytes &&
                     __atomic_load_n(&ts->shutdown, __ATOMIC_ACQUIRE))
                     st = STRATA_ERR_CANCELLED;
+            }
+            if (ts->be->drain) {
+                strata_status_t sd = ts->be->drain(ts, e->kind, e->backend_data);
+                if (STRATA_OK == st) st = sd;
             }
         }
         pthread_mutex_lock(&ts->lock);
