@@ -140,6 +140,7 @@ typedef struct tiers_op {
     strata_event_t   *ev;             /* completed with this op */
     size_t            done;           /* bytes copied so far */
     int               started;
+    uint64_t          nvtx;           /* its NVTX range while it runs (base/nvtx.h) */
     int               helped;         /* run by a thread in strata_event_wait, not the engine */
     double            t_queued;       /* base_now() when enqueued */
     XXH3_state_t     *hash;
