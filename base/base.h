@@ -76,6 +76,7 @@ struct strata_context {
     struct strata_group *world;
     struct tiers_state *tiers;       /* memory tiers and copy engines */
     struct comm_recorder *rec;       /* flight recorder; NULL when off */
+    void            *compute_stream; /* cuda backend: the callbacks' cudaStream_t; else NULL */
     pthread_mutex_t  mpi_lock;       /* serialises MPI below THREAD_MULTIPLE */
     pthread_mutex_t  err_lock;
     char             errmsg[STRATA_ERRMSG_LEN];

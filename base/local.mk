@@ -6,4 +6,5 @@ libstrata_core_la_SOURCES += \
     base/log.c \
     base/h5lock.c \
     base/test_fault.h \
+    base/nvtx.h \
     base/test_fault.c

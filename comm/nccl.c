@@ -25,7 +25,11 @@
  * Device: each rank drives device (node-local rank % devices), set again
  * before every call because the current device is per host thread.
  * Communicators: one per group, bootstrapped with ncclGetUniqueId on the
- * group's rank 0 and MPI_Bcast over the group's MPI communicator.
+ * group's rank 0 and MPI_Bcast over the group's MPI communicator, and
+ * non-blocking (ncclCommInitRankConfig, blocking = 0): no NCCL call blocks
+ * a thread; each collective is one group call (ncclGroupStart/End), whose
+ * ncclInProgress means queued; init and finalize are polled to the end.
+ * comm_nccl_async_error is what the wait loop and the watchdog poll.
  */
 #include "config.h"
 #include "nccl_backend.h"
@@ -33,6 +37,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef struct {
     ncclComm_t      comm;
@@ -111,6 +116,20 @@ static strata_status_t group_prepare(strata_group_t *g, nccl_group_t *ng)
     return STRATA_OK;
 }
 
+/* Poll a non-blocking communicator until its last operation (init,
+ * finalize) is no longer in progress; its final state. */
+static ncclResult_t settle(ncclComm_t comm)
+{
+    ncclResult_t async = ncclInProgress;
+    struct timespec nap = { 0, 50000 };
+    while (ncclInProgress == async) {
+        ncclResult_t r = ncclCommGetAsyncError(comm, &async);
+        if (ncclSuccess != r) return r;
+        if (ncclInProgress == async) nanosleep(&nap, NULL);
+    }
+    return async;
+}
+
 static void group_free(strata_group_t *g, nccl_group_t *ng)
 {
     strata_context_t *ctx = g->ctx;
@@ -118,6 +137,7 @@ static void group_free(strata_group_t *g, nccl_group_t *ng)
     if (ng->comm) {
         /* finalize flushes outstanding work, destroy frees the resources */
         ncclResult_t r = ncclCommFinalize(ng->comm);
+        if (ncclInProgress == r) r = settle(ng->comm);
         if (ncclSuccess != r) strata_warn(ctx, "ncclCommFinalize: %s", ncclGetErrorString(r));
         r = ncclCommDestroy(ng->comm);
         if (ncclSuccess != r) strata_warn(ctx, "ncclCommDestroy: %s", ncclGetErrorString(r));
@@ -166,10 +186,17 @@ static strata_status_t nccl_group_init(strata_group_t *g)
                         "to set up (see its message)", g->size);
     }
     if (STRATA_OK == st) {
-        ncclResult_t r = ncclCommInitRank(&ng->comm, boot.nranks, id, boot.rank);
+        /* non-blocking: NCCL calls return ncclInProgress instead of
+         * blocking inside the library, so a dead peer is seen by polling
+         * (comm_nccl_async_error) rather than hanging a thread */
+        ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+        config.blocking = 0;
+        ncclResult_t r = ncclCommInitRankConfig(&ng->comm, boot.nranks, id, boot.rank, &config);
+        if (ncclInProgress == r) r = settle(ng->comm);
         if (ncclSuccess != r) {
+            st = nccl_fail(ctx, r, ng->comm, "ncclCommInitRankConfig (non-blocking)");
+            if (ng->comm) ncclCommAbort(ng->comm);
             ng->comm = NULL;
-            st = nccl_fail(ctx, r, NULL, "ncclCommInitRank");
         }
     }
     if (STRATA_OK != st) {
@@ -251,6 +278,17 @@ static strata_status_t finish(strata_group_t *g, strata_request_t *req, strata_s
     return st;
 }
 
+/* GROUPED(call): the NCCL call inside ncclGroupStart/ncclGroupEnd (the
+ * comma operator orders them); on a non-blocking communicator both may
+ * answer ncclInProgress, which means queued, not failed. */
+static ncclResult_t group_end(ncclResult_t r)
+{
+    ncclResult_t e = ncclGroupEnd();
+    if (ncclSuccess != r && ncclInProgress != r) return r;
+    return ncclInProgress == e ? ncclSuccess : e;
+}
+#define GROUPED(call) (ncclGroupStart(), group_end(call))
+
 static strata_status_t nccl_done(strata_group_t *g, strata_request_t *req, ncclResult_t r,
                                  const char *what)
 {
@@ -282,7 +320,7 @@ static strata_status_t nccl_allgather(strata_group_t *g, const void *send, void 
     strata_status_t st = begin(g, req);
     if (STRATA_OK != st) return st;
     if (0 == count) return finish(g, req, STRATA_OK);
-    return nccl_done(g, req, ncclAllGather(send, recv, count, t, ng->comm, ng->stream),
+    return nccl_done(g, req, GROUPED(ncclAllGather(send, recv, count, t, ng->comm, ng->stream)),
                      "ncclAllGather");
 }
 
@@ -300,11 +338,11 @@ static strata_status_t reduce_f32(strata_group_t *g, coll_kind_t kind, const flo
     if (STRATA_OK != st) return st;
     if (0 == count) return finish(g, req, STRATA_OK);
     if (COLL_REDUCE_SCATTER == kind) {
-        return nccl_done(g, req, ncclReduceScatter(send, recv, count, ncclFloat32, o, ng->comm,
-                                                   ng->stream), "ncclReduceScatter");
+        return nccl_done(g, req, GROUPED(ncclReduceScatter(send, recv, count, ncclFloat32, o,
+                                                           ng->comm, ng->stream)), "ncclReduceScatter");
     }
-    return nccl_done(g, req, ncclAllReduce(send, recv, count, ncclFloat32, o, ng->comm,
-                                           ng->stream), "ncclAllReduce");
+    return nccl_done(g, req, GROUPED(ncclAllReduce(send, recv, count, ncclFloat32, o, ng->comm,
+                                                   ng->stream)), "ncclAllReduce");
 }
 
 static strata_status_t nccl_reduce_scatter(strata_group_t *g, const float *send, float *recv,
@@ -358,8 +396,8 @@ static strata_status_t nccl_reduce_wide(strata_group_t *g, coll_kind_t kind, con
         st = cuda_fail(ctx, e, "widening kernel (16-bit to f32)");
     } else {
         ncclResult_t r = COLL_REDUCE_SCATTER == kind
-            ? ncclReduceScatter(stage, out, count, ncclFloat32, o, ng->comm, ng->stream)
-            : ncclAllReduce(stage, out, count, ncclFloat32, o, ng->comm, ng->stream);
+            ? GROUPED(ncclReduceScatter(stage, out, count, ncclFloat32, o, ng->comm, ng->stream))
+            : GROUPED(ncclAllReduce(stage, out, count, ncclFloat32, o, ng->comm, ng->stream));
         if (ncclSuccess != r) {
             st = nccl_fail(ctx, r, ng->comm, COLL_REDUCE_SCATTER == kind ? "ncclReduceScatter"
                                                                           : "ncclAllReduce");
@@ -383,7 +421,7 @@ static strata_status_t nccl_broadcast(strata_group_t *g, void *buf, size_t count
     strata_status_t st = begin(g, req);
     if (STRATA_OK != st) return st;
     if (0 == count) return finish(g, req, STRATA_OK);
-    return nccl_done(g, req, ncclBroadcast(buf, buf, count, t, root, ng->comm, ng->stream),
+    return nccl_done(g, req, GROUPED(ncclBroadcast(buf, buf, count, t, root, ng->comm, ng->stream)),
                      "ncclBroadcast");
 }
 
@@ -393,20 +431,27 @@ static strata_status_t nccl_barrier(strata_group_t *g, strata_request_t *req)
     strata_status_t st = begin(g, req);
     if (STRATA_OK != st) return st;
     /* max of a word that stays 0: completes once every rank has reached it */
-    return nccl_done(g, req, ncclAllReduce(ng->barrier_buf, ng->barrier_buf, 1, ncclFloat32,
-                                           ncclMax, ng->comm, ng->stream), "ncclAllReduce (barrier)");
+    return nccl_done(g, req, GROUPED(ncclAllReduce(ng->barrier_buf, ng->barrier_buf, 1,
+                                                   ncclFloat32, ncclMax, ng->comm, ng->stream)), "ncclAllReduce (barrier)");
 }
 
 static strata_status_t nccl_test(strata_request_t *req, int *done_p)
 {
     strata_group_t *g = req->group;
-    nccl_group_t *ng = g->backend_data;
     cudaError_t e = cudaEventQuery((cudaEvent_t)req->backend_data);
     if (cudaSuccess == e) {
         *done_p = 1;
         return STRATA_OK;
     }
     if (cudaErrorNotReady != e) return cuda_fail(g->ctx, e, "cudaEventQuery (collective completion)");
+    *done_p = 0;
+    return comm_nccl_async_error(g);
+}
+
+strata_status_t comm_nccl_async_error(strata_group_t *g)
+{
+    nccl_group_t *ng = g ? g->backend_data : NULL;
+    if (!ng || !ng->comm) return STRATA_OK;
     ncclResult_t async = ncclSuccess;
     ncclResult_t r = ncclCommGetAsyncError(ng->comm, &async);
     if (ncclSuccess != r) return nccl_fail(g->ctx, r, ng->comm, "ncclCommGetAsyncError");
@@ -414,7 +459,6 @@ static strata_status_t nccl_test(strata_request_t *req, int *done_p)
         return nccl_fail(g->ctx, async, ng->comm, "a collective of this group (asynchronous "
                          "error; the group's communicator cannot be used any more)");
     }
-    *done_p = 0;
     return STRATA_OK;
 }
 

@@ -58,4 +58,10 @@ strata_status_t comm_nccl_boot_layout(int world, int shard_size, int world_rank,
 strata_status_t comm_nccl_stage_bytes(coll_kind_t kind, size_t count, int group_size,
                                       size_t *bytes_p);
 
+/* The group's NCCL communicator's asynchronous error, polled without
+ * blocking (ncclCommGetAsyncError): STRATA_OK while healthy or in
+ * progress, else STRATA_ERR_NCCL with the message recorded. The one entry
+ * the watchdog polls; it then aborts the communicator itself. */
+strata_status_t comm_nccl_async_error(strata_group_t *g);
+
 #endif

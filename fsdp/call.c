@@ -319,6 +319,11 @@ strata_dtype_t strata_call_compute_dtype(const strata_unit_call_t *c)
     return c ? c->unit->model->opts.compute_dtype : STRATA_F32;
 }
 
+void *strata_call_stream(const strata_unit_call_t *c)
+{
+    return c ? CTX(c)->compute_stream : NULL;
+}
+
 void strata_call_progress(strata_unit_call_t *c)
 {
     if (!c) return;

@@ -31,6 +31,35 @@ static int cuda_device_count(void)
 #endif
 }
 
+/* The cuda backend's compute stream, on which callbacks queue their device
+ * work (strata_call_stream); non-blocking, so it never serialises with the
+ * legacy default stream. None on the host backend. */
+static strata_status_t compute_stream_create(strata_context_t *ctx)
+{
+    ctx->compute_stream = NULL;
+#ifdef HAVE_CUDA
+    if (0 == strcmp(ctx->backend_name, "cuda")) {
+        cudaStream_t s;
+        cudaError_t e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+        if (cudaSuccess != e)
+            return base_error(ctx, STRATA_ERR_UNSUPPORTED,
+                              "cudaStreamCreateWithFlags (the compute stream): %s",
+                              cudaGetErrorString(e));
+        ctx->compute_stream = (void *)s;
+    }
+#endif
+    return STRATA_OK;
+}
+
+static void compute_stream_destroy(strata_context_t *ctx)
+{
+#ifdef HAVE_CUDA
+    if (NULL != ctx->compute_stream)
+        (void)cudaStreamDestroy((cudaStream_t)ctx->compute_stream);
+#endif
+    ctx->compute_stream = NULL;
+}
+
 strata_status_t strata_init(MPI_Comm comm, const strata_config_t *cfg,
                             strata_context_t **ctx_p)
 {
@@ -110,12 +139,14 @@ strata_status_t strata_init(MPI_Comm comm, const strata_config_t *cfg,
         break;
     }
 
-    st = comm_init(ctx);
+    st = compute_stream_create(ctx);
     if (STRATA_OK != st) goto err_comm;
+    st = comm_init(ctx);
+    if (STRATA_OK != st) goto err_stream;
     st = tiers_init(ctx);
     if (STRATA_OK != st) {
         comm_cleanup(ctx);
-        goto err_comm;
+        goto err_stream;
     }
 
     strata_debug(ctx, "initialised: %d ranks, backend %s, collectives %s",
@@ -123,6 +154,8 @@ strata_status_t strata_init(MPI_Comm comm, const strata_config_t *cfg,
     *ctx_p = ctx;
     return STRATA_OK;
 
+err_stream:
+    compute_stream_destroy(ctx);
 err_comm:
     MPI_Comm_free(&ctx->comm);
 err_mpi:
@@ -139,6 +172,7 @@ strata_status_t strata_finalize(strata_context_t *ctx)
     if (!ctx) return STRATA_OK;
     tiers_cleanup(ctx);
     comm_cleanup(ctx);
+    compute_stream_destroy(ctx);
     MPI_Comm_free(&ctx->comm);
     int owns = ctx->owns_mpi;
     pthread_mutex_destroy(&ctx->mpi_lock);

@@ -27,17 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(HAVE_CUDA) && defined(__has_include)
-#if __has_include(<nvtx3/nvToolsExt.h>)
-#include <nvtx3/nvToolsExt.h>
-#define EXEC_NVTX 1
-#endif
-#endif
-#ifndef EXEC_NVTX
-#define nvtxRangePushA(s) ((void)(s))
-#define nvtxRangePop()    ((void)0)
-#define nvtxMarkA(s)      ((void)(s))
-#endif
+#include "base/nvtx.h"
 
 static int is_transfer(sched_engine_t e)
 {
@@ -191,7 +181,7 @@ static strata_status_t issue(strata_model_t *m, int id)
     strata_event_t *ev = NULL;
     strata_status_t st = strata_block_move(s->buf.h, dst, 1, NULL, &ev);
     if (STRATA_OK != st) return st;
-    nvtxMarkA(sched_op_kind_name(o->kind));
+    base_nvtx_mark(sched_op_kind_name(o->kind));
     x->ev[id] = ev;
     x->issued[id] = 1;
     if (SCHED_OP_D2H == o->kind) {
@@ -366,7 +356,7 @@ strata_status_t fsdp_exec_before(strata_model_t *m, int kind, int unit)
                                   sched_op_kind_name((sched_op_kind_t)kind));
         }
     }
-    nvtxRangePushA(sched_op_kind_name((sched_op_kind_t)kind));
+    base_nvtx_push(sched_op_kind_name((sched_op_kind_t)kind));
     return STRATA_OK;
 }
 
@@ -375,7 +365,7 @@ strata_status_t fsdp_exec_after(strata_model_t *m, int kind, int unit, double t0
     fsdp_exec_t *x = exec_following(m);
     if (!x) return STRATA_OK;
     strata_unit_t *u = m->units[unit];
-    nvtxRangePop();
+    base_nvtx_pop();
     /* the main thread's time between two compute ops that no wait for a
      * collective or a transfer explains (the runtime's own work: buffers,
      * checks, issuing) belongs to the op's cost: the simulator's compute

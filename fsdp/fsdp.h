@@ -151,6 +151,7 @@ struct strata_unit {
     fsdp_save_t    *saves;
     int             forward_done; /* forward of the current micro-batch ran */
     double          t_gstart, t_rstart;   /* when its all-gather / reduction started (trace) */
+    uint64_t        nvtx_g, nvtx_r;       /* their NVTX ranges (base/nvtx.h), 0 when none */
     double          t_gdone, t_rdone;     /* when they were seen complete (costs) */
 };
 

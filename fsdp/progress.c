@@ -21,6 +21,7 @@
  */
 #include "config.h"
 #include "fsdp.h"
+#include "base/nvtx.h"
 
 #include <errno.h>
 #include <string.h>
@@ -67,6 +68,8 @@ static void arrived(strata_model_t *m, strata_unit_t *u)
 static void rs_done(strata_model_t *m, strata_unit_t *u)
 {
     u->t_rdone = base_now();
+    base_nvtx_end(u->nvtx_r);
+    u->nvtx_r = 0;
     /* the full gradient was only the send buffer */
     fsdp_buf_free(&u->grad);
     fsdp_buf_free(&u->rs_send);
@@ -112,6 +115,8 @@ static strata_status_t gather_advance(strata_model_t *m, strata_unit_t *u, int b
     if (STRATA_OK != st) return st;
     u->gstate = GATHER_READY;
     u->t_gdone = base_now();
+    base_nvtx_end(u->nvtx_g);
+    u->nvtx_g = 0;
     return STRATA_OK;
 }
 
@@ -174,6 +179,7 @@ strata_status_t fsdp_gather_start(strata_model_t *m, strata_unit_t *u)
     size_t esz = strata_dtype_size(dt);
     if (GATHER_NONE != u->gstate) return STRATA_OK;
     u->t_gstart = base_now();
+    u->nvtx_g = base_nvtx_start("AG");
     /* a full tier may have room once kept workspace goes or an
      * activation offload in flight completes (mem.c makes room) */
     st = fsdp_buf_alloc_room(m, STRATA_TAG_PARAM, u->npad * esz, &u->gathered);
@@ -251,6 +257,7 @@ strata_status_t fsdp_reduce_start(strata_model_t *m, strata_unit_t *u)
     const void *send = u->grad.ptr;
     void *recv = u->grad_shard.ptr;
     u->t_rstart = base_now();
+    u->nvtx_r = base_nvtx_start("RS");
     if (reduce_wide(m)) {
         st = fsdp_buf_alloc(m->ctx, STRATA_TIER_DEVICE, STRATA_TAG_GRAD, u->npad * esz, 0,
                             &u->rs_send);

@@ -15,6 +15,7 @@
 
 enum { GOOD, OVERRUN_OUT, NO_OUTPUT, OUTPUT_TWICE, OVERRUN_SAVE, SAVED_UNKNOWN, OVERRUN_GIN };
 static int mode = GOOD;
+static void *seen_stream = &mode;   /* what strata_call_stream gave the last forward */
 
 #define F 4   /* features */
 
@@ -27,6 +28,7 @@ static strata_status_t fwd(strata_unit_call_t *c, void *user)
     float *y, *w, *sv;
     strata_call_input(c, (const void **)&x, &bytes);
     strata_call_param(c, 0, (void **)&w, NULL);
+    seen_stream = strata_call_stream(c);
     if (bad && NO_OUTPUT == mode) return STRATA_OK;
     strata_status_t st = strata_call_output(c, bytes, (void **)&y);
     if (STRATA_OK != st) return st;
@@ -122,7 +124,7 @@ int main(int argc, char **argv)
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_size(MPI_COMM_WORLD, &W);
     tap_use_comm(MPI_COMM_WORLD);
-    plan(28);
+    plan(30);
 
     strata_config_t *cfg = NULL, *c3 = NULL, *ct = NULL;
     if (STRATA_OK != strata_config_create(&cfg)) bail_out("strata_config_create failed");
@@ -214,6 +216,11 @@ int main(int argc, char **argv)
     }
     mode = GOOD;
     ok(STRATA_OK == one_step(m), "a good step runs after the failed ones");
+    int cuda = 0 == strcmp(strata_backend_name(ctx), "cuda");
+    ok(cuda ? NULL != seen_stream && &mode != (int *)seen_stream : NULL == seen_stream,
+       "strata_call_stream: %s on the %s backend", cuda ? "a stream" : "NULL",
+       strata_backend_name(ctx));
+    ok(NULL == strata_call_stream(NULL), "strata_call_stream(NULL) is NULL");
 
     /* eval: the same output as a training forward, and not inside a step */
     float ev[2 * F];

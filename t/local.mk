@@ -43,7 +43,7 @@ TESTS += \
 # device buffers (skips without a CUDA device; t/gpu/nccl-check.sh runs it
 # on 1 and 2 GPUs).
 dist_check_SCRIPTS += t/comm-nccl-np1.t
-EXTRA_DIST += t/gpu/nccl-check.sh
+EXTRA_DIST += t/gpu/nccl-check.sh t/gpu/device-check.sh
 if HAVE_NCCL
 check_PROGRAMS += t/unit_nccl.t t/comm_nccl
 t_unit_nccl_t_SOURCES = t/unit_nccl.t.c
@@ -171,6 +171,11 @@ t_gpt_grad_t_LDADD = $(GPT_LDADD) t/libtap.a
 t_gpt_ref_t_LDADD = $(GPT_LDADD) t/libtap.a
 t_gpt_data_t_LDADD = $(GPT_LDADD) t/libtap.a
 TESTS += t/gpt_grad.t t/gpt_ref.t t/gpt_data.t t/gpt-learn.t t/gpt-demo.t
+# the CUDA kernels' per-index maths compiled for the host, against kernels.c
+check_PROGRAMS += t/gpu_kernels_host.t
+t_gpu_kernels_host_t_SOURCES = t/gpu_kernels_host.t.c
+t_gpu_kernels_host_t_LDADD = $(GPT_LDADD) t/libtap.a -lm
+TESTS += t/gpu_kernels_host.t
 TESTS += t/gpt-train-np1-np4.t t/gpt-train-policy.t t/gpt-train-resume.t t/gpt-train-errors.t \
     t/gpt-train-trace.t t/gpt-train-tight.t t/slurm-run.t t/gpt-threads.t
 # the fault matrix of resume, the checkpoint lock and the settings (docs/reliability.md)

@@ -17,6 +17,7 @@
  */
 #include "config.h"
 #include "tiers/tiers.h"
+#include "base/nvtx.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -326,6 +327,8 @@ strata_status_t strata_block_move(strata_block_t *blk, strata_tier_t dst, int re
 void tiers_op_finish_locked(tiers_state_t *ts, tiers_op_t *op, strata_status_t st)
 {
     strata_block_t *blk = op->blk;
+    base_nvtx_end(op->nvtx);
+    op->nvtx = 0;
     if (STRATA_OK == st) {
         blk->valid |= BIT(op->dst);
         for (int t = 0; t < STRATA_TIER_COUNT; t++) {

@@ -1,16 +1,21 @@
 /*
  * cuda.c - the cuda backend (built with HAVE_CUDA): DEVICE is one
  * cudaMalloc'd region, PINNED_HOST one cudaHostAlloc'd region, both carved
- * by the same arenas as on the host backend. Each copy engine thread owns a
- * non-blocking stream and moves a chunk with cudaMemcpyAsync followed by a
- * stream synchronize, so chunking, FIFO order, the small-copy overtaking
- * and the events are the engine's, shared with the host backend. The
- * storage tier reads and writes the pinned-host region directly.
+ * by the same arenas as on the host backend (the pinned region is allocated
+ * once, at init). Each copy engine thread owns a non-blocking stream and
+ * queues chunks with cudaMemcpyAsync, each followed by an event; the op
+ * completes when its last chunk's event has fired (cuda_drain), so chunks
+ * pipeline on the copy engine instead of a host wait per chunk. Chunking,
+ * FIFO order, the small-copy overtaking and the strata events stay the
+ * engine's, shared with the host backend. The storage tier reads and
+ * writes the pinned-host region directly (its blocks live there).
  */
 #include "config.h"
 #include "tiers/tiers.h"
 
 #include <cuda_runtime_api.h>
+#include <stdlib.h>
+#include <time.h>
 
 static strata_status_t cuda_fail(tiers_state_t *ts, cudaError_t e, const char *what)
 {
@@ -44,31 +49,82 @@ static void cuda_region_destroy(tiers_state_t *ts, strata_tier_t tier, void *bas
     else cudaFreeHost(base);
 }
 
+/* A copy engine's stream and a ring of chunk events: copy queues a chunk
+ * and records its event; only when the ring is full does it wait, for the
+ * oldest chunk (so up to RING chunks are in flight and the host never
+ * waits per chunk); drain waits for the newest, which the stream orders
+ * after all others. Completion is seen by cudaEventQuery between 20 us
+ * naps, so no thread blocks inside the driver. */
+#define RING 4
+
+typedef struct {
+    cudaStream_t s;
+    cudaEvent_t  ev[RING];
+    unsigned     queued, seen;     /* chunks queued, chunks seen complete */
+} cuda_engine_t;
+
+static cudaError_t event_wait(cudaEvent_t ev)
+{
+    cudaError_t e;
+    struct timespec nap = { 0, 20000 };
+    while (cudaErrorNotReady == (e = cudaEventQuery(ev)))
+        nanosleep(&nap, NULL);
+    return e;
+}
+
 static strata_status_t cuda_engine_init(tiers_state_t *ts, int engine, void **data_p)
 {
-    cudaStream_t s = NULL;
-    if (ENG_IO != engine) {
-        cudaError_t e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
-        if (cudaSuccess != e) return cuda_fail(ts, e, "creating a copy stream");
+    *data_p = NULL;
+    if (ENG_IO == engine) return STRATA_OK;
+    cuda_engine_t *ce = calloc(1, sizeof *ce);
+    if (!ce) return base_error(ts->ctx, STRATA_ERR_NOMEM, "allocating a copy engine");
+    cudaError_t e = cudaStreamCreateWithFlags(&ce->s, cudaStreamNonBlocking);
+    for (int i = 0; cudaSuccess == e && i < RING; i++)
+        e = cudaEventCreateWithFlags(&ce->ev[i], cudaEventDisableTiming);
+    if (cudaSuccess != e) {
+        *data_p = ce;
+        return cuda_fail(ts, e, "creating a copy stream and its events");
     }
-    *data_p = s;
+    *data_p = ce;
     return STRATA_OK;
 }
 
 static void cuda_engine_cleanup(tiers_state_t *ts, int engine, void *data)
 {
-    if (data) cudaStreamDestroy((cudaStream_t)data);
+    cuda_engine_t *ce = data;
+    if (!ce) return;
+    for (int i = 0; i < RING; i++)
+        if (ce->ev[i]) cudaEventDestroy(ce->ev[i]);
+    if (ce->s) cudaStreamDestroy(ce->s);
+    free(ce);
 }
 
 static strata_status_t cuda_copy(tiers_state_t *ts, int engine, void *data,
                                  void *dst, const void *src, size_t n)
 {
-    cudaStream_t s = data;
-    cudaError_t e = cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, s);
-    if (cudaSuccess == e) e = cudaStreamSynchronize(s);
+    cuda_engine_t *ce = data;
+    cudaError_t e = cudaSuccess;
+    if (ce->queued - ce->seen == RING) {           /* ring full: the oldest must land */
+        e = event_wait(ce->ev[ce->seen % RING]);
+        ce->seen++;
+    }
+    if (cudaSuccess == e) e = cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, ce->s);
+    if (cudaSuccess == e) e = cudaEventRecord(ce->ev[ce->queued % RING], ce->s);
+    if (cudaSuccess == e) ce->queued++;
     if (cudaSuccess != e) return cuda_fail(ts, e, ENG_D2H == engine ? "device->host copy"
                                                                     : "host->device copy");
     return STRATA_OK;
+}
+
+static strata_status_t cuda_drain(tiers_state_t *ts, int engine, void *data)
+{
+    cuda_engine_t *ce = data;
+    if (ce->queued == ce->seen) return STRATA_OK;
+    cudaError_t e = event_wait(ce->ev[(ce->queued - 1) % RING]);
+    ce->seen = ce->queued;
+    return cudaSuccess == e ? STRATA_OK
+                            : cuda_fail(ts, e, ENG_D2H == engine ? "device->host copy"
+                                                                 : "host->device copy");
 }
 
 const tiers_backend_t tiers_cuda_backend = {
@@ -78,4 +134,5 @@ const tiers_backend_t tiers_cuda_backend = {
     .engine_init    = cuda_engine_init,
     .engine_cleanup = cuda_engine_cleanup,
     .copy           = cuda_copy,
+    .drain          = cuda_drain,
 };

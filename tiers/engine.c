@@ -39,6 +39,7 @@
  */
 #include "config.h"
 #include "tiers/tiers.h"
+#include "base/nvtx.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -295,6 +296,13 @@ static int is_storage_op(const tiers_op_t *op)
     return STRATA_TIER_STORAGE == op->src || STRATA_TIER_STORAGE == op->dst;
 }
 
+/* the op's name in the Chrome trace, for its NVTX range */
+static const char *op_nvtx_name(const tiers_op_t *op)
+{
+    return STRATA_TIER_STORAGE == op->src ? "S2H" : STRATA_TIER_STORAGE == op->dst ? "H2S"
+         : STRATA_TIER_DEVICE == op->src ? "D2H" : "H2D";
+}
+
 /* Run one chunk of op; called and returns with the lock held. */
 static void run_chunk(tiers_state_t *ts, tiers_engine_t *e, tiers_op_t *op)
 {
@@ -304,6 +312,7 @@ static void run_chunk(tiers_state_t *ts, tiers_engine_t *e, tiers_op_t *op)
     int first = !op->started;
     if (first) {
         op->started = 1;
+        op->nvtx = base_nvtx_start(op_nvtx_name(op));
         if (op->ev) op->ev->t_start = base_now();
         /* a failed predecessor on the block: the data this op needs is not there */
         if (op->prev && STRATA_OK != op->prev->status) st = op->prev->status;
@@ -337,6 +346,8 @@ static void run_chunk(tiers_state_t *ts, tiers_engine_t *e, tiers_op_t *op)
     } else if (n > 0) {
         st = ts->be->copy(ts, e->kind, e->backend_data, (char *)dptr + op->done,
                           (const char *)sptr + op->done, n);
+        if (STRATA_OK == st && op->done + n == bytes && ts->be->drain)
+            st = ts->be->drain(ts, e->kind, e->backend_data);
     }
     if (deadline > 0) sleep_until(deadline);
 
@@ -401,6 +412,7 @@ static void wait_copy(tiers_state_t *ts, strata_event_t *ev)
     int copy = STRATA_OK == st && !op->nocopy && blk->bytes > 0;
     if (copy && storage && !tiers_storage_no_hdf5_locked(ts, op)) return;
     op->started = 1;
+    op->nvtx = base_nvtx_start(op_nvtx_name(op));
     op->helped = 1;
     if (storage) ts->helped_storage++;
     if (op->ev) op->ev->t_start = base_now();
@@ -423,6 +435,10 @@ static void wait_copy(tiers_state_t *ts, strata_event_t *ev)
                 if (STRATA_OK == st && done < bytes &&
                     __atomic_load_n(&ts->shutdown, __ATOMIC_ACQUIRE))
                     st = STRATA_ERR_CANCELLED;
+            }
+            if (ts->be->drain) {
+                strata_status_t sd = ts->be->drain(ts, e->kind, e->backend_data);
+                if (STRATA_OK == st) st = sd;
             }
         }
         pthread_mutex_lock(&ts->lock);

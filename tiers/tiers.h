@@ -104,6 +104,10 @@ typedef struct tiers_backend {
     /* One chunk between DEVICE and PINNED_HOST, on the engine's thread. */
     strata_status_t (*copy)(struct tiers_state *ts, int engine, void *data,
                             void *dst, const void *src, size_t n);
+    /* When not NULL: copy only queues its chunk (ordered on the engine's
+     * stream by an event), and drain returns once every chunk queued on
+     * this engine has landed; the engine calls it before an op completes. */
+    strata_status_t (*drain)(struct tiers_state *ts, int engine, void *data);
     /* copy may run on any thread: strata_event_wait may then run an
      * unstarted copy itself (config wait_copies) */
     int              any_thread_copy;
@@ -136,6 +140,7 @@ typedef struct tiers_op {
     strata_event_t   *ev;             /* completed with this op */
     size_t            done;           /* bytes copied so far */
     int               started;
+    uint64_t          nvtx;           /* its NVTX range while it runs (base/nvtx.h) */
     int               helped;         /* run by a thread in strata_event_wait, not the engine */
     double            t_queued;       /* base_now() when enqueued */
     XXH3_state_t     *hash;

@@ -11,6 +11,8 @@ examples_gpt_libgpt_a_SOURCES = \
     examples/gpt/kernels_scalar.h \
     examples/gpt/kernels.c \
     examples/gpt/gemm_bf16.c \
+    examples/gpt/kernels_gpu.h \
+    examples/gpt/gpt_cuda.h \
     examples/gpt/model.c \
     examples/gpt/threads.c \
     examples/gpt/data.c
@@ -34,4 +36,18 @@ examples_gpt_train_gpt_SOURCES = examples/gpt/train_gpt.c examples/gpt/train_gpt
     examples/gpt/gpt_fsdp.c examples/gpt/gpt_fsdp.h
 examples_gpt_train_gpt_CPPFLAGS = $(AM_CPPFLAGS) $(JANSSON_CFLAGS)
 examples_gpt_train_gpt_LDADD = $(GPT_LDADD) $(JANSSON_LIBS)
+endif
+
+# the GPT's kernels on a CUDA device (kernels_gpu.cu: per-index bodies from
+# kernels_gpu.h, GEMMs through cuBLAS); nvcc compiles them by the .cu.lo rule
+# of comm/local.mk. Their maths is tested on the host by t/gpu_kernels_host.t.
+EXTRA_DIST += examples/gpt/kernels_gpu.cu
+if HAVE_NCCL
+noinst_LTLIBRARIES += examples/gpt/libgpt_cuda.la
+examples_gpt_libgpt_cuda_la_SOURCES =
+examples_gpt_libgpt_cuda_la_LIBADD = examples/gpt/kernels_gpu.lo
+EXTRA_examples_gpt_libgpt_cuda_la_DEPENDENCIES = examples/gpt/kernels_gpu.lo
+examples/gpt/kernels_gpu.lo: examples/gpt/kernels_gpu.h examples/gpt/kernels_scalar.h \
+    examples/gpt/gpt_cuda.h
+GPT_CUDA_LIBS = examples/gpt/libgpt_cuda.la $(CUDA_LIBS) -lcublas
 endif

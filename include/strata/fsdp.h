@@ -396,6 +396,41 @@ int strata_call_unit_index(const strata_unit_call_t *call);
 strata_context_t *strata_call_context(const strata_unit_call_t *call);
 strata_dtype_t strata_call_compute_dtype(const strata_unit_call_t *call);
 
+/*
+ * Streams (the cuda backend). strata_call_stream returns the compute stream,
+ * a cudaStream_t as void * (NULL on the host backend, where callbacks run
+ * synchronously on the host as before). The contract:
+ *
+ *  - The runtime owns every stream and event: the compute stream (created at
+ *    strata_init, non-blocking, destroyed at strata_finalize), the comm
+ *    stream (NCCL all-gathers and reduce-scatters), and one stream per copy
+ *    direction (d2h, h2d). A callback never creates, synchronises or
+ *    destroys them.
+ *  - A callback queues all its device work on strata_call_stream(call) and
+ *    returns without waiting (no cudaStreamSynchronize, no
+ *    cudaDeviceSynchronize, no work on the legacy default stream). It may
+ *    use its own libraries (cuBLAS, ...) by setting their stream to this one.
+ *  - The runtime orders everything else by events, never by host waits: a
+ *    unit's all-gather on the comm stream, then an event the compute stream
+ *    waits on before the callback's work; a saved activation's D2H on the
+ *    d2h stream after the event recorded when the producing callback
+ *    returned; its H2D before the event its consumer waits on; the reduce-
+ *    scatter after backward's event; the optimizer on the device shards (or
+ *    on the host when the optimizer state lives there, after the D2H of the
+ *    gradient shard).
+ *  - The host waits only at strata_model_step_end (the step's end) and where
+ *    the schedule says (a buffer whose tier is reused, a checkpoint).
+ *  - Buffers the callback is handed (strata_call_*) stay valid, as listed
+ *    above, in stream order: until the work the callback queued has run,
+ *    which the runtime sees by its event, not when the callback returns.
+ *
+ * Where this stands: the compute stream exists on the cuda backend, but the
+ * executor still hands callbacks host buffers and waits on the host, so a
+ * callback on either backend may compute on the host; queueing device work
+ * on the stream needs the device-resident executor that is still to come.
+ */
+void *strata_call_stream(const strata_unit_call_t *call);
+
 /* Let the runtime advance collectives in flight (prefetched all-gathers,
  * gradient reductions). Long callbacks may call it between chunks of work
  * so communication overlaps compute even without a progress thread. Cheap

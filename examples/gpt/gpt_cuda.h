@@ -1,0 +1,57 @@
+/*
+ * gpt_cuda.h - the GPT's kernels on a CUDA device (kernels_gpu.cu). Every
+ * call queues work on the stream it is given (strata_call_stream's, a
+ * cudaStream_t as void *) and returns without waiting; pointers are device
+ * pointers. Status 0 on success, else a CUDA or cuBLAS error code (the
+ * launch's, not the kernel's: kernel faults show at the runtime's next
+ * event query).
+ */
+#ifndef STRATA_EXAMPLES_GPT_CUDA_H
+#define STRATA_EXAMPLES_GPT_CUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+int gpt_cuda_embed(void *stream, float *out, const int32_t *tok, const float *wte,
+                   const float *wpe, int B, int T, int C);
+int gpt_cuda_layernorm(void *stream, float *y, float *xhat, float *mean, float *rstd,
+                       const float *x, const float *w, const float *b, size_t N, int C);
+int gpt_cuda_layernorm_backward(void *stream, float *dx, float *dw, float *db,
+                                const float *dy, const float *xhat, const float *w,
+                                const float *rstd, size_t N, int C);
+int gpt_cuda_gelu(void *stream, float *y, const float *x, size_t n);
+int gpt_cuda_gelu_backward(void *stream, float *dx, const float *x, const float *dy, size_t n);
+/* Row losses into loss_rows [N] (device, double): the caller sums them. */
+int gpt_cuda_crossentropy(void *stream, double *loss_rows, float *dlogits,
+                          const float *logits, const int32_t *targets, float scale,
+                          size_t N, int V);
+/* AdamW on n shard elements at step t (1-based). */
+int gpt_cuda_adamw(void *stream, float *p, const float *g, float *m, float *v, size_t n,
+                   int t, float lr, float beta1, float beta2, float eps, float wd);
+int gpt_cuda_to_bf16(void *stream, uint16_t *dst, const float *src, size_t n);
+int gpt_cuda_to_f32(void *stream, float *dst, const uint16_t *src, size_t n);
+
+/* GEMMs through cuBLAS on the handle's stream (set by the call):
+ * y [N, OC] = x [N, IC] W^T (+ b broadcast when b != NULL), row-major as
+ * kernels.c. bf16 != 0: x and W are bf16 (uint16_t), accumulation f32. */
+void *gpt_cublas_create(void);
+void  gpt_cublas_destroy(void *handle);
+int gpt_cuda_matmul(void *handle, void *stream, float *y, const void *x, const void *W,
+                    const float *b, size_t N, int IC, int OC, int bf16);
+/* Causal attention over qkv [B, T, 3C] (f32): scores by strided batched
+ * GEMM, softmax rows, then out [B, T, C]; probs [B, H, T, T]. */
+int gpt_cuda_attention(void *handle, void *stream, float *out, float *probs,
+                       const float *qkv, int B, int T, int C, int H);
+/* Backward: dqkv [B, T, 3C] from dout; dP [B, H, T, T] scratch. */
+int gpt_cuda_attention_backward(void *handle, void *stream, float *dqkv, float *dP,
+                                const float *dout, const float *qkv, const float *probs,
+                                int B, int T, int C, int H);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
