@@ -185,7 +185,7 @@ TESTS += t/gpt-train-damaged.t t/gpt-train-lock.t t/gpt-train-settings.t
 # docs/planner.md (checks the example GPT against examples/gpt's own sizes)
 check_PROGRAMS += t/plan_model.t
 t_plan_model_t_SOURCES = t/plan_model.t.c
-t_plan_model_t_LDADD = examples/gpt/libgpt.a $(TEST_INTERNAL_LDADD) $(BLAS_LIBS)
+t_plan_model_t_LDADD = examples/gpt/libgpt.a $(TEST_INTERNAL_LDADD) $(BLAS_LIBS) $(DNNL_LIBS) $(OPENMP_CFLAGS)
 dist_check_SCRIPTS += t/plan-model-cli.t
 TESTS += t/plan_model.t t/plan-model-cli.t
 endif
