@@ -67,7 +67,18 @@ check "ranks 0, 1 and 3 wrote their flight records" \
     test -s "$tmp/flight.0.json" -a -s "$tmp/flight.1.json" -a -s "$tmp/flight.3.json"
 "$S" flight "$tmp"/flight.*.json > "$tmp/fl" 2>&1; frc=$?
 sed 's/^/# /' "$tmp/fl"
-check "strata flight names the stopped rank" [ "$(tail -1 "$tmp/fl")" = "suspect ranks: 2" -a $frc -eq 1 ]
+# A rank stopped before it entered the stuck collective is named outright.
+# One stopped inside it, after entering, leaves records in which every rank
+# entered and none completed: strata flight then says so and names the rank
+# that entered last, a guess that need not be the stopped one
+# (docs/flight.md). Either way it must report suspects (exit 1).
+flight_ok() {
+    [ $frc -eq 1 ] || return 1
+    [ "$(tail -1 "$tmp/fl")" = "suspect ranks: 2" ] && return 0
+    grep -q 'entered by every rank, not complete' "$tmp/fl" &&
+        echo "# rank 2 was stopped inside the collective: the records cannot single it out"
+}
+check "strata flight names the stopped rank (or says every rank entered the stuck one)" flight_ok
 check "the waiting ranks use less than half a core each" \
     awk -v m="${cpu##* }" 'BEGIN { exit !(m < 50) }'
 echo '{"format":"x"}' > "$tmp/bad.json"

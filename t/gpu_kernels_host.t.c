@@ -43,7 +43,10 @@ static double maxrel(const float *a, const float *b, size_t n, double floor)
 }
 
 enum { N = 24, C = 40, V = 67, T = 9, TOL = 1 };
-#define REL 2e-6
+/* kernels.c is built as AVX-512/AVX2+FMA clones (FMA contraction, vector
+ * exp/tanh lanes), the host build of the device bodies as plain scalar
+ * code: the same formulas agree to f32 rounding, not bit for bit. */
+#define REL 1e-4
 
 static void layernorm(void)
 {
@@ -66,7 +69,7 @@ static void layernorm(void)
         gpt_k_layernorm_dx(r, dx1, dy, h0, w, r0, C);
     for (int c = 0; c < C; c++)
         gpt_k_layernorm_dwdb(c, dw1, db1, dy, h0, N, C);
-    ok(maxrel(dx1, dx0, N * C, 1e-2) < 1e-5, "layernorm backward dx matches kernels.c (%.1e)",
+    ok(maxrel(dx1, dx0, N * C, 1e-2) < REL, "layernorm backward dx matches kernels.c (%.1e)",
        maxrel(dx1, dx0, N * C, 1e-2));
     ok(maxrel(dw1, dw0, C, 1e-2) < REL && maxrel(db1, db0, C, 1e-2) < REL,
        "layernorm backward dw, db (column sums) match kernels.c");
