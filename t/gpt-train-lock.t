@@ -33,7 +33,12 @@ sed 's/^/# /' "$tmp/second.out"; echo "# second job on a locked directory: exit 
 check "a second job on a locked directory is refused at start, naming the holder" \
     sh -c 'test "$1" -ne 0 && grep -q "is in use by another job (pid [0-9]* on $(hostname), started" "$2" &&
            ! grep -q "^{\"step\"" "$2"' _ "$rc" "$tmp/second.out"
-kill -USR1 $bg; wait $bg; rc=$?; bg=
+# the stop signal to the ranks themselves ($bg is the shell around timeout
+# and mpirun, which would not pass USR1 on)
+for p in $(pgrep -f -- "--ckpt-dir $tmp/d"); do
+    grep -qz '^OMPI_COMM_WORLD_RANK=' /proc/$p/environ 2>/dev/null && kill -USR1 $p
+done
+wait $bg; rc=$?; bg=
 check "the first job ran on and stopped cleanly, leaving no lock" \
     sh -c 'test "$1" -eq 0 && grep -q "SIGUSR1 received" "$2" && test ! -e "$3/lock"' _ "$rc" "$tmp/first.out" "$tmp/d"
 
@@ -61,7 +66,7 @@ mpi "$P" $small --steps 1000000 --ckpt-dir "$tmp/k" --ckpt-every 2 > "$tmp/k1.ou
 job=$!
 i=0; while [ $i -lt 600 ] && ! grep -q '^{"step":5,' "$tmp/k1.out"; do sleep 0.1; i=$((i + 1)); done
 victim=
-for p in $(pgrep -P $job); do
+for p in $(pgrep -f -- "--ckpt-dir $tmp/k --ckpt-every"); do   # the ranks sit below timeout and mpirun
     tr '\0' '\n' < /proc/$p/environ 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1' && victim=$p
 done
 t0=$(ms); kill -9 $victim; wait $job; rc=$?; t1=$(ms)
