@@ -169,14 +169,19 @@ static strata_status_t start_common(strata_group_t *g, coll_kind_t kind, const v
     strata_request_t *req = request_new(g, kind, dtype, op);
     if (!req) return base_error(ctx, STRATA_ERR_NOMEM, "%s: cannot allocate a request",
                                 coll_name[kind]);
-    req->blocking = blocking;
+    /* A blocking MPI collective spins its core for as long as a peer is
+     * late. It pays for that only where Open MPI's tuned blocking
+     * algorithms beat the nonblocking ones (large messages, bench/run
+     * comm); a small blocking call runs the nonblocking collective and
+     * the back-off wait, so a rank kept waiting sleeps. */
+    req->blocking = blocking && count * strata_dtype_size(dtype) >= COMM_BLOCKING_MIN_BYTES;
     const comm_backend_t *be = ctx->comm_ops;
     size_t n = (size_t)g->size;
     int wide = STRATA_F32 != dtype;
     size_t moved = count * strata_dtype_size(dtype) * (COLL_BARRIER == kind ? 0 : 1);
     if (COLL_ALLGATHER == kind || COLL_REDUCE_SCATTER == kind) moved *= n;
     req->rec = comm_rec_begin(ctx, g, (rec_kind_t)kind, moved, dtype);
-    if (blocking) comm_rec_waiting(ctx, req->rec);   /* the backend may block in it */
+    if (req->blocking) comm_rec_waiting(ctx, req->rec);   /* the backend may block in it */
 
     switch (kind) {
     case COLL_ALLGATHER:

@@ -50,6 +50,10 @@ struct strata_request {
 /* A collective backend. Reductions always arrive as f32 (the 16-bit rule);
  * a backend that cannot average natively leaves a sum and sets
  * req->div_pending. Counts above INT_MAX are refused before dispatch. */
+/* per-rank bytes from which a blocking wrapper may use the backend's
+ * blocking collective (comm.c, start_common) */
+#define COMM_BLOCKING_MIN_BYTES ((size_t)1 << 20)
+
 typedef struct comm_backend {
     const char *name;
     strata_status_t (*group_init)(strata_group_t *g);

@@ -229,6 +229,7 @@ strata_status_t comm_rec_dump(strata_context_t *ctx, const char *reason)
     uint64_t next = r->next;
     size_t count = next < r->n ? (size_t)next : r->n;
     for (size_t i = 0; i < count; i++) r->snap[i] = r->ring[(next - count + i) % r->n];
+    double pause_s = r->pause_s, pause_end = r->pause_end;
     pthread_mutex_unlock(&r->lock);
 
     char tmp[1200], host[256] = "", why[32];
@@ -247,9 +248,10 @@ strata_status_t comm_rec_dump(strata_context_t *ctx, const char *reason)
     fprintf(f, "{\"format\": \"strata-flight-1\", \"rank\": %d, \"world_size\": %d, "
             "\"reason\": \"%s\", \"host\": \"%s\", \"pid\": %d, \"now\": %.6f, "
             "\"wall_minus_mono\": %.6f, \"collective_timeout\": %g, \"ckpt_timeout\": %g, "
-            "\"entries_max\": %zu, \"ops\": %llu,\n  \"groups\": [", ctx->rank, ctx->size,
-            why, host, (int)getpid(), base_now(), r->t0_wall, ctx->cfg.collective_timeout,
-            ctx->cfg.ckpt_timeout, r->n, (unsigned long long)next);
+            "\"entries_max\": %zu, \"ops\": %llu, \"pause_s\": %.6f, \"pause_end\": %.6f,"
+            "\n  \"groups\": [", ctx->rank, ctx->size, why, host, (int)getpid(), base_now(),
+            r->t0_wall, ctx->cfg.collective_timeout, ctx->cfg.ckpt_timeout, r->n,
+            (unsigned long long)next, pause_s, pause_end);
     for (int g = 0; g < r->ngroups; g++)
         fprintf(f, "%s{\"name\": \"%s\", \"size\": %d, \"rank\": %d}", g ? ", " : "",
                 r->gname[g], r->gsize[g], r->grank[g]);

@@ -37,6 +37,11 @@ typedef struct comm_recorder {
     int               running, stop;
     int               idle;          /* the thread sleeps until woken (atomic) */
     int               pipe_r, pipe_w;
+    /* the latest time this process did not run (its watchdog woke this
+     * much later than it asked to: SIGSTOP, a debugger, CPU starvation);
+     * under lock */
+    double            pause_s, pause_end;
+    double            wake_t;        /* when the thread was last asked to wake (atomic) */
     char              path[1100];    /* the dump file */
 } comm_recorder_t;
 

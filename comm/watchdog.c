@@ -10,6 +10,13 @@
  * record, one report on stderr, the backend's abort (ncclCommAbort in
  * CUDA builds) and MPI_Abort, whose launcher then ends every rank with
  * SIGTERM, on which each rank writes its own record before it dies.
+ *
+ * While operations run the thread also wakes every REC_HEARTBEAT seconds,
+ * and every wake-up request is stamped: a wake-up much later than it was
+ * due means the whole process did not run (SIGSTOP, a debugger,
+ * starvation). The latest
+ * such pause goes into the record and the report, so that the rank that
+ * was stopped inside a collective every rank entered can still be named.
  */
 #include "config.h"
 #include "comm/comm.h"
@@ -37,6 +44,8 @@ static void on_signal(int sig)
     else sig_usr2 = 1;
     comm_recorder_t *r = sig_rec;
     if (r && r->pipe_w >= 0) {
+        double now = base_now();   /* clock_gettime: async-signal-safe */
+        __atomic_store(&r->wake_t, &now, __ATOMIC_RELEASE);
         ssize_t w = write(r->pipe_w, "s", 1);
         (void)w;
     }
@@ -46,22 +55,46 @@ static void on_signal(int sig)
 void rec_watchdog_wake(comm_recorder_t *r)
 {
     __atomic_store_n(&r->idle, 0, __ATOMIC_RELEASE);
+    double now = base_now();
+    __atomic_store(&r->wake_t, &now, __ATOMIC_RELEASE);
     ssize_t w = write(r->pipe_w, "b", 1);
     (void)w;   /* a full pipe already holds a wake-up */
 }
+
+/* heartbeat while a deadline is outstanding, and the lateness that counts
+ * as a pause: far above scheduling noise on a loaded machine, far below
+ * any deadline worth setting */
+#define REC_HEARTBEAT 0.5
+#define REC_PAUSE_MIN 1.0
 
 static void report(comm_recorder_t *r, const rec_entry_t *e, double now)
 {
     strata_context_t *ctx = r->ctx;
     int ck = REC_CKPT_SAVE == e->kind || REC_CKPT_LOAD == e->kind;
+    char paused[160] = "";
+    pthread_mutex_lock(&r->lock);
+    if (r->pause_s > 0 && r->pause_end >= e->t_enq)
+        snprintf(paused, sizeof paused, "; this rank itself did not run for %.1f s of it "
+                 "(stopped or starved of CPU)", r->pause_s);
+    pthread_mutex_unlock(&r->lock);
     fprintf(stderr, "strata: rank %d: watchdog: %s (group %s, seq %llu, step %d, unit %d, "
-            "%zu bytes) not complete after %.1f s (%s %g s); flight record %s; aborting the "
-            "job (exit code %d)\n", ctx->rank, comm_rec_kind_name((rec_kind_t)e->kind),
+            "%zu bytes) not complete after %.1f s (%s %g s)%s; flight record %s; aborting "
+            "the job (exit code %d)\n", ctx->rank, comm_rec_kind_name((rec_kind_t)e->kind),
             e->group >= 0 ? r->gname[e->group] : "none", (unsigned long long)e->seq, e->step,
             e->unit, e->bytes, now - e->t_enq, ck ? "ckpt_timeout" : "collective_timeout",
-            ck ? ctx->cfg.ckpt_timeout : ctx->cfg.collective_timeout, r->path,
+            ck ? ctx->cfg.ckpt_timeout : ctx->cfg.collective_timeout, paused, r->path,
             STRATA_EXIT_TIMEOUT);
     fflush(stderr);
+}
+
+/* the thread woke `late` seconds after it asked to: note a pause */
+static void note_pause(comm_recorder_t *r, double late, double now)
+{
+    if (late < REC_PAUSE_MIN) return;
+    pthread_mutex_lock(&r->lock);
+    r->pause_s = late;
+    r->pause_end = now;
+    pthread_mutex_unlock(&r->lock);
 }
 
 static void abort_job(comm_recorder_t *r)
@@ -73,6 +106,10 @@ static void abort_job(comm_recorder_t *r)
         for (int g = 0; g < r->ngroups; g++)
             if (r->gptr[g]) ctx->comm_ops->abort(r->gptr[g]);
     }
+    /* the record is written: the launcher's SIGTERM may end this rank at
+     * once (the handler would only wake this thread, which is in here) */
+    signal(SIGTERM, SIG_DFL);
+    if (sig_term) raise(SIGTERM);   /* it came while we wrote: the job is ending */
     MPI_Abort(MPI_COMM_WORLD, STRATA_EXIT_TIMEOUT);
     _exit(STRATA_EXIT_TIMEOUT);
 }
@@ -126,7 +163,6 @@ static void *wd_main(void *arg)
 {
     comm_recorder_t *r = arg;
     uint64_t seen = 0;
-    double period = r->ctx->cfg.collective_timeout > 0 ? r->ctx->cfg.collective_timeout : 1.0;
     for (;;) {
         rec_entry_t e = { 0 };
         double now = base_now();
@@ -141,13 +177,19 @@ static void *wd_main(void *arg)
         } else {
             uint64_t next = __atomic_load_n(&r->next, __ATOMIC_RELAXED);
             /* ops ran since the last look: they may begin again at once,
-             * so look again in a while instead of asking to be woken */
-            if (next != seen) ms = (int)(period * 1e3);
+             * so look again in a heartbeat instead of asking to be woken */
+            if (next != seen) ms = (int)(REC_HEARTBEAT * 1e3);
             seen = next;
         }
+        if (ms > (int)(REC_HEARTBEAT * 1e3)) ms = (int)(REC_HEARTBEAT * 1e3);
         if (ms < 0) __atomic_store_n(&r->idle, 1, __ATOMIC_RELEASE);
         struct pollfd p = { .fd = r->pipe_r, .events = POLLIN };
         poll(&p, 1, ms);
+        /* due: the end of the sleep, or the wake-up asked for during it */
+        double woke = base_now(), asked, due = ms >= 0 ? now + ms * 1e-3 : woke;
+        __atomic_load(&r->wake_t, &asked, __ATOMIC_ACQUIRE);
+        if (asked > now && asked < due) due = asked;
+        note_pause(r, woke - due, woke);
         char buf[64];
         while (read(r->pipe_r, buf, sizeof buf) > 0) {}
         if (__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) return NULL;

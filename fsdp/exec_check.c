@@ -42,7 +42,7 @@ static int add(entries_t *e, const char *fmt, ...)
 static strata_status_t compare(strata_model_t *m, entries_t *e, int failed, const char *what)
 {
     strata_status_t st = STRATA_OK;
-    e->desc = malloc(((size_t)e->n + 1) * sizeof *e->desc);
+    e->desc = calloc((size_t)e->n + 1, sizeof *e->desc);
     if (failed || !e->desc) {
         /* still take part, so no rank waits: an entry no other rank has */
         e->n = 0;

@@ -4,7 +4,8 @@
  * sequence number at which they disagree (operation or size), or that some
  * ranks never entered an operation the others did, or the operation all
  * entered and none finished. A rank of the world without a record is a
- * suspect too. The last line is "suspect ranks: R[,R...]" (or "none").
+ * suspect too, and a rank whose process did not run (its watchdog woke
+ * late) while the others waited is the one suspect. The last line is "suspect ranks: R[,R...]" (or "none").
  * Exit 0: no suspect; 1: suspects named; 2: unreadable input.
  */
 #include "config.h"
@@ -19,6 +20,8 @@
 typedef struct {
     int     rank, world;
     double  wall;            /* wall clock minus monotonic */
+    double  now, timeout;    /* when written; collective_timeout */
+    double  pause_s, pause_end;   /* the latest time the process did not run */
     json_t *root, *entries;
 } dump_t;
 
@@ -66,6 +69,33 @@ static void print_ranks(const char *label, const int *v, int n)
     for (int i = 0; i < n; i++) printf("%s%d", i ? "," : "", v[i]);
 }
 
+/* Operation s of group g finished on some members while others still
+ * block in it: the finished ones left before their part reached the others
+ * (a collective may complete on one rank first) and then stopped or got
+ * stuck. 1 if so, with those ranks marked. */
+static int split_done(dump_t *d, const int *mem, int nm, const char *g, long long s,
+                      char *suspect)
+{
+    int done[nm], wait[nm], nd = 0, nw = 0;
+    json_t *ref = NULL;
+    for (int k = 0; k < nm; k++) {
+        json_t *e = find(&d[mem[k]], g, s);
+        if (!e) continue;
+        ref = e;
+        if (!strcmp(jstr(e, "state"), "done")) done[nd++] = d[mem[k]].rank;
+        else if (!strcmp(jstr(e, "state"), "waiting")) wait[nw++] = d[mem[k]].rank;
+    }
+    if (!nd || !nw) return 0;
+    printf("group %s seq %lld (%s, %lld bytes, step %lld, unit %lld): ", g, s,
+           jstr(ref, "kind"), jint(ref, "bytes"), jint(ref, "step"), jint(ref, "unit"));
+    print_ranks("done on rank ", done, nd);
+    print_ranks(", still waited in on rank ", wait, nw);
+    printf(": the done ones went on and then stopped or got stuck, or a waiting one stopped "
+           "before its part reached the others\n");
+    for (int k = 0; k < nd; k++) suspect[done[k]] = 1;
+    return 1;
+}
+
 /* Analyse group g over the dumps of its members; marks suspects. 1 if it
  * found where the ranks part ways. */
 static int analyse_group(dump_t *d, int nd, const char *g, char *suspect)
@@ -99,6 +129,7 @@ static int analyse_group(dump_t *d, int nd, const char *g, char *suspect)
                 suspect[nodd <= ni ? odd[k] : in[k]] = 1;
             return 1;
         }
+        if (split_done(d, mem, nm, g, s, suspect)) return 1;
         if (no) {
             printf("group %s seq %lld (%s, %lld bytes, step %lld, unit %lld): ", g, s,
                    jstr(ref, "kind"), jint(ref, "bytes"), jint(ref, "step"), jint(ref, "unit"));
@@ -116,7 +147,7 @@ static int analyse_group(dump_t *d, int nd, const char *g, char *suspect)
         for (int k = 0; k < nm; k++) {
             json_t *e = find(&d[mem[k]], g, s);
             if (strcmp(jstr(e, "state"), "done")) pending = 1;
-            double t = json_real_value(json_object_get(e, "t_enqueue")) + d[mem[k]].wall;
+            double t = json_number_value(json_object_get(e, "t_enqueue")) + d[mem[k]].wall;
             if (late < 0 || t > t_late) { late = d[mem[k]].rank; t_late = t; }
         }
         if (!pending) continue;
@@ -126,6 +157,12 @@ static int analyse_group(dump_t *d, int nd, const char *g, char *suspect)
         return 1;
     }
     return 0;
+}
+
+static int recent_pause(const dump_t *d)
+{
+    double window = d->timeout > 0 ? d->timeout : 600;
+    return d->pause_s >= 1.0 && d->now - d->pause_end <= window;
 }
 
 static int load(const char *path, dump_t *d)
@@ -140,7 +177,12 @@ static int load(const char *path, dump_t *d)
     d->entries = json_object_get(d->root, "entries");
     d->rank = (int)jint(d->root, "rank");
     d->world = (int)jint(d->root, "world_size");
-    d->wall = json_real_value(json_object_get(d->root, "wall_minus_mono"));
+    d->wall = json_number_value(json_object_get(d->root, "wall_minus_mono"));
+    d->now = json_number_value(json_object_get(d->root, "now"));
+    d->timeout = json_number_value(json_object_get(d->root, "collective_timeout"));
+    /* older records have no pause fields: 0, no pause */
+    d->pause_s = json_number_value(json_object_get(d->root, "pause_s"));
+    d->pause_end = json_number_value(json_object_get(d->root, "pause_end"));
     if (strcmp(jstr(d->root, "format"), "strata-flight-1") || !json_is_array(d->entries) ||
         d->world < 1 || d->rank < 0 || d->rank >= d->world) {
         fprintf(stderr, "strata flight: %s: not a strata-flight-1 record (format, rank, "
@@ -212,6 +254,25 @@ int cmd_flight(int argc, char **argv)
                "communication\n", nwait);
         for (int r = 0; r < W; r++) if (seen[r]) suspect[r] = 0;
         for (int k = 0; k < nidle; k++) suspect[idle[k]] = 1;
+        found = 1;
+    }
+    /* a process that did not run while the others waited is the cause,
+     * even inside an operation every rank entered: its watchdog woke late
+     * by the length of the pause. Only pauses that ended within a timeout
+     * of the record count (an old hiccup is not this hang), and of several,
+     * those at least half as long as the longest. */
+    double longest = 0;
+    for (int i = 0; i < nd && 2 != rc; i++)
+        if (recent_pause(&d[i]) && d[i].pause_s > longest) longest = d[i].pause_s;
+    if (longest > 0) {
+        for (int r = 0; r < W; r++) if (seen[r]) suspect[r] = 0;
+        for (int i = 0; i < nd; i++) {
+            if (!recent_pause(&d[i]) || d[i].pause_s < longest / 2) continue;
+            printf("rank %d did not run for %.1f s, %.1f s before its record was written: "
+                   "stopped (SIGSTOP, a debugger) or starved of CPU\n", d[i].rank,
+                   d[i].pause_s, d[i].now - d[i].pause_end);
+            suspect[d[i].rank] = 1;
+        }
         found = 1;
     }
     if (!found && 2 != rc) printf("the records agree: every operation matches on every rank\n");

@@ -1,0 +1,92 @@
+#!/bin/sh
+# flight-cmd.t - strata flight on records written here, one case per way a
+# job parts: a rank that never entered, ranks that disagree, a rank with no
+# record, every rank inside one operation with one of them paused (and an
+# old pause that does not count), a rank waiting in nothing; bad input.
+set -u
+S="$top_builddir/tools/strata"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/flight-cmd.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+echo "1..10"
+n=0
+check() { n=$((n + 1)); d=$1; shift; if "$@"; then echo "ok $n - $d"; else echo "not ok $n - $d"; fi; }
+
+# rec RANK NOW PAUSE_S PAUSE_END ENTRY... : rank's record in $tmp/c (world 4)
+entry() {   # group seq kind bytes state t_enqueue
+    printf '{"index": %s, "group": "%s", "seq": %s, "kind": "%s", "step": 7, "unit": 1, "bytes": %s, "dtype": "f32", "t_enqueue": %s, "t_start": %s, "t_end": 0, "state": "%s", "status": 0}' \
+        "$2" "$1" "$2" "$3" "$4" "$6" "$6" "$5"
+}
+rec() {
+    r=$1 now=$2 ps=$3 pe=$4; shift 4
+    { printf '{"format": "strata-flight-1", "rank": %s, "world_size": 4, "reason": "sigterm", "host": "h", "pid": 1, "now": %s, "wall_minus_mono": 0, "collective_timeout": 3, "ckpt_timeout": 1800, "entries_max": 2048, "ops": 3, "pause_s": %s, "pause_end": %s,\n "groups": [{"name": "world", "size": 4, "rank": %s}],\n "entries": [' "$r" "$now" "$ps" "$pe" "$r"
+      sep=""; for e in "$@"; do printf '%s%s' "$sep" "$e"; sep=", "; done
+      printf ']}\n'; } > "$tmp/c/flight.$r.json"
+}
+done1=$(entry world 1 allgather 64 done 10)
+fresh() { rm -rf "$tmp/c"; mkdir "$tmp/c"; }
+run() { "$S" flight "$tmp"/c/flight.*.json > "$tmp/out" 2>&1; echo $? > "$tmp/rc"; }
+says() { [ "$(cat "$tmp/rc")" = "$1" ] && [ "$(tail -1 "$tmp/out")" = "suspect ranks: $2" ] ||
+    { sed 's/^/# /' "$tmp/out"; return 1; }; }
+
+fresh
+for r in 0 1 3; do rec $r 20 0 0 "$done1" "$(entry world 2 reduce_scatter 64 waiting 11)"; done
+rec 2 20 0 0 "$done1"
+run
+check "a rank that never entered the operation the others wait in is the suspect" \
+    eval 'says 1 2 && grep -q "never entered by rank 2" "$tmp/out"'
+
+fresh
+for r in 0 1 2; do rec $r 20 0 0 "$done1" "$(entry world 2 reduce_scatter 64 waiting 11)"; done
+rec 3 20 0 0 "$done1" "$(entry world 2 reduce_scatter 128 waiting 11)"
+run
+check "ranks that disagree on an operation's size: the odd one out" \
+    eval 'says 1 3 && grep -q "ranks disagree" "$tmp/out"'
+
+fresh
+for r in 0 1 2; do rec $r 20 0 0 "$done1"; done
+run
+check "a rank of the world without a record is a suspect" \
+    eval 'says 1 3 && grep -q "rank 3: no flight record" "$tmp/out"'
+
+fresh
+for r in 0 1 3; do rec $r 20 0 0 "$done1" "$(entry world 2 allreduce 4 waiting 11)"; done
+rec 2 20.5 5.2 20.4 "$done1" "$(entry world 2 allreduce 4 waiting 12)"
+run
+check "every rank inside one operation: the rank that did not run for 5.2 s, and only it" \
+    eval 'says 1 2 && grep -q "rank 2 did not run for 5.2 s" "$tmp/out"'
+
+fresh
+for r in 0 1 3; do rec $r 20 0 0 "$done1" "$(entry world 2 allreduce 4 waiting 11)"; done
+rec 2 20 5.2 8 "$done1" "$(entry world 2 allreduce 4 waiting 12)"
+run
+check "a pause that ended longer than collective_timeout ago does not count" \
+    eval 'says 1 2 && grep -q "entered by every rank, not complete; rank 2 entered it last" "$tmp/out" &&
+          ! grep -q "did not run" "$tmp/out"'
+
+fresh
+for r in 0 1 3; do rec $r 20 0 0 "$done1" "$(entry world 2 allreduce 24 waiting 11)"; done
+rec 2 20 0 0 "$done1" "$(entry world 2 allreduce 24 done 11)" "$(entry world 3 allgather 64 waiting 12)"
+run
+check "a rank that finished what the others still wait in, and went on: the suspect" \
+    eval 'says 1 2 && grep -q "seq 2 (allreduce, 24 bytes, step 7, unit 1): done on rank 2, still waited in on rank 0,1,3" "$tmp/out"'
+
+fresh
+for r in 0 1 2 3; do rec $r 20 0 0 "$done1" "$(entry world 2 allreduce 4 done 11)"; done
+run
+check "records that agree and finished: no suspect, exit 0" eval 'says 0 none'
+
+fresh
+for r in 0 1 2 3; do rec $r 20 0 0 "$done1" "$(entry world 2 allreduce 4 done 11)"; done
+sed -i 's/"format": "strata-flight-1"/"format": "strata-flight-9"/' "$tmp/c/flight.1.json"
+run
+check "a record of another format: exit 2, named" \
+    eval '[ "$(cat "$tmp/rc")" = 2 ] && grep -q "flight.1.json: not a strata-flight-1 record" "$tmp/out"'
+
+fresh
+printf '{"format": "strata-flight-1", "rank": 0,' > "$tmp/c/flight.0.json"
+run
+check "a truncated record: exit 2, named with jansson's reason" \
+    eval '[ "$(cat "$tmp/rc")" = 2 ] && grep -q "flight.0.json: not a flight record: " "$tmp/out"'
+
+"$S" flight > /dev/null 2> "$tmp/err"; urc=$?
+check "no files: usage on stderr, exit 2" eval '[ $urc -eq 2 ] && grep -q "usage: strata flight" "$tmp/err"'
