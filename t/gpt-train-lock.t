@@ -20,8 +20,10 @@ ms() { date +%s%N | cut -c1-13; }
 small="--threads 1 --layers 2 --dim 32 --heads 4 --batch 4 --steps 6 --json --eval-n 8"
 hash_of() { sed -n 's/^{"final":true.*"param_hash":"\([0-9a-f]*\)".*/\1/p' "$1"; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
-mpi() { timeout 500 "${MPIRUN:-mpirun}" -np 2 --oversubscribe --bind-to none --mca pml ob1 \
-        --mca btl self,vader "$@"; }
+# mpirun with t/launch's flags for this MPI, without t/launch's own wrapping
+mpi() { timeout 500 "${MPIRUN:-mpirun}" -np 2 $("$L" --flags) "$@"; }
+# a rank's MPI rank: Open MPI's OMPI_COMM_WORLD_RANK, MPICH hydra's PMI_RANK
+rank_of() { tr '\0' '\n' < "/proc/$1/environ" 2>/dev/null | sed -n 's/^\(OMPI_COMM_WORLD_RANK\|PMI_RANK\)=//p'; }
 
 # a long job in the background, then a second one on its directory
 mpi "$P" --threads 1 --layers 2 --dim 32 --heads 4 --batch 4 --steps 1000000 --log-every 50 \
@@ -36,7 +38,7 @@ check "a second job on a locked directory is refused at start, naming the holder
 # the stop signal to the ranks themselves ($bg is the shell around timeout
 # and mpirun, which would not pass USR1 on)
 for p in $(pgrep -f -- "--ckpt-dir $tmp/d"); do
-    grep -qz '^OMPI_COMM_WORLD_RANK=' /proc/$p/environ 2>/dev/null && kill -USR1 $p
+    [ -n "$(rank_of $p)" ] && kill -USR1 $p
 done
 wait $bg; rc=$?; bg=
 check "the first job ran on and stopped cleanly, leaving no lock" \
@@ -67,7 +69,7 @@ job=$!
 i=0; while [ $i -lt 600 ] && ! grep -q '^{"step":5,' "$tmp/k1.out"; do sleep 0.1; i=$((i + 1)); done
 victim=
 for p in $(pgrep -f -- "--ckpt-dir $tmp/k --ckpt-every"); do   # the ranks sit below timeout and mpirun
-    tr '\0' '\n' < /proc/$p/environ 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1' && victim=$p
+    [ "$(rank_of $p)" = 1 ] && victim=$p
 done
 t0=$(ms); kill -9 $victim; wait $job; rc=$?; t1=$(ms)
 echo "# kill -9 of rank 1 mid-step: mpirun exit $rc after $((t1 - t0)) ms"
