@@ -1,24 +1,26 @@
 #!/bin/sh
 # flight-cmd.t - strata flight on records written here, one case per way a
 # job parts: a rank that never entered, ranks that disagree, a rank with no
-# record, every rank inside one operation with one of them paused (and an
-# old pause that does not count), a rank waiting in nothing; bad input.
+# record (and one with no record while every other record is a watchdog
+# timeout's), every rank inside one operation with one of them paused (and
+# an old pause that does not count), a rank waiting in nothing; bad input.
 set -u
 S="$top_builddir/tools/strata"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/flight-cmd.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
-echo "1..10"
+echo "1..11"
 n=0
 check() { n=$((n + 1)); d=$1; shift; if "$@"; then echo "ok $n - $d"; else echo "not ok $n - $d"; fi; }
 
-# rec RANK NOW PAUSE_S PAUSE_END ENTRY... : rank's record in $tmp/c (world 4)
+# rec RANK NOW PAUSE_S PAUSE_END ENTRY... : rank's record in $tmp/c (world 4),
+# written on SIGTERM (REASON=timeout: by the rank's own watchdog)
 entry() {   # group seq kind bytes state t_enqueue
     printf '{"index": %s, "group": "%s", "seq": %s, "kind": "%s", "step": 7, "unit": 1, "bytes": %s, "dtype": "f32", "t_enqueue": %s, "t_start": %s, "t_end": 0, "state": "%s", "status": 0}' \
         "$2" "$1" "$2" "$3" "$4" "$6" "$6" "$5"
 }
 rec() {
     r=$1 now=$2 ps=$3 pe=$4; shift 4
-    { printf '{"format": "strata-flight-1", "rank": %s, "world_size": 4, "reason": "sigterm", "host": "h", "pid": 1, "now": %s, "wall_minus_mono": 0, "collective_timeout": 3, "ckpt_timeout": 1800, "entries_max": 2048, "ops": 3, "pause_s": %s, "pause_end": %s,\n "groups": [{"name": "world", "size": 4, "rank": %s}],\n "entries": [' "$r" "$now" "$ps" "$pe" "$r"
+    { printf '{"format": "strata-flight-1", "rank": %s, "world_size": 4, "reason": "%s", "host": "h", "pid": 1, "now": %s, "wall_minus_mono": 0, "collective_timeout": 3, "ckpt_timeout": 1800, "entries_max": 2048, "ops": 3, "pause_s": %s, "pause_end": %s,\n "groups": [{"name": "world", "size": 4, "rank": %s}],\n "entries": [' "$r" "${REASON:-sigterm}" "$now" "$ps" "$pe" "$r"
       sep=""; for e in "$@"; do printf '%s%s' "$sep" "$e"; sep=", "; done
       printf ']}\n'; } > "$tmp/c/flight.$r.json"
 }
@@ -47,6 +49,18 @@ for r in 0 1 2; do rec $r 20 0 0 "$done1"; done
 run
 check "a rank of the world without a record is a suspect" \
     eval 'says 1 3 && grep -q "rank 3: no flight record" "$tmp/out"'
+
+# as under MPICH, whose launcher SIGKILLs a stopped rank before it writes:
+# ranks 1 and 3 finished seq 3, which rank 0 still waits in
+fresh
+for r in 1 3; do REASON=timeout rec $r 20 0 0 "$done1" "$(entry world 2 allgather 64 waiting 11)" \
+    "$(entry world 3 allreduce 24 done 11)"; done
+REASON=timeout rec 0 20 0 0 "$done1" "$(entry world 2 allgather 64 waiting 11)" \
+    "$(entry world 3 allreduce 24 waiting 11)"
+run
+check "no record from one rank while every other rank's watchdog timed out: that rank only" \
+    eval 'says 1 2 && grep -q "rank 2: no flight record" "$tmp/out" &&
+          grep -q "every record was written on its rank.s own timeout" "$tmp/out"'
 
 fresh
 for r in 0 1 3; do rec $r 20 0 0 "$done1" "$(entry world 2 allreduce 4 waiting 11)"; done

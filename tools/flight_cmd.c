@@ -4,8 +4,9 @@
  * sequence number at which they disagree (operation or size), or that some
  * ranks never entered an operation the others did, or the operation all
  * entered and none finished. A rank of the world without a record is a
- * suspect too, and a rank whose process did not run (its watchdog woke
- * late) while the others waited is the one suspect. The last line is "suspect ranks: R[,R...]" (or "none").
+ * suspect too (the only ones when every record is a watchdog timeout's),
+ * and a rank whose process did not run (its watchdog woke late) while the
+ * others waited is the one suspect. The last line is "suspect ranks: R[,R...]" (or "none").
  * Exit 0: no suspect; 1: suspects named; 2: unreadable input.
  */
 #include "config.h"
@@ -165,6 +166,24 @@ static int recent_pause(const dump_t *d)
     return d->pause_s >= 1.0 && d->now - d->pause_end <= window;
 }
 
+/* Every record there is was written by its own rank's watchdog on a
+ * timeout: those ranks ran and waited, and a rank without one did not time
+ * out, so it waited in nothing either (stopped, dead, or stuck outside
+ * communication). MPICH's launcher ends the job with SIGKILL at once, so a
+ * stopped rank never writes a record there. The suspects are then the
+ * ranks without a record and those that waited in nothing; 1 if so. */
+static int only_timeouts(const dump_t *d, int nd, int W, const char *seen, const int *idle,
+                         int nidle, char *suspect)
+{
+    if (nd < 1 || nd >= W) return 0;
+    for (int i = 0; i < nd; i++) if (strcmp(jstr(d[i].root, "reason"), "timeout")) return 0;
+    printf("every record was written on its rank's own timeout: the ranks without one did "
+           "not time out (stopped, dead, or stuck outside communication)\n");
+    for (int r = 0; r < W; r++) if (seen[r]) suspect[r] = 0;
+    for (int k = 0; k < nidle; k++) suspect[idle[k]] = 1;
+    return 1;
+}
+
 static int load(const char *path, dump_t *d)
 {
     json_error_t err;
@@ -256,6 +275,7 @@ int cmd_flight(int argc, char **argv)
         for (int k = 0; k < nidle; k++) suspect[idle[k]] = 1;
         found = 1;
     }
+    if (2 != rc && only_timeouts(d, nd, W, seen, idle, nidle, suspect)) found = 1;
     /* a process that did not run while the others waited is the cause,
      * even inside an operation every rank entered: its watchdog woke late
      * by the length of the pause. Only pauses that ended within a timeout
