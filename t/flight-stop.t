@@ -15,8 +15,10 @@ echo "1..8"
 n=0
 check() { n=$((n + 1)); d=$1; shift; if "$@"; then echo "ok $n - $d"; else echo "not ok $n - $d"; fi; }
 T=3
-# the launcher waits this long after SIGTERM before SIGKILL: time for the
-# ranks to write their records on a loaded machine (docs/flight.md)
+# Open MPI's launcher waits this long after SIGTERM before SIGKILL: time for
+# the ranks to write their records on a loaded machine (docs/flight.md).
+# MPICH's hydra SIGKILLs every rank at the first MPI_Abort: only the ranks
+# whose own watchdog fired before then write one, and never the stopped one.
 export OMPI_MCA_odls_base_sigkill_timeout=3
 export STRATA_COLLECTIVE_TIMEOUT=$T STRATA_FLIGHT_DIR="$tmp" STRATA_TEST_TIMEOUT=200
 "$L" 4 "$P" --threads 1 --layers 2 --dim 32 --heads 4 --steps 5000 --batch 2 --json \
@@ -26,10 +28,11 @@ steps() { grep -c '^{"step"' "$tmp/out"; }
 wait_for() { i=0; while [ $i -lt 1200 ] && ! eval "$1"; do sleep 0.1; i=$((i + 1)); done; eval "$1"; }
 wait_for '[ "$(steps)" -ge 3 ]'
 # the ranks: train_gpt processes below the launcher, by their MPI rank
+# (Open MPI's OMPI_COMM_WORLD_RANK, MPICH hydra's PMI_RANK)
 desc() { ps -eo pid=,ppid=,comm= | awk -v root="$1" '{ p[$1] = $2; c[$1] = $3 }
     END { for (x in p) { y = x; while (y in p && y != root) y = p[y]; if (y == root && c[x] ~ /train_gpt$/) print x } }'; }
 pid_of() { for q in $(desc "$job"); do
-    [ "$(tr '\0' '\n' < /proc/$q/environ 2>/dev/null | sed -n 's/^OMPI_COMM_WORLD_RANK=//p')" = "$1" ] && echo "$q"; done; }
+    [ "$(tr '\0' '\n' < /proc/$q/environ 2>/dev/null | sed -n 's/^\(OMPI_COMM_WORLD_RANK\|PMI_RANK\)=//p')" = "$1" ] && echo "$q"; done; }
 p0=$(pid_of 0); p1=$(pid_of 1); p2=$(pid_of 2); p3=$(pid_of 3)
 echo "# rank pids: $p0 $p1 $p2 $p3"
 [ -n "$p0" ] && [ -n "$p1" ] && [ -n "$p2" ] && [ -n "$p3" ] || { kill "$job"; echo "Bail out! cannot find the ranks' pids"; exit 1; }
@@ -63,16 +66,22 @@ check "it ends with the watchdog's exit code 75" [ "$rc" -eq 75 ]
 reports_ok() { grep -q 'watchdog: .*(group [a-z0-9]*, seq [0-9]*, step [0-9-]*, unit [0-9-]*, [0-9]* bytes) not complete after [0-9.]* s (collective_timeout 3 s)' "$tmp/err" &&
     for r in 0 1 2 3; do [ "$(grep -c "rank $r: watchdog:" "$tmp/err")" -le 1 ] || return 1; done; }
 check "a watchdog reports once: rank, op, group, seq, step, unit, bytes, seconds" reports_ok
-check "ranks 0, 1 and 3 wrote their flight records" \
-    test -s "$tmp/flight.0.json" -a -s "$tmp/flight.1.json" -a -s "$tmp/flight.3.json"
+late=""; for r in 0 1 3; do [ -s "$tmp/flight.$r.json" ] || late="$late${late:+,}$r"; done
+skip=""
+if [ "${MPI_FLAVOUR:-}" = mpich ] && [ -n "$late" ]; then
+    skip="MPICH's launcher SIGKILLed rank(s) $late before their watchdog fired (no grace time like Open MPI's odls_base_sigkill_timeout)"
+fi
+skip_or_check() { if [ -n "$skip" ]; then n=$((n + 1)); echo "ok $n # SKIP $skip"; else check "$@"; fi; }
+skip_or_check "ranks 0, 1 and 3 wrote their flight records" [ -z "$late" ]
 "$S" flight "$tmp"/flight.*.json > "$tmp/fl" 2>&1; frc=$?
 sed 's/^/# /' "$tmp/fl"
 # A rank stopped before it entered the stuck collective is named outright;
 # one stopped inside it, after every rank entered, is named by its own
 # record when the launcher's SIGCONT and SIGTERM let it write one: its
-# watchdog woke seconds late (docs/flight.md). Either way: exit 1, rank 2.
+# watchdog woke seconds late (docs/flight.md). Under MPICH it has no record,
+# and every other record is a watchdog timeout's. Either way: exit 1, rank 2.
 flight_ok() { [ $frc -eq 1 ] && [ "$(tail -1 "$tmp/fl")" = "suspect ranks: 2" ]; }
-check "strata flight names the stopped rank, and only it" flight_ok
+skip_or_check "strata flight names the stopped rank, and only it" flight_ok
 check "the waiting ranks use less than half a core each" \
     awk -v m="${cpu##* }" 'BEGIN { exit !(m < 50) }'
 echo '{"format":"x"}' > "$tmp/bad.json"
