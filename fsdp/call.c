@@ -275,6 +275,7 @@ strata_status_t strata_save(strata_unit_call_t *c, const char *name, size_t byte
     st = call_alloc(c, STRATA_TAG_ACTIVATION, bytes, &s->buf);
     if (STRATA_OK != st) return misuse(c, st);
     snprintf(s->name, sizeof s->name, "%s", name);
+    s->dropped = 0;
     u->nsaves++;
     *ptr_p = s->buf.ptr;
     return STRATA_OK;
@@ -306,6 +307,18 @@ strata_status_t strata_saved(strata_unit_call_t *c, const char *name, void **ptr
     *ptr_p = s->buf.ptr;
     if (bytes_p) *bytes_p = s->buf.bytes;
     return STRATA_OK;
+}
+
+int strata_call_recompute(const strata_unit_call_t *c)
+{
+    return c && CALL_RECOMPUTE == c->mode;
+}
+
+int strata_call_save_held(const strata_unit_call_t *c, const char *name)
+{
+    if (!c || !name || CALL_RECOMPUTE != c->mode) return 0;
+    const fsdp_save_t *s = find_save(c->unit, name);
+    return s && !s->dropped;
 }
 
 void *strata_call_batch(const strata_unit_call_t *c) { return c ? c->unit->model->batch : NULL; }

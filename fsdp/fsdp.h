@@ -113,6 +113,8 @@ typedef enum { GRAD_IDLE = 0, GRAD_RS, GRAD_RS_DONE, GRAD_AR, GRAD_ARRIVED,
 typedef struct fsdp_save {
     char        name[FSDP_NAME_LEN];
     fsdp_buf_t  buf;
+    int         dropped;    /* freed after the forward for recompute: a
+                             * recompute pass must make it again */
 } fsdp_save_t;
 
 struct strata_unit {

@@ -16,6 +16,7 @@ typedef struct {
 
 typedef struct {
     const gpt_config *cfg;
+    gpt_recompute_count *recomputed;    /* the model's count (gpt_fsdp) */
     int               unit, np;
     gpt_param_info    info[GPT_MAX_PARAMS];
     size_t            numel;            /* all the unit's parameters */
@@ -23,6 +24,7 @@ typedef struct {
 
 struct gpt_fsdp {
     gpt_config cfg;
+    gpt_recompute_count recomputed;
     int        nu;
     unit_rec   units[MAX_UNITS];
     init_rec   inits[MAX_UNITS][GPT_MAX_PARAMS];
@@ -170,6 +172,14 @@ static strata_status_t block_forward(strata_unit_call_t *call, void *user)
     }
     TRY(get_ws(call, u, b->B, b->T, &ws));
     ws.params_bf16 = NULL != pb[0] ? pb : NULL;
+    if (strata_call_recompute(call)) {
+        /* make only what the runtime dropped: the saves it still holds
+         * (kept, or back from host or storage) and the output are there */
+        unsigned char held[GPT_MAX_SAVES];
+        for (int s = 0; s < GPT_MAX_SAVES; s++)
+            held[s] = (unsigned char)strata_call_save_held(call, gpt_save_name(s));
+        return gpt_block_recompute(u->cfg, b->B, b->T, p, x, &sv, held, &ws, u->recomputed);
+    }
     return gpt_block_forward(u->cfg, b->B, b->T, p, x, y, &sv, &ws);
 }
 
@@ -229,6 +239,10 @@ static strata_status_t head_forward(strata_unit_call_t *call, void *user)
         for (int i = 0; i < u->np; i++) {
             g[i] = dg;
             dg += u->info[i].numel;
+        }
+        if (strata_call_recompute(call)) {   /* logits, d(lm_w), d(input): all again */
+            u->recomputed->products += 3;
+            u->recomputed->flops += 3 * 2.0 * NC * GPT_VOCAB;
         }
         return gpt_head_forward(u->cfg, B, T, p, x, b->targets, b->grad_scale, loss, dx, g,
                                 NULL, &ws);
@@ -303,6 +317,7 @@ strata_status_t gpt_fsdp_build(strata_model_t *model, const gpt_config *cfg, gpt
         char name[32];
         strata_unit_t *unit;
         ur->cfg = &g->cfg;
+        ur->recomputed = &g->recomputed;
         ur->unit = u;
         ur->np = gpt_unit_params(&g->cfg, u, ur->info);
         switch (gpt_unit_kind_of(&g->cfg, u)) {
@@ -331,6 +346,12 @@ strata_status_t gpt_fsdp_build(strata_model_t *model, const gpt_config *cfg, gpt
 }
 
 void gpt_fsdp_destroy(gpt_fsdp *g) { free(g); }
+
+gpt_recompute_count gpt_fsdp_recomputed(const gpt_fsdp *g)
+{
+    gpt_recompute_count none = { 0, 0 };
+    return NULL != g ? g->recomputed : none;
+}
 
 /* ---- policy strings --------------------------------------------------------- */
 
