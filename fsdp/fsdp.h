@@ -152,6 +152,11 @@ struct strata_unit {
     int             nsaves, cap_saves;
     fsdp_save_t    *saves;
     int             forward_done; /* forward of the current micro-batch ran */
+    /* strata_save_work: the forward's work and each save's (by position),
+     * which turn the measured forward into per-save producing costs */
+    double          fwd_work;
+    double         *save_work;
+    int             nsave_work;
     double          t_gstart, t_rstart;   /* when its all-gather / reduction started (trace) */
     uint64_t        nvtx_g, nvtx_r;       /* their NVTX ranges (base/nvtx.h), 0 when none */
     double          t_gdone, t_rdone;     /* when they were seen complete (costs) */

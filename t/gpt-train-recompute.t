@@ -22,14 +22,14 @@ echo "1..8"
 run keep
 run all --act-policy '*=recompute'
 run qkv --act-policy 'qkv=host,*=recompute'
-run qkvs --act-policy 'qkv=storage,attn_probs=host,attn_out=storage,*=recompute'
+run qkvs --act-policy 'qkv=storage,attn_probs=host,attn_out=storage,*=recompute' --schedule naive
 ref=$(field keep param_hash)
 echo "# keep: $ref"
 n=0
 for r in all qkv qkvs; do
     n=$((n + 1))
     h=$(field $r param_hash)
-    echo "# $r: param_hash $h, $(field $r recompute_products) products, $(field $r recompute_flops) FLOPs"
+    echo "# $r: param_hash $h, $(field $r recompute_products) products, $(field $r recompute_flops) FLOPs, $(field $r offload_bytes) bytes offloaded"
     if [ -n "$ref" ] && [ "$h" = "$ref" ]; then echo "ok $n - $r gives the keep run's param_hash"
     else echo "not ok $n - $r gives the keep run's param_hash"; tail -5 "$tmp/$r" | sed 's/^/#   /'; fi
 done

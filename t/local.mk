@@ -105,6 +105,12 @@ t_fsdp_equiv_SOURCES = t/fsdp_equiv.c
 t_fsdp_equiv_LDADD = $(MLP_LIBS) $(TEST_LDADD)
 t_fsdp_errors_SOURCES = t/fsdp_errors.c
 t_fsdp_errors_LDADD = $(MLP_LIBS) $(TEST_INTERNAL_LDADD)
+# recompute at name granularity: held saves, per-save producing costs
+check_PROGRAMS += t/save_held
+t_save_held_SOURCES = t/save_held.c
+t_save_held_LDADD = $(TEST_INTERNAL_LDADD)
+dist_check_SCRIPTS += t/save-held.t
+TESTS += t/save-held.t
 dist_check_SCRIPTS += \
     t/fsdp-np1.t t/fsdp-np2.t t/fsdp-np2-s1.t t/fsdp-np3.t t/fsdp-np4.t t/fsdp-np4-s2.t \
     t/fsdp-np8.t \

@@ -137,6 +137,11 @@ const char *gpt_save_name(int index);
 /* Element counts (floats) of a block's saves for (B, T): writes
  * sizes_out[0..GPT_MAX_SAVES) and returns GPT_MAX_SAVES. */
 int gpt_block_save_sizes(const gpt_config *cfg, int B, int T, size_t sizes_out[GPT_MAX_SAVES]);
+/* The FLOPs of the matrix products that make each save from the block's
+ * input and its other saves (what gpt_block_recompute runs for it alone;
+ * attention's are split between its two outputs), into flops_out; returns
+ * the whole forward's. */
+double gpt_block_save_flops(const gpt_config *cfg, int B, int T, double flops_out[GPT_MAX_SAVES]);
 /* Same for any unit: returns the number of saves (0 for embed and head). */
 int gpt_unit_save_sizes(const gpt_config *cfg, int unit, int B, int T,
                         size_t sizes_out[GPT_MAX_SAVES]);

@@ -157,8 +157,13 @@ static strata_status_t block_forward(strata_unit_call_t *call, void *user)
     gpt_block_save_sizes(u->cfg, b->B, b->T, sz);
     if (strata_call_training(call)) {
         /* each save by name: the runtime's policy decides where it lives */
-        for (int s = 0; s < GPT_MAX_SAVES; s++)
+        double fl[GPT_MAX_SAVES], total = gpt_block_save_flops(u->cfg, b->B, b->T, fl);
+        for (int s = 0; s < GPT_MAX_SAVES; s++) {
             TRY(strata_save(call, gpt_save_name(s), sz[s] * sizeof(float), (void **)&sv.p[s]));
+            TRY(strata_save_work(call, gpt_save_name(s), fl[s]));
+        }
+        /* what each save's recompute costs: its share of the forward */
+        TRY(strata_save_work(call, NULL, total));
     } else {
         /* eval: nothing outlives the call, so the saves are scratch */
         size_t total = 0;
@@ -235,6 +240,8 @@ static strata_status_t head_forward(strata_unit_call_t *call, void *user)
         TRY(strata_call_output(call, sizeof(double), (void **)&loss));
         TRY(strata_save(call, head_saves[0], NC * sizeof(float), (void **)&dx));
         TRY(strata_save(call, head_saves[1], u->numel * sizeof(float), (void **)&dg));
+        TRY(strata_save_work(call, head_saves[0], 1.0));   /* the fused head makes both */
+        TRY(strata_save_work(call, NULL, 1.0));
         memset(dg, 0, u->numel * sizeof(float));
         for (int i = 0; i < u->np; i++) {
             g[i] = dg;

@@ -230,6 +230,19 @@ int gpt_block_save_sizes(const gpt_config *cfg, int B, int T, size_t sizes_out[G
     return GPT_MAX_SAVES;
 }
 
+double gpt_block_save_flops(const gpt_config *cfg, int B, int T, double flops_out[GPT_MAX_SAVES])
+{
+    double N = (double)B * T, C = cfg->dim, att = 2.0 * B * T * T * C;
+    for (int s = 0; s < GPT_MAX_SAVES; s++)
+        flops_out[s] = 0;
+    flops_out[GPT_S_QKV] = 2 * N * C * 3 * C;
+    flops_out[GPT_S_ATTN_PROBS] = att;          /* attention's two products, one per output */
+    flops_out[GPT_S_ATTN_OUT] = att;
+    flops_out[GPT_S_LN2] = 2 * N * C * C;       /* its input: the attention projection */
+    flops_out[GPT_S_MLP_UP] = 2 * N * C * 4 * C;
+    return 2 * N * C * 12 * C + 2 * att;        /* with the MLP's output projection */
+}
+
 int gpt_unit_save_sizes(const gpt_config *cfg, int unit, int B, int T,
                         size_t sizes_out[GPT_MAX_SAVES])
 {

@@ -416,6 +416,18 @@ strata_status_t strata_saved(strata_unit_call_t *call, const char *name, void **
 int strata_call_recompute(const strata_unit_call_t *call);
 int strata_call_save_held(const strata_unit_call_t *call, const char *name);
 
+/* Forward (optional): the work that makes save `name` from the unit's input
+ * and its other saves, and with name NULL the work of the whole forward,
+ * in one unit the callback picks (FLOPs, say). Call it after
+ * strata_save(name); the last value given counts. The runtime turns it into
+ * the save's producing cost, the measured forward time x work(name) /
+ * work(NULL), and predicts a recompute pass as the sum of those costs over
+ * the saves it makes again (the policy's recompute names); without it a
+ * recompute is predicted to take the whole forward. work < 0, a backward
+ * or a name not saved yet: STRATA_ERR_INVALID / _NOT_FOUND. A no-op in
+ * strata_model_eval. */
+strata_status_t strata_save_work(strata_unit_call_t *call, const char *name, double work);
+
 /* The batch pointer given to strata_model_forward, the micro-batch index
  * (0..M-1), M, whether this is a training forward (0 in strata_model_eval),
  * the unit's index and the context. */
