@@ -275,6 +275,7 @@ strata_status_t strata_save(strata_unit_call_t *c, const char *name, size_t byte
     st = call_alloc(c, STRATA_TAG_ACTIVATION, bytes, &s->buf);
     if (STRATA_OK != st) return misuse(c, st);
     snprintf(s->name, sizeof s->name, "%s", name);
+    s->dropped = 0;
     u->nsaves++;
     *ptr_p = s->buf.ptr;
     return STRATA_OK;
@@ -306,6 +307,47 @@ strata_status_t strata_saved(strata_unit_call_t *c, const char *name, void **ptr
     *ptr_p = s->buf.ptr;
     if (bytes_p) *bytes_p = s->buf.bytes;
     return STRATA_OK;
+}
+
+strata_status_t strata_save_work(strata_unit_call_t *c, const char *name, double work)
+{
+    if (!c) return STRATA_ERR_INVALID;
+    strata_unit_t *u = c->unit;
+    if (c->backward || !(work >= 0))
+        return misuse(c, base_error(CTX(c), STRATA_ERR_INVALID, "unit '%s': strata_save_work('%s', "
+                                    "%g) needs a forward and work >= 0", u->name,
+                                    name ? name : "(forward)", work));
+    if (!c->training) return STRATA_OK;
+    if (!name) {
+        u->fwd_work = work;
+        return STRATA_OK;
+    }
+    const fsdp_save_t *s = find_save(u, name);
+    if (!s)
+        return misuse(c, base_error(CTX(c), STRATA_ERR_NOT_FOUND, "unit '%s': strata_save_work"
+                                    "('%s') before strata_save('%s')", u->name, name, name));
+    int i = (int)(s - u->saves);
+    if (i >= u->nsave_work) {
+        double *w = realloc(u->save_work, (size_t)(i + 1) * sizeof *w);
+        if (!w) return misuse(c, base_error(CTX(c), STRATA_ERR_NOMEM, "save work list"));
+        for (int k = u->nsave_work; k <= i; k++) w[k] = 0;
+        u->save_work = w;
+        u->nsave_work = i + 1;
+    }
+    u->save_work[i] = work;
+    return STRATA_OK;
+}
+
+int strata_call_recompute(const strata_unit_call_t *c)
+{
+    return c && CALL_RECOMPUTE == c->mode;
+}
+
+int strata_call_save_held(const strata_unit_call_t *c, const char *name)
+{
+    if (!c || !name || CALL_RECOMPUTE != c->mode) return 0;
+    const fsdp_save_t *s = find_save(c->unit, name);
+    return s && !s->dropped;
 }
 
 void *strata_call_batch(const strata_unit_call_t *c) { return c ? c->unit->model->batch : NULL; }

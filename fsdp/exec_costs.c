@@ -116,6 +116,12 @@ static void set_costs(strata_model_t *m, const double *c)
         sched_record_cost(x->prog, u, SCHED_COST_BWD, c[L + u], NULL, 0);
         sched_record_cost(x->prog, u, SCHED_COST_AG, c[2 * L + u], NULL, 0);
         sched_record_cost(x->prog, u, SCHED_COST_RS, c[3 * L + u], NULL, 0);
+        /* declared work (strata_save_work): each save's share of the
+         * measured forward is its producing cost, what a recompute of it
+         * alone is predicted to take */
+        const strata_unit_t *su = m->units[u];
+        for (int i = 0; su->fwd_work > 0 && i < su->nsave_work && i < x->prog->units[u].nsaves; i++)
+            sched_record_save_cost(x->prog, u, i, c[u] * su->save_work[i] / su->fwd_work, NULL, 0);
     }
     x->prog->optim_s = c[4 * L];
 }

@@ -388,8 +388,10 @@ strata_status_t fsdp_exec_after(strata_model_t *m, int kind, int unit, double t0
                               "steps to record it again", u->name, u->nsaves, ru->nsaves,
                               u->nsaves < ru->nsaves ? ru->saves[u->nsaves].name : "?");
         for (int i = 0; i < u->nsaves; i++)
-            if (SCHED_RECOMPUTE == sched_save_action(x->sched, unit, i))
+            if (SCHED_RECOMPUTE == sched_save_action(x->sched, unit, i)) {
                 fsdp_buf_free(&u->saves[i].buf);   /* the re-run makes it again */
+                u->saves[i].dropped = 1;
+            }
         x->fwd_s[unit] += t1 - t0 + over;
     } else if (SCHED_OP_B == kind) {
         x->bwd_s[unit] += t1 - t0 + over;

@@ -113,6 +113,8 @@ typedef enum { GRAD_IDLE = 0, GRAD_RS, GRAD_RS_DONE, GRAD_AR, GRAD_ARRIVED,
 typedef struct fsdp_save {
     char        name[FSDP_NAME_LEN];
     fsdp_buf_t  buf;
+    int         dropped;    /* freed after the forward for recompute: a
+                             * recompute pass must make it again */
 } fsdp_save_t;
 
 struct strata_unit {
@@ -150,6 +152,11 @@ struct strata_unit {
     int             nsaves, cap_saves;
     fsdp_save_t    *saves;
     int             forward_done; /* forward of the current micro-batch ran */
+    /* strata_save_work: the forward's work and each save's (by position),
+     * which turn the measured forward into per-save producing costs */
+    double          fwd_work;
+    double         *save_work;
+    int             nsave_work;
     double          t_gstart, t_rstart;   /* when its all-gather / reduction started (trace) */
     uint64_t        nvtx_g, nvtx_r;       /* their NVTX ranges (base/nvtx.h), 0 when none */
     double          t_gdone, t_rdone;     /* when they were seen complete (costs) */

@@ -81,6 +81,7 @@ static void unit_free(strata_unit_t *u)
 {
     fsdp_free_saves(u);
     free(u->saves);
+    free(u->save_work);
     fsdp_buf_free(&u->master);
     fsdp_buf_free(&u->state[0]);
     fsdp_buf_free(&u->state[1]);

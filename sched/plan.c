@@ -44,10 +44,7 @@ static double compute_bound(const sched_program_t *prog, const sched_actions_t *
     double t = prog->optim_s;
     for (int u = 0; u < prog->nunits; u++) {
         const sched_unit_t *x = &prog->units[u];
-        int rec = 0;
-        for (int i = 0; i < x->nsaves; i++)
-            if (SCHED_RECOMPUTE == acts->action[x->saves[i].name_id]) rec = 1;
-        t += x->cost_s[SCHED_COST_FWD] * (rec ? 2 : 1) + x->cost_s[SCHED_COST_BWD];
+        t += x->cost_s[SCHED_COST_FWD] + sched_recompute_seconds(prog, u, acts) + x->cost_s[SCHED_COST_BWD];
     }
     return t;
 }

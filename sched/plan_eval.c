@@ -60,6 +60,12 @@ static void unit_costs(const plan_t *p, const plan_unit_t *u, double c[SCHED_COS
     c[SCHED_COST_RS] = rs;
 }
 
+double plan_save_cost(const plan_t *p, const plan_save_t *s)
+{
+    double a2a = s->a2a_bytes > 0 ? plan_coll_time(&p->hw, PLAN_A2A, p->shape.ep, p->shape.ep, s->a2a_bytes) : 0;
+    return plan_compute_time(&p->hw, s->flops, s->mem_bytes) + a2a;
+}
+
 static strata_status_t build_program(plan_t *p, char *err, size_t errlen)
 {
     strata_status_t st = sched_program_create(&p->prog);
@@ -72,6 +78,9 @@ static strata_status_t build_program(plan_t *p, char *err, size_t errlen)
                                &idx, err, errlen);
         for (int s = 0; STRATA_OK == st && s < u->nsaves; s++)
             st = sched_record_save(p->prog, u->saves[s].name, (size_t)u->saves[s].bytes, err, errlen);
+        /* recompute at name granularity: RECOMPUTE(u) sums these */
+        for (int s = 0; STRATA_OK == st && s < u->nsaves; s++)
+            st = sched_record_save_cost(p->prog, idx, s, plan_save_cost(p, &u->saves[s]), err, errlen);
         unit_costs(p, u, c);
         for (int k = 0; STRATA_OK == st && k < SCHED_COST_COUNT; k++)
             st = sched_record_cost(p->prog, idx, (sched_cost_t)k, c[k], err, errlen);
@@ -214,6 +223,10 @@ strata_status_t plan_evaluate(plan_t *p, const sched_actions_t *acts, sched_mode
     } else {
         return st;
     }
+    for (int u = 0; u < p->nunits; u++)
+        for (int i = 0; i < p->units[u].nsaves; i++)
+            if (SCHED_RECOMPUTE == acts->action[p->prog->units[u].saves[i].name_id])
+                row.recompute_flops += p->units[u].saves[i].flops * (double)p->shape.accum;
     double tokens = (double)(p->shape.micro * p->shape.seq * p->shape.accum);
     row.tokens_per_s = tokens * (double)(p->shape.fsdp * p->shape.replicas) / row.step_s;
     row.tflops_per_device = p->model_flops_step * (double)p->shape.accum / row.step_s / 1e12;

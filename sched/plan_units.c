@@ -24,8 +24,18 @@ static void add_save(plan_unit_t *u, const char *name, double bytes, double flop
     snprintf(s->name, sizeof s->name, "%s", name);
     s->bytes = bytes;
     s->flops = flops;
+    s->mem_bytes = 0 == flops ? 2 * bytes : 0;   /* read + write */
+    s->a2a_bytes = 0;
     u->fwd_flops += flops;
-    if (0 == flops) u->fwd_mem_bytes += 2 * bytes;   /* read + write */
+    u->fwd_mem_bytes += s->mem_bytes;
+}
+
+/* The last save also needs an op whose output is not saved (a recompute
+ * of it runs that op too). */
+static void add_producer(plan_unit_t *u, double flops)
+{
+    u->saves[u->nsaves - 1].flops += flops;
+    u->fwd_flops += flops;
 }
 
 /* ---------------------------------------------------------- example GPT */
@@ -41,11 +51,12 @@ static void gpt_block(const plan_model_t *m, double B, double T, plan_unit_t *u)
     add_save(u, "attn_probs", B * H * T * T * f, 2 * B * T * T * C);
     add_save(u, "attn_out", n * C * f, 2 * B * T * T * C);
     add_save(u, "ln2", n * C * f, 0);
+    add_producer(u, 2 * n * C * C);   /* its input: the attention projection plus residual */
     add_save(u, "ln2_mean", n * f, 0);
     add_save(u, "ln2_rstd", n * f, 0);
     add_save(u, "mlp_up", 4 * n * C * f, 2 * n * C * 4 * C);
     add_save(u, "mlp_act", 4 * n * C * f, 0);
-    u->fwd_flops += 2 * n * C * C + 2 * n * 4 * C * C;   /* the two projections */
+    u->fwd_flops += 2 * n * 4 * C * C;   /* the MLP projection: the unit's output */
     u->model_flops = 3 * u->fwd_flops;
     u->workspace = (6 * n * C + T * T) * f;
 }
@@ -66,6 +77,7 @@ static int gpt_units(const plan_model_t *m, double B, double T, plan_unit_t *u)
     /* the head's forward computes the loss and its gradients at once and
      * hands them to the runtime as two saves */
     add_save(hd, "head_dx", n * C * 4, 0);
+    add_producer(hd, 3 * 2 * n * C * V);   /* logits, d(lm_w), d(input): one fused op */
     add_save(hd, "head_grads", hd->params * 4, 0);
     hd->fwd_flops = 3 * 2 * n * C * V;
     hd->model_flops = hd->fwd_flops;
@@ -120,6 +132,7 @@ static void moe_mlp(const plan_model_t *m, const plan_shape_t *sh, double n, pla
     if (sh->ep > 1) u->local_params = routed;   /* sharded across ep ranks, not gathered */
     add_save(u, "router", n * E * 4, 2 * n * h * E);
     add_save(u, "moe_in", n * k * h * a, 0);
+    if (sh->ep > 1) u->saves[u->nsaves - 1].a2a_bytes = n * k * h * a;   /* the dispatch */
     add_save(u, "moe_gate", n * k * fe * a, 2 * n * k * h * fe);
     add_save(u, "moe_up", n * k * fe * a, 2 * n * k * h * fe);
     add_save(u, "moe_act", n * k * fe * a, 0);

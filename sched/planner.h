@@ -87,7 +87,10 @@ double plan_coll_time(const plan_hw_t *hw, plan_coll_t c, long n, long span, dou
 typedef struct {
     char   name[SCHED_NAME_MAX];
     double bytes;              /* per micro-batch, on one device */
-    double flops;              /* forward FLOPs of the op that produces it */
+    double flops;              /* forward FLOPs of the ops that produce it from
+                                * the unit's input and its other saves */
+    double mem_bytes;          /* HBM traffic of those ops when memory-bound */
+    double a2a_bytes;          /* all-to-all bytes on the way to it (EP dispatch) */
 } plan_save_t;
 
 typedef struct {
@@ -154,6 +157,11 @@ void plan_memory(const plan_model_t *m, const plan_shape_t *sh, const plan_unit_
  * matrix products plus bytes / hbm bandwidth for the memory-bound ops. */
 double plan_compute_time(const plan_hw_t *hw, double flops, double mem_bytes);
 
+/* What recomputing save s costs (seconds): its producing FLOPs and memory
+ * traffic, plus its all-to-all; RECOMPUTE(u) is the sum over u's
+ * recompute-action saves (sched_recompute_seconds). */
+double plan_save_cost(const plan_t *p, const plan_save_t *s);
+
 /* One evaluated policy. */
 typedef struct {
     sched_actions_t acts;
@@ -161,6 +169,8 @@ typedef struct {
     int    fits, fits_device, fits_host;
     double device_bytes, device_capacity, host_bytes, host_capacity;
     double step_s, tokens_per_s, tflops_per_device;
+    double recompute_flops;    /* per device and step: the producing FLOPs of
+                                * the recompute-action saves */
     double kept_by_name[SCHED_MAX_NAMES];   /* bytes per step kept on device */
     double offloaded_by_name[SCHED_MAX_NAMES];
     double exposed_s, comm_wait_s;

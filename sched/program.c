@@ -108,8 +108,48 @@ strata_status_t sched_record_save(sched_program_t *prog, const char *name, size_
     snprintf(s[u->nsaves].name, SCHED_NAME_MAX, "%s", name);
     s[u->nsaves].name_id = id;
     s[u->nsaves].bytes = bytes;
+    s[u->nsaves].cost_s = 0;
     u->nsaves++;
     return STRATA_OK;
+}
+
+strata_status_t sched_record_save_cost(sched_program_t *prog, int unit, int save, double seconds,
+                                       char *err, size_t errlen)
+{
+    if (!prog || unit < 0 || unit >= prog->nunits || save < 0 || save >= prog->units[unit].nsaves)
+        return sched_fail(err, errlen, STRATA_ERR_INVALID, "record_save_cost: no save %d in unit %d",
+                          save, unit);
+    if (!(seconds >= 0))
+        return sched_fail(err, errlen, STRATA_ERR_INVALID, "record_save_cost: %g s is not a duration",
+                          seconds);
+    prog->units[unit].saves[save].cost_s = seconds;
+    prog->units[unit].save_costs = 1;
+    return STRATA_OK;
+}
+
+/* act: per save of x, or NULL to take acts by name */
+static double recompute_s(const sched_unit_t *x, const sched_action_t *act, const sched_actions_t *acts)
+{
+    double sum = 0;
+    int rec = 0;
+    for (int i = 0; i < x->nsaves; i++)
+        if (SCHED_RECOMPUTE == (act ? act[i] : acts->action[x->saves[i].name_id])) {
+            rec = 1;
+            sum += x->saves[i].cost_s;
+        }
+    if (!rec) return 0;
+    return x->save_costs ? sum : x->cost_s[SCHED_COST_FWD];
+}
+
+double sched_unit_recompute_seconds(const sched_unit_t *x, const sched_action_t *act)
+{
+    return x && act ? recompute_s(x, act, NULL) : 0;
+}
+
+double sched_recompute_seconds(const sched_program_t *prog, int unit, const sched_actions_t *acts)
+{
+    if (!prog || !acts || unit < 0 || unit >= prog->nunits) return 0;
+    return recompute_s(&prog->units[unit], NULL, acts);
 }
 
 strata_status_t sched_record_cost(sched_program_t *prog, int unit, sched_cost_t which,
@@ -311,6 +351,7 @@ typedef struct {
     int nsaves;
     char save_name[SCHED_MAX_NAMES][SCHED_NAME_MAX];
     size_t save_bytes[SCHED_MAX_NAMES];
+    double save_cost[SCHED_MAX_NAMES];   /* < 0: none given */
 } pending_unit_t;
 
 static strata_status_t flush_unit(sched_program_t *p, pending_unit_t *pu, char *err, size_t errlen)
@@ -326,6 +367,8 @@ static strata_status_t flush_unit(sched_program_t *p, pending_unit_t *pu, char *
         for (int c = 0; c < SCHED_COST_COUNT; c++) p->units[u].cost_s[c] = pu->cost[c];
         for (int i = 0; i < pu->nsaves; i++) {
             st = sched_record_save(p, pu->save_name[i], pu->save_bytes[i], err, errlen);
+            if (STRATA_OK == st && pu->save_cost[i] >= 0)
+                st = sched_record_save_cost(p, u, i, pu->save_cost[i], err, errlen);
             if (STRATA_OK != st) return st;
         }
     }
@@ -412,12 +455,17 @@ strata_status_t sched_program_parse(const char *text, sched_program_t **prog_p,
             }
         } else if (!strcmp(w[0], "save")) {
             if (!pu->repeat) { snprintf(msg, sizeof msg, "save before any unit"); goto bad; }
-            if (3 != n) { snprintf(msg, sizeof msg, "save takes NAME SIZE"); goto bad; }
+            if (3 != n && 4 != n) { snprintf(msg, sizeof msg, "save takes NAME SIZE [cost=S]"); goto bad; }
             if (SCHED_MAX_NAMES == pu->nsaves) { snprintf(msg, sizeof msg, "too many saves"); goto bad; }
             if (strlen(w[1]) >= SCHED_NAME_MAX) { snprintf(msg, sizeof msg, "name too long"); goto bad; }
             snprintf(pu->save_name[pu->nsaves], SCHED_NAME_MAX, "%s", w[1]);
             if (STRATA_OK != strata_parse_size(w[2], &pu->save_bytes[pu->nsaves])) {
                 snprintf(msg, sizeof msg, "bad size '%s'", w[2]);
+                goto bad;
+            }
+            pu->save_cost[pu->nsaves] = -1;
+            if (4 == n && (strncmp(w[3], "cost=", 5) || parse_seconds(w[3] + 5, &pu->save_cost[pu->nsaves]))) {
+                snprintf(msg, sizeof msg, "expected cost=SECONDS, got '%s'", w[3]);
                 goto bad;
             }
             pu->nsaves++;

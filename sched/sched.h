@@ -59,6 +59,9 @@ typedef struct {
     char   name[SCHED_NAME_MAX];
     int    name_id;           /* index into the program's distinct names */
     size_t bytes;
+    double cost_s;            /* producing cost: seconds a recompute takes to make
+                               * it again from what the unit holds (see
+                               * sched_recompute_seconds); 0 = not recorded */
 } sched_save_t;
 
 typedef enum {
@@ -77,6 +80,7 @@ typedef struct {
                                * from B(u) until RS(u) completes */
     int           nsaves;
     sched_save_t *saves;      /* in the order the forward saved them */
+    int           save_costs; /* 1 once any save's cost_s was recorded */
 } sched_unit_t;
 
 typedef struct sched_program {
@@ -104,6 +108,11 @@ strata_status_t sched_record_unit(sched_program_t *prog, const char *name, size_
 /* A save of the most recently recorded unit. */
 strata_status_t sched_record_save(sched_program_t *prog, const char *name, size_t bytes,
                                   char *err, size_t errlen);
+/* The producing cost (seconds) of save `save` of unit `unit` (also after
+ * end): from then on RECOMPUTE(unit) is the sum of its recompute-action
+ * saves' costs instead of F(unit) (sched_recompute_seconds). */
+strata_status_t sched_record_save_cost(sched_program_t *prog, int unit, int save, double seconds,
+                                       char *err, size_t errlen);
 /* Set a measured cost (seconds) of any recorded unit (also after end). */
 strata_status_t sched_record_cost(sched_program_t *prog, int unit, sched_cost_t which,
                                   double seconds, char *err, size_t errlen);
@@ -139,7 +148,8 @@ void sched_program_print(const sched_program_t *prog, FILE *out);
  *   resident SIZE                   always-resident device bytes
  *   optim SECONDS                   optimizer step time
  *   unit NAME [fwd=S] [bwd=S] [ag=S] [rs=S] [ag_bytes=SIZE] [repeat=N]
- *   save NAME SIZE                  a save of the unit above
+ *   save NAME SIZE [cost=S]         a save of the unit above; cost: its
+ *                                   producing cost (sched_record_save_cost)
  * repeat=N makes N copies of the unit with its saves (named NAME0..).
  */
 strata_status_t sched_program_parse(const char *text, sched_program_t **prog_p,
@@ -168,6 +178,8 @@ const char *sched_action_name(sched_action_t a);   /* "keep", ... */
  * offloaded). Before B(u) the other saves are brought back, then the
  * re-run RECOMPUTE(u) recreates the recompute-action saves on device
  * (re-saves of the other names are discarded by the runtime), then B(u).
+ * RECOMPUTE(u) costs sched_recompute_seconds: the producing costs of only
+ * the recompute-action saves when they are recorded, else F(u).
  */
 
 typedef struct {
@@ -189,6 +201,15 @@ typedef struct {
     int nnames;
     sched_action_t action[SCHED_MAX_NAMES];
 } sched_actions_t;
+
+/* Seconds of RECOMPUTE(unit) under acts: 0 when no save of the unit has
+ * a recompute action; else, when the unit's saves carry producing costs,
+ * the sum of the recompute-action saves' cost_s (recompute at name
+ * granularity: what is kept or offloaded is not made again); else the
+ * whole forward, F(unit). */
+double sched_recompute_seconds(const sched_program_t *prog, int unit, const sched_actions_t *acts);
+/* The same over the unit's saves' actions act[0..nsaves). */
+double sched_unit_recompute_seconds(const sched_unit_t *x, const sched_action_t *act);
 
 /* Apply a (non-auto) policy to a program: unknown names are an error that
  * lists the names the program saves. */

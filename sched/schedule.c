@@ -391,7 +391,10 @@ void sched_update_costs(sched_t *s)
         if (o->unit < 0 || o->unit >= prog->nunits) continue;
         const double *c = prog->units[o->unit].cost_s;
         switch (o->kind) {
-        case SCHED_OP_F: case SCHED_OP_RECOMPUTE: o->seconds = c[SCHED_COST_FWD]; break;
+        case SCHED_OP_F: o->seconds = c[SCHED_COST_FWD]; break;
+        case SCHED_OP_RECOMPUTE:
+            o->seconds = sched_unit_recompute_seconds(&prog->units[o->unit], s->save_act + s->save_off[o->unit]);
+            break;
         case SCHED_OP_B:  o->seconds = c[SCHED_COST_BWD]; break;
         case SCHED_OP_AG: o->seconds = c[SCHED_COST_AG]; break;
         case SCHED_OP_RS: o->seconds = c[SCHED_COST_RS]; break;

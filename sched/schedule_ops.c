@@ -127,7 +127,7 @@ int sched_build_ops(const sched_layout_t *l, const sched_decide_t *d, sched_t *s
         if (l->rec[u]) {
             int id = rid[u] = new_op(&b, SCHED_OP_RECOMPUTE, SCHED_COMPUTE, u, -1);
             if (id < 0) goto out;
-            s->ops[id].seconds = x->cost_s[SCHED_COST_FWD];
+            s->ops[id].seconds = sched_unit_recompute_seconds(x, l->act + l->soff[u]);
             for (int i = l->soff[u]; i < l->soff[u + 1]; i++)
                 if (SCHED_RECOMPUTE == l->act[i])
                     s->ops[id].mem_alloc[STRATA_TIER_DEVICE] += x->saves[l->ssave[i]].bytes;

@@ -221,6 +221,40 @@ static void test_against_reference(void)
         ok(same, "a forward with x_out NULL recomputes identical saves");
     }
 
+    /* recompute at name granularity: held saves are read, not made again,
+     * and the rest come out bit for bit as the forward made them */
+    {
+        static const struct { const char *what; unsigned mask; long products; } cases[] = {
+            { "nothing held: qkv, attention, projection, fc", 0, 4 },
+            { "qkv held: no q/k/v projection", 1u << GPT_S_QKV, 3 },
+            { "ln1, qkv and attention held: projection and fc", 0x3fu, 2 },
+            { "mlp_up, mlp_act held: ln2 still needs the projection",
+              (1u << GPT_S_MLP_UP) | (1u << GPT_S_MLP_ACT), 3 },
+            { "all but mlp_act held: only the GELU", 0x7ffu & ~(1u << GPT_S_MLP_ACT), 0 },
+        };
+        gpt_saves again;
+        for (int k = 0; k < GPT_MAX_SAVES; k++) again.p[k] = malloc(sizeof(float) * sz[k]);
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            unsigned char held[GPT_MAX_SAVES];
+            gpt_recompute_count n = { 0, 0 };
+            int same = 1;
+            for (int k = 0; k < GPT_MAX_SAVES; k++) {
+                held[k] = (unsigned char)(cases[c].mask >> k & 1);
+                if (held[k]) memcpy(again.p[k], saves[1].p[k], sizeof(float) * sz[k]);
+                else memset(again.p[k], 0xff, sizeof(float) * sz[k]);   /* NaNs */
+            }
+            strata_status_t st = gpt_block_recompute(&cfg, B, T, (const float *const *)fp[2], x[1],
+                                                     &again, held, &ws, &n);
+            for (int k = 0; k < GPT_MAX_SAVES; k++)
+                same &= 0 == memcmp(again.p[k], saves[1].p[k], sizeof(float) * sz[k]);
+            ok(STRATA_OK == st && same && n.products == cases[c].products,
+               "recompute, %s: identical saves, %ld products", cases[c].what, n.products);
+        }
+        is_int(gpt_block_recompute(&cfg, B, T, (const float *const *)fp[2], x[1], &again, NULL, &ws,
+                                   NULL), STRATA_ERR_INVALID, "recompute refuses a NULL held list");
+        for (int k = 0; k < GPT_MAX_SAVES; k++) free(again.p[k]);
+    }
+
     /* too small a workspace, a missing save, aliasing, a bad token */
     gpt_workspace small = { ws.buf, gpt_unit_workspace_floats(&cfg, 1, B, T) - 1 };
     const float *const *P1 = (const float *const *)fp[1];
@@ -338,7 +372,7 @@ int main(void)
     tok[4] = tok[1];                                        /* a repeated token */
     int ngrads = 0;
     for (int u = 0; u < NU; u++) ngrads += np[u];
-    plan(1 + ngrads + 1 + 1 + 5 + 9 + 11 + 2);
+    plan(1 + ngrads + 1 + 1 + 5 + 9 + 11 + 2 + 6);
     test_against_reference();
     test_params();
     test_validate();

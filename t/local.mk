@@ -105,6 +105,12 @@ t_fsdp_equiv_SOURCES = t/fsdp_equiv.c
 t_fsdp_equiv_LDADD = $(MLP_LIBS) $(TEST_LDADD)
 t_fsdp_errors_SOURCES = t/fsdp_errors.c
 t_fsdp_errors_LDADD = $(MLP_LIBS) $(TEST_INTERNAL_LDADD)
+# recompute at name granularity: held saves, per-save producing costs
+check_PROGRAMS += t/save_held
+t_save_held_SOURCES = t/save_held.c
+t_save_held_LDADD = $(TEST_INTERNAL_LDADD)
+dist_check_SCRIPTS += t/save-held.t
+TESTS += t/save-held.t
 dist_check_SCRIPTS += \
     t/fsdp-np1.t t/fsdp-np2.t t/fsdp-np2-s1.t t/fsdp-np3.t t/fsdp-np4.t t/fsdp-np4-s2.t \
     t/fsdp-np8.t \
@@ -162,7 +168,8 @@ TESTS += t/readme-options.t
 # gradients, the reference trainer, the data, and train_gpt under mpirun
 dist_check_SCRIPTS += t/gpt-train-np1-np4.t t/gpt-train-policy.t t/gpt-train-resume.t \
     t/gpt-train-errors.t t/gpt-train-trace.t t/gpt-train-tight.t t/gpt-learn.t t/slurm-run.t \
-    t/gpt-train-damaged.t t/gpt-train-lock.t t/gpt-train-settings.t t/gpt-demo.t t/gpt-threads.t
+    t/gpt-train-damaged.t t/gpt-train-lock.t t/gpt-train-settings.t t/gpt-demo.t t/gpt-threads.t \
+    t/gpt-train-recompute.t
 if HAVE_CBLAS
 check_PROGRAMS += t/gpt_grad.t t/gpt_ref.t t/gpt_data.t
 t_gpt_grad_t_SOURCES = t/gpt_grad.t.c
@@ -179,6 +186,8 @@ t_gpu_kernels_host_t_LDADD = $(GPT_LDADD) t/libtap.a -lm
 TESTS += t/gpu_kernels_host.t
 TESTS += t/gpt-train-np1-np4.t t/gpt-train-policy.t t/gpt-train-resume.t t/gpt-train-errors.t \
     t/gpt-train-trace.t t/gpt-train-tight.t t/slurm-run.t t/gpt-threads.t
+# recompute at name granularity: fewer products, the same param_hash
+TESTS += t/gpt-train-recompute.t
 # the fault matrix of resume, the checkpoint lock and the settings (docs/reliability.md)
 TESTS += t/gpt-train-damaged.t t/gpt-train-lock.t t/gpt-train-settings.t
 

@@ -2,7 +2,10 @@
 # plan-model-cli.t - `strata plan --model M --hw H`: shipped files found by
 # name and by path, --policy all gives its five rows, --json one object per
 # row with the documented fields, --micro max, --schedule both, and clear
-# errors for bad files, unknown names and bad shapes.
+# errors for bad files, unknown names and bad shapes; recompute at name
+# granularity: qkv=host,*=recompute recomputes exactly the q/k/v
+# projections' FLOPs less than *=recompute, and on one compute-bound
+# device the step is shorter by exactly their time.
 strata="$top_builddir/tools/strata"
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
@@ -14,7 +17,7 @@ check() {   # check DESCRIPTION COMMAND...: ok when COMMAND succeeds
 }
 has() { grep -q -- "$1" "$2"; }
 
-echo 1..12
+echo 1..14
 gpt="--model gpt-example --hw h200-hgx --fsdp 2 --micro 16 --seq 64"
 
 "$strata" plan $gpt --policy all > "$tmp/all" 2>&1
@@ -62,3 +65,18 @@ check "--ep on a dense model is refused" has "has no experts" "$tmp/ep"
     --hbm 40G > "$tmp/moe" 2>&1
 check "MoE with --ep = --fsdp and --hbm: whole expert-local weights, usable HBM as given" \
     sh -c "grep -q 'expert weights (ep-local, whole)' '$tmp/moe' && grep -q 'usable HBM 42.95 GB' '$tmp/moe'"
+
+# the example GPT on one device (4 layers, n = 4 x 64 tokens, C = 128): the
+# q/k/v projections are 4 x 2 n C 3C = 100663296 FLOPs, at 989e12 x 0.4
+# FLOP/s 2.5445727e-07 s
+one="--model gpt-example --hw h200-hgx --fsdp 1 --micro 4 --seq 64 --json"
+"$strata" plan $one --policy '*=recompute' > "$tmp/rall" 2>&1
+"$strata" plan $one --policy 'qkv=host,*=recompute' > "$tmp/rqkv" 2>&1
+field() { sed -n "s/.*\"$2\":\([0-9.e+-]*\).*/\1/p" "$1"; }
+fa=$(field "$tmp/rall" recompute_flops); fq=$(field "$tmp/rqkv" recompute_flops)
+sa=$(field "$tmp/rall" step_s); sq=$(field "$tmp/rqkv" step_s)
+echo "# *=recompute: $fa FLOPs recomputed, step $sa s; qkv=host,*=recompute: $fq, $sq s"
+check "qkv=host,*=recompute recomputes 100663296 FLOPs less than *=recompute" \
+    awk -v a="$fa" -v q="$fq" 'BEGIN { exit !(a - q == 100663296) }'
+check "and its step is shorter by their 2.5445727e-07 s" \
+    awk -v a="$sa" -v q="$sq" 'BEGIN { d = a - q - 2.5445727e-07; exit !(d < 1e-15 && d > -1e-15) }'

@@ -5,6 +5,7 @@
  * sched_build/sched_simulate); bad model and hardware files. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "strata.h"
@@ -86,7 +87,17 @@ static void test_worked_example(const plan_model_t *m, const plan_hw_t *hw)
     is_double(r.tokens_per_s, 8 / 9.0384e-6, 1.0, "tokens/s: 4 tokens on each of 2 devices");
     sched_actions_fill(&a, p->prog, SCHED_RECOMPUTE);
     ok(STRATA_OK == plan_evaluate(p, &a, SCHED_MODE_LHS, &r, err, sizeof err), "recompute evaluates");
-    is_double(r.step_s, 11.2272e-6, 1e-10, "recompute step adds F of the layers and head = 11.2272 us");
+    is_double(r.step_s, 10.6896e-6, 1e-10, "recompute step adds the saves' producers: 2 x 0.8192 + 0.0128 = "
+              "10.6896 us");
+    double all_rec = r.step_s;
+    is_double(sched_recompute_seconds(p->prog, 1, &a), 0.8192e-6, 1e-13,
+              "RECOMPUTE(layer) = 3840/5e9 + 512/1e10 s: all but the down projection");
+    a.action[sched_program_name_id(p->prog, "qkv")] = SCHED_HOST;
+    is_double(sched_recompute_seconds(p->prog, 1, &a), 0.6144e-6, 1e-13,
+              "qkv=host,*=recompute: RECOMPUTE(layer) = 0.8192 - 1024/5e9 = 0.6144 us");
+    ok(STRATA_OK == plan_evaluate(p, &a, SCHED_MODE_LHS, &r, err, sizeof err), "qkv=host,*=recompute evaluates");
+    is_double(all_rec - r.step_s, 2 * 0.2048e-6, 1e-10, "and its step is shorter by the two layers' q/k/v "
+              "projections, 0.4096 us");
     plan_destroy(p);
     sh.hbm_override = 12000;
     if (STRATA_OK != plan_create(m, hw, &sh, &p, err, sizeof err)) bail_out("plan_create: %s", err);
@@ -94,6 +105,47 @@ static void test_worked_example(const plan_model_t *m, const plan_hw_t *hw)
     ok(STRATA_OK == plan_evaluate(p, &a, SCHED_MODE_LHS, &r, err, sizeof err) && !r.fits && !r.fits_device &&
        r.device_bytes > 12000, "--hbm 12000: keep does not fit, short by %.0f", r.device_bytes - 12000);
     plan_destroy(p);
+}
+
+static double held_flops(const plan_unit_t *u, unsigned held)
+{
+    double f = 0;
+    for (int s = 0; s < u->nsaves; s++)
+        if (!(held >> s & 1)) f += u->saves[s].flops;
+    return f;
+}
+
+/* The planner's producing FLOPs are what the example's recompute runs:
+ * gpt_block_recompute's count for what is held, the fused head whole. */
+static void gpt_recompute_same(const gpt_config *cfg, const plan_unit_t *blk, const plan_unit_t *head)
+{
+    const int B = 2, T = 16;
+    gpt_param_info info[GPT_MAX_PARAMS];
+    const float *P[GPT_MAX_PARAMS];
+    int np = gpt_unit_params(cfg, 1, info);
+    size_t sz[GPT_MAX_SAVES], total = 0, N = (size_t)B * T * cfg->dim;
+    for (int i = 0; i < np; i++) total += info[i].numel;
+    gpt_block_save_sizes(cfg, B, T, sz);
+    for (int s = 0; s < GPT_MAX_SAVES; s++) total += sz[s];
+    gpt_workspace ws = { NULL, gpt_unit_workspace_floats(cfg, 1, B, T), NULL };
+    float *mem = calloc(total + N + ws.n, sizeof(float)), *at = mem;
+    gpt_saves sv;
+    for (int i = 0; i < np; i++, at += info[i - 1].numel) P[i] = at;
+    for (int s = 0; s < GPT_MAX_SAVES; at += sz[s], s++) sv.p[s] = at;
+    const float *x = at;
+    ws.buf = at + N;
+    static const unsigned cases[] = { 0, 1u << GPT_S_QKV, 0x3fu };   /* none, qkv, ln1..attn_out */
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        unsigned char held[GPT_MAX_SAVES];
+        gpt_recompute_count cnt = { 0, 0 };
+        for (int s = 0; s < GPT_MAX_SAVES; s++) held[s] = (unsigned char)(cases[c] >> s & 1);
+        gpt_block_recompute(cfg, B, T, P, x, &sv, held, &ws, &cnt);
+        is_double(held_flops(blk, cases[c]), cnt.flops, 0, "gpt block, held mask 0x%x: the planner's "
+                  "producing FLOPs %.0f = the example's recompute", cases[c], cnt.flops);
+    }
+    is_double(head->saves[0].flops, 3 * 2.0 * B * T * cfg->dim * GPT_VOCAB, 0,
+              "gpt head: head_dx's producer is the fused head, 3 x 2 n C V");
+    free(mem);
 }
 
 static void test_gpt(void)
@@ -121,6 +173,7 @@ static void test_gpt(void)
     for (int i = 0; i < n; i++) f += u[i].model_flops;
     is_double(f, gpt_flops_per_token(&cfg, 16) * 32, 1e-6, "gpt FLOPs as gpt_flops_per_token x tokens");
     is_double(mem.workspace, (double)gpt_workspace_floats(&cfg, 2, 16) * 4, 0, "gpt workspace as the example's");
+    gpt_recompute_same(&cfg, &u[1], &u[n - 1]);
     free(u);
 }
 
@@ -196,7 +249,7 @@ int main(void)
     char err[512];
     plan_model_t m;
     plan_hw_t hw;
-    plan(54);
+    plan(62);
     if (STRATA_OK != plan_model_parse(tiny_model, "tiny", &m, err, sizeof err) ||
         STRATA_OK != plan_hw_parse(tiny_hw, "tinyhw", &hw, err, sizeof err))
         bail_out("worked example files: %s", err);

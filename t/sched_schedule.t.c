@@ -87,10 +87,70 @@ static double compute_sum(const sched_program_t *p, int recompute_all)
     return t;
 }
 
+static double step_of(const sched_program_t *p, const char *policy)
+{
+    sched_policy_t pol;
+    sched_actions_t a;
+    sched_opts_t o;
+    sched_t *s = NULL;
+    sched_result_t r;
+    sched_opts_defaults(&o);
+    if (STRATA_OK != sched_policy_parse(policy, &pol, NULL, 0) ||
+        STRATA_OK != sched_policy_resolve(&pol, p, &a, NULL, 0) ||
+        STRATA_OK != sched_build(p, &a, &o, &s, NULL, 0) ||
+        STRATA_OK != sched_simulate(s, &r, NULL, NULL, NULL, 0)) r.step_s = -1;
+    sched_destroy(s);
+    return r.step_s;
+}
+
+/* Recompute at name granularity: a unit whose saves carry producing costs
+ * re-runs only its recompute-action saves' producers; one without them
+ * its whole forward. */
+static void test_save_costs(void)
+{
+    char err[512];
+    sched_program_t *p = NULL;
+    const char *text = "unit a fwd=0.010 bwd=0.020\nsave x 1M cost=0.003\nsave y 1M cost=0.004\nsave z 1M\n"
+                       "unit b fwd=0.010 bwd=0.020\nsave x 1M\n";
+    if (STRATA_OK != sched_program_parse(text, &p, err, sizeof err)) bail_out("save costs: %s", err);
+    sched_actions_t all, xkeep;
+    sched_actions_fill(&all, p, SCHED_RECOMPUTE);
+    xkeep = all;
+    xkeep.action[sched_program_name_id(p, "x")] = SCHED_KEEP;
+    ok(fabs(sched_recompute_seconds(p, 0, &all) - 0.007) < 1e-12 &&
+       fabs(sched_recompute_seconds(p, 0, &xkeep) - 0.004) < 1e-12,
+       "RECOMPUTE(a) sums its recompute saves' costs: 7 ms, 4 ms with x kept");
+    ok(fabs(sched_recompute_seconds(p, 1, &all) - 0.010) < 1e-12 && 0 == sched_recompute_seconds(p, 1, &xkeep),
+       "RECOMPUTE(b) without save costs: its forward, 10 ms; nothing when x is kept");
+    double keep = step_of(p, "*=keep");
+    is_double(step_of(p, "*=recompute") - keep, 0.017, 1e-9, "*=recompute: the step grows by 7 + 10 ms");
+    is_double(step_of(p, "x=host,*=recompute") - keep, 0.004, 1e-9, "x=host,*=recompute: by 4 ms only");
+    /* newer costs reach a built schedule through sched_update_costs */
+    sched_opts_t o;
+    sched_t *s = NULL;
+    sched_result_t r;
+    sched_opts_defaults(&o);
+    sched_build(p, &all, &o, &s, err, sizeof err);
+    sched_record_save_cost(p, 0, 2, 0.005, err, sizeof err);
+    sched_update_costs(s);
+    ok(s && STRATA_OK == sched_simulate(s, &r, NULL, NULL, NULL, 0) && fabs(r.step_s - keep - 0.022) < 1e-9,
+       "a save cost recorded later counts after sched_update_costs (+5 ms)");
+    sched_destroy(s);
+    ok(STRATA_ERR_INVALID == sched_record_save_cost(p, 1, 1, 0.1, err, sizeof err) && strstr(err, "no save 1"),
+       "a cost for a save the unit lacks is refused: %s", err);
+    ok(STRATA_ERR_INVALID == sched_record_save_cost(p, 0, 0, -1, err, sizeof err), "a negative cost is refused");
+    sched_program_destroy(p);
+    p = NULL;
+    ok(STRATA_ERR_FORMAT == sched_program_parse("unit a\nsave x 1M cost=soon\n", &p, err, sizeof err) &&
+       strstr(err, "expected cost=SECONDS"), "bad save cost in text: %s", err);
+    sched_program_destroy(p);
+}
+
 int main(void)
 {
     char err[1024] = "";
-    plan(24);
+    plan(32);
+    test_save_costs();
 
     /* ---- randomized invariants ---- */
     int built = 0, fit_fail = 0, time_bad = 0, peak_bad = 0, slower = 0, naive_hidden = 0, ample_exposed = 0;

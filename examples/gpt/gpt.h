@@ -137,6 +137,11 @@ const char *gpt_save_name(int index);
 /* Element counts (floats) of a block's saves for (B, T): writes
  * sizes_out[0..GPT_MAX_SAVES) and returns GPT_MAX_SAVES. */
 int gpt_block_save_sizes(const gpt_config *cfg, int B, int T, size_t sizes_out[GPT_MAX_SAVES]);
+/* The FLOPs of the matrix products that make each save from the block's
+ * input and its other saves (what gpt_block_recompute runs for it alone;
+ * attention's are split between its two outputs), into flops_out; returns
+ * the whole forward's. */
+double gpt_block_save_flops(const gpt_config *cfg, int B, int T, double flops_out[GPT_MAX_SAVES]);
 /* Same for any unit: returns the number of saves (0 for embed and head). */
 int gpt_unit_save_sizes(const gpt_config *cfg, int unit, int B, int T,
                         size_t sizes_out[GPT_MAX_SAVES]);
@@ -197,11 +202,33 @@ strata_status_t gpt_embed_backward(const gpt_config *cfg, int B, int T,
 
 /* x_in [B*T*C] -> x_out [B*T*C] (x_out must not alias x_in); fills every
  * buffer in saves (sizes from gpt_block_save_sizes). x_out may be NULL
- * when only the saves are wanted: recomputing them before the backward. */
+ * when only the saves are wanted (the MLP's output projection is then
+ * skipped). */
 strata_status_t gpt_block_forward(const gpt_config *cfg, int B, int T,
                                   const float *const params[], const float *x_in,
                                   float *x_out, const gpt_saves *saves,
                                   const gpt_workspace *ws);
+/* Matrix products a recompute ran: linear layers and attention (its two
+ * T x T products count as one), and their FLOPs. */
+typedef struct gpt_recompute_count {
+    long   products;
+    double flops;
+} gpt_recompute_count;
+
+/* A block's saves made again before its backward, from x_in and the saves
+ * the caller still holds: held[s] nonzero means saves->p[s] still has the
+ * forward's values (it is read, and may be overwritten with the same
+ * values); the others are written. Only the ops whose outputs are needed
+ * run: an op whose saved outputs are all held is skipped unless a needed
+ * op reads its unsaved output (the layernorms' affine output, the
+ * residual after attention), and the MLP's output projection never runs
+ * (the unit's output is kept). With nothing held it runs every op of
+ * gpt_block_forward but that one. The results equal the forward's bit for
+ * bit. count (may be NULL) += the matrix products run. */
+strata_status_t gpt_block_recompute(const gpt_config *cfg, int B, int T,
+                                    const float *const params[], const float *x_in,
+                                    const gpt_saves *saves, const unsigned char held[GPT_MAX_SAVES],
+                                    const gpt_workspace *ws, gpt_recompute_count *count);
 /* dx_out [B*T*C] -> dx_in [B*T*C] (written, not accumulated; must not alias
  * dx_out); dparams += parameter gradients. Reads only the saves and the
  * params, never the forward's input. */

@@ -16,6 +16,7 @@ typedef struct {
 
 typedef struct {
     const gpt_config *cfg;
+    gpt_recompute_count *recomputed;    /* the model's count (gpt_fsdp) */
     int               unit, np;
     gpt_param_info    info[GPT_MAX_PARAMS];
     size_t            numel;            /* all the unit's parameters */
@@ -23,6 +24,7 @@ typedef struct {
 
 struct gpt_fsdp {
     gpt_config cfg;
+    gpt_recompute_count recomputed;
     int        nu;
     unit_rec   units[MAX_UNITS];
     init_rec   inits[MAX_UNITS][GPT_MAX_PARAMS];
@@ -155,8 +157,13 @@ static strata_status_t block_forward(strata_unit_call_t *call, void *user)
     gpt_block_save_sizes(u->cfg, b->B, b->T, sz);
     if (strata_call_training(call)) {
         /* each save by name: the runtime's policy decides where it lives */
-        for (int s = 0; s < GPT_MAX_SAVES; s++)
+        double fl[GPT_MAX_SAVES], total = gpt_block_save_flops(u->cfg, b->B, b->T, fl);
+        for (int s = 0; s < GPT_MAX_SAVES; s++) {
             TRY(strata_save(call, gpt_save_name(s), sz[s] * sizeof(float), (void **)&sv.p[s]));
+            TRY(strata_save_work(call, gpt_save_name(s), fl[s]));
+        }
+        /* what each save's recompute costs: its share of the forward */
+        TRY(strata_save_work(call, NULL, total));
     } else {
         /* eval: nothing outlives the call, so the saves are scratch */
         size_t total = 0;
@@ -170,6 +177,14 @@ static strata_status_t block_forward(strata_unit_call_t *call, void *user)
     }
     TRY(get_ws(call, u, b->B, b->T, &ws));
     ws.params_bf16 = NULL != pb[0] ? pb : NULL;
+    if (strata_call_recompute(call)) {
+        /* make only what the runtime dropped: the saves it still holds
+         * (kept, or back from host or storage) and the output are there */
+        unsigned char held[GPT_MAX_SAVES];
+        for (int s = 0; s < GPT_MAX_SAVES; s++)
+            held[s] = (unsigned char)strata_call_save_held(call, gpt_save_name(s));
+        return gpt_block_recompute(u->cfg, b->B, b->T, p, x, &sv, held, &ws, u->recomputed);
+    }
     return gpt_block_forward(u->cfg, b->B, b->T, p, x, y, &sv, &ws);
 }
 
@@ -225,10 +240,16 @@ static strata_status_t head_forward(strata_unit_call_t *call, void *user)
         TRY(strata_call_output(call, sizeof(double), (void **)&loss));
         TRY(strata_save(call, head_saves[0], NC * sizeof(float), (void **)&dx));
         TRY(strata_save(call, head_saves[1], u->numel * sizeof(float), (void **)&dg));
+        TRY(strata_save_work(call, head_saves[0], 1.0));   /* the fused head makes both */
+        TRY(strata_save_work(call, NULL, 1.0));
         memset(dg, 0, u->numel * sizeof(float));
         for (int i = 0; i < u->np; i++) {
             g[i] = dg;
             dg += u->info[i].numel;
+        }
+        if (strata_call_recompute(call)) {   /* logits, d(lm_w), d(input): all again */
+            u->recomputed->products += 3;
+            u->recomputed->flops += 3 * 2.0 * NC * GPT_VOCAB;
         }
         return gpt_head_forward(u->cfg, B, T, p, x, b->targets, b->grad_scale, loss, dx, g,
                                 NULL, &ws);
@@ -303,6 +324,7 @@ strata_status_t gpt_fsdp_build(strata_model_t *model, const gpt_config *cfg, gpt
         char name[32];
         strata_unit_t *unit;
         ur->cfg = &g->cfg;
+        ur->recomputed = &g->recomputed;
         ur->unit = u;
         ur->np = gpt_unit_params(&g->cfg, u, ur->info);
         switch (gpt_unit_kind_of(&g->cfg, u)) {
@@ -331,6 +353,12 @@ strata_status_t gpt_fsdp_build(strata_model_t *model, const gpt_config *cfg, gpt
 }
 
 void gpt_fsdp_destroy(gpt_fsdp *g) { free(g); }
+
+gpt_recompute_count gpt_fsdp_recomputed(const gpt_fsdp *g)
+{
+    gpt_recompute_count none = { 0, 0 };
+    return NULL != g ? g->recomputed : none;
+}
 
 /* ---- policy strings --------------------------------------------------------- */
 

@@ -10,6 +10,8 @@
  *    targets and the loss scale;
  *  - every block saves its named activations (gpt_save_name: ln1, qkv,
  *    attn_probs, ...) with strata_save, so per-name policies apply to them;
+ *    its recompute pass (strata_call_recompute) makes only the saves the
+ *    runtime dropped (strata_call_save_held), with gpt_block_recompute;
  *  - the head computes loss and loss gradient in one pass while its
  *    parameters are gathered (gpt_head_forward): its training forward saves
  *    "head_dx" (d loss / d its input) and "head_grads" (its parameter
@@ -40,6 +42,10 @@ typedef struct gpt_fsdp gpt_fsdp;
  * is the seed). *g_p must outlive the model (the callbacks use it). */
 strata_status_t gpt_fsdp_build(strata_model_t *model, const gpt_config *cfg, gpt_fsdp **g_p);
 void gpt_fsdp_destroy(gpt_fsdp *g);
+/* The matrix products this rank's recompute passes ran so far (blocks
+ * through gpt_block_recompute, which skips what the runtime still holds;
+ * the head's fused forward whole). */
+gpt_recompute_count gpt_fsdp_recomputed(const gpt_fsdp *g);
 
 /* The names the model saves, in order: the block saves then the head's. */
 #define GPT_FSDP_NSAVES (GPT_MAX_SAVES + 2)

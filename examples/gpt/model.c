@@ -230,6 +230,19 @@ int gpt_block_save_sizes(const gpt_config *cfg, int B, int T, size_t sizes_out[G
     return GPT_MAX_SAVES;
 }
 
+double gpt_block_save_flops(const gpt_config *cfg, int B, int T, double flops_out[GPT_MAX_SAVES])
+{
+    double N = (double)B * T, C = cfg->dim, att = 2.0 * B * T * T * C;
+    for (int s = 0; s < GPT_MAX_SAVES; s++)
+        flops_out[s] = 0;
+    flops_out[GPT_S_QKV] = 2 * N * C * 3 * C;
+    flops_out[GPT_S_ATTN_PROBS] = att;          /* attention's two products, one per output */
+    flops_out[GPT_S_ATTN_OUT] = att;
+    flops_out[GPT_S_LN2] = 2 * N * C * C;       /* its input: the attention projection */
+    flops_out[GPT_S_MLP_UP] = 2 * N * C * 4 * C;
+    return 2 * N * C * 12 * C + 2 * att;        /* with the MLP's output projection */
+}
+
 int gpt_unit_save_sizes(const gpt_config *cfg, int unit, int B, int T,
                         size_t sizes_out[GPT_MAX_SAVES])
 {
@@ -373,39 +386,116 @@ static strata_status_t mm_bwd(const gpt_workspace *ws, const float *const P[], i
 
 #define TRY(x) do { strata_status_t st_ = (x); if (STRATA_OK != st_) return st_; } while (0)
 
+/* The block's forward ops in order; a recompute runs only those whose
+ * output it still needs (block_needs). */
+enum { OP_LN1, OP_QKV, OP_ATT, OP_PROJ, OP_LN2, OP_FC, OP_GELU, OP_OUT, OP_COUNT };
+
+/* held NULL: the whole forward (OP_OUT when the output is wanted). Else a
+ * recompute, which never makes the output again: an op runs when one of
+ * its saved outputs is not held, or when a needed op reads its unsaved
+ * output (the layernorms' affine output, x_mid). A layernorm runs whole
+ * from its input, so its saves come out bit for bit as before. */
+static void block_needs(const unsigned char *held, int want_out, int need[OP_COUNT])
+{
+#define H(s) (NULL != held && held[GPT_S_##s])
+    need[OP_OUT] = NULL == held && want_out;
+    need[OP_GELU] = !H(MLP_ACT);
+    need[OP_FC] = !H(MLP_UP);
+    need[OP_LN2] = !H(LN2) || !H(LN2_MEAN) || !H(LN2_RSTD) || need[OP_FC];
+    need[OP_PROJ] = need[OP_LN2] || need[OP_OUT];
+    need[OP_ATT] = !H(ATTN_OUT) || !H(ATTN_PROBS);
+    need[OP_QKV] = !H(QKV);
+    need[OP_LN1] = !H(LN1) || !H(LN1_MEAN) || !H(LN1_RSTD) || need[OP_QKV];
+#undef H
+}
+
+static void count_op(gpt_recompute_count *n, double flops)
+{
+    if (NULL == n)
+        return;
+    n->products++;
+    n->flops += flops;
+}
+
+static strata_status_t block_run(const gpt_config *cfg, int B, int T, const float *const P[],
+                                 const float *x_in, float *x_out, const gpt_saves *saves,
+                                 const int need[OP_COUNT], const gpt_workspace *ws,
+                                 gpt_recompute_count *n)
+{
+    const int C = cfg->dim, H = cfg->n_head;
+    const size_t N = (size_t)B * T;
+    float *const *S = saves->p;
+    float *a = ws->buf;                                  /* N*C */
+    if (NULL == x_out)          /* recompute: x_mid lives in the workspace */
+        x_out = a + N * C;
+
+    /* x_mid = x_in + proj(attention(ln1(x_in))), kept in x_out */
+    if (need[OP_LN1])
+        gpt_layernorm_forward(a, S[GPT_S_LN1], S[GPT_S_LN1_MEAN], S[GPT_S_LN1_RSTD], x_in,
+                              P[GPT_P_LN1_W], P[GPT_P_LN1_B], N, C);
+    if (need[OP_QKV]) {
+        TRY(mm_fwd(ws, P, GPT_P_QKV_W, GPT_P_QKV_B, S[GPT_S_QKV], a, N, C, 3 * C));
+        count_op(n, 2.0 * N * C * 3 * C);
+    }
+    if (need[OP_ATT]) {
+        gpt_attention_forward(S[GPT_S_ATTN_OUT], S[GPT_S_ATTN_PROBS], S[GPT_S_QKV], B, T, C, H);
+        count_op(n, 4.0 * B * T * T * C);               /* Q K^T and P V, the full T x T */
+    }
+    if (need[OP_PROJ]) {
+        TRY(mm_fwd(ws, P, GPT_P_ATTN_PROJ_W, GPT_P_ATTN_PROJ_B, a, S[GPT_S_ATTN_OUT], N, C, C));
+        count_op(n, 2.0 * N * C * C);
+        for (size_t i = 0; i < N * C; i++)
+            x_out[i] = x_in[i] + a[i];
+    }
+
+    /* x_out = x_mid + fc_proj(gelu(fc(ln2(x_mid)))) */
+    if (need[OP_LN2])
+        gpt_layernorm_forward(a, S[GPT_S_LN2], S[GPT_S_LN2_MEAN], S[GPT_S_LN2_RSTD], x_out,
+                              P[GPT_P_LN2_W], P[GPT_P_LN2_B], N, C);
+    if (need[OP_FC]) {
+        TRY(mm_fwd(ws, P, GPT_P_FC_W, GPT_P_FC_B, S[GPT_S_MLP_UP], a, N, C, 4 * C));
+        count_op(n, 2.0 * N * C * 4 * C);
+    }
+    if (need[OP_GELU])
+        gpt_gelu_forward(S[GPT_S_MLP_ACT], S[GPT_S_MLP_UP], N * 4 * C);
+    if (need[OP_OUT]) {
+        TRY(mm_fwd(ws, P, GPT_P_FC_PROJ_W, GPT_P_FC_PROJ_B, a, S[GPT_S_MLP_ACT], N, 4 * C, C));
+        count_op(n, 2.0 * N * 4 * C * C);
+        gpt_residual_add(x_out, a, N * C);
+    }
+    return STRATA_OK;
+}
+
+/* held NULL: the forward; else the recompute of gpt_block_recompute */
+static strata_status_t block_entry(const gpt_config *cfg, int B, int T, const float *const params[],
+                                   const float *x_in, float *x_out, const gpt_saves *saves,
+                                   const unsigned char *held, const gpt_workspace *ws,
+                                   gpt_recompute_count *count)
+{
+    int need[OP_COUNT];
+    if (STRATA_OK != check_call(cfg, B, T, ws, block_ws(cfg, B, T)) || NULL == ws ||
+        NULL == params || NULL == x_in || x_in == x_out || !saves_complete(saves))
+        return STRATA_ERR_INVALID;
+    block_needs(held, NULL != x_out, need);
+    return block_run(cfg, B, T, params, x_in, x_out, saves, need, ws, count);
+}
+
 strata_status_t gpt_block_forward(const gpt_config *cfg, int B, int T,
                                   const float *const params[], const float *x_in,
                                   float *x_out, const gpt_saves *saves,
                                   const gpt_workspace *ws)
 {
-    if (STRATA_OK != check_call(cfg, B, T, ws, block_ws(cfg, B, T)) || NULL == ws ||
-        NULL == params || NULL == x_in || x_in == x_out || !saves_complete(saves))
+    return block_entry(cfg, B, T, params, x_in, x_out, saves, NULL, ws, NULL);
+}
+
+strata_status_t gpt_block_recompute(const gpt_config *cfg, int B, int T,
+                                    const float *const params[], const float *x_in,
+                                    const gpt_saves *saves, const unsigned char held[GPT_MAX_SAVES],
+                                    const gpt_workspace *ws, gpt_recompute_count *count)
+{
+    if (NULL == held)
         return STRATA_ERR_INVALID;
-    const int C = cfg->dim, H = cfg->n_head;
-    const size_t N = (size_t)B * T;
-    const float *const *P = params;
-    float *const *S = saves->p;
-    float *a = ws->buf;                                  /* N*C */
-    if (NULL == x_out)          /* recompute: only the saves are wanted */
-        x_out = a + N * C;
-
-    /* x_mid = x_in + proj(attention(ln1(x_in))), kept in x_out */
-    gpt_layernorm_forward(a, S[GPT_S_LN1], S[GPT_S_LN1_MEAN], S[GPT_S_LN1_RSTD], x_in,
-                          P[GPT_P_LN1_W], P[GPT_P_LN1_B], N, C);
-    TRY(mm_fwd(ws, P, GPT_P_QKV_W, GPT_P_QKV_B, S[GPT_S_QKV], a, N, C, 3 * C));
-    gpt_attention_forward(S[GPT_S_ATTN_OUT], S[GPT_S_ATTN_PROBS], S[GPT_S_QKV], B, T, C, H);
-    TRY(mm_fwd(ws, P, GPT_P_ATTN_PROJ_W, GPT_P_ATTN_PROJ_B, a, S[GPT_S_ATTN_OUT], N, C, C));
-    for (size_t i = 0; i < N * C; i++)
-        x_out[i] = x_in[i] + a[i];
-
-    /* x_out = x_mid + fc_proj(gelu(fc(ln2(x_mid)))) */
-    gpt_layernorm_forward(a, S[GPT_S_LN2], S[GPT_S_LN2_MEAN], S[GPT_S_LN2_RSTD], x_out,
-                          P[GPT_P_LN2_W], P[GPT_P_LN2_B], N, C);
-    TRY(mm_fwd(ws, P, GPT_P_FC_W, GPT_P_FC_B, S[GPT_S_MLP_UP], a, N, C, 4 * C));
-    gpt_gelu_forward(S[GPT_S_MLP_ACT], S[GPT_S_MLP_UP], N * 4 * C);
-    TRY(mm_fwd(ws, P, GPT_P_FC_PROJ_W, GPT_P_FC_PROJ_B, a, S[GPT_S_MLP_ACT], N, 4 * C, C));
-    gpt_residual_add(x_out, a, N * C);
-    return STRATA_OK;
+    return block_entry(cfg, B, T, params, x_in, NULL, saves, held, ws, count);
 }
 
 strata_status_t gpt_block_backward(const gpt_config *cfg, int B, int T,

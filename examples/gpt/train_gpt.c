@@ -628,7 +628,8 @@ static int train(trainer *t)
         return 0;
     }
     run_result res = { .steps_done = steps_done, .addition = gpt_data_is_addition(t->data),
-                       .param_hash = param_hash(&t->r), .ckpt = saved ? t->ckpt_path : NULL };
+                       .param_hash = param_hash(&t->r), .ckpt = saved ? t->ckpt_path : NULL,
+                       .recomputed = gpt_fsdp_recomputed(t->g) };
     res.metric = res.addition ? addition_accuracy(&t->r, o) : validation_loss(&t->r, o, t->data);
     if (0 == rank) report_summary(o, &rs, &res);
     return 0;

@@ -58,6 +58,7 @@ typedef struct {
     int         steps_done, addition;
     double      metric;     /* held-out accuracy (addition) or val loss */
     uint64_t    param_hash;
+    gpt_recompute_count recomputed;   /* rank 0's recompute passes, this run */
     const char *ckpt;       /* the checkpoint written at the end, or NULL */
 } run_result;
 

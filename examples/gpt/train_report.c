@@ -64,7 +64,8 @@ static json_t *final_json(const run_stats *rs, const run_result *res, double tps
     const step_report *s = &rs->last;
     char hash[17];
     snprintf(hash, sizeof hash, "%016llx", (unsigned long long)res->param_hash);
-    return json_pack("{s:b, s:i, s:o, s:o, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
+    return json_pack("{s:b, s:i, s:o, s:o, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o,"
+                     " s:I, s:o}",
                      "final", 1, "steps", res->steps_done,
                      "loss", num(s->loss, "%.9g"),     /* null: no step in this run */
                      res->addition ? "accuracy" : "val_loss", num(res->metric, "%.9g"),
@@ -74,7 +75,9 @@ static json_t *final_json(const run_stats *rs, const run_result *res, double tps
                      "exposed_transfer_s", num(me, "%.6f"),
                      "overlap_frac", num(0 < mt ? 1 - me / mt : 1.0, "%.4f"),
                      "offload_bytes", bytes(s->ms.offload_bytes),
-                     "predicted_step_s", num(s->ms.predicted_step_s, "%.6f"));
+                     "predicted_step_s", num(s->ms.predicted_step_s, "%.6f"),
+                     "recompute_products", (json_int_t)res->recomputed.products,
+                     "recompute_flops", num(res->recomputed.flops, "%.15g"));
 }
 
 /* ------------------------------------------------------------- text lines --- */
@@ -164,6 +167,9 @@ void report_summary(const options *o, const run_stats *rs, const run_result *res
            "param_hash %016llx\n", strata_format_size(s->peak[0], s0, sizeof(s0)),
            strata_format_size(s->peak[1], s1, sizeof(s1)),
            strata_format_size(s->peak[2], s2, sizeof(s2)), (unsigned long long)res->param_hash);
+    if (0 < res->recomputed.products)
+        printf("summary: recompute passes on rank 0 ran %ld matrix products, %.4g GFLOP\n",
+               res->recomputed.products, res->recomputed.flops / 1e9);
     if (NULL != res->ckpt) printf("checkpoint: %s\n", res->ckpt);
     if (o->json) emit(final_json(rs, res, tps, mt, me));
     if (res->addition) printf("held-out accuracy: %.1f%%\n", 100 * res->metric);

@@ -385,6 +385,49 @@ strata_status_t strata_save(strata_unit_call_t *call, const char *name, size_t b
 strata_status_t strata_saved(strata_unit_call_t *call, const char *name, void **ptr_p,
                              size_t *bytes_p);
 
+/*
+ * Recompute at name granularity. A unit with a save whose policy is
+ * recompute runs its forward callback again before its backward (a
+ * recompute pass); the saves it still holds are on the device again by
+ * then (kept, or brought back from host or storage), and only the dropped
+ * ones need making. The callback may skip the work whose outputs it still
+ * holds, as JAX's save_and_offload_only_these_names does:
+ *
+ *  strata_call_recompute  1 inside a recompute pass, else 0 (NULL: 0).
+ *                       strata_call_output then hands back the forward's
+ *                       output, which already holds its values (the
+ *                       callback need not write it again).
+ *  strata_call_save_held  1 inside a recompute pass when the save `name`
+ *                       still holds what this unit's forward wrote into it
+ *                       for this micro-batch: strata_save(name) returns
+ *                       that buffer, which the callback may read and need
+ *                       not write (if it writes, only the same values).
+ *                       0 for a save dropped for recompute (strata_save
+ *                       returns a new, uninitialised buffer the callback
+ *                       must fill), outside a recompute pass, for a name
+ *                       the unit did not save, and for NULL arguments.
+ *                       The answer holds for the whole callback, before or
+ *                       after strata_save(name); name is only read and
+ *                       may be freed after the call.
+ * Every save must still be asked for with strata_save in the recorded
+ * order, held or not, and the pass must leave every save with the values
+ * the forward made (the backward reads them).
+ */
+int strata_call_recompute(const strata_unit_call_t *call);
+int strata_call_save_held(const strata_unit_call_t *call, const char *name);
+
+/* Forward (optional): the work that makes save `name` from the unit's input
+ * and its other saves, and with name NULL the work of the whole forward,
+ * in one unit the callback picks (FLOPs, say). Call it after
+ * strata_save(name); the last value given counts. The runtime turns it into
+ * the save's producing cost, the measured forward time x work(name) /
+ * work(NULL), and predicts a recompute pass as the sum of those costs over
+ * the saves it makes again (the policy's recompute names); without it a
+ * recompute is predicted to take the whole forward. work < 0, a backward
+ * or a name not saved yet: STRATA_ERR_INVALID / _NOT_FOUND. A no-op in
+ * strata_model_eval. */
+strata_status_t strata_save_work(strata_unit_call_t *call, const char *name, double work);
+
 /* The batch pointer given to strata_model_forward, the micro-batch index
  * (0..M-1), M, whether this is a training forward (0 in strata_model_eval),
  * the unit's index and the context. */

@@ -1,0 +1,4 @@
+#!/bin/sh
+# Recompute at name granularity through the public calls, on 1 rank: which
+# saves a recompute pass holds, and the producing costs it records.
+exec "$top_srcdir/t/launch" 1 "$top_builddir/t/save_held"
