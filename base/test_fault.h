@@ -24,6 +24,11 @@
  *   spill_enospc@N   the storage tier's spill writes fail with ENOSPC once
  *                    N bytes have gone to the spill file (tiers/spill.c;
  *                    t/gpt-train-settings.t)
+ *   nan_grad@STEP    at optimizer step STEP (1-based) the last shard rank
+ *                    of every replica puts a NaN into the last unit's
+ *                    reduced gradient, so the gradient norm is not finite
+ *                    (fsdp/step.c, needs clip_norm > 0;
+ *                    t/gpt-train-nonfinite.t)
  */
 #ifndef STRATA_BASE_TEST_FAULT_H
 #define STRATA_BASE_TEST_FAULT_H

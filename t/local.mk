@@ -162,7 +162,8 @@ TESTS += t/readme-options.t
 # gradients, the reference trainer, the data, and train_gpt under mpirun
 dist_check_SCRIPTS += t/gpt-train-np1-np4.t t/gpt-train-policy.t t/gpt-train-resume.t \
     t/gpt-train-errors.t t/gpt-train-trace.t t/gpt-train-tight.t t/gpt-learn.t t/slurm-run.t \
-    t/gpt-train-damaged.t t/gpt-train-lock.t t/gpt-train-settings.t t/gpt-demo.t t/gpt-threads.t
+    t/gpt-train-damaged.t t/gpt-train-lock.t t/gpt-train-settings.t t/gpt-demo.t t/gpt-threads.t \
+    t/gpt-train-nonfinite.t
 if HAVE_CBLAS
 check_PROGRAMS += t/gpt_grad.t t/gpt_ref.t t/gpt_data.t
 t_gpt_grad_t_SOURCES = t/gpt_grad.t.c
@@ -180,7 +181,7 @@ TESTS += t/gpu_kernels_host.t
 TESTS += t/gpt-train-np1-np4.t t/gpt-train-policy.t t/gpt-train-resume.t t/gpt-train-errors.t \
     t/gpt-train-trace.t t/gpt-train-tight.t t/slurm-run.t t/gpt-threads.t
 # the fault matrix of resume, the checkpoint lock and the settings (docs/reliability.md)
-TESTS += t/gpt-train-damaged.t t/gpt-train-lock.t t/gpt-train-settings.t
+TESTS += t/gpt-train-damaged.t t/gpt-train-lock.t t/gpt-train-settings.t t/gpt-train-nonfinite.t
 
 # the planner: model and hardware files, formulas, the worked example of
 # docs/planner.md (checks the example GPT against examples/gpt's own sizes)
