@@ -55,6 +55,13 @@ const char *ckpt_h5_msg(char *buf, size_t len)
     return buf;
 }
 
+rec_op_t ckpt_rec_begin(strata_context_t *ctx, rec_kind_t kind)
+{
+    rec_op_t op = comm_rec_begin(ctx, ctx->world, kind, 0, STRATA_F32);
+    comm_rec_waiting(ctx, op);
+    return op;
+}
+
 strata_status_t ckpt_agree(strata_context_t *ctx, MPI_Comm comm, strata_status_t st)
 {
     struct { int st, rank; } in, out;

@@ -25,6 +25,7 @@
 #include <hdf5.h>
 
 #include "base/base.h"
+#include "comm/recorder.h"
 
 /* ======================================================================== */
 /* Checkpoints (io/ckpt_*.c)                                                 */
@@ -155,6 +156,12 @@ strata_status_t ckpt_check_dataset(strata_context_t *ctx, const char *file, cons
 /* Every rank leaves with the same status and message: the first failing
  * rank's (lowest status, then lowest rank). Collective over comm. */
 strata_status_t ckpt_agree(strata_context_t *ctx, MPI_Comm comm, strata_status_t st);
+
+/* Begin one recorded operation of kind REC_CKPT_SAVE / REC_CKPT_LOAD (under
+ * ckpt_timeout) or REC_MPI (collective_timeout) on the world group, the
+ * rank blocking in it; end it with comm_rec_end. Every public entry point
+ * here that makes collective calls runs inside one. */
+rec_op_t ckpt_rec_begin(strata_context_t *ctx, rec_kind_t kind);
 
 /* Check a caller's layout (names, sizes, overlaps, pointers, S, W, this
  * rank's place) and that every rank of comm passes the same structure.

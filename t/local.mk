@@ -89,8 +89,10 @@ t_ckpt_bad_SOURCES = t/ckpt_bad.c t/ckpt_synth.h
 t_ckpt_bad_LDADD = $(TEST_LDADD) $(HDF5_LIBS)
 t_ckpt_rt_SOURCES = t/ckpt_rt.c t/ckpt_synth.h
 t_ckpt_rt_LDADD = $(TEST_LDADD)
-dist_check_SCRIPTS += t/ckpt-np1.t t/ckpt-np2.t t/ckpt-np4.t t/ckpt-reshard.t t/ckpt-bad.t t/ckpt-kill.t t/ckpt-cli.t t/ckpt-h5dump.t t/ckpt-direct.t
-TESTS += t/ckpt-np1.t t/ckpt-np2.t t/ckpt-np4.t t/ckpt-reshard.t t/ckpt-bad.t t/ckpt-kill.t t/ckpt-cli.t t/ckpt-h5dump.t t/ckpt-direct.t
+dist_check_SCRIPTS += t/ckpt-np1.t t/ckpt-np2.t t/ckpt-np4.t t/ckpt-reshard.t t/ckpt-bad.t t/ckpt-kill.t t/ckpt-cli.t t/ckpt-h5dump.t t/ckpt-direct.t \
+    t/ckpt-stall.t
+TESTS += t/ckpt-np1.t t/ckpt-np2.t t/ckpt-np4.t t/ckpt-reshard.t t/ckpt-bad.t t/ckpt-kill.t t/ckpt-cli.t t/ckpt-h5dump.t t/ckpt-direct.t \
+    t/ckpt-stall.t
 # h5dump, when configure found it, for t/ckpt-h5dump.t
 AM_TESTS_ENVIRONMENT += H5DUMP='$(H5DUMP)'; export H5DUMP;
 # FSDP core
