@@ -55,11 +55,14 @@ const char *ckpt_h5_msg(char *buf, size_t len)
     return buf;
 }
 
-rec_op_t ckpt_rec_begin(strata_context_t *ctx, rec_kind_t kind)
+uint64_t ckpt_rec_begin(strata_context_t *ctx, base_op_kind_t kind)
 {
-    rec_op_t op = comm_rec_begin(ctx, ctx->world, kind, 0, STRATA_F32);
-    comm_rec_waiting(ctx, op);
-    return op;
+    return ctx->op_begin ? ctx->op_begin(ctx, kind) : 0;
+}
+
+void ckpt_rec_end(strata_context_t *ctx, uint64_t op, strata_status_t st)
+{
+    if (ctx->op_end && op) ctx->op_end(ctx, op, st);
 }
 
 strata_status_t ckpt_agree(strata_context_t *ctx, MPI_Comm comm, strata_status_t st)

@@ -529,8 +529,8 @@ strata_status_t strata_ckpt_load(strata_context_t *ctx, strata_ckpt_layout_t *la
                                  const char *path)
 {
     if (!ctx) return STRATA_ERR_INVALID;
-    rec_op_t op = ckpt_rec_begin(ctx, REC_CKPT_LOAD);
+    uint64_t op = ckpt_rec_begin(ctx, BASE_OP_CKPT_LOAD);
     strata_status_t st = load_file(ctx, layout, path);
-    comm_rec_end(ctx, op, st);
+    ckpt_rec_end(ctx, op, st);
     return st;
 }

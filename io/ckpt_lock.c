@@ -153,9 +153,9 @@ strata_status_t strata_ckpt_dir_lock(strata_context_t *ctx, const char *dir)
     if (STRATA_OK == st && 0 == ctx->rank) st = check_dir(ctx, dir);
     if (STRATA_OK == st && 0 == ctx->rank) st = take(ctx, dir);
     if (STRATA_OK == st && 0 == ctx->rank) remove_tmp(dir);
-    rec_op_t op = ckpt_rec_begin(ctx, REC_MPI);     /* the agreement has a deadline too */
+    uint64_t op = ckpt_rec_begin(ctx, BASE_OP_MPI);     /* the agreement has a deadline too */
     st = ckpt_agree(ctx, ctx->comm, st);
-    comm_rec_end(ctx, op, st);
+    ckpt_rec_end(ctx, op, st);
     return st;
 }
 

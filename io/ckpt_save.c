@@ -846,9 +846,9 @@ strata_status_t strata_ckpt_write(strata_context_t *ctx, const strata_ckpt_layou
                                   const char *path, const strata_ckpt_save_opts_t *opts)
 {
     if (!ctx) return STRATA_ERR_INVALID;
-    rec_op_t op = ckpt_rec_begin(ctx, REC_CKPT_SAVE);
+    uint64_t op = ckpt_rec_begin(ctx, BASE_OP_CKPT_SAVE);
     strata_status_t st = write_file(ctx, layout, path, opts);
-    comm_rec_end(ctx, op, st);
+    ckpt_rec_end(ctx, op, st);
     return st;
 }
 
@@ -857,8 +857,8 @@ strata_status_t strata_ckpt_save(strata_context_t *ctx, const strata_ckpt_layout
                                  char *path_p, size_t len)
 {
     if (!ctx) return STRATA_ERR_INVALID;
-    rec_op_t op = ckpt_rec_begin(ctx, REC_CKPT_SAVE);
+    uint64_t op = ckpt_rec_begin(ctx, BASE_OP_CKPT_SAVE);
     strata_status_t st = save_dir(ctx, layout, dir, opts, path_p, len);
-    comm_rec_end(ctx, op, st);
+    ckpt_rec_end(ctx, op, st);
     return st;
 }
