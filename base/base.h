@@ -64,6 +64,10 @@ struct strata_config {
 /* Fill *cfg with the defaults (config.c; strata_config_create's contents). */
 void config_defaults(strata_config_t *cfg);
 
+/* What io/ records through ctx->op_begin: a checkpoint save or load (under
+ * ckpt_timeout) or another blocking MPI call (collective_timeout). */
+typedef enum { BASE_OP_CKPT_SAVE, BASE_OP_CKPT_LOAD, BASE_OP_MPI } base_op_kind_t;
+
 struct strata_context {
     MPI_Comm         comm;           /* private duplicate of the user's comm */
     int              rank;
@@ -76,6 +80,10 @@ struct strata_context {
     struct strata_group *world;
     struct tiers_state *tiers;       /* memory tiers and copy engines */
     struct comm_recorder *rec;       /* flight recorder; NULL when off */
+    /* set by comm/ with the recorder (NULL when off): how io/, below comm,
+     * makes a whole checkpoint save or load one recorded operation */
+    uint64_t (*op_begin)(strata_context_t *ctx, base_op_kind_t kind);
+    void     (*op_end)(strata_context_t *ctx, uint64_t op, strata_status_t st);
     void            *compute_stream; /* cuda backend: the callbacks' cudaStream_t; else NULL */
     pthread_mutex_t  mpi_lock;       /* serialises MPI below THREAD_MULTIPLE */
     pthread_mutex_t  err_lock;

@@ -21,9 +21,18 @@
  *                    t/ckpt-kill.t)
  *   ckpt_kill0@BYTES the same on rank 0 (t/gpt-train-lock.t: the lock and
  *                    the .tmp it leaves are cleaned up by the next job)
+ *   ckpt_stall@BYTES rank 1 hangs (pause() until killed) once it has
+ *                    written BYTES of tensor data in a checkpoint save: the
+ *                    watchdog's ckpt_timeout must end the job
+ *                    (io/ckpt_save.c; t/ckpt-stall.t)
  *   spill_enospc@N   the storage tier's spill writes fail with ENOSPC once
  *                    N bytes have gone to the spill file (tiers/spill.c;
  *                    t/gpt-train-settings.t)
+ *   nan_grad@STEP    at optimizer step STEP (1-based) the last shard rank
+ *                    of every replica puts a NaN into the last unit's
+ *                    reduced gradient, so the gradient norm is not finite
+ *                    (fsdp/step.c, needs clip_norm > 0;
+ *                    t/gpt-train-nonfinite.t)
  */
 #ifndef STRATA_BASE_TEST_FAULT_H
 #define STRATA_BASE_TEST_FAULT_H

@@ -41,6 +41,16 @@ static void dump_path(comm_recorder_t *r)
     snprintf(r->path, sizeof r->path, "%s/flight.%d.json", dir, r->ctx->rank);
 }
 
+/* ctx->op_begin: one operation of the world group the rank blocks in */
+static uint64_t base_op_begin(strata_context_t *ctx, base_op_kind_t kind)
+{
+    rec_kind_t k = BASE_OP_CKPT_SAVE == kind ? REC_CKPT_SAVE :
+                   BASE_OP_CKPT_LOAD == kind ? REC_CKPT_LOAD : REC_MPI;
+    rec_op_t op = comm_rec_begin(ctx, ctx->world, k, 0, STRATA_F32);
+    comm_rec_waiting(ctx, op);
+    return op;
+}
+
 strata_status_t comm_rec_create(strata_context_t *ctx)
 {
     size_t n = (size_t)ctx->cfg.flight_entries;
@@ -63,6 +73,8 @@ strata_status_t comm_rec_create(strata_context_t *ctx)
     r->t0_wall = (double)w.tv_sec + 1e-9 * (double)w.tv_nsec - base_now();
     dump_path(r);
     ctx->rec = r;
+    ctx->op_begin = base_op_begin;
+    ctx->op_end = comm_rec_end;
     comm_rec_group(ctx->world, "world");
     strata_status_t st = rec_watchdog_start(r);
     if (STRATA_OK != st) comm_rec_destroy(ctx);
@@ -75,6 +87,8 @@ void comm_rec_destroy(strata_context_t *ctx)
     if (!r) return;
     rec_watchdog_stop(r);
     ctx->rec = NULL;
+    ctx->op_begin = NULL;
+    ctx->op_end = NULL;
     pthread_mutex_destroy(&r->lock);
     free(r->ring);
     free(r->snap);

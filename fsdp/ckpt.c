@@ -115,11 +115,8 @@ strata_status_t strata_model_save(strata_model_t *m, const char *dir,
         opts.half_copy = info->half_copy;
         opts.keep = info->keep;
     }
-    /* one operation under ckpt_timeout, HDF5's collectives inside it */
-    rec_op_t op = comm_rec_begin(m->ctx, m->ctx->world, REC_CKPT_SAVE, 0, STRATA_F32);
-    comm_rec_waiting(m->ctx, op);
+    /* one recorded operation under ckpt_timeout (strata_ckpt_save's own) */
     st = strata_ckpt_save(m->ctx, &ls.layout, dir, &opts, path, len);
-    comm_rec_end(m->ctx, op, st);
     store_free(&ls);
     return st;
 }
@@ -133,10 +130,7 @@ strata_status_t strata_model_load(strata_model_t *m, const char *path, strata_mo
     /* gathered copies would go stale under the new master values */
     fsdp_drain(m);
     for (int u = 0; u < m->nunits; u++) fsdp_gather_release(m->units[u]);
-    rec_op_t op = comm_rec_begin(m->ctx, m->ctx->world, REC_CKPT_LOAD, 0, STRATA_F32);
-    comm_rec_waiting(m->ctx, op);
-    st = strata_ckpt_load(m->ctx, &ls.layout, path);
-    comm_rec_end(m->ctx, op, st);
+    st = strata_ckpt_load(m->ctx, &ls.layout, path);     /* one recorded operation */
     if (STRATA_OK == st) {
         const strata_ckpt_scalar_t *s = ls.units[0].scalars;
         fsdp_scalars_t sc = {

@@ -55,6 +55,7 @@ strata_status_t strata_model_create(strata_context_t *ctx, const strata_model_op
     strata_model_t *m = calloc(1, sizeof *m);
     if (!m) return base_error(ctx, STRATA_ERR_NOMEM, "cannot allocate a model");
     m->ctx = ctx;
+    m->stats.grad_nonfinite_unit = -1;
     if (opts) m->opts = *opts;
     else strata_model_opts_default(&m->opts);
     st = check_opts(ctx, &m->opts);

@@ -12,8 +12,10 @@
 #include "config.h"
 #include "fsdp.h"
 #include "sched/sched.h"
+#include "base/test_fault.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 static strata_status_t need_ready(strata_model_t *m, const char *fn)
@@ -266,6 +268,38 @@ fail:
     return st;
 }
 
+/* The nan_grad test fault (base/test_fault.h): at step N the last shard
+ * rank of every replica puts a NaN into its shard of the last unit's
+ * reduced gradient, as an overflow in the backward would. */
+static void poison_grad(strata_model_t *m)
+{
+    uint64_t at = test_fault_arg("nan_grad");
+    strata_unit_t *u = m->units[m->nunits - 1];
+    if (at && (uint64_t)m->step_count + 1 == at && m->shard_rank == m->S - 1 && u->shard_len)
+        ((float *)u->grad_shard.ptr)[0] = NAN;
+}
+
+/* The gradient norm is not finite: the first unit whose gradient is not,
+ * agreed over the shard group (each rank sees its own shards only). The
+ * update is skipped, so the model stays that of the step before. */
+static strata_status_t find_nonfinite_unit(strata_model_t *m)
+{
+    int thr = fsdp_optim_threads(m), L = m->nunits;
+    float *bad = calloc(2 * (size_t)L, sizeof *bad);
+    if (!bad) return base_error(m->ctx, STRATA_ERR_NOMEM, "no memory for %d unit flags", L);
+    for (int ui = 0; ui < L; ui++) {
+        strata_unit_t *u = m->units[ui];
+        bad[ui] = !isfinite(fsdp_sqnorm(u->grad_shard.ptr, u->shard_len, thr));
+    }
+    pthread_mutex_lock(&m->lock);
+    strata_status_t st = strata_allreduce(m->shard, bad, bad + L, (size_t)L, STRATA_F32, STRATA_SUM);
+    pthread_mutex_unlock(&m->lock);
+    for (int ui = 0; STRATA_OK == st && ui < L && 0 > m->stats.grad_nonfinite_unit; ui++)
+        if (0 != bad[L + ui]) m->stats.grad_nonfinite_unit = ui;
+    free(bad);
+    return st;
+}
+
 strata_status_t strata_model_step_end(strata_model_t *m)
 {
     strata_status_t st = need_ready(m, "strata_model_step_end");
@@ -286,7 +320,9 @@ strata_status_t strata_model_step_end(strata_model_t *m)
         if (!clip && GRAD_ARRIVED == u->rstate) unit_optim(m, u, inv_m);
     }
     m->stats.grad_norm = -1.0;
+    m->stats.grad_nonfinite_unit = -1;
     if (clip) {
+        poison_grad(m);
         /* every replica holds the same reduced shard: summing the squared
          * norms over the shard group gives the global norm */
         double t0 = base_now();
@@ -304,7 +340,11 @@ strata_status_t strata_model_step_end(strata_model_t *m)
         float scale = inv_m;
         if (norm > m->opts.clip_norm) scale = (float)(inv_m * m->opts.clip_norm / norm);
         m->stats.grad_norm = norm;
-        for (int ui = L - 1; ui >= 0; ui--) unit_optim(m, m->units[ui], scale);
+        if (!isfinite(norm)) {      /* the same on every rank: the total is reduced */
+            st = find_nonfinite_unit(m);
+            if (STRATA_OK != st) goto fail;
+        } else
+            for (int ui = L - 1; ui >= 0; ui--) unit_optim(m, m->units[ui], scale);
     }
     /* the master shards changed: every gathered copy is stale */
     for (int ui = 0; ui < L; ui++) fsdp_gather_release(m->units[ui]);

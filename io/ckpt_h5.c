@@ -55,6 +55,16 @@ const char *ckpt_h5_msg(char *buf, size_t len)
     return buf;
 }
 
+uint64_t ckpt_rec_begin(strata_context_t *ctx, base_op_kind_t kind)
+{
+    return ctx->op_begin ? ctx->op_begin(ctx, kind) : 0;
+}
+
+void ckpt_rec_end(strata_context_t *ctx, uint64_t op, strata_status_t st)
+{
+    if (ctx->op_end && op) ctx->op_end(ctx, op, st);
+}
+
 strata_status_t ckpt_agree(strata_context_t *ctx, MPI_Comm comm, strata_status_t st)
 {
     struct { int st, rank; } in, out;

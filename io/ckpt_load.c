@@ -444,10 +444,9 @@ out:
     return st;
 }
 
-strata_status_t strata_ckpt_load(strata_context_t *ctx, strata_ckpt_layout_t *layout,
+static strata_status_t load_file(strata_context_t *ctx, strata_ckpt_layout_t *layout,
                                  const char *path)
 {
-    if (!ctx) return STRATA_ERR_INVALID;
     strata_status_t st = STRATA_OK;
     if (!path || !path[0])
         st = base_error(ctx, STRATA_ERR_INVALID, "strata_ckpt_load: path is NULL or empty");
@@ -523,4 +522,15 @@ out:
                  base_now() - t_start, t_open, t_meta, t_read, (unsigned long long)n_direct,
                  (unsigned long long)n_hdf5, t_hash, t_sync, t_close);
     return ckpt_agree(ctx, ctx->comm, st);
+}
+
+/* One recorded operation under ckpt_timeout, HDF5's collectives inside it. */
+strata_status_t strata_ckpt_load(strata_context_t *ctx, strata_ckpt_layout_t *layout,
+                                 const char *path)
+{
+    if (!ctx) return STRATA_ERR_INVALID;
+    uint64_t op = ckpt_rec_begin(ctx, BASE_OP_CKPT_LOAD);
+    strata_status_t st = load_file(ctx, layout, path);
+    ckpt_rec_end(ctx, op, st);
+    return st;
 }

@@ -153,7 +153,10 @@ strata_status_t strata_ckpt_dir_lock(strata_context_t *ctx, const char *dir)
     if (STRATA_OK == st && 0 == ctx->rank) st = check_dir(ctx, dir);
     if (STRATA_OK == st && 0 == ctx->rank) st = take(ctx, dir);
     if (STRATA_OK == st && 0 == ctx->rank) remove_tmp(dir);
-    return ckpt_agree(ctx, ctx->comm, st);
+    uint64_t op = ckpt_rec_begin(ctx, BASE_OP_MPI);     /* the agreement has a deadline too */
+    st = ckpt_agree(ctx, ctx->comm, st);
+    ckpt_rec_end(ctx, op, st);
+    return st;
 }
 
 strata_status_t strata_ckpt_dir_unlock(strata_context_t *ctx, const char *dir)

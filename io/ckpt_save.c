@@ -43,6 +43,7 @@ typedef struct writer {
     uint64_t data_end;         /* end of the last directly written dataset in the file */
     uint16_t *half_buf;        /* shard-sized conversion buffer */
     uint64_t bytes, kill_after, direct_bytes;   /* kill_after: the ckpt_kill test faults */
+    uint64_t stall_after;                       /* the ckpt_stall test fault */
     int      kill_rank;                         /* 1 (ckpt_kill) or 0 (ckpt_kill0) */
     const char *tmp;           /* the file being written */
     char   tmpbuf[4096 + 8];   /* NAME.tmp */
@@ -77,6 +78,10 @@ enum save_time { T_START, T_META, T_DATA, T_CLOSE, T_SYNC };
 static void kill_point(const writer_t *w)
 {
     if (w->kill_after && w->kill_rank == w->rank && w->bytes >= w->kill_after) raise(SIGKILL);
+    /* ckpt_stall: hang instead, as a rank stuck on a dead file server would;
+     * only the watchdog (ckpt_timeout) or the launcher ends it */
+    if (w->stall_after && 1 == w->rank && w->bytes >= w->stall_after)
+        for (;;) pause();
 }
 
 /* Bytes hashed and then written per pwrite: small enough that the hash
@@ -490,6 +495,7 @@ static void writer_init(writer_t *w, strata_context_t *ctx, const strata_ckpt_la
     w->kill_after = test_fault_arg("ckpt_kill");
     w->kill_rank = 1;
     if (!w->kill_after && (w->kill_after = test_fault_arg("ckpt_kill0"))) w->kill_rank = 0;
+    w->stall_after = test_fault_arg("ckpt_stall");
     snprintf(w->tmpbuf, sizeof w->tmpbuf, "%s.tmp", path);
     w->tmp = w->tmpbuf;
 }
@@ -674,7 +680,7 @@ static void writer_cleanup(writer_t *w)
     free(w->half_buf);
 }
 
-strata_status_t strata_ckpt_write(strata_context_t *ctx, const strata_ckpt_layout_t *layout,
+static strata_status_t write_file(strata_context_t *ctx, const strata_ckpt_layout_t *layout,
                                   const char *path, const strata_ckpt_save_opts_t *opts)
 {
     if (!ctx) return STRATA_ERR_INVALID;
@@ -801,11 +807,10 @@ static void prune(strata_context_t *ctx, const char *dir, int keep, long long cu
     if (d) closedir(d);
 }
 
-strata_status_t strata_ckpt_save(strata_context_t *ctx, const strata_ckpt_layout_t *layout,
-                                 const char *dir, const strata_ckpt_save_opts_t *opts,
-                                 char *path_p, size_t len)
+static strata_status_t save_dir(strata_context_t *ctx, const strata_ckpt_layout_t *layout,
+                                const char *dir, const strata_ckpt_save_opts_t *opts,
+                                char *path_p, size_t len)
 {
-    if (!ctx) return STRATA_ERR_INVALID;
     strata_status_t st = STRATA_OK;
     char path[4200], name[64];
     if (!dir || !dir[0] || strlen(dir) > 4000 || !layout)
@@ -819,7 +824,7 @@ strata_status_t strata_ckpt_save(strata_context_t *ctx, const strata_ckpt_layout
     st = ckpt_agree(ctx, ctx->comm, st);
     if (STRATA_OK != st) return st;
 
-    st = strata_ckpt_write(ctx, layout, path, opts);
+    st = write_file(ctx, layout, path, opts);
     if (STRATA_OK != st) return st;
     if (0 == ctx->rank) {
         st = write_latest(ctx, dir, name);
@@ -831,5 +836,29 @@ strata_status_t strata_ckpt_save(strata_context_t *ctx, const strata_ckpt_layout
         if (strlen(path) >= len) return base_error(ctx, STRATA_ERR_INVALID, "checkpoint path %s longer than the %zu-byte buffer", path, len);
         memcpy(path_p, path, strlen(path) + 1);
     }
+    return st;
+}
+
+/* The public entry points: each whole save is one recorded operation under
+ * ckpt_timeout, with HDF5's collectives and ours inside it (the recorder
+ * gives them its deadline), however the caller got here. */
+strata_status_t strata_ckpt_write(strata_context_t *ctx, const strata_ckpt_layout_t *layout,
+                                  const char *path, const strata_ckpt_save_opts_t *opts)
+{
+    if (!ctx) return STRATA_ERR_INVALID;
+    uint64_t op = ckpt_rec_begin(ctx, BASE_OP_CKPT_SAVE);
+    strata_status_t st = write_file(ctx, layout, path, opts);
+    ckpt_rec_end(ctx, op, st);
+    return st;
+}
+
+strata_status_t strata_ckpt_save(strata_context_t *ctx, const strata_ckpt_layout_t *layout,
+                                 const char *dir, const strata_ckpt_save_opts_t *opts,
+                                 char *path_p, size_t len)
+{
+    if (!ctx) return STRATA_ERR_INVALID;
+    uint64_t op = ckpt_rec_begin(ctx, BASE_OP_CKPT_SAVE);
+    strata_status_t st = save_dir(ctx, layout, dir, opts, path_p, len);
+    ckpt_rec_end(ctx, op, st);
     return st;
 }

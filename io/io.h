@@ -156,6 +156,14 @@ strata_status_t ckpt_check_dataset(strata_context_t *ctx, const char *file, cons
  * rank's (lowest status, then lowest rank). Collective over comm. */
 strata_status_t ckpt_agree(strata_context_t *ctx, MPI_Comm comm, strata_status_t st);
 
+/* Begin one operation of the flight recorder (through ctx->op_begin, which
+ * comm/ sets): a checkpoint save or load under ckpt_timeout, another MPI
+ * call under collective_timeout; the rank blocks in it. 0 when the
+ * recorder is off. Every public entry point here that makes collective
+ * calls runs inside one, ended by ckpt_rec_end. */
+uint64_t ckpt_rec_begin(strata_context_t *ctx, base_op_kind_t kind);
+void ckpt_rec_end(strata_context_t *ctx, uint64_t op, strata_status_t st);
+
 /* Check a caller's layout (names, sizes, overlaps, pointers, S, W, this
  * rank's place) and that every rank of comm passes the same structure.
  * Collective; every rank returns the same status. */

@@ -588,6 +588,20 @@ static int due(int every, int done, int steps)
 
 /* ---------------------------------------------------------- the training --- */
 
+/* A non-finite loss or gradient norm at a step: said once (rank 0), with
+ * the unit whose gradient is not finite where the runtime found one. */
+static void report_nonfinite(trainer *t, const step_report *s)
+{
+    char unit[160] = "";
+    int ui = s->ms.grad_nonfinite_unit;
+    strata_unit_t *u = 0 <= ui ? strata_model_unit(t->r.model, ui) : NULL;
+    if (u) snprintf(unit, sizeof(unit), " (first in unit %d, %s)", ui, strata_unit_name(u));
+    fprintf(stderr, PROG ": step %d: the %s is not finite (loss %g, gradient norm %g)%s; "
+            "stopping without a checkpoint%s%s\n", s->done,
+            isfinite(s->loss) ? "gradient norm" : "loss", s->loss, s->ms.grad_norm, unit,
+            t->ckpt_path[0] ? ": the last good one stays " : "", t->ckpt_path);
+}
+
 /* Steps from t->start to --steps or a stop request; then a checkpoint, and
  * the summary if the run is finished. */
 static int train(trainer *t)
@@ -605,11 +619,7 @@ static int train(trainer *t)
         report_add(&rs, &s);
         if (0 == rank) report_step(o, &rs, &s);
         if (!isfinite(s.loss) || !isfinite(s.ms.grad_norm)) {
-            if (0 == rank)
-                fprintf(stderr, PROG ": step %d: the %s is not finite (loss %g, gradient norm "
-                        "%g); stopping without a checkpoint%s%s\n", s.done,
-                        isfinite(s.loss) ? "gradient norm" : "loss", s.loss, s.ms.grad_norm,
-                        t->ckpt_path[0] ? ": the last good one stays " : "", t->ckpt_path);
+            if (0 == rank) report_nonfinite(t, &s);
             return 3;
         }
         if (!s.stop && due(o->eval_every, s.done, o->steps)) evaluate(t, s.done);

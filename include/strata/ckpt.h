@@ -121,7 +121,9 @@ strata_status_t strata_ckpt_shard_range(uint64_t npad, int shard_size, int shard
  * Write the layout's state to path, atomically: path.tmp is written, closed
  * and fsync'ed (file and directory), then renamed to path. On failure path
  * is untouched (an older file of that name stays) and path.tmp may remain.
- * Collective over the context's communicator. opts may be NULL.
+ * Collective over the context's communicator. opts may be NULL. Each call
+ * of strata_ckpt_write, strata_ckpt_save or strata_ckpt_load is one
+ * operation of the flight recorder under ckpt_timeout (docs/flight.md).
  */
 strata_status_t strata_ckpt_write(strata_context_t *ctx, const strata_ckpt_layout_t *layout,
                                   const char *path, const strata_ckpt_save_opts_t *opts);

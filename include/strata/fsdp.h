@@ -213,7 +213,12 @@ typedef struct {
     double  compute_s;          /* inside callbacks */
     double  exposed_comm_s;     /* blocked waiting for a collective */
     double  optim_s;            /* clipping and optimizer */
-    double  grad_norm;          /* global gradient norm before clipping (last step) */
+    double  grad_norm;          /* global gradient norm before clipping (last step); -1
+                                 * without clipping (clip_norm 0: not computed). When it is
+                                 * not finite the step's update is skipped (the parameters
+                                 * and optimizer state stay those of the step before) */
+    int     grad_nonfinite_unit; /* then the first unit whose gradient is not finite, the
+                                 * same on every rank; -1 when none (or not checked) */
     size_t  peak_device_bytes;  /* peaks of the tiers during the last step (every step */
     size_t  peak_host_bytes;    /* starts from the use at step_begin; the context's tiers, */
                                 /* so all its models count) */
