@@ -273,8 +273,10 @@ int gpt_bf16_available(void);
 void gpt_gelu_forward(float *y, const float *x, size_t n);
 /* dx = dy * gelu'(x); dx may alias dy. */
 void gpt_gelu_backward(float *dx, const float *x, const float *dy, size_t n);
-/* y += x (the residual). */
+/* y += x (the residual); y = a + b; y = x: split between the threads. */
 void gpt_residual_add(float *y, const float *x, size_t n);
+void gpt_add(float *y, const float *a, const float *b, size_t n);
+void gpt_copy(float *y, const float *x, size_t n);
 /* Softmax cross-entropy over rows of V logits: returns the sum of losses
  * over rows with target >= 0; if dlogits is not NULL, writes
  * (softmax - onehot) * scale there (0 for rows without target).

@@ -257,6 +257,25 @@ CLONES void gpt_residual_add(float *y, const float *x, size_t n)
         y[i] += x[i];
 }
 
+CLONES void gpt_add(float *y, const float *a, const float *b, size_t n)
+{
+    PAR_FOR(n)
+    for (size_t i = 0; i < n; i++)
+        y[i] = a[i] + b[i];
+}
+
+/* in blocks of COPY_BLOCK floats, each one memcpy */
+#define COPY_BLOCK 16384
+
+void gpt_copy(float *y, const float *x, size_t n)
+{
+    const size_t nb = (n + COPY_BLOCK - 1) / COPY_BLOCK;
+    PAR_FOR(n)
+    for (size_t k = 0; k < nb; k++)
+        memcpy(y + k * COPY_BLOCK, x + k * COPY_BLOCK,
+               sizeof(float) * (n - k * COPY_BLOCK < COPY_BLOCK ? n - k * COPY_BLOCK : COPY_BLOCK));
+}
+
 /* ------------------------------------------------------ cross-entropy --- */
 
 /* The loss of one row (its target tg >= 0); writes the row's gradient to
