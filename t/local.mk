@@ -176,6 +176,8 @@ if HAVE_CBLAS
 check_PROGRAMS += t/gpt_grad.t t/gpt_ref.t t/gpt_data.t
 t_gpt_grad_t_SOURCES = t/gpt_grad.t.c
 t_gpt_ref_t_SOURCES = t/gpt_ref.t.c
+# OpenMP as in the kernels: the thread test checks the team they get
+t_gpt_ref_t_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS)
 t_gpt_data_t_SOURCES = t/gpt_data.t.c
 t_gpt_grad_t_LDADD = $(GPT_LDADD) t/libtap.a
 t_gpt_ref_t_LDADD = $(GPT_LDADD) t/libtap.a

@@ -164,20 +164,16 @@ typedef struct gpt_workspace {
 size_t gpt_workspace_floats(const gpt_config *cfg, int B, int T);
 size_t gpt_unit_workspace_floats(const gpt_config *cfg, int unit, int B, int T);
 
-/* Threads for the matrix products: n <= 0 means the number of cores this
- * process may run on (sched_getaffinity), so ranks that mpirun binds to
- * cores do not fight over one. Sets OpenBLAS's thread count
+/* Threads of the kernels: n <= 0 means the number of cores this process
+ * may run on (sched_getaffinity), so ranks that mpirun binds to cores do
+ * not fight over one. With OpenMP they are one team for every kernel, the
+ * matrix products split between them and the BLAS held to one thread
  * (openblas_set_num_threads where the BLAS has it, else OPENBLAS_NUM_THREADS
- * and OMP_NUM_THREADS, which only work before the BLAS first runs) and the
- * OpenMP loops of the other kernels (rows split between threads; results
- * do not depend on the count). Returns the count chosen. */
+ * and OMP_NUM_THREADS, which only work before the BLAS first runs); without
+ * OpenMP the BLAS gets the n threads. Results do not depend on the count.
+ * Returns the count chosen. */
 int gpt_threads_init(int n);
 int gpt_affinity_cores(void);
-/* Around a loop whose threads each make their own small BLAS calls: the
- * BLAS runs one thread per call until gpt_blas_serial_end(token) (where
- * the loop is not threaded, nothing changes). */
-int  gpt_blas_serial_begin(void);
-void gpt_blas_serial_end(int token);
 
 /* Floating-point operations of one forward+backward per token at length T
  * (matrix products and attention; attention counted over the full T x T,
@@ -304,8 +300,10 @@ int gpt_bf16_available(void);
 void gpt_gelu_forward(float *y, const float *x, size_t n);
 /* dx = dy * gelu'(x); dx may alias dy. */
 void gpt_gelu_backward(float *dx, const float *x, const float *dy, size_t n);
-/* y += x (the residual). */
+/* y += x (the residual); y = a + b; y = x: split between the threads. */
 void gpt_residual_add(float *y, const float *x, size_t n);
+void gpt_add(float *y, const float *a, const float *b, size_t n);
+void gpt_copy(float *y, const float *x, size_t n);
 /* Softmax cross-entropy over rows of V logits: returns the sum of losses
  * over rows with target >= 0; if dlogits is not NULL, writes
  * (softmax - onehot) * scale there (0 for rows without target).

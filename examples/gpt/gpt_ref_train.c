@@ -48,7 +48,7 @@ static void usage(FILE *f)
         "  --wd X          weight decay on matrices (0.1)\n"
         "  --clip X        global gradient norm clip, 0 = off (1.0)\n"
         "  --seed N        initialisation and data seed (1)\n"
-        "  --threads N     BLAS threads (0 = the cores this process may use)\n"
+        "  --threads N     kernel threads (0 = the cores this process may use)\n"
         "  --data FILE     train on FILE at byte level (last 10%% validates);\n"
         "                  default: the generated addition task\n"
         "  --eval-every N  evaluate every N steps (0 = only at the end)\n"

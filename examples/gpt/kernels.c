@@ -1,16 +1,22 @@
 /*
  * kernels.c - the layer kernels of the GPT model: pure functions over
- * caller-provided buffers. Matrix products go to CBLAS (its threads are set
- * by gpt_threads_init); the arithmetic of every other kernel is the shared
- * per-row code of kernels_scalar.h, run here over rows split between the
- * rank's threads (OpenMP, where the compiler has it). A thread always owns
- * whole rows, and sums over rows (parameter gradients, the loss) run in a
- * fixed order, so results are bitwise the same for any thread count.
+ * caller-provided buffers. Matrix products go to CBLAS, split between the
+ * rank's threads here (the BLAS itself runs one thread per call, see
+ * threads.c); the arithmetic of every other kernel is the shared per-row
+ * code of kernels_scalar.h, run here over rows split between the rank's
+ * threads (OpenMP, where the compiler has it). A thread always owns whole
+ * rows (of a product: whole rows or columns of the result, each summed over
+ * the full depth by one BLAS call), and sums over rows (parameter
+ * gradients, the loss) run in a fixed order, so results are bitwise the
+ * same for any thread count.
  * Row-major throughout.
  */
 #include <string.h>
 
 #include <cblas.h>       /* cblas_sgemm */
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "examples/gpt/gpt.h"
 #include "examples/gpt/kernels_scalar.h"
@@ -98,6 +104,43 @@ CLONES void gpt_layernorm_backward(float *dx, float *dw, float *db, const float 
 
 /* ------------------------------------------------------------- matmul --- */
 
+/* Products below this many multiply-adds run on the calling thread, and a
+ * split of the result falls on a multiple of GEMM_ALIGN rows or columns. */
+#define GEMM_PAR_MIN (1L << 20)
+#define GEMM_ALIGN 64
+
+/* cblas_sgemm (row-major) with C's rows, or its columns when it has more of
+ * those, split between the rank's threads: each thread computes its part
+ * of C with one single-threaded BLAS call over the full depth K, the same
+ * arithmetic per element as one call over all of C. Inside a parallel
+ * region it is just the BLAS call. */
+static void sgemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha,
+                  const float *A, int lda, const float *B, int ldb, float beta,
+                  float *C, int ldc)
+{
+#ifdef _OPENMP
+    int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
+    int rows = M >= N, span = rows ? M : N;
+    if (1 < nt && GEMM_PAR_MIN <= (long)M * N * K && 2 * GEMM_ALIGN <= span) {
+        int per = ((span + nt - 1) / nt + GEMM_ALIGN - 1) / GEMM_ALIGN * GEMM_ALIGN;
+#pragma omp parallel num_threads(nt)
+        {
+            int i0 = omp_get_thread_num() * per, n = span - i0 < per ? span - i0 : per;
+            if (0 < n && rows)
+                cblas_sgemm(CblasRowMajor, ta, tb, n, N, K, alpha,
+                            CblasNoTrans == ta ? A + (size_t)i0 * lda : A + i0, lda,
+                            B, ldb, beta, C + (size_t)i0 * ldc, ldc);
+            else if (0 < n)
+                cblas_sgemm(CblasRowMajor, ta, tb, M, n, K, alpha, A, lda,
+                            CblasNoTrans == tb ? B + i0 : B + (size_t)i0 * ldb, ldb,
+                            beta, C + i0, ldc);
+        }
+        return;
+    }
+#endif
+    cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
 void gpt_matmul_forward(float *y, const float *x, const float *W, const float *b,
                         size_t N, int IC, int OC)
 {
@@ -107,8 +150,7 @@ void gpt_matmul_forward(float *y, const float *x, const float *W, const float *b
             memcpy(y + i * OC, b, sizeof(float) * OC);
         beta = 1.0f;
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)N, OC, IC,
-                1.0f, x, IC, W, IC, beta, y, OC);
+    sgemm(CblasNoTrans, CblasTrans, (int)N, OC, IC, 1.0f, x, IC, W, IC, beta, y, OC);
 }
 
 void gpt_matmul_backward(float *dx, float *dW, float *db, const float *dy,
@@ -116,11 +158,10 @@ void gpt_matmul_backward(float *dx, float *dW, float *db, const float *dy,
                          int accumulate)
 {
     if (NULL != dx)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, IC, OC,
-                    1.0f, dy, OC, W, IC, accumulate ? 1.0f : 0.0f, dx, IC);
+        sgemm(CblasNoTrans, CblasNoTrans, (int)N, IC, OC,
+              1.0f, dy, OC, W, IC, accumulate ? 1.0f : 0.0f, dx, IC);
     if (NULL != dW)
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, IC, (int)N,
-                    1.0f, dy, OC, x, IC, 1.0f, dW, IC);
+        sgemm(CblasTrans, CblasNoTrans, OC, IC, (int)N, 1.0f, dy, OC, x, IC, 1.0f, dW, IC);
     if (NULL != db)
         colsum(db, dy, NULL, N, OC);
 }
@@ -131,8 +172,8 @@ void gpt_matmul_backward(float *dx, float *dW, float *db, const float *dy,
  * qkv; the causal upper triangle is computed and then zeroed, which doubles
  * the score flops but keeps every product a single BLAS call. The (b, h)
  * pairs are independent: the rank's threads take whole pairs, each running
- * its small products on one BLAS thread (gpt_blas_serial), which scales
- * where a threaded BLAS call of this size would not. */
+ * its small products on one thread (the BLAS runs one per call), which
+ * scales where a split of products this small would not. */
 CLONES static void attn_fwd_one(float *out, float *P, const float *q, int T, int C, int hd)
 {
     const int C3 = 3 * C;
@@ -149,14 +190,12 @@ void gpt_attention_forward(float *out, float *probs, const float *qkv,
                            int B, int T, int C, int H)
 {
     const int hd = C / H;
-    int serial = gpt_blas_serial_begin();
     PAR_FOR((size_t)B * H * T * T * hd)
     for (int bh = 0; bh < B * H; bh++) {
         int b = bh / H, h = bh % H;
         attn_fwd_one(out + (size_t)b * T * C + h * hd, probs + (size_t)bh * T * T,
                      qkv + (size_t)b * T * 3 * C + h * hd, T, C, hd);
     }
-    gpt_blas_serial_end(serial);
 }
 
 CLONES static void attn_bwd_one(float *dq, float *dP, const float *dO, const float *q,
@@ -186,7 +225,6 @@ void gpt_attention_backward(float *dqkv, float *dP, const float *dout,
                             int B, int T, int C, int H)
 {
     const int hd = C / H;
-    int serial = gpt_blas_serial_begin();
     PAR_FOR((size_t)B * H * T * T * hd)
     for (int bh = 0; bh < B * H; bh++) {
         int b = bh / H, h = bh % H;
@@ -194,7 +232,6 @@ void gpt_attention_backward(float *dqkv, float *dP, const float *dout,
         attn_bwd_one(dqkv + base, dP + tt, dout + (size_t)b * T * C + h * hd, qkv + base,
                      probs + tt, T, C, hd);
     }
-    gpt_blas_serial_end(serial);
 }
 
 /* --------------------------------------------------------------- GELU --- */
@@ -218,6 +255,25 @@ CLONES void gpt_residual_add(float *y, const float *x, size_t n)
     PAR_FOR(n)
     for (size_t i = 0; i < n; i++)
         y[i] += x[i];
+}
+
+CLONES void gpt_add(float *y, const float *a, const float *b, size_t n)
+{
+    PAR_FOR(n)
+    for (size_t i = 0; i < n; i++)
+        y[i] = a[i] + b[i];
+}
+
+/* in blocks of COPY_BLOCK floats, each one memcpy */
+#define COPY_BLOCK 16384
+
+void gpt_copy(float *y, const float *x, size_t n)
+{
+    const size_t nb = (n + COPY_BLOCK - 1) / COPY_BLOCK;
+    PAR_FOR(n)
+    for (size_t k = 0; k < nb; k++)
+        memcpy(y + k * COPY_BLOCK, x + k * COPY_BLOCK,
+               sizeof(float) * (n - k * COPY_BLOCK < COPY_BLOCK ? n - k * COPY_BLOCK : COPY_BLOCK));
 }
 
 /* ------------------------------------------------------ cross-entropy --- */

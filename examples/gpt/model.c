@@ -444,8 +444,7 @@ static strata_status_t block_run(const gpt_config *cfg, int B, int T, const floa
     if (need[OP_PROJ]) {
         TRY(mm_fwd(ws, P, GPT_P_ATTN_PROJ_W, GPT_P_ATTN_PROJ_B, a, S[GPT_S_ATTN_OUT], N, C, C));
         count_op(n, 2.0 * N * C * C);
-        for (size_t i = 0; i < N * C; i++)
-            x_out[i] = x_in[i] + a[i];
+        gpt_add(x_out, x_in, a, N * C);
     }
 
     /* x_out = x_mid + fc_proj(gelu(fc(ln2(x_mid)))) */
@@ -521,7 +520,7 @@ strata_status_t gpt_block_backward(const gpt_config *cfg, int B, int T,
     gpt_layernorm_affine(y, S[GPT_S_LN2], P[GPT_P_LN2_W], P[GPT_P_LN2_B], N, C);
     TRY(mm_bwd(ws, P, GPT_P_FC_W, dy, D[GPT_P_FC_W], D[GPT_P_FC_B], big, y, N, C, 4 * C));
     /* the residual carries dx_out straight to x_mid; ln2 adds its part */
-    memcpy(dx_in, dx_out, sizeof(float) * N * C);
+    gpt_copy(dx_in, dx_out, N * C);
     gpt_layernorm_backward(dx_in, D[GPT_P_LN2_W], D[GPT_P_LN2_B], dy, S[GPT_S_LN2],
                            P[GPT_P_LN2_W], S[GPT_S_LN2_RSTD], N, C);
 

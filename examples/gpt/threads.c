@@ -2,8 +2,13 @@
  * threads.c - how many threads the GPT kernels use. A rank that mpirun
  * binds to a set of cores should use exactly those: OpenBLAS would
  * otherwise start one thread per core of the machine in every rank, and
- * four ranks on two cores would fight over them. The same count goes to
- * the BLAS and to the OpenMP loops of kernels.c.
+ * four ranks on two cores would fight over them. Where the kernels have
+ * OpenMP, the rank's threads are one OpenMP team and the BLAS runs on one
+ * thread per call: kernels.c splits each matrix product between the team
+ * itself. A BLAS with its own thread pool beside the team would put three
+ * threads or more on two cores, each team spinning while the other
+ * computes (measured: a 2-thread rank 3.5x slower than two 1-thread ranks).
+ * Without OpenMP the count goes to the BLAS.
  */
 #define _GNU_SOURCE
 #include <sched.h>
@@ -18,8 +23,6 @@
 /* Declared weak and without cblas.h: present in OpenBLAS, absent from a
  * reference CBLAS, where the environment variables below are all we have. */
 void openblas_set_num_threads(int n) __attribute__((weak));
-
-static int threads_now = 1;
 
 int gpt_affinity_cores(void)
 {
@@ -49,27 +52,11 @@ int gpt_threads_init(int n)
 {
     if (0 >= n)
         n = gpt_affinity_cores();
-    blas_threads(n);
 #ifdef _OPENMP
+    blas_threads(1);
     omp_set_num_threads(n);
+#else
+    blas_threads(n);
 #endif
-    threads_now = n;
     return n;
-}
-
-int gpt_blas_serial_begin(void)
-{
-#ifdef _OPENMP
-    if (1 < threads_now && NULL != openblas_set_num_threads) {
-        openblas_set_num_threads(1);
-        return threads_now;
-    }
-#endif
-    return 0;
-}
-
-void gpt_blas_serial_end(int token)
-{
-    if (0 < token)
-        openblas_set_num_threads(token);
 }

@@ -41,7 +41,7 @@ void train_usage(FILE *f)
 "  --seed N          parameter initialisation and data order (1)\n"
 "  --dtype f32|bf16  compute copy of the gathered parameters (f32); master\n"
 "                    weights, gradients and optimizer state stay f32\n"
-"  --threads N       BLAS threads per rank; 0 = the cores this rank may run on\n"
+"  --threads N       kernel threads per rank; 0 = the cores this rank may run on\n"
 "                    (sched_getaffinity, so mpirun's binding is respected) (0)\n"
 "\n"
 "Sharding and memory (per rank; sizes take k, M, G suffixes):\n"
