@@ -143,14 +143,14 @@ int main(int argc, char **argv)
     tap_use_comm(MPI_COMM_WORLD);
 
     static const run_t cases_full[] = {
-        { STRATA_OPTIM_SGD,   0.0f, 1, -1, 1, 0 },
-        { STRATA_OPTIM_SGD,   0.0f, 2, -1, 1, 0 },
-        { STRATA_OPTIM_ADAMW, 0.5f, 1, -1, 1, 0 },
-        { STRATA_OPTIM_ADAMW, 0.5f, 2, -1, 1, 0 },
+        { STRATA_OPTIM_SGD,   0.0f, 1, -1, 1, 0, 0 },
+        { STRATA_OPTIM_SGD,   0.0f, 2, -1, 1, 0, 0 },
+        { STRATA_OPTIM_ADAMW, 0.5f, 1, -1, 1, 0, 0 },
+        { STRATA_OPTIM_ADAMW, 0.5f, 2, -1, 1, 0, 0 },
     };
     static const run_t cases_quick[] = {
-        { STRATA_OPTIM_SGD,   0.0f, 2, -1, 1, 0 },
-        { STRATA_OPTIM_ADAMW, 0.5f, 2, -1, 1, 0 },
+        { STRATA_OPTIM_SGD,   0.0f, 2, -1, 1, 0, 0 },
+        { STRATA_OPTIM_ADAMW, 0.5f, 2, -1, 1, 0, 0 },
     };
     const run_t *cases = quick ? cases_quick : cases_full;
     int ncases = quick ? 2 : 4;
