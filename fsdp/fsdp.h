@@ -208,6 +208,9 @@ strata_status_t fsdp_gather_start(strata_model_t *m, strata_unit_t *u);
 /* Block until unit u is gathered (time counted as exposed communication). */
 strata_status_t fsdp_gather_wait(strata_model_t *m, strata_unit_t *u);
 void fsdp_gather_release(strata_unit_t *u);
+/* Complete every all-gather still in flight (cuda: those the compute
+ * stream was ordered after); the first error. */
+strata_status_t fsdp_gather_settle(strata_model_t *m);
 /* Start the reduction of unit u's gradient (last micro-batch). */
 strata_status_t fsdp_reduce_start(strata_model_t *m, strata_unit_t *u);
 /* Hybrid sharding: wait for u's reduce-scatter and start its allreduce
