@@ -65,13 +65,24 @@ static int reduce_wide(const strata_model_t *m)
 /* u's gradient shard is final: back to f32 if it travelled in 16 bits. */
 static void arrived(strata_model_t *m, strata_unit_t *u)
 {
-    if (reduce_wide(m)) {
-        /* a failed launch shows again at the step's end (fsdp_dev_wait) */
-        (void)fsdp_dev_widen(m->ctx, u->rs_recv.ptr, u->grad_shard.ptr, u->shard_len,
-                             m->opts.reduce_dtype);
+    /* cuda: the widening kernel is launched by the main thread, where the
+     * rank's device is current (fsdp_grad_widen); this may be the progress
+     * thread */
+    if (reduce_wide(m) && !fsdp_dev_on(m->ctx)) {
+        fsdp_dev_widen(m->ctx, u->rs_recv.ptr, u->grad_shard.ptr, u->shard_len,
+                       m->opts.reduce_dtype);
         fsdp_buf_free(&u->rs_recv);
     }
     u->rstate = GRAD_ARRIVED;
+}
+
+strata_status_t fsdp_grad_widen(strata_model_t *m, strata_unit_t *u)
+{
+    if (GRAD_ARRIVED != u->rstate || !u->rs_recv.h || !reduce_wide(m)) return STRATA_OK;
+    strata_status_t st = fsdp_dev_widen(m->ctx, u->rs_recv.ptr, u->grad_shard.ptr,
+                                        u->shard_len, m->opts.reduce_dtype);
+    fsdp_buf_free(&u->rs_recv);
+    return st;
 }
 
 /* The reduce-scatter of u is complete. */

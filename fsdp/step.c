@@ -181,8 +181,8 @@ static strata_status_t unit_optim(strata_model_t *m, strata_unit_t *u, float sca
 {
     double t0 = base_now();
     int thr = fsdp_optim_threads(m);
-    strata_status_t st = STRATA_OK;
-    if (1.0f != scale) st = fsdp_dev_scale(m->ctx, u->grad_shard.ptr, u->shard_len, scale, thr);
+    strata_status_t st = fsdp_grad_widen(m, u);
+    if (STRATA_OK == st && 1.0f != scale) st = fsdp_dev_scale(m->ctx, u->grad_shard.ptr, u->shard_len, scale, thr);
     if (STRATA_OK == st)
         st = fsdp_dev_optim(m->ctx, &m->opts, m->step_count + 1, u->master.ptr,
                             u->grad_shard.ptr, u->state[0].ptr, u->state[1].ptr, u->shard_len,
@@ -293,6 +293,7 @@ strata_status_t strata_model_step_end(strata_model_t *m)
     for (int ui = L - 1; ui >= 0; ui--) {
         strata_unit_t *u = m->units[ui];
         st = fsdp_reduce_wait(m, u);
+        if (STRATA_OK == st) st = fsdp_grad_widen(m, u);   /* before the norm reads it */
         if (STRATA_OK != st) goto fail;
         fsdp_exec_trace_comm(m, "RS", ui, u->t_rstart, base_now(), 0);
         if (!clip && GRAD_ARRIVED == u->rstate) st = unit_optim(m, u, inv_m);

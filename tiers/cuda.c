@@ -74,10 +74,23 @@ static cudaError_t event_wait(cudaEvent_t ev)
     return e;
 }
 
+void tiers_cuda_current_device(int *dev_p)
+{
+    if (cudaSuccess != cudaGetDevice(dev_p)) {
+        (void)cudaGetLastError();
+        *dev_p = 0;
+    }
+}
+
 static strata_status_t cuda_engine_init(tiers_state_t *ts, int engine, void **data_p)
 {
     *data_p = NULL;
     if (ENG_IO == engine) return STRATA_OK;
+    /* the stream and its events on the rank's device (engine_init runs on
+     * the thread that comm_init made it current on; copies may be queued
+     * on another device's stream from the engine thread) */
+    cudaError_t de = cudaSetDevice(ts->device);
+    if (cudaSuccess != de) return cuda_fail(ts, de, "cudaSetDevice (copy engine)");
     cuda_engine_t *ce = calloc(1, sizeof *ce);
     if (!ce) return base_error(ts->ctx, STRATA_ERR_NOMEM, "allocating a copy engine");
     cudaError_t e = cudaStreamCreateWithFlags(&ce->s, cudaStreamNonBlocking);

@@ -123,6 +123,8 @@ typedef struct tiers_backend {
 extern const tiers_backend_t tiers_host_backend;
 #ifdef HAVE_CUDA
 extern const tiers_backend_t tiers_cuda_backend;
+/* The calling thread's current CUDA device (0 when it cannot be read). */
+void tiers_cuda_current_device(int *dev_p);
 /* The block's next move starts on its copy engine only after the work
  * queued so far on `stream` (cuda: a cudaStream_t producing the block's
  * data), ordered by an event, not by a host wait. No-op on the host
@@ -222,6 +224,7 @@ struct strata_block {
 typedef struct tiers_state {
     strata_context_t       *ctx;
     const tiers_backend_t  *be;
+    int                     device;           /* cuda: the rank's device (engine threads set it) */
     pthread_mutex_t         lock;
     pthread_cond_t          cond;             /* event waiters */
     int                     wake_waiters;     /* wake-ups owed once the lock is released */
