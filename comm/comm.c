@@ -117,12 +117,13 @@ static strata_request_t *request_new(strata_group_t *g, coll_kind_t kind, strata
     req->dtype = dtype;
     req->op = op;
     req->mpi_req = MPI_REQUEST_NULL;
+    req->be = g->ctx->comm_ops;
     return req;
 }
 
 static void request_free(strata_request_t *req)
 {
-    const comm_backend_t *be = req->group->ctx->comm_ops;
+    const comm_backend_t *be = req->be;
     if (be->request_release) be->request_release(req);
     free(req->stage);
     free(req);
@@ -160,9 +161,13 @@ static strata_status_t start_common(strata_group_t *g, coll_kind_t kind, const v
     strata_context_t *ctx = g->ctx;
     if (!req_p) return base_error(ctx, STRATA_ERR_INVALID, "%s: req_p is NULL", coll_name[kind]);
 
+    /* control words in host memory travel over MPI with a device backend */
+    const comm_backend_t *be = ctx->comm_ops;
+    if (be->host_buffers && COLL_BARRIER != kind && count > 0 && be->host_buffers(g, send, recv))
+        be = &comm_mpi_backend;
     strata_status_t st = check_args(g, kind, send, recv, count, dtype, op, root);
-    if (STRATA_OK == st && COLL_BARRIER != kind && count > 0 && ctx->comm_ops->check_buffers)
-        st = ctx->comm_ops->check_buffers(g, kind, send, recv, count, dtype);
+    if (STRATA_OK == st && COLL_BARRIER != kind && count > 0 && be->check_buffers)
+        st = be->check_buffers(g, kind, send, recv, count, dtype);
     st = agree(g, kind, count, dtype, op, root, st);
     if (STRATA_OK != st) return st;
 
@@ -175,7 +180,7 @@ static strata_status_t start_common(strata_group_t *g, coll_kind_t kind, const v
      * comm); a small blocking call runs the nonblocking collective and
      * the back-off wait, so a rank kept waiting sleeps. */
     req->blocking = blocking && count * strata_dtype_size(dtype) >= COMM_BLOCKING_MIN_BYTES;
-    const comm_backend_t *be = ctx->comm_ops;
+    req->be = be;
     size_t n = (size_t)g->size;
     int wide = STRATA_F32 != dtype;
     size_t moved = count * strata_dtype_size(dtype) * (COLL_BARRIER == kind ? 0 : 1);
@@ -272,7 +277,7 @@ strata_status_t strata_request_test(strata_request_t *req, int *done_p)
     if (STRATA_OK != req->status) return req->status;
     if (!req->complete) {
         int done = 0;
-        strata_status_t st = req->group->ctx->comm_ops->test(req, &done);
+        strata_status_t st = req->be->test(req, &done);
         if (STRATA_OK != st) return req->status = st;   /* wait ends its record */
         if (done) {
             request_finish(req);
@@ -290,7 +295,7 @@ strata_status_t strata_request_wait(strata_request_t *req)
     strata_status_t st = req->status;       /* a failed test: the operation is over */
     if (STRATA_OK == st && !req->complete) {
         comm_rec_waiting(req->group->ctx, req->rec);
-        st = req->group->ctx->comm_ops->wait(req);
+        st = req->be->wait(req);
         if (STRATA_OK == st) request_finish(req);
     }
     comm_rec_end(req->group->ctx, req->rec, st);
@@ -338,4 +343,16 @@ strata_status_t strata_broadcast(strata_group_t *g, void *buf, size_t count,
 strata_status_t strata_barrier(strata_group_t *g)
 {
     BLOCKING(COLL_BARRIER, NULL, NULL, 0, STRATA_F32, STRATA_SUM, 0);
+}
+
+strata_status_t comm_stream_wait(strata_group_t *g, void *stream)
+{
+    if (!g || !stream || !g->ctx->comm_ops->stream_wait) return STRATA_OK;
+    return g->ctx->comm_ops->stream_wait(g, stream);
+}
+
+strata_status_t comm_request_order(strata_request_t *req, void *stream)
+{
+    if (!req || !stream || !req->be->request_order) return STRATA_OK;
+    return req->be->request_order(req, stream);
 }

@@ -28,6 +28,7 @@ typedef enum { COLL_ALLGATHER, COLL_REDUCE_SCATTER, COLL_ALLREDUCE,
 
 struct strata_request {
     strata_group_t  *group;
+    const struct comm_backend *be;     /* the backend that runs it (comm_backend_for) */
     coll_kind_t      kind;
     MPI_Request      mpi_req;
     void            *backend_data;
@@ -89,12 +90,28 @@ typedef struct comm_backend {
     /* Optional. The watchdog's first step before MPI_Abort: abort the
      * group's communicator (ncclCommAbort) so nothing spins on it. */
     void            (*abort)(strata_group_t *g);
+    /* Optional (device backends). 1 when neither buffer is device memory:
+     * such a collective (a few control words in host memory: costs, norms)
+     * runs on the MPI backend instead. */
+    int             (*host_buffers)(strata_group_t *g, const void *send, const void *recv);
+    /* Optional (device backends). The group's stream waits for the work
+     * queued so far on `stream` (a cudaStream_t), by an event. */
+    strata_status_t (*stream_wait)(strata_group_t *g, void *stream);
+    /* Optional (device backends). `stream` waits for req's completion, by
+     * its event; the host does not wait. */
+    strata_status_t (*request_order)(strata_request_t *req, void *stream);
 } comm_backend_t;
 
 extern const comm_backend_t comm_mpi_backend;
 #ifdef HAVE_NCCL
 extern const comm_backend_t comm_nccl_backend;
 #endif
+
+/* Stream ordering with the device backend (no-ops on the MPI backend and
+ * with a NULL stream): the group's next collectives run after the work
+ * queued on stream so far; stream's next work runs after req completes. */
+strata_status_t comm_stream_wait(strata_group_t *g, void *stream);
+strata_status_t comm_request_order(strata_request_t *req, void *stream);
 
 /* Context set-up: pick the backend, make the world group. */
 strata_status_t comm_init(strata_context_t *ctx);

@@ -472,6 +472,49 @@ static strata_status_t nccl_wait(strata_request_t *req)
     }
 }
 
+/* ------------------------------------------------- stream ordering --- */
+
+static int is_host(const void *p)
+{
+    struct cudaPointerAttributes a;
+    if (!p) return 1;
+    if (cudaSuccess != cudaPointerGetAttributes(&a, p)) {
+        (void)cudaGetLastError();
+        return 0;   /* let check_buffers report it */
+    }
+    return cudaMemoryTypeDevice != a.type && cudaMemoryTypeManaged != a.type;
+}
+
+static int nccl_host_buffers(strata_group_t *g, const void *send, const void *recv)
+{
+    (void)g;
+    return is_host(send) && is_host(recv);
+}
+
+/* The group's stream waits for what `stream` has queued so far. */
+static strata_status_t nccl_stream_wait(strata_group_t *g, void *stream)
+{
+    nccl_group_t *ng = g->backend_data;
+    cudaEvent_t ev;
+    cudaError_t e = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
+    if (cudaSuccess != e) return cuda_fail(g->ctx, e, "cudaEventCreateWithFlags (ordering)");
+    e = cudaEventRecord(ev, (cudaStream_t)stream);
+    pthread_mutex_lock(&ng->lock);
+    if (cudaSuccess == e) e = cudaStreamWaitEvent(ng->stream, ev, 0);
+    pthread_mutex_unlock(&ng->lock);
+    cudaEventDestroy(ev);   /* released once the wait no longer needs it */
+    return cudaSuccess == e ? STRATA_OK : cuda_fail(g->ctx, e, "ordering the comm stream");
+}
+
+/* `stream` waits for the collective's completion event. */
+static strata_status_t nccl_request_order(strata_request_t *req, void *stream)
+{
+    if (!req->backend_data) return STRATA_OK;
+    cudaError_t e = cudaStreamWaitEvent((cudaStream_t)stream, (cudaEvent_t)req->backend_data, 0);
+    return cudaSuccess == e ? STRATA_OK
+                            : cuda_fail(req->group->ctx, e, "ordering after a collective");
+}
+
 const comm_backend_t comm_nccl_backend = {
     .name            = "nccl",
     .group_init      = nccl_group_init,
@@ -487,4 +530,7 @@ const comm_backend_t comm_nccl_backend = {
     .test            = nccl_test,
     .wait            = nccl_wait,
     .abort           = nccl_abort,
+    .host_buffers    = nccl_host_buffers,
+    .stream_wait     = nccl_stream_wait,
+    .request_order   = nccl_request_order,
 };

@@ -103,10 +103,20 @@ static strata_status_t build_layout(strata_model_t *m, const strata_model_ckpt_t
     return STRATA_OK;
 }
 
+/* The checkpoint code reads and writes the shards from the host: on the
+ * cuda backend they are device memory, which it does not stage yet. */
+static strata_status_t device_shards(strata_model_t *m, const char *what)
+{
+    return base_error(m->ctx, STRATA_ERR_UNSUPPORTED, "checkpoint %s on the cuda backend: the "
+                      "shards are device memory and checkpoints do not stage them through "
+                      "the host yet; use backend=host for runs that checkpoint", what);
+}
+
 strata_status_t strata_model_save(strata_model_t *m, const char *dir,
                                   const strata_model_ckpt_t *info, char *path, size_t len)
 {
     if (!m || !dir) return STRATA_ERR_INVALID;
+    if (NULL != m->ctx->compute_stream) return device_shards(m, "save");
     layout_store_t ls;
     strata_status_t st = build_layout(m, info, &ls);
     if (STRATA_OK != st) return st;
@@ -124,6 +134,7 @@ strata_status_t strata_model_save(strata_model_t *m, const char *dir,
 strata_status_t strata_model_load(strata_model_t *m, const char *path, strata_model_ckpt_t *info)
 {
     if (!m || !path) return STRATA_ERR_INVALID;
+    if (NULL != m->ctx->compute_stream) return device_shards(m, "load");
     layout_store_t ls;
     strata_status_t st = build_layout(m, info, &ls);
     if (STRATA_OK != st) return st;

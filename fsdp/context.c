@@ -139,10 +139,15 @@ strata_status_t strata_init(MPI_Comm comm, const strata_config_t *cfg,
         break;
     }
 
-    st = compute_stream_create(ctx);
-    if (STRATA_OK != st) goto err_comm;
+    /* comm_init makes the rank's device current (NCCL's world group picks
+     * it by node-local rank): the compute stream and the tiers follow */
     st = comm_init(ctx);
-    if (STRATA_OK != st) goto err_stream;
+    if (STRATA_OK != st) goto err_comm;
+    st = compute_stream_create(ctx);
+    if (STRATA_OK != st) {
+        comm_cleanup(ctx);
+        goto err_comm;
+    }
     st = tiers_init(ctx);
     if (STRATA_OK != st) {
         comm_cleanup(ctx);

@@ -31,6 +31,7 @@
 #include "config.h"
 #include "exec_impl.h"
 #include "tiers/tiers.h"
+#include "dev.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -203,7 +204,8 @@ strata_status_t fsdp_exec_sizing(strata_model_t *m, const void *input, size_t in
     fsdp_buf_free(&m->acts[L]);
     st = fsdp_buf_alloc(ctx, STRATA_TIER_DEVICE, STRATA_TAG_ACTIVATION, in_bytes, 0, &m->acts[0]);
     if (STRATA_OK != st) goto out;
-    if (in_bytes) memcpy(m->acts[0].ptr, input, in_bytes);
+    if (in_bytes) st = fsdp_dev_copy(m->ctx, m->acts[0].ptr, input, in_bytes);
+    if (STRATA_OK != st) goto out;
     x->acts_bytes = x->max_act = blk_bytes(in_bytes);
     for (int ui = 0; ui < L; ui++) {
         strata_unit_t *u = m->units[ui];

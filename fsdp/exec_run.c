@@ -23,6 +23,7 @@
 #include "config.h"
 #include "exec_impl.h"
 #include "tiers/tiers.h"
+#include "dev.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -179,7 +180,11 @@ static strata_status_t issue(strata_model_t *m, int id)
                       : SCHED_OP_H2S == o->kind ? STRATA_TIER_STORAGE
                       : SCHED_OP_S2H == o->kind ? STRATA_TIER_PINNED_HOST : STRATA_TIER_DEVICE;
     strata_event_t *ev = NULL;
-    strata_status_t st = strata_block_move(s->buf.h, dst, 1, NULL, &ev);
+    strata_status_t st = STRATA_OK;
+    /* cuda: the offload starts on the d2h stream after the compute that
+     * made the save (its event), not after a host wait */
+    if (SCHED_OP_D2H == o->kind) st = tiers_block_after(s->buf.h, m->ctx->compute_stream);
+    if (STRATA_OK == st) st = strata_block_move(s->buf.h, dst, 1, NULL, &ev);
     if (STRATA_OK != st) return st;
     base_nvtx_mark(sched_op_kind_name(o->kind));
     x->ev[id] = ev;

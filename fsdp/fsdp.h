@@ -215,11 +215,17 @@ strata_status_t fsdp_gather_start(strata_model_t *m, strata_unit_t *u);
 /* Block until unit u is gathered (time counted as exposed communication). */
 strata_status_t fsdp_gather_wait(strata_model_t *m, strata_unit_t *u);
 void fsdp_gather_release(strata_unit_t *u);
+/* Complete every all-gather still in flight (cuda: those the compute
+ * stream was ordered after); the first error. */
+strata_status_t fsdp_gather_settle(strata_model_t *m);
 /* Start the reduction of unit u's gradient (last micro-batch). */
 strata_status_t fsdp_reduce_start(strata_model_t *m, strata_unit_t *u);
 /* Hybrid sharding: wait for u's reduce-scatter and start its allreduce
  * over the replica group (main thread, program order). No-op otherwise. */
 strata_status_t fsdp_reduce_replicas(strata_model_t *m, strata_unit_t *u);
+/* cuda with a 16-bit reduction: widen u's arrived shard into grad_shard
+ * on the compute stream (main thread); a no-op otherwise. */
+strata_status_t fsdp_grad_widen(strata_model_t *m, strata_unit_t *u);
 /* Block until unit u's gradient has arrived in grad_shard. */
 strata_status_t fsdp_reduce_wait(strata_model_t *m, strata_unit_t *u);
 /* Wait for everything in flight (error paths, destroy). */

@@ -6,6 +6,9 @@ libstrata_core_la_SOURCES += \
     fsdp/context.c \
     fsdp/geometry.c \
     fsdp/mem.c \
+    fsdp/dev.h \
+    fsdp/dev.c \
+    fsdp/optim_elem.h \
     fsdp/ckpt.c \
     fsdp/call.c \
     fsdp/model.c \
@@ -19,3 +22,10 @@ libstrata_core_la_SOURCES += \
     fsdp/exec_check.c \
     fsdp/exec_plan.c \
     fsdp/exec_costs.c
+# the runtime's own device kernels (optimizer, norms) on the cuda backend
+FSDP_CUDA_SOURCES = fsdp/dev_kernels.h fsdp/dev_kernels.cu
+if HAVE_CUDA
+libstrata_core_la_SOURCES += $(FSDP_CUDA_SOURCES)
+endif
+EXTRA_DIST += $(FSDP_CUDA_SOURCES)
+fsdp/dev_kernels.lo: fsdp/dev_kernels.h fsdp/optim_elem.h

@@ -8,9 +8,15 @@
  * every runtime buffer, the workspace blocks kept between calls, and the
  * room-making retry of the step's device buffers (the hook that makes room
  * belongs to whoever holds memory that can go: the activation executor).
+ * On the cuda backend the zeroing and the guards of a device buffer are
+ * queued on the compute stream, the guards are not read back (a read would
+ * wait for the stream; compute-sanitizer's memcheck is the device's check),
+ * and a device buffer is freed in stream order (dev.h).
  */
 #include "config.h"
 #include "fsdp.h"
+#include "dev.h"
+#include "tiers/tiers.h"
 
 #include <string.h>
 
@@ -23,7 +29,12 @@ strata_status_t fsdp_mem_alloc(strata_context_t *ctx, strata_tier_t tier, strata
         return base_error(ctx, STRATA_ERR_INVALID, "fsdp_mem_alloc: tier %d is not a memory tier",
                           (int)tier);
     strata_block_t *blk = NULL;
+    if (fsdp_dev_on(ctx)) fsdp_dev_reclaim(ctx, 0);   /* releases whose event fired */
     strata_status_t st = strata_block_alloc(ctx, tier, bytes ? bytes : 1, tag, &blk);
+    /* a full tier may hold releases still waiting for the compute stream */
+    while ((STRATA_ERR_TIER_FULL == st || STRATA_ERR_FRAGMENTED == st) && fsdp_dev_on(ctx) &&
+           fsdp_dev_reclaim(ctx, 1))
+        st = strata_block_alloc(ctx, tier, bytes ? bytes : 1, tag, &blk);
     if (STRATA_OK != st) return st;
     *ptr_p = strata_block_ptr(blk, tier);
     *h_p = blk;
@@ -33,6 +44,15 @@ strata_status_t fsdp_mem_alloc(strata_context_t *ctx, strata_tier_t tier, strata
 void fsdp_mem_free(fsdp_mem_t *h)
 {
     strata_block_free(h);
+}
+
+/* Whether b lives on the device of the cuda backend: then it is touched
+ * only through the compute stream. */
+static int on_device(const fsdp_buf_t *b, strata_context_t **ctx_p)
+{
+    strata_context_t *ctx = b->h ? b->h->ts->ctx : NULL;
+    if (ctx_p) *ctx_p = ctx;
+    return fsdp_dev_on(ctx) && b->ptr && b->ptr == strata_block_ptr(b->h, STRATA_TIER_DEVICE);
 }
 
 void fsdp_mem_stats(strata_context_t *ctx, fsdp_mem_stats_t *st)
@@ -61,18 +81,21 @@ strata_status_t fsdp_buf_alloc(strata_context_t *ctx, strata_tier_t tier, strata
         return base_error(ctx, STRATA_ERR_OVERFLOW, "buffer of %zu bytes overflows", bytes);
     strata_status_t st = fsdp_mem_alloc(ctx, tier, tag, total, &p, &h);
     if (STRATA_OK != st) return st;
-    if (zero) memset(p, 0, bytes);
-    memset((char *)p + bytes, GUARD_BYTE, FSDP_GUARD);
     b->ptr = p;
     b->bytes = bytes;
     b->h = h;
-    return STRATA_OK;
+    if (zero) st = fsdp_dev_fill(ctx, p, 0, bytes);
+    if (STRATA_OK == st) st = fsdp_dev_fill(ctx, (char *)p + bytes, GUARD_BYTE, FSDP_GUARD);
+    if (STRATA_OK != st) fsdp_buf_free(b);
+    return st;
 }
 
 void fsdp_buf_free(fsdp_buf_t *b)
 {
     if (!b) return;
-    fsdp_mem_free(b->h);
+    strata_context_t *ctx;
+    if (on_device(b, &ctx)) fsdp_dev_free_later(ctx, b->h);
+    else fsdp_mem_free(b->h);
     b->ptr = NULL;
     b->h = NULL;
     b->bytes = 0;
@@ -80,7 +103,7 @@ void fsdp_buf_free(fsdp_buf_t *b)
 
 int fsdp_guard_ok(const fsdp_buf_t *b)
 {
-    if (!b || !b->ptr) return 1;
+    if (!b || !b->ptr || on_device(b, NULL)) return 1;
     const unsigned char *g = (const unsigned char *)b->ptr + b->bytes;
     for (size_t i = 0; i < FSDP_GUARD; i++)
         if (GUARD_BYTE != g[i]) return 0;
@@ -134,7 +157,7 @@ int fsdp_ws_take(strata_model_t *m, size_t bytes, fsdp_buf_t *b)
     *b = m->ws_cache[k];
     m->ws_cache[k] = m->ws_cache[--m->nws_cache];
     b->bytes = bytes;
-    memset((char *)b->ptr + bytes, GUARD_BYTE, FSDP_GUARD);
+    fsdp_dev_fill(m->ctx, (char *)b->ptr + bytes, GUARD_BYTE, FSDP_GUARD);
     return 1;
 }
 

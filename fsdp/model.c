@@ -5,6 +5,7 @@
  */
 #include "config.h"
 #include "fsdp.h"
+#include "dev.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -111,6 +112,7 @@ void strata_model_destroy(strata_model_t *m)
     free(m->gacts);
     for (int i = 0; i < m->nunits; i++) unit_free(m->units[i]);
     fsdp_exec_destroy(m);
+    (void)fsdp_dev_wait(m->ctx);   /* cuda: the releases pending on the stream happen */
     free(m->units);
     strata_group_destroy(m->shard);
     strata_group_destroy(m->replica);
@@ -205,11 +207,11 @@ strata_status_t strata_unit_add_param(strata_unit_t *u, const char *name, int nd
     return STRATA_OK;
 }
 
-/* Fill the part of param p that lies in the unit's shard. */
-static strata_status_t init_param(strata_model_t *m, strata_unit_t *u, int pi)
+/* Fill the part of param p that lies in the unit's shard master[] (host
+ * memory: the master itself on the host backend, its staging on cuda). */
+static strata_status_t init_param(strata_model_t *m, strata_unit_t *u, int pi, float *master)
 {
     fsdp_param_t *p = &u->params[pi];
-    float *master = u->master.ptr;
     size_t lo, hi;
     fsdp_intersect(p->offset, p->numel, u->shard_off, u->shard_len, &lo, &hi);
     if (STRATA_INIT_USER == p->init.kind) {
@@ -236,6 +238,25 @@ static strata_status_t init_param(strata_model_t *m, strata_unit_t *u, int pi)
         master[i - u->shard_off] = v;
     }
     return STRATA_OK;
+}
+
+/* The unit's master shard from its initialisers (cuda: staged on the
+ * host, then copied to the device). */
+static strata_status_t init_shard(strata_model_t *m, strata_unit_t *u)
+{
+    strata_status_t st = STRATA_OK;
+    int dev = fsdp_dev_on(m->ctx);
+    float *master = dev ? calloc(u->shard_len + 1, sizeof *master) : u->master.ptr;
+    if (!master) return base_error(m->ctx, STRATA_ERR_NOMEM, "init of unit '%s': %zu floats",
+                                   u->name, u->shard_len);
+    for (int i = 0; STRATA_OK == st && i < u->nparams; i++) st = init_param(m, u, i, master);
+    if (dev) {
+        if (STRATA_OK == st)
+            st = fsdp_dev_copy(m->ctx, u->master.ptr, master, u->shard_len * sizeof *master);
+        if (STRATA_OK == st) st = fsdp_dev_wait(m->ctx);
+        free(master);
+    }
+    return st;
 }
 
 strata_status_t strata_model_commit(strata_model_t *m)
@@ -276,10 +297,8 @@ strata_status_t strata_model_commit(strata_model_t *m)
         }
         st = fsdp_buf_alloc(ctx, STRATA_TIER_DEVICE, STRATA_TAG_GRAD, sb, 1, &u->grad_shard);
         if (STRATA_OK != st) return st;
-        for (int i = 0; i < u->nparams; i++) {
-            st = init_param(m, u, i);
-            if (STRATA_OK != st) return st;
-        }
+        st = init_shard(m, u);
+        if (STRATA_OK != st) return st;
     }
     st = fsdp_check_registration(m);
     if (STRATA_OK != st) return st;
@@ -313,6 +332,28 @@ strata_status_t strata_unit_param_info(const strata_unit_t *u, int i, const char
     return STRATA_OK;
 }
 
+/* cuda: gather the masters into a device buffer (NCCL, after the
+ * optimizer's work on the compute stream), then copy the param down. */
+static strata_status_t read_param_dev(strata_unit_t *u, int i, float *dst, size_t numel)
+{
+    strata_model_t *m = u->model;
+    fsdp_buf_t full = { 0 };
+    strata_status_t st = fsdp_buf_alloc(m->ctx, STRATA_TIER_DEVICE, STRATA_TAG_WORKSPACE,
+                                        u->npad * sizeof(float), 0, &full);
+    if (STRATA_OK == st) st = fsdp_dev_wait(m->ctx);
+    if (STRATA_OK == st) {
+        pthread_mutex_lock(&m->lock);
+        st = strata_allgather(m->shard, u->master.ptr, full.ptr, u->shard_len, STRATA_F32);
+        pthread_mutex_unlock(&m->lock);
+    }
+    if (STRATA_OK == st)
+        st = fsdp_dev_copy(m->ctx, dst, (float *)full.ptr + u->params[i].offset,
+                           numel * sizeof *dst);
+    if (STRATA_OK == st) st = fsdp_dev_wait(m->ctx);
+    fsdp_buf_free(&full);
+    return st;
+}
+
 strata_status_t strata_unit_read_param(strata_unit_t *u, int i, float *dst, size_t numel)
 {
     if (!u) return STRATA_ERR_INVALID;
@@ -325,6 +366,7 @@ strata_status_t strata_unit_read_param(strata_unit_t *u, int i, float *dst, size
     if (PHASE_IDLE != m->phase)
         return base_error(m->ctx, STRATA_ERR_STATE, "read_param inside a step; call it "
                           "between strata_model_step_end and the next step_begin");
+    if (fsdp_dev_on(m->ctx)) return read_param_dev(u, i, dst, numel);
     float *full = malloc(u->npad * sizeof *full + 1);
     if (!full) return base_error(m->ctx, STRATA_ERR_NOMEM, "read_param: %zu floats", u->npad);
     pthread_mutex_lock(&m->lock);

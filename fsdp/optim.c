@@ -9,6 +9,7 @@
 #define _GNU_SOURCE 1   /* sched_getaffinity, CPU_COUNT */
 #include "config.h"
 #include "fsdp.h"
+#include "optim_elem.h"
 
 #include <math.h>
 #include <sched.h>
@@ -36,14 +37,8 @@ static void adamw(const strata_model_opts_t *o, int t, float *restrict p,
     const float b1 = o->beta1, b2 = o->beta2, lr = o->lr, eps = o->eps;
     const float bc1 = 1.0f - powf(b1, (float)t), bc2 = 1.0f - powf(b2, (float)t);
     const float step = lr / bc1, rbc2 = 1.0f / sqrtf(bc2), decay = 1.0f - lr * o->weight_decay;
-    for (size_t i = lo; i < hi; i++) {
-        float gi = g[i];
-        float mi = b1 * m[i] + (1.0f - b1) * gi;
-        float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
-        m[i] = mi;
-        v[i] = vi;
-        p[i] = p[i] * decay - step * mi / (sqrtf(vi) * rbc2 + eps);
-    }
+    for (size_t i = lo; i < hi; i++)
+        fsdp_adamw_elem(p + i, g[i], m + i, v + i, b1, b2, step, rbc2, eps, decay);
 }
 
 static void sgd(const strata_model_opts_t *o, float *restrict p, const float *restrict g,

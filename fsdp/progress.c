@@ -18,9 +18,20 @@
  * collectives on two communicators in timing-dependent order can deadlock
  * across ranks. So the replica allreduce of unit u (hybrid sharding) starts
  * after the backward of unit u-1, not when its reduce-scatter completes.
+ *
+ * On the cuda backend (NCCL, each group on its own stream) the compute
+ * stream and the comm streams are ordered by events, never by host waits:
+ * a gather or a reduction starts after the compute stream's work so far
+ * (the optimizer wrote the master, backward the gradient); a unit's
+ * compute waits for its all-gather's event (fsdp_gather_wait returns at
+ * once), and the request is completed later by the progress thread or
+ * the step's end. The casts of the 16-bit copies run on the compute
+ * stream.
  */
 #include "config.h"
 #include "fsdp.h"
+#include "dev.h"
+#include "comm/comm.h"
 #include "base/nvtx.h"
 
 #include <errno.h>
@@ -54,14 +65,24 @@ static int reduce_wide(const strata_model_t *m)
 /* u's gradient shard is final: back to f32 if it travelled in 16 bits. */
 static void arrived(strata_model_t *m, strata_unit_t *u)
 {
-    if (reduce_wide(m)) {
-        if (STRATA_BF16 == m->opts.reduce_dtype)
-            strata_bf16_to_f32(u->rs_recv.ptr, u->grad_shard.ptr, u->shard_len);
-        else
-            strata_f16_to_f32(u->rs_recv.ptr, u->grad_shard.ptr, u->shard_len);
+    /* cuda: the widening kernel is launched by the main thread, where the
+     * rank's device is current (fsdp_grad_widen); this may be the progress
+     * thread */
+    if (reduce_wide(m) && !fsdp_dev_on(m->ctx)) {
+        fsdp_dev_widen(m->ctx, u->rs_recv.ptr, u->grad_shard.ptr, u->shard_len,
+                       m->opts.reduce_dtype);
         fsdp_buf_free(&u->rs_recv);
     }
     u->rstate = GRAD_ARRIVED;
+}
+
+strata_status_t fsdp_grad_widen(strata_model_t *m, strata_unit_t *u)
+{
+    if (GRAD_ARRIVED != u->rstate || !u->rs_recv.h || !reduce_wide(m)) return STRATA_OK;
+    strata_status_t st = fsdp_dev_widen(m->ctx, u->rs_recv.ptr, u->grad_shard.ptr,
+                                        u->shard_len, m->opts.reduce_dtype);
+    fsdp_buf_free(&u->rs_recv);
+    return st;
 }
 
 /* The reduce-scatter of u is complete. */
@@ -102,7 +123,8 @@ static strata_status_t gather_advance(strata_model_t *m, strata_unit_t *u, int b
 {
     strata_status_t st;
     int done = 1;
-    if (GATHER_INFLIGHT != u->gstate) return STRATA_OK;
+    /* in flight, or (cuda) READY with the compute stream ordered after it */
+    if (!u->greq) return STRATA_OK;
     if (!block) {
         st = strata_request_test(u->greq, &done);
         if (STRATA_OK != st) return st;
@@ -113,7 +135,7 @@ static strata_status_t gather_advance(strata_model_t *m, strata_unit_t *u, int b
     m->inflight--;
     fsdp_buf_free(&u->gsend);
     if (STRATA_OK != st) return st;
-    u->gstate = GATHER_READY;
+    u->gstate = GATHER_NONE == u->gstate ? GATHER_NONE : GATHER_READY;
     u->t_gdone = base_now();
     base_nvtx_end(u->nvtx_g);
     u->nvtx_g = 0;
@@ -177,6 +199,12 @@ strata_status_t fsdp_gather_start(strata_model_t *m, strata_unit_t *u)
     strata_status_t st;
     strata_dtype_t dt = m->opts.compute_dtype;
     size_t esz = strata_dtype_size(dt);
+    if (u->greq) {   /* cuda: a released gather not completed yet */
+        pthread_mutex_lock(&m->lock);
+        st = gather_advance(m, u, 1);
+        pthread_mutex_unlock(&m->lock);
+        if (STRATA_OK != st) return st;
+    }
     if (GATHER_NONE != u->gstate) return STRATA_OK;
     u->t_gstart = base_now();
     u->nvtx_g = base_nvtx_start("AG");
@@ -189,15 +217,20 @@ strata_status_t fsdp_gather_start(strata_model_t *m, strata_unit_t *u)
         st = fsdp_buf_alloc(m->ctx, STRATA_TIER_DEVICE, STRATA_TAG_WORKSPACE,
                             u->shard_len * esz, 0, &u->gsend);
         if (STRATA_OK != st) goto err;
-        strata_f32_to_bf16(u->master.ptr, u->gsend.ptr, u->shard_len);
+        st = fsdp_dev_round(m->ctx, u->master.ptr, u->gsend.ptr, u->shard_len, STRATA_BF16);
+        if (STRATA_OK != st) goto err;
         send = u->gsend.ptr;
     }
     if (1 == m->S) {   /* a group of one: the shard is the whole vector */
-        memcpy(u->gathered.ptr, send, u->npad * esz);
+        st = fsdp_dev_copy(m->ctx, u->gathered.ptr, send, u->npad * esz);
         fsdp_buf_free(&u->gsend);
+        if (STRATA_OK != st) goto err;
         u->gstate = GATHER_READY;
         return STRATA_OK;
     }
+    /* the comm stream after the compute stream's master (and its cast) */
+    st = comm_stream_wait(m->shard, m->ctx->compute_stream);
+    if (STRATA_OK != st) goto err;
     /* starting is communication time too (it may wait for the lock, and
      * the first rounds of a collective may run inside the start) */
     double t0 = base_now();
@@ -227,6 +260,11 @@ strata_status_t fsdp_gather_wait(strata_model_t *m, strata_unit_t *u)
     if (GATHER_READY == u->gstate) return STRATA_OK;
     double t0 = base_now();
     pthread_mutex_lock(&m->lock);
+    if (fsdp_dev_on(m->ctx) && u->greq) {
+        /* the compute stream waits for the gather's event; the host does not */
+        st = comm_request_order(u->greq, m->ctx->compute_stream);
+        if (STRATA_OK == st) u->gstate = GATHER_READY;
+    }
     /* the state, not the request, is tested after every nap: the progress
      * thread may have completed and released the request meanwhile */
     int round = 0;
@@ -268,18 +306,26 @@ strata_status_t fsdp_reduce_start(strata_model_t *m, strata_unit_t *u)
             fsdp_buf_free(&u->rs_send);
             return st;
         }
-        if (STRATA_BF16 == rd) strata_f32_to_bf16(u->grad.ptr, u->rs_send.ptr, u->npad);
-        else strata_f32_to_f16(u->grad.ptr, u->rs_send.ptr, u->npad);
+        st = fsdp_dev_round(m->ctx, u->grad.ptr, u->rs_send.ptr, u->npad, rd);
+        if (STRATA_OK != st) {
+            fsdp_buf_free(&u->rs_send);
+            fsdp_buf_free(&u->rs_recv);
+            return st;
+        }
         send = u->rs_send.ptr;
         recv = u->rs_recv.ptr;
     }
     if (1 == m->S) {   /* a group of one: the average is the gradient itself */
-        memcpy(recv, send, u->shard_len * esz);
+        st = fsdp_dev_copy(m->ctx, recv, send, u->shard_len * esz);
+        if (STRATA_OK != st) return st;
         pthread_mutex_lock(&m->lock);
         rs_done(m, u);
         pthread_mutex_unlock(&m->lock);
         return STRATA_OK;
     }
+    /* the comm stream after backward's work on the compute stream */
+    st = comm_stream_wait(m->shard, m->ctx->compute_stream);
+    if (STRATA_OK != st) return st;
     double t0 = base_now();
     pthread_mutex_lock(&m->lock);
     comm_rec_where(m->ctx, -1, u->index);
@@ -352,7 +398,7 @@ void fsdp_drain(strata_model_t *m)
     pthread_mutex_lock(&m->lock);
     for (int i = m->nunits - 1; i >= 0; i--) {
         strata_unit_t *u = m->units[i];
-        if (GATHER_INFLIGHT == u->gstate) gather_advance(m, u, 1);
+        if (u->greq) gather_advance(m, u, 1);
         if (u->rreq) {
             strata_request_wait(u->rreq);
             u->rreq = NULL;
@@ -363,4 +409,16 @@ void fsdp_drain(strata_model_t *m)
         fsdp_buf_free(&u->rs_recv);
     }
     pthread_mutex_unlock(&m->lock);
+}
+
+strata_status_t fsdp_gather_settle(strata_model_t *m)
+{
+    strata_status_t st = STRATA_OK;
+    pthread_mutex_lock(&m->lock);
+    for (int i = 0; i < m->nunits; i++) {
+        strata_status_t s1 = gather_advance(m, m->units[i], 1);
+        if (STRATA_OK == st) st = s1;
+    }
+    pthread_mutex_unlock(&m->lock);
+    return st;
 }

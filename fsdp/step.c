@@ -8,9 +8,14 @@
  *   backward u = L-1..0:  AG(u-1..u-p) issued, wait AG(u), B(u), RS(u) [last micro]
  *   step_end:             wait RS/AR, clip, optimizer on the shards
  *   (* unless reshard_after_forward is off; the last unit stays into backward)
+ *
+ * On the cuda backend every buffer here is device memory and every copy,
+ * cast and optimizer step is queued on the compute stream (dev.h); the
+ * host waits for it once, at the end of step_end.
  */
 #include "config.h"
 #include "fsdp.h"
+#include "dev.h"
 #include "sched/sched.h"
 #include "base/test_fault.h"
 
@@ -69,7 +74,8 @@ static strata_status_t run_forward(strata_model_t *m, const void *input, size_t 
     st = fsdp_buf_alloc(m->ctx, STRATA_TIER_DEVICE, STRATA_TAG_ACTIVATION, in_bytes, 0,
                         &m->acts[0]);
     if (STRATA_OK != st) return st;
-    if (in_bytes) memcpy(m->acts[0].ptr, input, in_bytes);
+    if (in_bytes) st = fsdp_dev_copy(m->ctx, m->acts[0].ptr, input, in_bytes);
+    if (STRATA_OK != st) return st;
 
     for (int ui = 0; ui < L; ui++) {
         strata_unit_t *u = m->units[ui];
@@ -173,15 +179,19 @@ strata_status_t strata_model_eval(strata_model_t *m, const void *input, size_t i
 
 /* The optimizer on one unit's shard; scale multiplies the gradient first
  * (1/M averaging over micro-batches and clipping). */
-static void unit_optim(strata_model_t *m, strata_unit_t *u, float scale)
+static strata_status_t unit_optim(strata_model_t *m, strata_unit_t *u, float scale)
 {
     double t0 = base_now();
     int thr = fsdp_optim_threads(m);
-    if (1.0f != scale) fsdp_scale(u->grad_shard.ptr, u->shard_len, scale, thr);
-    fsdp_optim_step(&m->opts, m->step_count + 1, u->master.ptr, u->grad_shard.ptr,
-                    u->state[0].ptr, u->state[1].ptr, u->shard_len, thr);
+    strata_status_t st = fsdp_grad_widen(m, u);
+    if (STRATA_OK == st && 1.0f != scale) st = fsdp_dev_scale(m->ctx, u->grad_shard.ptr, u->shard_len, scale, thr);
+    if (STRATA_OK == st)
+        st = fsdp_dev_optim(m->ctx, &m->opts, m->step_count + 1, u->master.ptr,
+                            u->grad_shard.ptr, u->state[0].ptr, u->state[1].ptr, u->shard_len,
+                            thr);
     u->rstate = GRAD_STEPPED;
     m->optim_s += base_now() - t0;
+    return st;
 }
 
 strata_status_t strata_model_backward(strata_model_t *m, const void *grad_out, size_t grad_bytes)
@@ -199,7 +209,8 @@ strata_status_t strata_model_backward(strata_model_t *m, const void *grad_out, s
         st = fsdp_buf_alloc(m->ctx, STRATA_TIER_DEVICE, STRATA_TAG_ACTIVATION, grad_bytes, 0,
                             &m->gacts[L]);
         if (STRATA_OK != st) goto fail;
-        memcpy(m->gacts[L].ptr, grad_out, grad_bytes);
+        st = fsdp_dev_copy(m->ctx, m->gacts[L].ptr, grad_out, grad_bytes);
+        if (STRATA_OK != st) goto fail;
     }
     for (int ui = L - 1; ui >= 0; ui--) {
         strata_unit_t *u = m->units[ui];
@@ -252,9 +263,10 @@ strata_status_t strata_model_backward(strata_model_t *m, const void *grad_out, s
                 pthread_mutex_unlock(&m->lock);
             }
             if (0.0f == m->opts.clip_norm)
-                for (int v = L - 1; v > ui; v--)
+                for (int v = L - 1; STRATA_OK == st && v > ui; v--)
                     if (GRAD_ARRIVED == m->units[v]->rstate)
-                        unit_optim(m, m->units[v], 1.0f / (float)m->n_micro);
+                        st = unit_optim(m, m->units[v], 1.0f / (float)m->n_micro);
+            if (STRATA_OK != st) goto fail;
         }
     }
     st = fsdp_exec_micro_end(m);
@@ -315,9 +327,11 @@ strata_status_t strata_model_step_end(strata_model_t *m)
     for (int ui = L - 1; ui >= 0; ui--) {
         strata_unit_t *u = m->units[ui];
         st = fsdp_reduce_wait(m, u);
+        if (STRATA_OK == st) st = fsdp_grad_widen(m, u);   /* before the norm reads it */
         if (STRATA_OK != st) goto fail;
         fsdp_exec_trace_comm(m, "RS", ui, u->t_rstart, base_now(), 0);
-        if (!clip && GRAD_ARRIVED == u->rstate) unit_optim(m, u, inv_m);
+        if (!clip && GRAD_ARRIVED == u->rstate) st = unit_optim(m, u, inv_m);
+        if (STRATA_OK != st) goto fail;
     }
     m->stats.grad_norm = -1.0;
     m->stats.grad_nonfinite_unit = -1;
@@ -326,14 +340,19 @@ strata_status_t strata_model_step_end(strata_model_t *m)
         /* every replica holds the same reduced shard: summing the squared
          * norms over the shard group gives the global norm */
         double t0 = base_now();
-        int thr = fsdp_optim_threads(m);
-        double sq = 0;
-        for (int ui = 0; ui < L; ui++)
-            sq += fsdp_sqnorm(m->units[ui]->grad_shard.ptr, m->units[ui]->shard_len, thr);
-        float local = (float)sq, total = 0;
-        pthread_mutex_lock(&m->lock);
-        st = strata_allreduce(m->shard, &local, &total, 1, STRATA_F32, STRATA_SUM);
-        pthread_mutex_unlock(&m->lock);
+        float total = 0;
+        if (fsdp_dev_on(m->ctx)) {
+            st = fsdp_dev_global_sqnorm(m, &total);   /* the host needs the norm */
+        } else {
+            int thr = fsdp_optim_threads(m);
+            double sq = 0;
+            for (int ui = 0; ui < L; ui++)
+                sq += fsdp_sqnorm(m->units[ui]->grad_shard.ptr, m->units[ui]->shard_len, thr);
+            float local = (float)sq;
+            pthread_mutex_lock(&m->lock);
+            st = strata_allreduce(m->shard, &local, &total, 1, STRATA_F32, STRATA_SUM);
+            pthread_mutex_unlock(&m->lock);
+        }
         m->optim_s += base_now() - t0;
         if (STRATA_OK != st) goto fail;
         double norm = sqrt((double)total) * inv_m;
@@ -343,11 +362,18 @@ strata_status_t strata_model_step_end(strata_model_t *m)
         if (!isfinite(norm)) {      /* the same on every rank: the total is reduced */
             st = find_nonfinite_unit(m);
             if (STRATA_OK != st) goto fail;
-        } else
-            for (int ui = L - 1; ui >= 0; ui--) unit_optim(m, m->units[ui], scale);
+        } else {
+            for (int ui = L - 1; STRATA_OK == st && ui >= 0; ui--)
+                st = unit_optim(m, m->units[ui], scale);
+            if (STRATA_OK != st) goto fail;
+        }
     }
     /* the master shards changed: every gathered copy is stale */
     for (int ui = 0; ui < L; ui++) fsdp_gather_release(m->units[ui]);
+    /* the one host wait of a step on the cuda backend (no-ops on the host) */
+    st = fsdp_gather_settle(m);
+    if (STRATA_OK == st) st = fsdp_dev_wait(m->ctx);
+    if (STRATA_OK != st) goto fail;
     m->step_count++;
     m->phase = PHASE_IDLE;
     m->stats.steps = m->step_count;

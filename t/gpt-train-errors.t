@@ -4,11 +4,12 @@
 # flag, a missing value, a bad number, an unknown saved name in
 # --act-policy, a device budget too small (the message names the tier, the
 # need and the budget), an empty --trace name, --resume without
-# --ckpt-dir, a missing --data file; --help exits 0 and documents the stop
+# --ckpt-dir, a missing --data file, a --device other than cuda|host|auto,
+# --device cuda where no CUDA device answers (exit 2; skipped with one); --help exits 0 and documents the stop
 # signal.
 set -u
 L="$top_srcdir/t/launch"; P="$top_builddir/examples/gpt/train_gpt"
-echo "1..11"
+echo "1..13"
 n=0
 # refuses "description" "regex the output must match" ARGS...
 refuses() {
@@ -30,6 +31,17 @@ refuses "--trace with an empty file name" "--trace needs a file name" --trace ""
 refuses "--resume without --ckpt-dir" "--resume needs --ckpt-dir" --resume
 refuses "a missing --data file" "nonexistent" --data /nonexistent/file.txt
 refuses "--schedule other than lhs|naive" "--schedule is lhs or naive" --schedule fast
+refuses "--device other than cuda|host|auto" "--device is cuda, host or auto, not 'gpu'" --device gpu
+if command -v nvidia-smi > /dev/null 2>&1 && nvidia-smi -L 2> /dev/null | grep -q GPU; then
+    n=$((n + 1)); echo "ok $n # SKIP a CUDA device answers here"
+else
+    n=$((n + 1))
+    out=$("$L" 1 "$P" --threads 1 --device cuda --steps 1 2>&1); rc=$?
+    echo "$out" | grep train_gpt | sed "s/^/# /"
+    if [ "$rc" -eq 2 ] && echo "$out" | grep -q -- "--device cuda: no CUDA device answers"; then
+        echo "ok $n - --device cuda without a device: exit 2 and a message"
+    else echo "not ok $n - --device cuda without a device: exit 2 and a message (exit $rc)"; fi
+fi
 n=$((n + 1))
 out=$("$L" 1 "$P" --help 2>&1); rc=$?
 if [ "$rc" -eq 0 ] && echo "$out" | grep -q "SIGUSR1" && echo "$out" | grep -q "odls_base_sigkill_timeout" &&

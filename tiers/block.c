@@ -122,6 +122,7 @@ void tiers_block_destroy_locked(strata_block_t *blk)
     else ts->blocks = blk->next_blk;
     if (blk->next_blk) blk->next_blk->prev_blk = blk->prev_blk;
     tiers_event_unref_locked(blk->last_ev);
+    if (blk->after && ts->be->forget) ts->be->forget(blk->after);
     free(blk);
 }
 
@@ -203,6 +204,8 @@ static tiers_op_t *new_leg(strata_block_t *blk, strata_tier_t src, strata_tier_t
     op->dst = dst;
     op->wait_for = wait_for;
     if (wait_for) wait_for->refs++;
+    op->after = blk->after;         /* the first leg orders after the producer */
+    blk->after = NULL;
     return op;
 }
 
@@ -357,6 +360,22 @@ void tiers_op_finish_locked(tiers_state_t *ts, tiers_op_t *op, strata_status_t s
     tiers_event_unref_locked(op->prev);
     tiers_event_unref_locked(op->wait_for);
     if (op->hash) XXH3_freeState(op->hash);
+    if (op->after && ts->be->forget) ts->be->forget(op->after);
     ts->outstanding--;
     free(op);
+}
+
+strata_status_t tiers_block_after(strata_block_t *blk, void *stream)
+{
+    if (!blk || !stream || !blk->ts->be->mark) return STRATA_OK;
+    tiers_state_t *ts = blk->ts;
+    void *mk = NULL;
+    strata_status_t st = ts->be->mark(ts, stream, &mk);
+    if (STRATA_OK != st) return st;
+    pthread_mutex_lock(&ts->lock);
+    void *old = blk->after;
+    blk->after = mk;
+    pthread_mutex_unlock(&ts->lock);
+    if (old && ts->be->forget) ts->be->forget(old);
+    return STRATA_OK;
 }

@@ -7,7 +7,9 @@
  * completes when its last chunk's event has fired (cuda_drain), so chunks
  * pipeline on the copy engine instead of a host wait per chunk. Chunking,
  * FIFO order, the small-copy overtaking and the strata events stay the
- * engine's, shared with the host backend. The storage tier reads and
+ * engine's, shared with the host backend. A block whose data a stream
+ * produces (tiers_block_after) has its next copy ordered after that
+ * stream's event on the engine's stream. The storage tier reads and
  * writes the pinned-host region directly (its blocks live there).
  */
 #include "config.h"
@@ -72,10 +74,23 @@ static cudaError_t event_wait(cudaEvent_t ev)
     return e;
 }
 
+void tiers_cuda_current_device(int *dev_p)
+{
+    if (cudaSuccess != cudaGetDevice(dev_p)) {
+        (void)cudaGetLastError();
+        *dev_p = 0;
+    }
+}
+
 static strata_status_t cuda_engine_init(tiers_state_t *ts, int engine, void **data_p)
 {
     *data_p = NULL;
     if (ENG_IO == engine) return STRATA_OK;
+    /* the stream and its events on the rank's device (engine_init runs on
+     * the thread that comm_init made it current on; copies may be queued
+     * on another device's stream from the engine thread) */
+    cudaError_t de = cudaSetDevice(ts->device);
+    if (cudaSuccess != de) return cuda_fail(ts, de, "cudaSetDevice (copy engine)");
     cuda_engine_t *ce = calloc(1, sizeof *ce);
     if (!ce) return base_error(ts->ctx, STRATA_ERR_NOMEM, "allocating a copy engine");
     cudaError_t e = cudaStreamCreateWithFlags(&ce->s, cudaStreamNonBlocking);
@@ -127,6 +142,30 @@ static strata_status_t cuda_drain(tiers_state_t *ts, int engine, void *data)
                                                                  : "host->device copy");
 }
 
+/* A producer's stream work as an event; the engine's stream waits for it. */
+static strata_status_t cuda_mark(tiers_state_t *ts, void *stream, void **mark_p)
+{
+    cudaEvent_t ev;
+    cudaError_t e = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
+    if (cudaSuccess == e) e = cudaEventRecord(ev, (cudaStream_t)stream);
+    if (cudaSuccess != e) return cuda_fail(ts, e, "recording the producer of a copy");
+    *mark_p = ev;
+    return STRATA_OK;
+}
+
+static strata_status_t cuda_order(tiers_state_t *ts, int engine, void *data, void *mark)
+{
+    cuda_engine_t *ce = data;
+    (void)engine;
+    cudaError_t e = cudaStreamWaitEvent(ce->s, (cudaEvent_t)mark, 0);
+    return cudaSuccess == e ? STRATA_OK : cuda_fail(ts, e, "ordering a copy after its producer");
+}
+
+static void cuda_forget(void *mark)
+{
+    cudaEventDestroy((cudaEvent_t)mark);   /* a wait queued on it still holds */
+}
+
 const tiers_backend_t tiers_cuda_backend = {
     .name           = "cuda",
     .region_create  = cuda_region_create,
@@ -135,4 +174,7 @@ const tiers_backend_t tiers_cuda_backend = {
     .engine_cleanup = cuda_engine_cleanup,
     .copy           = cuda_copy,
     .drain          = cuda_drain,
+    .mark           = cuda_mark,
+    .order          = cuda_order,
+    .forget         = cuda_forget,
 };

@@ -344,7 +344,10 @@ static void run_chunk(tiers_state_t *ts, tiers_engine_t *e, tiers_op_t *op)
         if (STRATA_OK == st && n > 0) st = tiers_storage_chunk(ts, op, op->done, n);
         if (STRATA_OK == st && op->done + n == bytes) st = tiers_storage_finish(ts, op);
     } else if (n > 0) {
-        st = ts->be->copy(ts, e->kind, e->backend_data, (char *)dptr + op->done,
+        if (first && op->after && ts->be->order)   /* after the producer's stream work */
+            st = ts->be->order(ts, e->kind, e->backend_data, op->after);
+        if (STRATA_OK == st)
+            st = ts->be->copy(ts, e->kind, e->backend_data, (char *)dptr + op->done,
                           (const char *)sptr + op->done, n);
         if (STRATA_OK == st && op->done + n == bytes && ts->be->drain)
             st = ts->be->drain(ts, e->kind, e->backend_data);

@@ -39,7 +39,10 @@ strata_status_t tiers_init(strata_context_t *ctx)
     ts->ctx = ctx;
     ts->be = &tiers_host_backend;
 #ifdef HAVE_CUDA
-    if (0 == strcmp(ctx->backend_name, "cuda")) ts->be = &tiers_cuda_backend;
+    if (0 == strcmp(ctx->backend_name, "cuda")) {
+        ts->be = &tiers_cuda_backend;
+        tiers_cuda_current_device(&ts->device);   /* comm_init chose it on this thread */
+    }
 #endif
     /* critical sections are short: a thread that finds the lock taken
      * spins briefly instead of sleeping and needing a wake-up */

@@ -111,11 +111,26 @@ typedef struct tiers_backend {
     /* copy may run on any thread: strata_event_wait may then run an
      * unstarted copy itself (config wait_copies) */
     int              any_thread_copy;
+    /* Optional (cuda). Stream-ordered producers: mark records an event on a
+     * producer's stream (*mark_p, NULL when there is nothing to order);
+     * order makes the engine's stream wait for it before an op's first
+     * chunk; forget releases a mark (after order, or an op never run). */
+    strata_status_t (*mark)(struct tiers_state *ts, void *stream, void **mark_p);
+    strata_status_t (*order)(struct tiers_state *ts, int engine, void *data, void *mark);
+    void             (*forget)(void *mark);
 } tiers_backend_t;
 
 extern const tiers_backend_t tiers_host_backend;
 #ifdef HAVE_CUDA
 extern const tiers_backend_t tiers_cuda_backend;
+/* The calling thread's current CUDA device (0 when it cannot be read). */
+void tiers_cuda_current_device(int *dev_p);
+/* The block's next move starts on its copy engine only after the work
+ * queued so far on `stream` (cuda: a cudaStream_t producing the block's
+ * data), ordered by an event, not by a host wait. No-op on the host
+ * backend and with a NULL stream. */
+strata_status_t tiers_block_after(strata_block_t *blk, void *stream);
+
 #endif
 
 /* ---- events, ops, engines ---------------------------------------------- */
@@ -138,6 +153,7 @@ typedef struct tiers_op {
     strata_event_t   *prev;           /* the block's previous op: a failure propagates */
     strata_event_t   *wait_for;       /* ordering only */
     strata_event_t   *ev;             /* completed with this op */
+    void             *after;          /* backend mark its first chunk waits for (cuda) */
     size_t            done;           /* bytes copied so far */
     int               started;
     uint64_t          nvtx;           /* its NVTX range while it runs (base/nvtx.h) */
@@ -198,6 +214,7 @@ struct strata_block {
     unsigned        lres;             /* tiers holding it once every queued op is done */
     tiers_slot_t    slot[STRATA_TIER_COUNT];
     strata_event_t *last_ev;          /* the block's latest queued op */
+    void           *after;            /* mark the next queued op takes (tiers_block_after) */
     int             pending;          /* queued ops not yet completed */
     int             failed;           /* an op of the current chain failed */
 };
@@ -207,6 +224,7 @@ struct strata_block {
 typedef struct tiers_state {
     strata_context_t       *ctx;
     const tiers_backend_t  *be;
+    int                     device;           /* cuda: the rank's device (engine threads set it) */
     pthread_mutex_t         lock;
     pthread_cond_t          cond;             /* event waiters */
     int                     wake_waiters;     /* wake-ups owed once the lock is released */
@@ -292,5 +310,11 @@ strata_status_t tiers_storage_offset(strata_block_t *blk, uint64_t *offset_p);
 /* fdatasync the spill file after every spill (default off: the storage
  * tier is scratch space; the benchmark measures both). */
 void tiers_set_spill_fsync(strata_context_t *ctx, int on);
+
+/* The block's next move starts on its copy engine only after the work
+ * queued so far on `stream` (cuda: a cudaStream_t producing the block's
+ * data), ordered by an event, not by a host wait. No-op on the host
+ * backend and with a NULL stream. */
+strata_status_t tiers_block_after(strata_block_t *blk, void *stream);
 
 #endif

@@ -51,6 +51,27 @@ int gpt_cuda_attention_backward(void *handle, void *stream, float *dqkv, float *
                                 const float *dout, const float *qkv, const float *probs,
                                 int B, int T, int C, int H);
 
+/* What the units need besides the kernels above (all queued on stream):
+ * y = a + b (y may be a); y = xhat * w + b per row of C; the embedding's
+ * gradients (dwte, dwpe +=, rows summed in row order); *sum += the N row
+ * losses in row order. */
+int gpt_cuda_add(void *stream, float *y, const float *a, const float *b, size_t n);
+int gpt_cuda_layernorm_affine(void *stream, float *y, const float *xhat, const float *w,
+                              const float *b, size_t N, int C);
+int gpt_cuda_embed_backward(void *stream, float *dwte, float *dwpe, const int32_t *tok,
+                            const float *dx, int B, int T, int C);
+int gpt_cuda_sum_rows(void *stream, double *sum, const double *rows, size_t N);
+/* next[r] = argmax over V of logits row (r, T-1), for the B rows (first
+ * maximum, as the host decoder). */
+int gpt_cuda_argmax_last(void *stream, int32_t *next, const float *logits, int B, int T,
+                         int V);
+/* The matrix product's backward, f32: dx [N, IC] = dy W (+= with
+ * accumulate; skipped when NULL), dW [OC, IC] += dy^T x, db += colsum dy
+ * (each skipped when NULL). */
+int gpt_cuda_matmul_backward(void *handle, void *stream, float *dx, float *dW, float *db,
+                             const float *dy, const float *x, const float *W, size_t N,
+                             int IC, int OC, int accumulate);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,6 +1,7 @@
 /* gpt_fsdp.c - the GPT units on the strata FSDP runtime (see gpt_fsdp.h). */
 #include "config.h"
 #include "examples/gpt/gpt_fsdp.h"
+#include "examples/gpt/gpt_fsdp_dev.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -13,14 +14,6 @@ typedef struct {
     gpt_param_info info;
     int            unit, index;
 } init_rec;
-
-typedef struct {
-    const gpt_config *cfg;
-    gpt_recompute_count *recomputed;    /* the model's count (gpt_fsdp) */
-    int               unit, np;
-    gpt_param_info    info[GPT_MAX_PARAMS];
-    size_t            numel;            /* all the unit's parameters */
-} unit_rec;
 
 struct gpt_fsdp {
     gpt_config cfg;
@@ -116,6 +109,7 @@ static strata_status_t get_input(strata_unit_call_t *call, const gpt_batch *b, s
 static strata_status_t embed_forward(strata_unit_call_t *call, void *user)
 {
     const unit_rec *u = user;
+    if (NULL != strata_call_stream(call)) return gpt_dev_embed_forward(call, u);
     const gpt_batch *b = strata_call_batch(call);
     const int32_t *tok;
     const float *p[GPT_MAX_PARAMS];
@@ -129,6 +123,7 @@ static strata_status_t embed_forward(strata_unit_call_t *call, void *user)
 static strata_status_t embed_backward(strata_unit_call_t *call, void *user)
 {
     const unit_rec *u = user;
+    if (NULL != strata_call_stream(call)) return gpt_dev_embed_backward(call, u);
     const gpt_batch *b = strata_call_batch(call);
     const int32_t *tok;
     const float *dx;
@@ -144,6 +139,7 @@ static strata_status_t embed_backward(strata_unit_call_t *call, void *user)
 static strata_status_t block_forward(strata_unit_call_t *call, void *user)
 {
     const unit_rec *u = user;
+    if (NULL != strata_call_stream(call)) return gpt_dev_block_forward(call, u);
     const gpt_batch *b = strata_call_batch(call);
     const float *x, *p[GPT_MAX_PARAMS];
     const uint16_t *pb[GPT_MAX_PARAMS];
@@ -191,6 +187,7 @@ static strata_status_t block_forward(strata_unit_call_t *call, void *user)
 static strata_status_t block_backward(strata_unit_call_t *call, void *user)
 {
     const unit_rec *u = user;
+    if (NULL != strata_call_stream(call)) return gpt_dev_block_backward(call, u);
     const gpt_batch *b = strata_call_batch(call);
     const float *dy, *p[GPT_MAX_PARAMS];
     const uint16_t *pb[GPT_MAX_PARAMS];
@@ -220,6 +217,7 @@ static strata_status_t block_backward(strata_unit_call_t *call, void *user)
 static strata_status_t head_forward(strata_unit_call_t *call, void *user)
 {
     const unit_rec *u = user;
+    if (NULL != strata_call_stream(call)) return gpt_dev_head_forward(call, u);
     const gpt_batch *b = strata_call_batch(call);
     const float *x, *p[GPT_MAX_PARAMS];
     const uint16_t *pb[GPT_MAX_PARAMS];
@@ -279,6 +277,7 @@ static strata_status_t head_forward(strata_unit_call_t *call, void *user)
 static strata_status_t head_backward(strata_unit_call_t *call, void *user)
 {
     const unit_rec *u = user;
+    if (NULL != strata_call_stream(call)) return gpt_dev_head_backward(call, u);
     float *dx, *sdx, *sg, *g;
     size_t dx_bytes, sdx_bytes, sg_bytes, n;
     TRY(strata_call_grad_input(call, (void **)&dx, &dx_bytes));

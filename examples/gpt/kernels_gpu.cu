@@ -56,6 +56,76 @@ __global__ void k_bias(size_t n, float *y, const float *b, int OC)
         y[i] = b[i % OC];
 }
 
+__global__ void k_add(size_t n, float *y, const float *a, const float *b)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        y[i] = a[i] + b[i];
+}
+
+__global__ void k_affine(size_t n, float *y, const float *h, const float *w, const float *b,
+                         int C)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        y[i] = h[i] * w[i % C] + b[i % C];
+}
+
+/* column c of dwte: the rows in order, as model.c adds them */
+__global__ void k_dwte(size_t n, float *dwte, const int32_t *tok, const float *dx, size_t N)
+{
+    int C = (int)n;
+    for (size_t c = blockIdx.x * (size_t)blockDim.x + threadIdx.x; c < n;
+         c += (size_t)gridDim.x * blockDim.x)
+        for (size_t r = 0; r < N; r++)
+            dwte[(size_t)tok[r] * C + c] += dx[r * C + c];
+}
+
+/* element (t, c) of dwpe: the batch rows in order */
+__global__ void k_dwpe(size_t n, float *dwpe, const float *dx, int B, int T, int C)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        float s = dwpe[i];
+        for (int b = 0; b < B; b++)
+            s += dx[(size_t)b * T * C + i];
+        dwpe[i] = s;
+    }
+}
+
+/* db[c] += sum over rows of dy[r, c], rows in order */
+__global__ void k_colsum(size_t n, float *db, const float *dy, size_t N)
+{
+    for (size_t c = blockIdx.x * (size_t)blockDim.x + threadIdx.x; c < n;
+         c += (size_t)gridDim.x * blockDim.x) {
+        float s = db[c];
+        for (size_t r = 0; r < N; r++)
+            s += dy[r * n + c];
+        db[c] = s;
+    }
+}
+
+__global__ void k_sum_rows(size_t n, double *sum, const double *rows)
+{
+    if (0 != blockIdx.x || 0 != threadIdx.x) return;
+    double s = *sum;
+    for (size_t r = 0; r < n; r++)
+        s += rows[r];
+    *sum = s;
+}
+
+__global__ void k_argmax_last(size_t n, int32_t *next, const float *lg, int T, int V)
+{
+    for (size_t r = blockIdx.x * (size_t)blockDim.x + threadIdx.x; r < n;
+         r += (size_t)gridDim.x * blockDim.x) {
+        const float *l = lg + (r * T + T - 1) * V;
+        int best = 0;
+        for (int j = 1; j < V; j++)
+            best = l[j] > l[best] ? j : best;
+        next[r] = best;
+    }
+}
+
 #define LAUNCH(K, n, s, ...) \
     (K<<<blocks_for(n), THREADS, 0, (cudaStream_t)(s)>>>(n, __VA_ARGS__), (int)cudaGetLastError())
 
@@ -148,6 +218,56 @@ int gpt_cuda_matmul(void *h, void *s, float *y, const void *x, const void *W, co
     return (int)cublasGemmEx(hd, CUBLAS_OP_T, CUBLAS_OP_N, OC, (int)N, IC, &one, W, in, IC,
                              x, in, IC, &beta, y, CUDA_R_32F, OC, CUBLAS_COMPUTE_32F,
                              CUBLAS_GEMM_DEFAULT);
+}
+
+int gpt_cuda_add(void *s, float *y, const float *a, const float *b, size_t n)
+{
+    return LAUNCH(k_add, n, s, y, a, b);
+}
+
+int gpt_cuda_layernorm_affine(void *s, float *y, const float *xhat, const float *w,
+                              const float *b, size_t N, int C)
+{
+    return LAUNCH(k_affine, N * C, s, y, xhat, w, b, C);
+}
+
+int gpt_cuda_embed_backward(void *s, float *dwte, float *dwpe, const int32_t *tok,
+                            const float *dx, int B, int T, int C)
+{
+    int rc = LAUNCH(k_dwte, (size_t)C, s, dwte, tok, dx, (size_t)B * T);
+    return rc ? rc : LAUNCH(k_dwpe, (size_t)T * C, s, dwpe, dx, B, T, C);
+}
+
+int gpt_cuda_sum_rows(void *s, double *sum, const double *rows, size_t N)
+{
+    k_sum_rows<<<1, 1, 0, (cudaStream_t)s>>>(N, sum, rows);
+    return (int)cudaGetLastError();
+}
+
+int gpt_cuda_argmax_last(void *s, int32_t *next, const float *logits, int B, int T, int V)
+{
+    return LAUNCH(k_argmax_last, (size_t)B, s, next, logits, T, V);
+}
+
+/* Row-major dx [N, IC] = dy [N, OC] W [OC, IC] is column-major
+ * dx^T = W^T dy^T; dW [OC, IC] += dy^T x is column-major dW^T += x^T dy. */
+int gpt_cuda_matmul_backward(void *h, void *s, float *dx, float *dW, float *db,
+                             const float *dy, const float *x, const float *W, size_t N,
+                             int IC, int OC, int accumulate)
+{
+    cublasHandle_t hd = (cublasHandle_t)h;
+    float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+    int rc = 0;
+    cublasSetStream(hd, (cudaStream_t)s);
+    if (NULL != dx)
+        rc = (int)cublasSgemm(hd, CUBLAS_OP_N, CUBLAS_OP_N, IC, (int)N, OC, &one, W, IC, dy,
+                              OC, &beta, dx, IC);
+    if (0 == rc && NULL != dW)
+        rc = (int)cublasSgemm(hd, CUBLAS_OP_N, CUBLAS_OP_T, IC, OC, (int)N, &one, x, IC, dy,
+                              OC, &one, dW, IC);
+    if (0 == rc && NULL != db)
+        rc = LAUNCH(k_colsum, (size_t)OC, s, db, dy, N);
+    return rc;
 }
 
 /* One strided-batched GEMM over the B*H (batch, head) pairs of row-major

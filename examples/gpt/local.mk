@@ -33,9 +33,11 @@ examples_gpt_gpt_ref_train_LDADD = $(GPT_LDADD)
 noinst_PROGRAMS += examples/gpt/train_gpt
 examples_gpt_train_gpt_SOURCES = examples/gpt/train_gpt.c examples/gpt/train_gpt.h \
     examples/gpt/train_opts.c examples/gpt/train_report.c \
-    examples/gpt/gpt_fsdp.c examples/gpt/gpt_fsdp.h
-examples_gpt_train_gpt_CPPFLAGS = $(AM_CPPFLAGS) $(JANSSON_CFLAGS)
-examples_gpt_train_gpt_LDADD = $(GPT_LDADD) $(JANSSON_LIBS)
+    examples/gpt/gpt_fsdp.c examples/gpt/gpt_fsdp.h \
+    examples/gpt/gpt_fsdp_dev.h examples/gpt/gpt_fsdp_cuda.c
+examples_gpt_train_gpt_CPPFLAGS = $(AM_CPPFLAGS) $(JANSSON_CFLAGS) $(CUDA_CFLAGS)
+# GPT_CUDA_LIBS: the units' device twins (empty without CUDA and NCCL)
+examples_gpt_train_gpt_LDADD = $(GPT_LDADD) $(JANSSON_LIBS) $(GPT_CUDA_LIBS)
 endif
 
 # the GPT's kernels on a CUDA device (kernels_gpu.cu: per-index bodies from

@@ -14,6 +14,7 @@
  */
 #include "config.h"
 #include "examples/gpt/train_gpt.h"
+#include "examples/gpt/gpt_fsdp_dev.h"
 
 #include <dirent.h>
 #include <math.h>
@@ -84,6 +85,21 @@ static int fail(run_t *r, const char *what, strata_status_t st)
 
 #define CHECK(r, what, call) do { strata_status_t st_ = (call); \
     if (STRATA_OK != st_) fail((r), (what), st_); } while (0)
+
+/* On the cuda backend the model's output (the head's loss, the decoded
+ * tokens) is device memory. */
+static int on_device(const run_t *r)
+{
+    return 0 == strcmp(strata_backend_name(r->ctx), "cuda");
+}
+
+static double out_double(run_t *r, const void *out)
+{
+    double v;
+    if (!on_device(r)) return *(const double *)out;
+    CHECK(r, "loss", gpt_dev_read(&v, out, sizeof v));
+    return v;
+}
 
 /* A setup call that fails the same way on every rank (a budget too small,
  * a bad option): said once by rank 0 and exit 1; a failure on some ranks
@@ -163,6 +179,7 @@ static double addition_accuracy(run_t *r, const options *o)
     if (R > per) R = per;
     int32_t *tok = xcalloc(r, (size_t)R * WD, sizeof(int32_t));
     int32_t *cur = xcalloc(r, (size_t)R * WD, sizeof(int32_t));
+    int32_t *next = xcalloc(r, (size_t)R, sizeof(int32_t));
     float right = 0;
     for (int c0 = 0; c0 < per; c0 += R) {
         char ex[GPT_ADD_LEN];
@@ -179,7 +196,11 @@ static double addition_accuracy(run_t *r, const options *o)
             size_t ob;
             CHECK(r, "eval", strata_model_eval(r->model, cur, (size_t)R * T * sizeof(int32_t),
                                                &bt, &out, &ob));
-            for (int k = 0; k < R; k++) tok[(size_t)k * WD + T] = ((const int32_t *)out)[k];
+            if (on_device(r))   /* the decoded tokens are on the device */
+                CHECK(r, "eval", gpt_dev_read(next, out, (size_t)R * sizeof(int32_t)));
+            else
+                memcpy(next, out, (size_t)R * sizeof(int32_t));
+            for (int k = 0; k < R; k++) tok[(size_t)k * WD + T] = next[k];
         }
         for (int k = 0; k < R && lo + c0 + k < hi; k++) {
             int i = lo + c0 + k;
@@ -191,6 +212,7 @@ static double addition_accuracy(run_t *r, const options *o)
     free(b);
     free(tok);
     free(cur);
+    free(next);
     return 0 < n ? right / n : 0.0;
 }
 
@@ -209,7 +231,7 @@ static double validation_loss(run_t *r, const options *o, const gpt_data *data)
         size_t ob;
         CHECK(r, "eval", strata_model_eval(r->model, in, (size_t)B * T * sizeof(int32_t), &bt,
                                            &out, &ob));
-        acc[0] += (float)*(const double *)out;
+        acc[0] += (float)out_double(r, out);
         for (int i = 0; i < B * T; i++) acc[1] += 0 <= tg[i];
     }
     sum_all(r, acc, 2);
@@ -303,6 +325,12 @@ static int load_data(options *o, gpt_data **data, char *why, size_t len)
             return -2;
         }
     }
+    if (NULL != o->device && 0 == strcmp(o->device, "cuda") && 0 == gpt_dev_count()) {
+        snprintf(why, len, "--device cuda: no CUDA device answers (%s); use --device host or "
+                 "auto", gpt_dev_built() ? "cudaGetDeviceCount found none"
+                                         : "this build has no CUDA");
+        return -2;
+    }
     return STRATA_OK == gpt_shape_validate(&o->cfg, o->batch, o->cfg.max_seq, why, len) ? 0 : -2;
 }
 
@@ -358,9 +386,9 @@ static int setup_config(trainer *t)
         { "device_mem", o->device_mem },
         { "host_mem", o->host_mem }, { "spill_dir", o->spill_dir },
         { "act_policy", o->act_policy }, { "schedule", o->schedule },
-        { "ckpt_dir", o->ckpt_dir }
+        { "ckpt_dir", o->ckpt_dir }, { "backend", o->device }
     };
-    int nflags = 8;
+    int nflags = 9;
     char setbuf[16][256];
     for (int i = 0; i < o->nsets; i++) {
         snprintf(setbuf[i], sizeof(setbuf[i]), "%s", o->sets[i]);
@@ -548,7 +576,7 @@ static step_report train_step(trainer *t, int step)
         CHECK(r, "forward", strata_model_forward(r->model, t->in + (size_t)m * B * T,
                                                  (size_t)B * T * sizeof(int32_t), &t->bt[m],
                                                  &out, &ob));
-        lsum += *(const double *)out;
+        lsum += out_double(r, out);
         CHECK(r, "backward", strata_model_backward(r->model, NULL, 0));
     }
     CHECK(r, "step_end", strata_model_step_end(r->model));

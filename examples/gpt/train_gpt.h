@@ -24,6 +24,7 @@ typedef struct {
     strata_dtype_t dtype;
     const char *device_mem, *host_mem, *spill_dir, *act_policy, *schedule;
     const char *ckpt_dir, *trace, *data;
+    const char *device;     /* --device cuda|host|auto: the runtime's backend */
     const char *sets[16];   /* --set name=value, in order */
     int         nsets;
 } options;

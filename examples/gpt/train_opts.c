@@ -41,6 +41,9 @@ void train_usage(FILE *f)
 "  --seed N          parameter initialisation and data order (1)\n"
 "  --dtype f32|bf16  compute copy of the gathered parameters (f32); master\n"
 "                    weights, gradients and optimizer state stay f32\n"
+"  --device D        where the step runs: cuda (the GPU's kernels, cuBLAS and NCCL;\n"
+"                    exit 2 when no CUDA device answers), host (the CPU kernels),\n"
+"                    or auto (cuda if a device answers) (auto; STRATA_BACKEND)\n"
 "  --threads N       kernel threads per rank; 0 = the cores this rank may run on\n"
 "                    (sched_getaffinity, so mpirun's binding is respected) (0)\n"
 "\n"
@@ -122,7 +125,7 @@ static int num_dbl(const char *opt, const char *v, double lo, double hi, double 
 enum { O_LAYERS = 256, O_DIM, O_HEADS, O_SEQ, O_BATCH, O_ACCUM, O_STEPS, O_LR, O_WARMUP,
        O_MINLR, O_WD, O_CLIP, O_BETA2, O_SEED, O_DTYPE, O_THREADS, O_SHARD, O_DEVMEM,
        O_HOSTMEM, O_SPILL, O_SET, O_POLICY, O_SCHED, O_CKPTDIR, O_CKPTEVERY, O_STOPAT, O_RESUME,
-       O_JSON, O_TRACE, O_DATA, O_EVALEVERY, O_EVALN, O_VALB, O_LOGEVERY, O_HELP };
+       O_JSON, O_TRACE, O_DATA, O_EVALEVERY, O_EVALN, O_VALB, O_LOGEVERY, O_DEVICE, O_HELP };
 static const struct option longopts[] = {
     { "layers", 1, NULL, O_LAYERS }, { "dim", 1, NULL, O_DIM }, { "heads", 1, NULL, O_HEADS },
     { "seq", 1, NULL, O_SEQ }, { "batch", 1, NULL, O_BATCH }, { "accum", 1, NULL, O_ACCUM },
@@ -139,7 +142,7 @@ static const struct option longopts[] = {
     { "trace", 1, NULL, O_TRACE }, { "data", 1, NULL, O_DATA },
     { "eval-every", 1, NULL, O_EVALEVERY }, { "eval-n", 1, NULL, O_EVALN },
     { "val-batches", 1, NULL, O_VALB }, { "log-every", 1, NULL, O_LOGEVERY },
-    { "help", 0, NULL, O_HELP }, { NULL, 0, NULL, 0 }
+    { "device", 1, NULL, O_DEVICE }, { "help", 0, NULL, O_HELP }, { NULL, 0, NULL, 0 }
 };
 
 /* 0: parsed; 1: --help printed; -1: bad input (message on stderr if loud) */
@@ -195,6 +198,13 @@ int train_parse(int argc, char **argv, options *o, int loud)
             } else {
                 o->sets[o->nsets++] = v;
             }
+            break;
+        case O_DEVICE:
+            if (strcmp(v, "cuda") && strcmp(v, "host") && strcmp(v, "auto")) {
+                if (loud) fprintf(stderr, PROG ": --device is cuda, host or auto, not '%s'\n", v);
+                rc = -1;
+            }
+            o->device = v;
             break;
         case O_DTYPE:
             if (0 == strcmp(v, "f32")) o->dtype = STRATA_F32;

@@ -472,10 +472,17 @@ strata_dtype_t strata_call_compute_dtype(const strata_unit_call_t *call);
  *    above, in stream order: until the work the callback queued has run,
  *    which the runtime sees by its event, not when the callback returns.
  *
- * Where this stands: the compute stream exists on the cuda backend, but the
- * executor still hands callbacks host buffers and waits on the host, so a
- * callback on either backend may compute on the host; queueing device work
- * on the stream needs the device-resident executor that is still to come.
+ * On the cuda backend every pointer a callback is handed (params, grads,
+ * input, output, grad_input/output, workspace, saves) is device memory, and
+ * strata_model_forward's *out_p is a device pointer too (copy it down on
+ * the compute stream, or read a loss the last unit left there, after the
+ * step: strata_model_step_end returns once the stream's work has run). The
+ * runtime frees a device buffer only once the compute stream has passed
+ * the point where it was released. On the device the guard bytes are not
+ * read back (that would wait for the stream): run compute-sanitizer's
+ * memcheck to catch overruns there. strata_model_save/load do not stage
+ * device shards through the host yet: on the cuda backend they fail with
+ * STRATA_ERR_UNSUPPORTED.
  */
 void *strata_call_stream(const strata_unit_call_t *call);
 

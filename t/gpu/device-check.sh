@@ -16,7 +16,8 @@
 #   t/gpu/device-check.sh --run DIR OUT       on the GPU machine.
 #
 # Results: OUT/summary.txt (one line per step: ok / not ok / skip, with the
-# numbers), and each step's log in OUT/. Exit status 0 when no step failed.
+# numbers), OUT/offload.txt (the offload experiment), and each step's log
+# in OUT/. Exit status 0 when no step failed.
 set -u
 here=$(cd "$(dirname "$0")/../.." && pwd)
 die() { echo "device-check: $*" >&2; exit 2; }
@@ -114,6 +115,46 @@ tap_step() {    # a TAP program: ok unless a 'not ok' line or a bad exit; SKIP s
 final_of() { grep '^{"final":true' "$1" | tail -1; }
 field() { sed -n "s/.*\"$2\":\"\{0,1\}\([^,\"}]*\).*/\1/p" <<< "$1"; }
 
+# The offload experiment: keep at batch 4m unconstrained sets the scale;
+# the device budget is then 85% of its peak, where keep@4m cannot fit
+# (host offload of every save needs about 80% at this shape: the
+# parameters, optimizer state and unit outputs stay), and recompute, host (naive and lhs) and auto run at
+# 4m within it. Tokens/s and overlap per run into OUT/offload.txt (and the
+# summary).
+offload() {
+    local B=$1 backend=$2 MPI=$3 m=8 p1 p4 budget run pol sched j bad=0
+    local base="--threads 2 --layers 4 --dim 64 --heads 4 --seq 64 --steps 4 --json --eval-n 8 --device $backend --spill-dir $B"
+    : > "$OUT/offload.txt"
+    for run in m:$m 4m:$((4 * m)); do
+        timeout 120 $MPI -np 1 "$B/bin/train_gpt" $base --batch ${run#*:} --act-policy "*=keep" \
+            > "$OUT/offload-keep-${run%%:*}.log" 2>&1
+        j=$(final_of "$OUT/offload-keep-${run%%:*}.log")
+        echo "keep@${run%%:*} (batch ${run#*:}, no budget): peak_device_bytes $(field "$j" peak_device_bytes) tokens_per_s $(field "$j" tokens_per_s)" >> "$OUT/offload.txt"
+        [ m = "${run%%:*}" ] && p1=$(field "$j" peak_device_bytes) || p4=$(field "$j" peak_device_bytes)
+    done
+    if [ -z "$p1" ] || [ -z "$p4" ]; then
+        summary "not ok  offload: keep did not run (see offload-keep-*.log)"; failed=1; return
+    fi
+    budget=$((p4 * 17 / 20))
+    echo "budget at 4m: $budget bytes (85% of keep@4m's peak)" >> "$OUT/offload.txt"
+    if timeout 120 $MPI -np 1 "$B/bin/train_gpt" $base --batch $((4 * m)) --act-policy "*=keep" \
+        --device-mem $budget > "$OUT/offload-keep-4m-budget.log" 2>&1; then
+        echo "keep@4m: FIT within $budget bytes (it must not)" >> "$OUT/offload.txt"; bad=1
+    else echo "keep@4m: refused within $budget bytes, as it must" >> "$OUT/offload.txt"; fi
+    for run in recompute:lhs host:naive host:lhs auto:lhs; do
+        pol=${run%%:*}; sched=${run#*:}
+        [ auto = "$pol" ] || pol="*=$pol"
+        timeout 180 $MPI -np 1 "$B/bin/train_gpt" $base --batch $((4 * m)) --act-policy "$pol" \
+            --schedule "$sched" --device-mem $budget > "$OUT/offload-${run%%:*}-$sched.log" 2>&1
+        j=$(final_of "$OUT/offload-${run%%:*}-$sched.log")
+        if [ -n "$j" ]; then
+            echo "${run%%:*}-$sched@4m: tokens_per_s $(field "$j" tokens_per_s) overlap_frac $(field "$j" overlap_frac) peak_device_bytes $(field "$j" peak_device_bytes)" >> "$OUT/offload.txt"
+        else echo "${run%%:*}-$sched@4m: failed (see offload-${run%%:*}-$sched.log)" >> "$OUT/offload.txt"; bad=1; fi
+    done
+    if [ 1 = $bad ]; then summary "not ok  offload ($(tr '\n' ';' < "$OUT/offload.txt"))"; failed=1
+    else summary "ok      offload ($(tr '\n' ';' < "$OUT/offload.txt"))"; fi
+}
+
 run_checks() {
     local dir=$1 dry=$2 B
     B=$(mktemp -d) || die "mktemp"
@@ -151,8 +192,8 @@ run_checks() {
     local small="--threads 2 --layers 2 --dim 64 --heads 4 --batch 8 --steps 50 --json --eval-n 8"
     local dt ref got rl gl
     for dt in f32 bf16; do
-        $MPI -np 1 "$B/bin/train_gpt" $small --dtype $dt --set backend=host > "$OUT/gpt-$dt-host.log" 2>&1
-        timeout 180 $MPI -np 1 "$B/bin/train_gpt" $small --dtype $dt --set backend=$backend \
+        $MPI -np 1 "$B/bin/train_gpt" $small --dtype $dt --device host > "$OUT/gpt-$dt-host.log" 2>&1
+        timeout 180 $MPI -np 1 "$B/bin/train_gpt" $small --dtype $dt --device $backend \
             > "$OUT/gpt-$dt-$backend.log" 2>&1
         ref=$(final_of "$OUT/gpt-$dt-host.log"); got=$(final_of "$OUT/gpt-$dt-$backend.log")
         rl=$(field "$ref" loss); gl=$(field "$got" loss)
@@ -165,7 +206,7 @@ run_checks() {
     # every --act-policy gives one param_hash in f32
     local pol h first="" same=1 hashes=""
     for pol in "*=keep" "*=host" "*=storage" "*=recompute" auto; do
-        timeout 120 $MPI -np 1 "$B/bin/train_gpt" ${small/--steps 50/--steps 4} --set backend=$backend \
+        timeout 120 $MPI -np 1 "$B/bin/train_gpt" ${small/--steps 50/--steps 4} --device $backend \
             --act-policy "$pol" --spill-dir "$B" > "$OUT/policy-${pol#\*=}.log" 2>&1
         h=$(field "$(final_of "$OUT/policy-${pol#\*=}.log")" param_hash)
         hashes="$hashes ${pol}:${h:-failed}"
@@ -180,10 +221,12 @@ run_checks() {
         summary "skip    memcheck ($( [ 1 = "$dry" ] && echo dry-run || echo no compute-sanitizer))"
     else
         step memcheck compute-sanitizer --tool memcheck --error-exitcode 9 "$B/bin/train_gpt" \
-            ${small/--steps 50/--steps 1} --set backend=cuda
+            ${small/--steps 50/--steps 1} --device cuda
     fi
-    # 4. not measured yet: they need the device-resident executor
-    summary "todo    copy-engine bandwidth vs cudaMemcpyAsync, tokens/s vs PyTorch eager, offload on the device"
+    # 4. the offload experiment on the device's real link (no pacing)
+    offload "$B" "$backend" "$MPI"
+    # 5. not measured yet
+    summary "todo    copy-engine bandwidth vs cudaMemcpyAsync, tokens/s vs PyTorch eager"
     rm -rf "$B"
     return $failed
 }

@@ -1,0 +1,38 @@
+/*
+ * gpt_fsdp_dev.h - what gpt_fsdp.c (the units on the runtime) and
+ * gpt_fsdp_cuda.c (the same units on a CUDA device) share: a unit's record
+ * and the device callbacks. A callback of gpt_fsdp.c hands over to its
+ * device twin when strata_call_stream(call) is not NULL (the cuda backend:
+ * every pointer is device memory and all work goes on that stream).
+ */
+#ifndef STRATA_EXAMPLES_GPT_FSDP_DEV_H
+#define STRATA_EXAMPLES_GPT_FSDP_DEV_H
+
+#include "examples/gpt/gpt_fsdp.h"
+
+typedef struct {
+    const gpt_config *cfg;
+    gpt_recompute_count *recomputed;    /* the model's count (gpt_fsdp) */
+    int               unit, np;
+    gpt_param_info    info[GPT_MAX_PARAMS];
+    size_t            numel;            /* all the unit's parameters */
+} unit_rec;
+
+/* 1 when the device callbacks were built (CUDA found at configure). */
+int gpt_dev_built(void);
+strata_status_t gpt_dev_embed_forward(strata_unit_call_t *call, const unit_rec *u);
+strata_status_t gpt_dev_embed_backward(strata_unit_call_t *call, const unit_rec *u);
+strata_status_t gpt_dev_block_forward(strata_unit_call_t *call, const unit_rec *u);
+strata_status_t gpt_dev_block_backward(strata_unit_call_t *call, const unit_rec *u);
+/* training: the head's loss and gradients in one pass, as on the host;
+ * eval: the loss sum, or the next token of each row (decode) */
+strata_status_t gpt_dev_head_forward(strata_unit_call_t *call, const unit_rec *u);
+strata_status_t gpt_dev_head_backward(strata_unit_call_t *call, const unit_rec *u);
+/* CUDA devices that answer (0 without CUDA). */
+int gpt_dev_count(void);
+/* Copy bytes of the head's device output to the host, waiting for the
+ * compute stream the head last ran on (the driver reads the loss or the
+ * decoded tokens; a host wait per micro-batch, outside the runtime). */
+strata_status_t gpt_dev_read(void *dst, const void *src, size_t bytes);
+
+#endif
