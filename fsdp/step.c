@@ -287,7 +287,8 @@ static void poison_grad(strata_model_t *m)
 {
     uint64_t at = test_fault_arg("nan_grad");
     strata_unit_t *u = m->units[m->nunits - 1];
-    if (at && (uint64_t)m->step_count + 1 == at && m->shard_rank == m->S - 1 && u->shard_len)
+    if (at && (uint64_t)m->step_count + 1 == at && m->shard_rank == m->S - 1 && u->shard_len &&
+        !fsdp_dev_on(m->ctx))    /* a host pointer only */
         ((float *)u->grad_shard.ptr)[0] = NAN;
 }
 
@@ -360,7 +361,9 @@ strata_status_t strata_model_step_end(strata_model_t *m)
         if (norm > m->opts.clip_norm) scale = (float)(inv_m * m->opts.clip_norm / norm);
         m->stats.grad_norm = norm;
         if (!isfinite(norm)) {      /* the same on every rank: the total is reduced */
-            st = find_nonfinite_unit(m);
+            /* the search reads the shards on the host; on a device the
+             * unit stays unknown (-1) and the message says less */
+            st = fsdp_dev_on(m->ctx) ? STRATA_OK : find_nonfinite_unit(m);
             if (STRATA_OK != st) goto fail;
         } else {
             for (int ui = L - 1; STRATA_OK == st && ui >= 0; ui--)

@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -36,6 +37,25 @@ static strata_block_t *warm_block(strata_context_t *ctx, strata_tier_t src, stra
     if (STRATA_OK != strata_block_alloc(ctx, src, n, STRATA_TAG_WORKSPACE, &b)) bail_out("alloc");
     memset(strata_block_ptr(b, src), 7, n);
     return b;
+}
+
+/* This machine's own memcpy of n bytes between touched buffers, median of
+ * three: the copy work any paced engine must do, whatever it waits for. */
+static double memcpy_time(size_t n)
+{
+    char *a = malloc(n), *b = malloc(n);
+    if (!a || !b) bail_out("malloc");
+    memset(a, 1, n);
+    memset(b, 2, n);
+    double ts[3];
+    for (int i = 0; i < 3; i++) {
+        double t0 = base_now();
+        memcpy(b, a, n);
+        ts[i] = base_now() - t0;
+    }
+    free(a);
+    free(b);
+    return ts[0] + ts[1] + ts[2] - fmin(ts[0], fmin(ts[1], ts[2])) - fmax(ts[0], fmax(ts[1], ts[2]));
 }
 
 static double timed_move(strata_block_t *b, strata_tier_t dst, double *cpu_p)
@@ -71,9 +91,18 @@ int main(void)
     /* 64 MiB d2h: 0.25 s + 20 ms */
     strata_block_t *big = warm_block(ctx, STRATA_TIER_DEVICE, STRATA_TIER_PINNED_HOST, 64 * MiB);
     double cpu, want = tiers_link_time(64.0 * MiB, BW, LAT);
+    double copy = memcpy_time(64 * MiB);
     double t = timed_move(big, STRATA_TIER_PINNED_HOST, &cpu);
-    ok(t >= 0.9 * want && t <= 1.1 * want, "paced 64 MiB d2h took %.3f s, model %.3f s (within 10%%)", t, want);
-    ok(cpu < 0.15 * t, "the process used %.3f s of CPU during the %.3f s paced copy (< 15%%)", cpu, t);
+    if (copy > 0.3 * want) {
+        /* memory this slow (a crowded host) leaves no idle time to see */
+        skip(2, "this machine's memcpy of 64 MiB takes %.3f s, over 30%% of the %.3f s link "
+             "model: pacing cannot be told from copying here", copy, want);
+    } else {
+        ok(t >= 0.9 * want && t <= 1.1 * want, "paced 64 MiB d2h took %.3f s, model %.3f s "
+           "(within 10%%)", t, want);
+        ok(cpu < 0.15 * t + copy, "the process used %.3f s of CPU during the %.3f s paced copy "
+           "(< 15%% beyond the %.3f s a memcpy of it takes)", cpu, t, copy);
+    }
 
     /* small copy: latency dominates */
     strata_block_t *small = warm_block(ctx, STRATA_TIER_PINNED_HOST, STRATA_TIER_DEVICE, 1 * MiB);
