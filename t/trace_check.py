@@ -54,8 +54,13 @@ def bound(v):
             and d[0]["args"]["name"] == h[0]["args"]["name"])
 
 
-ok(pairs and all(bound(v) for v in pairs),
+bad = [v for v in pairs if not bound(v)]
+ok(pairs and not bad,
    "each flow starts inside a D2H and ends (later) inside the H2D of the same activation")
+for v in bad[:3]:   # what a failure looked like, for the next person
+    for x in sorted(v, key=lambda x: x["ph"], reverse=True):
+        print(f"#   {x['ph']} ts {x['ts']} pid {x['pid']} tid {x['tid']}: d2h slices "
+              f"{slice_at(x, 'd2h')}, h2d slices {slice_at(x, 'h2d')}")
 steps = {}
 for e in ev:
     if e["ph"] == "X" and e["name"] == "step":

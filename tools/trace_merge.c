@@ -156,17 +156,19 @@ static void copy_file(json_t *out, json_t *ev, int rank, double t0, xfer_t *d, s
     int has_name = 0;
     json_array_foreach(ev, i, e) {
         json_t *c = json_copy(e);
-        double ts = tj_num(e, "ts", -1);
+        double ts = tj_num(e, "ts", -1), rts = round((ts - t0) * 1e3) / 1e3;
         /* to the nanosecond: the shift must not add digits of rounding noise */
-        if (ts >= 0) json_object_set_new(c, "ts", json_real(round((ts - t0) * 1e3) / 1e3));
+        if (ts >= 0) json_object_set_new(c, "ts", json_real(rts));
         has_name |= !strcmp(tj_str(e, "name"), "process_name");
         json_array_append_new(out, c);
         const char *nm = tj_str(e, "name");
         int d2h = !strcmp(nm, "D2H"), h2d = !strcmp(nm, "H2D");
         if ('X' != tj_str(e, "ph")[0] || !(d2h || h2d)) continue;
         json_t *a = json_object_get(e, "args");
+        /* the flow's point from the rounded start, so that it lies inside the
+         * slice as written even when the transfer took under a nanosecond */
         xfer_t x = { (int)tj_num(a, "unit", -1), (int)tj_num(e, "tid", 0), rank,
-                     tj_str(a, "name"), ts - t0 + tj_num(e, "dur", 0) / 2, ts - t0 };
+                     tj_str(a, "name"), rts + tj_num(e, "dur", 0) / 2, rts };
         if (d2h) d[(*nd)++] = x;
         else h[(*nh)++] = x;
     }
