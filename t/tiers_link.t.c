@@ -100,8 +100,14 @@ int main(void)
     } else {
         ok(t >= 0.9 * want && t <= 1.1 * want, "paced 64 MiB d2h took %.3f s, model %.3f s "
            "(within 10%%)", t, want);
-        ok(cpu < 0.15 * t + copy, "the process used %.3f s of CPU during the %.3f s paced copy "
-           "(< 15%% beyond the %.3f s a memcpy of it takes)", cpu, t, copy);
+        /* An engine that spins while it paces uses all of t; one that sleeps
+         * uses the copy work plus wake-ups.  Half of t tells the two apart on
+         * any machine: chunk copies after a sleep start cold, and a shared
+         * host adds scheduler noise (0.033-0.057 s seen against a 0.011-0.016 s
+         * memcpy on a 0.27 s copy). */
+        ok(cpu < 0.5 * t + copy, "the process used %.3f s of CPU during the %.3f s paced copy "
+           "(a spinning engine uses all of it; < half of it beyond the %.3f s a memcpy "
+           "takes)", cpu, t, copy);
     }
 
     /* small copy: latency dominates */
