@@ -62,6 +62,9 @@ void comm_rec_waiting(strata_context_t *ctx, rec_op_t op);
  * spin_time, then sleeps doubling up to 100 us between tests, so a rank
  * waiting on a stalled peer does not hold a core. */
 strata_status_t comm_wait_backoff(strata_context_t *ctx, MPI_Request *req, const char *what);
+/* The same with its own spin time (seconds, at least spin_time's). */
+strata_status_t comm_wait_spin(strata_context_t *ctx, MPI_Request *req, const char *what,
+                               double spin);
 
 /* A fatal error the rank cannot recover from (e.g. an asynchronous NCCL
  * error): write the flight record, print why once, abort the backend's

@@ -258,7 +258,14 @@ static inline void cpu_relax(void)
 
 strata_status_t comm_wait_backoff(strata_context_t *ctx, MPI_Request *req, const char *what)
 {
-    double t0 = base_now(), spin = ctx->cfg.spin_time;
+    return comm_wait_spin(ctx, req, what, ctx->cfg.spin_time);
+}
+
+strata_status_t comm_wait_spin(strata_context_t *ctx, MPI_Request *req, const char *what,
+                               double spin)
+{
+    double t0 = base_now();
+    if (spin < ctx->cfg.spin_time) spin = ctx->cfg.spin_time;
     long delay_ns = 0;
     for (unsigned i = 0;; i++) {
         int done = 0;
