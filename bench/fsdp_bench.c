@@ -5,9 +5,13 @@
  * the same run, in interleaved rounds so that machine noise hits all
  * alike; medians over the measured steps. The recorder's overhead is the
  * median over the rounds of each round's on/off step-time ratio, with
- * half the interquartile range. Launched by bench/run fsdp at W = 1, 2, 4.
+ * half the interquartile range. Each round builds its recorder-on and
+ * recorder-off setups anew, in alternating order: one context's memory
+ * placement alone moved its compute time by 2-3% for the whole run, more
+ * than the recorder costs, and fresh setups per round spread that over
+ * the pairs. Launched by bench/run fsdp at W = 1, 2, 4.
  *
- *   fsdp_bench [--json] [--header] [--steps N (2)] [--rounds N (30)]
+ *   fsdp_bench [--json] [--header] [--steps N (8)] [--rounds N (30)]
  *
  * Per step: step_s (slowest rank), compute_s (time in callbacks),
  * exposed_comm_s (time the step blocked waiting for a collective) and
@@ -38,6 +42,14 @@ typedef struct {
     int               n;
 } setup_t;
 
+static void unmake(setup_t *s)
+{
+    strata_model_destroy(s->model);
+    strata_finalize(s->ctx);
+    s->model = NULL;
+    s->ctx = NULL;
+}
+
 static int make(setup_t *s, int prefetch, int recorder, int cap)
 {
     strata_config_t *cfg = NULL;
@@ -48,7 +60,14 @@ static int make(setup_t *s, int prefetch, int recorder, int cap)
     /* one blocking allreduce per collective would sync the ranks */
     strata_config_set_int(cfg, "comm_check", 0, NULL, 0);
     if (!recorder) strata_config_set_int(cfg, "flight_entries", 0, NULL, 0);
-    memset(s, 0, sizeof *s);
+    if (s->t[0]) {          /* a setup built anew keeps its measurements */
+        double *keep[4] = { s->t[0], s->t[1], s->t[2], s->t[3] };
+        int n = s->n, step = s->step;
+        memset(s, 0, sizeof *s);
+        for (int i = 0; i < 4; i++) s->t[i] = keep[i];
+        s->n = n;
+        s->step = step;
+    } else memset(s, 0, sizeof *s);
     s->mlp.chunk_rows = CHUNK;
     strata_model_opts_default(&o);
     o.optimizer = STRATA_OPTIM_ADAMW;
@@ -62,7 +81,7 @@ static int make(setup_t *s, int prefetch, int recorder, int cap)
         fprintf(stderr, "fsdp_bench: set-up failed: %s\n", strata_last_error(s->ctx));
         return -1;
     }
-    for (int i = 0; i < 4; i++) s->t[i] = calloc((size_t)cap, sizeof(double));
+    for (int i = 0; i < 4 && !s->t[i]; i++) s->t[i] = calloc((size_t)cap, sizeof(double));
     return 0;
 }
 
@@ -93,7 +112,7 @@ static int run(setup_t *s, int k, int measure, int W, int R)
 
 int main(int argc, char **argv)
 {
-    int json = 0, header = 0, steps = 2, rounds = 30, W, R, provided;
+    int json = 0, header = 0, steps = 8, rounds = 30, W, R, provided;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json")) json = 1;
         else if (!strcmp(argv[i], "--header")) header = 1;
@@ -110,6 +129,7 @@ int main(int argc, char **argv)
     enum { NSET = 3 };
     static const int pre[NSET] = { 0, 1, 1 }, rec[NSET] = { 1, 1, 0 };
     setup_t s[NSET];
+    memset(s, 0, sizeof s);
     int cap = steps * rounds;
     for (int p = 0; p < NSET; p++)
         if (make(&s[p], pre[p], rec[p], cap)) MPI_Abort(MPI_COMM_WORLD, 1);
@@ -128,9 +148,16 @@ int main(int argc, char **argv)
     /* warm-up of all */
     for (int p = 0; p < NSET; p++)
         if (run(&s[p], 2, 0, W, R)) MPI_Abort(MPI_COMM_WORLD, 1);
-    for (int r = 0; r < rounds; r++)
+    for (int r = 0; r < rounds; r++) {
+        for (int k = 0; k < 2 && r > 0; k++) {     /* the recorder pair, anew */
+            int p = (r + k) % 2 ? 1 : 2;
+            unmake(&s[p]);
+            if (make(&s[p], pre[p], rec[p], cap) || run(&s[p], 1, 0, W, R))
+                MPI_Abort(MPI_COMM_WORLD, 1);
+        }
         for (int p = 0; p < NSET; p++)
             if (run(&s[(r + p) % NSET], steps, 1, W, R)) MPI_Abort(MPI_COMM_WORLD, 1);
+    }
     /* recorder on/off: per round, the ratio of the two settings' median steps
      * (before the medians below sort the step times) */
     double *ratio = calloc((size_t)rounds, sizeof *ratio);
@@ -162,8 +189,7 @@ int main(int argc, char **argv)
     free(ratio);
     fflush(stdout);
     for (int p = 0; p < NSET; p++) {
-        strata_model_destroy(s[p].model);
-        strata_finalize(s[p].ctx);
+        unmake(&s[p]);
         for (int j = 0; j < 4; j++) free(s[p].t[j]);
     }
     MPI_Finalize();
