@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <dirent.h>
 
 #define KiB ((size_t)1024)
 #define MiB (KiB * 1024)
@@ -23,6 +24,28 @@ static double cpu_now(void)
     struct timespec t;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Seconds this process's threads have waited on a run queue (ready, not
+ * running: a crowded host), from /proc/self/task/N/schedstat; 0 where the
+ * kernel does not say. A paced copy cannot be faster than the model, but
+ * it can be later by the time its engine thread waited for a core. */
+static double runq_wait(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    double w = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        char path[64];
+        unsigned long long run, wait;
+        if ('.' == e->d_name[0]) continue;
+        snprintf(path, sizeof path, "/proc/self/task/%.16s/schedstat", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (f && 2 == fscanf(f, "%llu %llu", &run, &wait)) w += 1e-9 * (double)wait;
+        if (f) fclose(f);
+    }
+    if (d) closedir(d);
+    return w;
 }
 
 /* A block whose pages are already touched, so timing sees the link model,
@@ -58,14 +81,17 @@ static double memcpy_time(size_t n)
     return ts[0] + ts[1] + ts[2] - fmin(ts[0], fmin(ts[1], ts[2])) - fmax(ts[0], fmax(ts[1], ts[2]));
 }
 
-static double timed_move(strata_block_t *b, strata_tier_t dst, double *cpu_p)
+/* The move's wall time; *cpu_p its CPU time, *wait_p its threads' time
+ * waiting for a core (either may be NULL). */
+static double timed_move(strata_block_t *b, strata_tier_t dst, double *cpu_p, double *wait_p)
 {
     strata_event_t *ev;
-    double c0 = cpu_now(), t0 = base_now();
+    double c0 = cpu_now(), w0 = runq_wait(), t0 = base_now();
     strata_block_move(b, dst, 0, NULL, &ev);
     strata_event_wait(ev);
     double t = base_now() - t0;
     if (cpu_p) *cpu_p = cpu_now() - c0;
+    if (wait_p) *wait_p = runq_wait() - w0;
     strata_event_release(ev);
     return t;
 }
@@ -90,16 +116,16 @@ int main(void)
 
     /* 64 MiB d2h: 0.25 s + 20 ms */
     strata_block_t *big = warm_block(ctx, STRATA_TIER_DEVICE, STRATA_TIER_PINNED_HOST, 64 * MiB);
-    double cpu, want = tiers_link_time(64.0 * MiB, BW, LAT);
+    double cpu, wait, want = tiers_link_time(64.0 * MiB, BW, LAT);
     double copy = memcpy_time(64 * MiB);
-    double t = timed_move(big, STRATA_TIER_PINNED_HOST, &cpu);
+    double t = timed_move(big, STRATA_TIER_PINNED_HOST, &cpu, &wait);
     if (copy > 0.3 * want) {
         /* memory this slow (a crowded host) leaves no idle time to see */
         skip(2, "this machine's memcpy of 64 MiB takes %.3f s, over 30%% of the %.3f s link "
              "model: pacing cannot be told from copying here", copy, want);
     } else {
-        ok(t >= 0.9 * want && t <= 1.1 * want, "paced 64 MiB d2h took %.3f s, model %.3f s "
-           "(within 10%%)", t, want);
+        ok(t >= 0.9 * want && t <= 1.1 * want + wait, "paced 64 MiB d2h took %.3f s, model "
+           "%.3f s (within 10%%, plus the %.3f s its threads waited for a core)", t, want, wait);
         /* An engine that spins while it paces uses all of t; one that sleeps
          * uses the copy work plus wake-ups.  Half of t tells the two apart on
          * any machine: chunk copies after a sleep start cold, and a shared
@@ -113,13 +139,15 @@ int main(void)
     /* small copy: latency dominates */
     strata_block_t *small = warm_block(ctx, STRATA_TIER_PINNED_HOST, STRATA_TIER_DEVICE, 1 * MiB);
     want = tiers_link_time(1.0 * MiB, BW, LAT);
-    double ts[3];
+    double ts[3], late = INFINITY;
     for (int i = 0; i < 3; i++) {       /* median of three: the machine is shared */
-        ts[i] = timed_move(small, STRATA_TIER_DEVICE, NULL);
+        ts[i] = timed_move(small, STRATA_TIER_DEVICE, NULL, &wait);
+        late = fmin(late, ts[i] - 1.1 * want - wait);   /* the run least late beyond its wait */
         strata_block_evict(small, STRATA_TIER_DEVICE);
     }
     t = ts[0] + ts[1] + ts[2] - fmin(ts[0], fmin(ts[1], ts[2])) - fmax(ts[0], fmax(ts[1], ts[2]));
-    ok(t >= 0.9 * want && t <= 1.1 * want, "paced 1 MiB h2d took %.4f s (median of 3), model %.4f s", t, want);
+    ok(t >= 0.9 * want && (t <= 1.1 * want || late <= 0), "paced 1 MiB h2d took %.4f s (median "
+       "of 3), model %.4f s (within 10%%, or one run within it plus its wait for a core)", t, want);
 
     /* a small urgent copy queued behind a large one on the same engine */
     strata_block_evict(big, STRATA_TIER_PINNED_HOST);
