@@ -28,6 +28,9 @@
  *   spill_enospc@N   the storage tier's spill writes fail with ENOSPC once
  *                    N bytes have gone to the spill file (tiers/spill.c;
  *                    t/gpt-train-settings.t)
+ *   ckpt_stage@1     checkpoint saves and loads on the host backend stage
+ *                    the shards through host copies as the cuda backend
+ *                    must (fsdp/ckpt.c; t/gpt-train-resume.t)
  *   nan_grad@STEP    at optimizer step STEP (1-based) the last shard rank
  *                    of every replica puts a NaN into the last unit's
  *                    reduced gradient, so the gradient norm is not finite

@@ -23,3 +23,9 @@ bench_sgemm_bench_SOURCES = bench/sgemm_bench.c bench/stats.h
 bench_sgemm_bench_CPPFLAGS = $(AM_CPPFLAGS) $(BLAS_CFLAGS)
 bench_sgemm_bench_LDADD = $(BLAS_LIBS)
 endif
+
+# the cuda backend's copy engines against cudaMemcpyAsync (t/gpu/device-check.sh
+# runs it on a GPU; without one it exits 77)
+noinst_PROGRAMS += bench/copy_bw
+bench_copy_bw_SOURCES = bench/copy_bw.c bench/stats.h
+bench_copy_bw_LDADD = libstrata.la $(CUDA_LIBS)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench/peers_torch.py - one PyTorch run of the strata GPT for bench/peers.
 
-  peers_torch.py SETUP LAYERS DIM HEADS SEQ ROWS STEPS THREADS
+  peers_torch.py SETUP LAYERS DIM HEADS SEQ ROWS STEPS THREADS [DEVICE]
 
 SETUP: eager (one process), compile (one process, torch.compile) or fsdp2
 (2 ranks over gloo, fully_shard per block and on the root, mp.spawn). The
@@ -12,6 +12,10 @@ of the fsdp run takes rows r*ROWS/2 .. of each step's global batch. Prints one J
 tokens per second, median over the steps after the first), peak_rss_bytes
 (the largest rank's), or error (a run that failed, e.g. compile without a
 C++ compiler). Exits 0 whenever it printed.
+DEVICE: cpu (the default) or cuda (eager and compile only: the model and
+each step's rows on the GPU, a step timed to torch.cuda.synchronize(); also
+prints peak_device_bytes, torch.cuda.max_memory_allocated). t/gpu/device-check.sh
+runs eager on cuda against train_gpt --device cuda.
 """
 import json
 import os
@@ -26,11 +30,12 @@ import strata_gpt  # noqa: E402
 FSDP_RANKS = 2
 
 
-def train(rank, world, cfg, batch, steps, compiled):
+def train(rank, world, cfg, batch, steps, compiled, device="cpu"):
     """The step times (s) of one rank's training loop."""
     import torch
     torch.manual_seed(1)
-    model = strata_gpt.GPT(cfg)
+    model = strata_gpt.GPT(cfg).to(device)
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     if world > 1:
         from torch.distributed.fsdp import fully_shard
         for b in model.blocks:
@@ -42,13 +47,15 @@ def train(rank, world, cfg, batch, steps, compiled):
     for step in range(steps):
         ins, tgs = strata_gpt.addition_rows(strata_gpt.SPLIT_TRAIN, 1, step, rank * batch, batch,
                                             cfg["seq"])
-        ins, tgs = torch.tensor(ins), torch.tensor(tgs)
+        ins, tgs = torch.tensor(ins, device=device), torch.tensor(tgs, device=device)
+        sync()
         t0 = time.perf_counter()
         ls, n = fwd(ins, tgs)
         (ls / n).backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         opt.zero_grad(set_to_none=True)
+        sync()
         times.append(time.perf_counter() - t0)
     return times
 
@@ -90,11 +97,13 @@ def run_fsdp(cfg, batch, steps):
 
 
 def main(argv):
-    if len(argv) != 8 or argv[0] not in ("eager", "compile", "fsdp2"):
+    device = argv[8] if len(argv) == 9 else "cpu"
+    if (len(argv) not in (8, 9) or argv[0] not in ("eager", "compile", "fsdp2") or
+            device not in ("cpu", "cuda") or (device == "cuda" and argv[0] == "fsdp2")):
         print(__doc__, file=sys.stderr)
         return 2
     setup = argv[0]
-    L, C, H, T, B, steps, threads = (int(x) for x in argv[1:])
+    L, C, H, T, B, steps, threads = (int(x) for x in argv[1:8])
     cfg = dict(layers=L, dim=C, heads=H, seq=T)
     import torch
     out = {"params": sum(p.numel() for p in strata_gpt.GPT(cfg).parameters())}
@@ -103,8 +112,10 @@ def main(argv):
             out.update(run_fsdp(cfg, B, steps))
         else:
             torch.set_num_threads(threads)
-            times = train(0, 1, cfg, B, steps, setup == "compile")
+            times = train(0, 1, cfg, B, steps, setup == "compile", device)
             out.update(summary(times, B * T, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024))
+            if device == "cuda":
+                out["peak_device_bytes"] = torch.cuda.max_memory_allocated()
     except Exception as e:   # reported as the row's status, the bench goes on
         out["error"] = (type(e).__name__ + ": " + str(e)).splitlines()[0][:200]
     print(json.dumps(out))

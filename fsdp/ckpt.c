@@ -5,6 +5,8 @@
  */
 #include "config.h"
 #include "fsdp.h"
+#include "base/test_fault.h"
+#include "dev.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,20 +105,100 @@ static strata_status_t build_layout(strata_model_t *m, const strata_model_ckpt_t
     return STRATA_OK;
 }
 
-/* The checkpoint code reads and writes the shards from the host: on the
- * cuda backend they are device memory, which it does not stage yet. */
-static strata_status_t device_shards(strata_model_t *m, const char *what)
+/*
+ * Staging through the host. The io layer reads and writes the shards with
+ * the CPU; on the cuda backend the master shards (and optimizer state kept
+ * on the device) are device memory. Then the layout points at host copies
+ * instead, one allocation for all of this rank's shards in layout order:
+ * a save fills them from the shards first (queued on the compute stream
+ * after the step's own device work, then waited for), a load that
+ * succeeded copies them to the shards after. The file is the same either
+ * way. The host backend uses the shards in place; the test fault
+ * ckpt_stage makes it stage too (its copies are memcpy), which is how the
+ * host suite covers this code (t/ckpt-stage.t).
+ */
+typedef struct {
+    int     on;         /* staging: every rank stages or none does */
+    float  *host;       /* NULL: not staged */
+    float **shard;      /* the shards the host copies stand for, in order */
+} stage_t;
+
+/* Point the layout's shards at host copies; with to_host, the shards'
+ * values go into them. */
+static strata_status_t stage_fill(strata_model_t *m, layout_store_t *ls, int to_host,
+                                  stage_t *sg)
 {
-    return base_error(m->ctx, STRATA_ERR_UNSUPPORTED, "checkpoint %s on the cuda backend: the "
-                      "shards are device memory and checkpoints do not stage them through "
-                      "the host yet; use backend=host for runs that checkpoint", what);
+    const int per = 1 + fsdp_optim_nstate(&m->opts);    /* master, then the states */
+    size_t total = 0;
+    for (int u = 0; u < m->nunits; u++) total += (size_t)per * m->units[u]->shard_len;
+    sg->host = malloc((total + 1) * sizeof *sg->host);
+    sg->shard = malloc((size_t)(m->nunits * per) * sizeof *sg->shard);
+    if (!sg->host || !sg->shard) {
+        free(sg->host);
+        free(sg->shard);
+        sg->host = NULL;
+        return base_error(m->ctx, STRATA_ERR_NOMEM, "checkpoint: cannot allocate %zu floats to "
+                          "stage the device shards through the host", total);
+    }
+    strata_status_t st = STRATA_OK;
+    float *h = sg->host;
+    for (int u = 0, k = 0; u < m->nunits; u++) {
+        const size_t len = m->units[u]->shard_len;
+        for (int i = 0; i < per; i++, k++, h += len) {
+            float **slot = 0 == i ? &ls->units[u].shard : &ls->units[u].states[i - 1].shard;
+            sg->shard[k] = *slot;
+            *slot = h;
+            if (to_host && STRATA_OK == st)
+                st = fsdp_dev_copy(m->ctx, h, sg->shard[k], len * sizeof *h);
+        }
+    }
+    if (to_host && STRATA_OK == st) st = fsdp_dev_wait(m->ctx);
+    return st;
+}
+
+/* stage_fill, agreed over all ranks: a rank that could not stage fails
+ * the save or load everywhere before its collective starts. */
+static strata_status_t stage_begin(strata_model_t *m, layout_store_t *ls, int to_host,
+                                   stage_t *sg)
+{
+    memset(sg, 0, sizeof *sg);
+    sg->on = fsdp_dev_on(m->ctx) || 0 != test_fault_arg("ckpt_stage");
+    if (!sg->on) return STRATA_OK;
+    strata_status_t st = stage_fill(m, ls, to_host, sg);
+    float mine = STRATA_OK == st ? 0.0f : 1.0f, all = 0.0f;
+    pthread_mutex_lock(&m->lock);
+    strata_status_t cst = strata_allreduce(m->ctx->world, &mine, &all, 1, STRATA_F32, STRATA_SUM);
+    pthread_mutex_unlock(&m->lock);
+    if (STRATA_OK != st || STRATA_OK != cst) return STRATA_OK != st ? st : cst;
+    return all > 0.0f ? base_error(m->ctx, STRATA_ERR_STATE, "checkpoint: staging the shards "
+                                   "through the host failed on %d other rank(s); see their "
+                                   "message", (int)all) : STRATA_OK;
+}
+
+/* With to_shards, the copies' values go into the shards; then they are freed. */
+static strata_status_t stage_end(strata_model_t *m, stage_t *sg, int to_shards)
+{
+    if (!sg->host) return STRATA_OK;
+    const int per = 1 + fsdp_optim_nstate(&m->opts);
+    strata_status_t st = STRATA_OK;
+    const float *h = sg->host;
+    for (int u = 0, k = 0; to_shards && STRATA_OK == st && u < m->nunits; u++) {
+        const size_t len = m->units[u]->shard_len;
+        for (int i = 0; STRATA_OK == st && i < per; i++, k++, h += len)
+            st = fsdp_dev_copy(m->ctx, sg->shard[k], h, len * sizeof *h);
+    }
+    /* the copies read the host buffer: it goes only once they are done */
+    strata_status_t w = fsdp_dev_wait(m->ctx);
+    free(sg->host);
+    free(sg->shard);
+    sg->host = NULL;
+    return STRATA_OK != st ? st : w;
 }
 
 strata_status_t strata_model_save(strata_model_t *m, const char *dir,
                                   const strata_model_ckpt_t *info, char *path, size_t len)
 {
     if (!m || !dir) return STRATA_ERR_INVALID;
-    if (NULL != m->ctx->compute_stream) return device_shards(m, "save");
     layout_store_t ls;
     strata_status_t st = build_layout(m, info, &ls);
     if (STRATA_OK != st) return st;
@@ -125,8 +207,12 @@ strata_status_t strata_model_save(strata_model_t *m, const char *dir,
         opts.half_copy = info->half_copy;
         opts.keep = info->keep;
     }
+    stage_t sg;
+    st = stage_begin(m, &ls, 1, &sg);
     /* one recorded operation under ckpt_timeout (strata_ckpt_save's own) */
-    st = strata_ckpt_save(m->ctx, &ls.layout, dir, &opts, path, len);
+    if (STRATA_OK == st) st = strata_ckpt_save(m->ctx, &ls.layout, dir, &opts, path, len);
+    strata_status_t se = stage_end(m, &sg, 0);
+    if (STRATA_OK == st) st = se;
     store_free(&ls);
     return st;
 }
@@ -134,14 +220,18 @@ strata_status_t strata_model_save(strata_model_t *m, const char *dir,
 strata_status_t strata_model_load(strata_model_t *m, const char *path, strata_model_ckpt_t *info)
 {
     if (!m || !path) return STRATA_ERR_INVALID;
-    if (NULL != m->ctx->compute_stream) return device_shards(m, "load");
     layout_store_t ls;
     strata_status_t st = build_layout(m, info, &ls);
     if (STRATA_OK != st) return st;
     /* gathered copies would go stale under the new master values */
     fsdp_drain(m);
     for (int u = 0; u < m->nunits; u++) fsdp_gather_release(m->units[u]);
-    st = strata_ckpt_load(m->ctx, &ls.layout, path);     /* one recorded operation */
+    stage_t sg;
+    st = stage_begin(m, &ls, 0, &sg);
+    if (STRATA_OK == st) st = strata_ckpt_load(m->ctx, &ls.layout, path);  /* one recorded operation */
+    /* a load that failed leaves the shards as they were */
+    strata_status_t se = stage_end(m, &sg, STRATA_OK == st);
+    if (STRATA_OK == st) st = se;
     if (STRATA_OK == st) {
         const strata_ckpt_scalar_t *s = ls.units[0].scalars;
         fsdp_scalars_t sc = {

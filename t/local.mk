@@ -161,6 +161,12 @@ TESTS += t/layers-includes.t
 # the benchmarks at a tiny size: --json output is JSON objects with the fields README.md documents
 dist_check_SCRIPTS += t/bench-json.t
 TESTS += t/bench-json.t
+# checkpoints staged through the host, as on the cuda backend (test fault ckpt_stage)
+dist_check_SCRIPTS += t/ckpt-stage.t
+TESTS += t/ckpt-stage.t
+# bench/copy_bw: its options, and the skip without a CUDA device
+dist_check_SCRIPTS += t/copy-bw.t
+TESTS += t/copy-bw.t
 
 # README.md's option table against `strata config -v`
 dist_check_SCRIPTS += t/readme-options.t

@@ -480,9 +480,10 @@ strata_dtype_t strata_call_compute_dtype(const strata_unit_call_t *call);
  * runtime frees a device buffer only once the compute stream has passed
  * the point where it was released. On the device the guard bytes are not
  * read back (that would wait for the stream): run compute-sanitizer's
- * memcheck to catch overruns there. strata_model_save/load do not stage
- * device shards through the host yet: on the cuda backend they fail with
- * STRATA_ERR_UNSUPPORTED.
+ * memcheck to catch overruns there. strata_model_save/load stage the
+ * device shards through host memory (the same file as the host backend's;
+ * they wait for the compute stream and need host memory for this rank's
+ * master and optimizer-state shards while they run).
  */
 void *strata_call_stream(const strata_unit_call_t *call);
 

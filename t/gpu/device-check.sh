@@ -6,18 +6,39 @@
 #
 #   t/gpu/device-check.sh --prepare DIR    here, after a CUDA build (configure
 #       found /usr/local/cuda): the real binaries (not libtool wrappers),
-#       libstrata, and every shared library they need that the lent machine
-#       lacks (Open MPI with its plugins and help files, PMIx, HDF5, OpenBLAS,
-#       jansson, xxhash, ...) packed into DIR/bundle.tar.xz; DIR stays under
-#       60 MiB (checked with du) and every library a binary needs resolves
-#       inside the bundle or from the machine's base/CUDA libraries.
+#       libstrata, the PyTorch peer (bench/peers_torch.py with
+#       python/strata_gpt.py), and every shared library they need that the
+#       lent machine lacks (Open MPI with its plugins and help files, PMIx,
+#       HDF5, OpenBLAS, jansson, xxhash, ...) packed into DIR/bundle.tar.xz;
+#       DIR stays under 60 MiB (checked with du) and every library a binary
+#       needs resolves inside the bundle or from the machine's base/CUDA
+#       libraries.
 #   t/gpu/device-check.sh --dry-run DIR OUT   here: the whole device run, from
-#       the bundle, on the host backend (GPU steps report SKIP).
+#       the bundle, on the host backend (GPU steps report skip; the
+#       tokens/s step runs a tiny config against PyTorch on the CPU).
 #   t/gpu/device-check.sh --run DIR OUT       on the GPU machine.
+#
+# Steps: the unit tests (CUDA ones, host kernels, NCCL logic, tiers, errors);
+# NCCL collectives on 1 GPU (2 when present); the GPT 50 steps f32 and bf16
+# against the host backend; one param_hash over every --act-policy; one step
+# under compute-sanitizer memcheck; the offload experiment on the real link;
+# the copy engines against cudaMemcpyAsync (bench/copy_bw, target 0.9x);
+# tokens/s of the 12-layer width-768 GPT against PyTorch eager on the same
+# GPU (target 0.5x); checkpoints saved and resumed on cuda and across
+# backends (param_hash against an uninterrupted run).
 #
 # Results: OUT/summary.txt (one line per step: ok / not ok / skip, with the
 # numbers), OUT/offload.txt (the offload experiment), and each step's log
 # in OUT/. Exit status 0 when no step failed.
+#
+# The exact commands for a session that is lent a GPU (docs/device-check.md
+# says more): here, in the repository root of a CUDA build,
+#   echo /gpub/ >> .git/info/exclude
+#   t/gpu/device-check.sh --prepare gpub && t/gpu/device-check.sh --dry-run gpub /tmp/gpuo
+# then one device call, carry ["gpub"], timeout_s 560 (only 8 files come
+# back from $OUT, so the logs travel as one tarball):
+#   t/gpu/device-check.sh --run gpub /tmp/gpuo; rc=$?; cp /tmp/gpuo/summary.txt $OUT/;
+#   tar -C /tmp -czf $OUT/gpuo.tgz gpuo; exit $rc
 set -u
 here=$(cd "$(dirname "$0")/../.." && pwd)
 die() { echo "device-check: $*" >&2; exit 2; }
@@ -36,7 +57,9 @@ system_lib() {
 
 # the programs the device run uses (libtool keeps the real ones in .libs/)
 PROGS="examples/gpt/train_gpt t/fsdp_errors t/tiers_cuda.t t/gpu_kernels_host.t t/unit_nccl.t
-       t/comm_nccl t/tiers_move.t"
+       t/comm_nccl t/tiers_move.t bench/copy_bw"
+# the PyTorch peer of the tokens/s check (its model module; it needs torch only)
+PYFILES="bench/peers_torch.py python/strata_gpt.py"
 OMPI_LIB=/usr/lib/x86_64-linux-gnu/openmpi
 PMIX_LIB=/usr/lib/x86_64-linux-gnu/pmix2
 
@@ -56,6 +79,9 @@ prepare() {
         cp "$real" "$stage/bin/"
     done
     cp -L "$here"/.libs/libstrata.so.? "$stage/lib/"
+    for p in $PYFILES; do
+        mkdir -p "$stage/py/$(dirname "$p")" && cp "$here/$p" "$stage/py/$p" || die "missing $p"
+    done
     # Open MPI and PMIx keep Debian's layout under the prefix, so OPAL_PREFIX
     # and PMIX_PREFIX relocate them; orterun/orted start the job
     mkdir -p "$stage/ompi/bin" "$stage/ompi/lib/x86_64-linux-gnu" "$stage/ompi/share"
@@ -155,6 +181,123 @@ offload() {
     else summary "ok      offload ($(tr '\n' ';' < "$OUT/offload.txt"))"; fi
 }
 
+# The copy engines against plain cudaMemcpyAsync (bench/copy_bw, 1, 16 and
+# 256 MiB, d2h and h2d): the target is 0.9x at 16 MiB and up, where the
+# link's bandwidth rules (at 1 MiB a copy lasts tens of microseconds and
+# the event poll's latency shows; that row is reported, not judged).
+copy_bw() {
+    local B=$1 rc j rows="" worst="" line
+    timeout 120 "$B/bin/copy_bw" --json > "$OUT/copy_bw.json" 2> "$OUT/copy_bw.log"; rc=$?
+    if [ 77 = $rc ]; then
+        summary "skip    copy_bw ($(sed -n 's/^copy_bw: skipped: //p' "$OUT/copy_bw.log"))"; return
+    fi
+    while read -r line; do
+        j=$(field "$line" ratio)
+        [ -n "$j" ] || continue
+        rows="$rows $(field "$line" path)@$(( $(field "$line" bytes) >> 20 ))MiB:$(field "$line" gbs)/$(field "$line" ref_gbs)GB/s=${j}x"
+        [ "$(field "$line" bytes)" -ge $((16 << 20)) ] || continue
+        if [ -z "$worst" ] || awk -v a="$j" -v b="$worst" 'BEGIN { exit !(a < b) }'; then worst=$j; fi
+    done < "$OUT/copy_bw.json"
+    if [ 0 = $rc ] && [ -n "$worst" ] && awk -v w="$worst" 'BEGIN { exit !(w >= 0.9) }'; then
+        summary "ok      copy_bw: engine vs cudaMemcpyAsync, worst ${worst}x at >= 16 MiB (target 0.9x):$rows"
+    else summary "not ok  copy_bw (exit $rc, worst '${worst:-none}' at >= 16 MiB, target 0.9x):$rows"; failed=1; fi
+}
+
+# the median of the per-step tokens_per_s after the first step of a train_gpt log
+step_tps() {
+    sed -n 's/^{"step":\([0-9]*\),.*"tokens_per_s":\([0-9.]*\),.*/\1 \2/p' "$1" | awk '$1 > 1 { print $2 }' |
+        sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'
+}
+
+# tokens/s of train_gpt against PyTorch eager (bench/peers_torch.py: the
+# same GPT, rows and global batch) on the same device: the 12-layer,
+# width-768 config (12 heads, seq 256, byte vocabulary), target 0.5x; in a
+# dry-run a tiny config on the host backend against PyTorch on the CPU,
+# the wiring only (not judged).
+tokens() {
+    local B=$1 backend=$2 MPI=$3 dry=$4 L=12 C=768 H=12 T=256 rows=16 steps=8 dev=cuda
+    local extra="--device-mem 40G" st pt j why
+    [ 1 = "$dry" ] && { L=2; C=64; H=4; T=64; rows=8; steps=4; dev=cpu; extra=""; }
+    local what="${L}x${C} (heads $H, seq $T, $rows rows/step)"
+    timeout 300 $MPI -np 1 "$B/bin/train_gpt" --threads 2 --layers $L --dim $C --heads $H --seq $T \
+        --batch $rows --steps $steps --json --eval-n 1 --device $backend $extra \
+        > "$OUT/tokens-strata.log" 2>&1
+    st=$(step_tps "$OUT/tokens-strata.log")
+    if j=$(python3 -W ignore -c 'import sys, torch
+if sys.argv[1] == "cuda" and not torch.cuda.is_available(): sys.exit("torch.cuda.is_available() is False")' \
+           $dev 2>&1); then why=""; else why="torch: $(echo "$j" | tail -1)"; fi
+    if [ -z "$why" ]; then
+        timeout 300 python3 "$B/py/bench/peers_torch.py" eager $L $C $H $T $rows $steps 2 $dev \
+            > "$OUT/tokens-torch.json" 2> "$OUT/tokens-torch.log"
+        # its line is json.dumps's (spaces after the colons)
+        pt=$(python3 -c 'import json, sys
+d = [json.loads(x) for x in open(sys.argv[1]) if x.startswith("{")][-1:] or [{"error": "no result"}]
+print("%s\t%s" % (d[0].get("tokens_per_s", ""), d[0].get("error", "")))' "$OUT/tokens-torch.json" 2>&1)
+        why=${pt#*$'\t'}; pt=${pt%%$'\t'*}
+    fi
+    if [ -z "$st" ]; then
+        summary "not ok  tokens: train_gpt on $backend did not run $what (see tokens-strata.log)"; failed=1
+    elif [ -z "$pt" ]; then
+        summary "skip    tokens: train_gpt $st tokens/s on $backend, $what; PyTorch half skipped (${why:-no result, see tokens-torch.log})"
+    else
+        local ratio; ratio=$(awk -v a="$st" -v b="$pt" 'BEGIN { printf "%.3f", a / b }')
+        pt=$(awk -v b="$pt" 'BEGIN { printf "%.1f", b }')
+        local msg="tokens: train_gpt $st vs PyTorch eager $pt tokens/s ($backend vs torch $dev), $what: ${ratio}x"
+        if [ 1 = "$dry" ]; then summary "ok      $msg (dry-run: not judged)"
+        elif awk -v r="$ratio" 'BEGIN { exit !(r >= 0.5) }'; then summary "ok      $msg (target 0.5x)"
+        else summary "not ok  $msg (target 0.5x)"; failed=1; fi
+    fi
+}
+
+# Checkpoints on the backend under test: 8 steps uninterrupted, then 4 with
+# a checkpoint and --resume to 8 (the same param_hash, optimizer state
+# included); the step-4 file loaded by 0-step resumes on the backend and
+# on the host (the same param_hash: one file format, staged through the
+# host on cuda), and the other way round from a host-written file; a host
+# resume of the backend's file to 8 steps ends within 1e-4 (relative) of
+# the uninterrupted run's loss (its steps are the host's arithmetic). In a
+# dry-run the backend's runs stage through host copies as cuda does (test
+# fault ckpt_stage, base/test_fault.h), so that code runs from the bundle.
+ckpt() {
+    local B=$1 backend=$2 MPI=$3 dry=$4 D c bad=0 res="" stage=""
+    D=$(mktemp -d) || die "mktemp"
+    [ 1 = "$dry" ] && stage="-x STRATA_TEST_FAULT=ckpt_stage@1"
+    c="--threads 2 --layers 2 --dim 64 --heads 4 --batch 8 --json --eval-n 8"
+    ck_run() {  # ck_run NAME BACKEND ARGS...
+        local name=$1 dev=$2 x=""; shift 2
+        [ host = "$dev" ] || x=$stage
+        timeout 120 $MPI -np 1 $x "$B/bin/train_gpt" $c --device "$dev" "$@" > "$OUT/ckpt-$name.log" 2>&1
+    }
+    ck_hash() { field "$(final_of "$OUT/ckpt-$1.log")" param_hash; }
+    same() {    # same WHAT A B: the param_hashes of two runs agree
+        local a b; a=$(ck_hash "$2"); b=$(ck_hash "$3")
+        res="$res; $1: ${a:-none} vs ${b:-none}"
+        [ -n "$a" ] && [ "$a" = "$b" ] || bad=1
+    }
+    ck_run full "$backend" --steps 8
+    ck_run save "$backend" --steps 8 --stop-at 4 --ckpt-dir "$D/dev"
+    cp -r "$D/dev" "$D/dev0"; cp -r "$D/dev" "$D/dev0h"; cp -r "$D/dev" "$D/devh"
+    ck_run resume "$backend" --steps 8 --ckpt-dir "$D/dev" --resume
+    same "$backend resume vs uninterrupted" full resume
+    ck_run load0 "$backend" --steps 4 --ckpt-dir "$D/dev0" --resume
+    ck_run load0-host host --steps 4 --ckpt-dir "$D/dev0h" --resume
+    same "$backend file loaded on $backend vs host" load0 load0-host
+    ck_run host-save host --steps 8 --stop-at 4 --ckpt-dir "$D/host"
+    cp -r "$D/host" "$D/host0"
+    ck_run host-load0 host --steps 4 --ckpt-dir "$D/host" --resume
+    ck_run load0-from-host "$backend" --steps 4 --ckpt-dir "$D/host0" --resume
+    same "host file loaded on host vs $backend" host-load0 load0-from-host
+    ck_run resume-host host --steps 8 --ckpt-dir "$D/devh" --resume
+    local a b; a=$(field "$(final_of "$OUT/ckpt-full.log")" loss); b=$(field "$(final_of "$OUT/ckpt-resume-host.log")" loss)
+    res="$res; $backend file resumed on host: loss ${b:-none} vs ${a:-none}"
+    [ -n "$a" ] && [ -n "$b" ] &&
+        awk -v a="$a" -v b="$b" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-4 * a) }' || bad=1
+    grep -q "resumed from .*step-00000004.h5 at step 4" "$OUT/ckpt-resume-host.log" || bad=1
+    rm -rf "$D"
+    if [ 0 = $bad ]; then summary "ok      ckpt (${res#; })"
+    else summary "not ok  ckpt (${res#; }; see ckpt-*.log)"; failed=1; fi
+}
+
 run_checks() {
     local dir=$1 dry=$2 B
     B=$(mktemp -d) || die "mktemp"
@@ -225,8 +368,11 @@ run_checks() {
     fi
     # 4. the offload experiment on the device's real link (no pacing)
     offload "$B" "$backend" "$MPI"
-    # 5. not measured yet
-    summary "todo    copy-engine bandwidth vs cudaMemcpyAsync, tokens/s vs PyTorch eager"
+    # 5. copy engines vs cudaMemcpyAsync, tokens/s vs PyTorch eager,
+    # checkpoints saved and resumed on the device and across backends
+    copy_bw "$B"
+    tokens "$B" "$backend" "$MPI" "$dry"
+    ckpt "$B" "$backend" "$MPI" "$dry"
     rm -rf "$B"
     return $failed
 }
