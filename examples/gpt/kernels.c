@@ -48,14 +48,34 @@
 
 /* ---------------------------------------------------------- LayerNorm --- */
 
+/* Rows of a width that is a multiple of this go GPT_LN_ROWS at a time
+ * (gpt_s_layernorm_rows: bitwise the one-row result there); others one by
+ * one. */
+#define LN_MULTI_C 16
+
 CLONES void gpt_layernorm_forward(float *y, float *xhat, float *mean, float *rstd,
                            const float *x, const float *w, const float *b,
                            size_t N, int C)
 {
+    if (0 != C % LN_MULTI_C) {
+        PAR_FOR(N * C)
+        for (size_t i = 0; i < N; i++)
+            gpt_s_layernorm_row(y + i * C, NULL != xhat ? xhat + i * C : NULL, &mean[i],
+                                &rstd[i], x + i * C, w, b, C);
+        return;
+    }
+    const size_t R = GPT_LN_ROWS, nb = (N + R - 1) / R;
     PAR_FOR(N * C)
-    for (size_t i = 0; i < N; i++)
-        gpt_s_layernorm_row(y + i * C, NULL != xhat ? xhat + i * C : NULL, &mean[i], &rstd[i],
-                            x + i * C, w, b, C);
+    for (size_t k = 0; k < nb; k++) {
+        size_t i = k * R;
+        float *h = NULL != xhat ? xhat + i * C : NULL;
+        if (i + R <= N)     /* R a constant here: the compiler unrolls the rows */
+            gpt_s_layernorm_rows(GPT_LN_ROWS, y + i * C, h, &mean[i], &rstd[i], x + i * C,
+                                 w, b, C);
+        else
+            gpt_s_layernorm_rows((int)(N - i), y + i * C, h, &mean[i], &rstd[i], x + i * C,
+                                 w, b, C);
+    }
 }
 
 CLONES void gpt_layernorm_affine(float *y, const float *xhat, const float *w, const float *b,
@@ -91,13 +111,33 @@ CLONES static void colsum(float *dw, const float *a, const float *h, size_t N, i
     }
 }
 
+/* dx += the rows' input gradients (the sums over rows are colsum's) */
+CLONES static void layernorm_dx(float *dx, const float *dy, const float *xhat, const float *w,
+                                const float *rstd, size_t N, int C)
+{
+    if (0 != C % LN_MULTI_C) {
+        PAR_FOR(N * C)
+        for (size_t i = 0; i < N; i++)
+            gpt_s_layernorm_row_backward(dx + i * C, dy + i * C, xhat + i * C, w, rstd[i], C);
+        return;
+    }
+    const size_t R = GPT_LN_ROWS, nb = (N + R - 1) / R;
+    PAR_FOR(N * C)
+    for (size_t k = 0; k < nb; k++) {
+        size_t i = k * R, o = i * C;
+        if (i + R <= N)
+            gpt_s_layernorm_rows_backward(GPT_LN_ROWS, dx + o, dy + o, xhat + o, w, &rstd[i], C);
+        else
+            gpt_s_layernorm_rows_backward((int)(N - i), dx + o, dy + o, xhat + o, w, &rstd[i],
+                                          C);
+    }
+}
+
 CLONES void gpt_layernorm_backward(float *dx, float *dw, float *db, const float *dy,
                             const float *xhat, const float *w, const float *rstd,
                             size_t N, int C)
 {
-    PAR_FOR(N * C)
-    for (size_t i = 0; i < N; i++)
-        gpt_s_layernorm_row_backward(dx + i * C, dy + i * C, xhat + i * C, w, rstd[i], C);
+    layernorm_dx(dx, dy, xhat, w, rstd, N, C);
     colsum(dw, dy, xhat, N, C);
     colsum(db, dy, NULL, N, C);
 }
