@@ -42,9 +42,9 @@
 #define CLONES
 #endif
 
-/* Columns of a sum over rows (dw, db) are split in blocks of this many:
+/* Columns of a sum over rows (dw, db) are split in groups of this many:
  * each thread sums its columns over every row in row order. */
-#define COL_BLOCK 16
+#define COL_BLOCK 128
 
 /* ---------------------------------------------------------- LayerNorm --- */
 
@@ -90,8 +90,12 @@ CLONES void gpt_layernorm_affine(float *y, const float *xhat, const float *w, co
     }
 }
 
-/* dw[c] += sum_i a[i,c] * h[i,c] (h NULL: sum of a), rows in order. */
-CLONES static void colsum(float *dw, const float *a, const float *h, size_t N, int C)
+/* dw[c] += sum_i a[i,c] * h[i,c] (h NULL: sum of a), rows in order. The
+ * columns go in groups of COL_BLOCK, a group to a thread, which walks the
+ * rows over its columns: a row's part is contiguous, so the pass streams
+ * through a and h instead of striding down narrow columns. */
+CLONES static void colsum(float *restrict dw, const float *restrict a, const float *restrict h,
+                          size_t N, int C)
 {
     const int nb = (C + COL_BLOCK - 1) / COL_BLOCK;
     PAR_FOR(N * C)
