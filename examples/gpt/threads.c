@@ -79,9 +79,16 @@ void gpt_threads_reexec(char **argv)
 #if defined(_OPENMP) && defined(__linux__) && defined(__GNUC__) && !defined(__clang__)
     if (NULL != getenv("GOMP_SPINCOUNT") || NULL != getenv("OMP_WAIT_POLICY"))
         return;
+    /* the file's own path, not /proc/self/exe: the new image's name (ps,
+     * top, pgrep) comes from the path executed */
+    char path[4096];
+    ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+    if (0 >= n || (ssize_t)sizeof(path) - 1 <= n)
+        return;
+    path[n] = '\0';
     if (0 != setenv("GOMP_SPINCOUNT", "10000", 1))
         return;
-    execv("/proc/self/exe", argv);
+    execv(path, argv);
     unsetenv("GOMP_SPINCOUNT");         /* not re-run: leave the environment as it was */
 #else
     (void)argv;
