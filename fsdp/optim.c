@@ -15,7 +15,8 @@
 #include <sched.h>
 #include <stdlib.h>
 
-#define PAR_MIN   (1u << 20)   /* below this one thread beats spawning (threads start per call) */
+#define PAR_MIN   (1u << 17)   /* below this one thread beats spawning (threads start per call):
+                                * a thread starts in ~30 us, AdamW does 128Ki elements in ~150 us */
 #define MAX_THR   64
 #define NORM_CHUNK 4096
 

@@ -173,6 +173,12 @@ size_t gpt_unit_workspace_floats(const gpt_config *cfg, int unit, int B, int T);
  * OpenMP the BLAS gets the n threads. Results do not depend on the count.
  * Returns the count chosen. */
 int gpt_threads_init(int n);
+/* Where the kernels' OpenMP is GCC's libgomp and neither GOMP_SPINCOUNT nor
+ * OMP_WAIT_POLICY is set: sets GOMP_SPINCOUNT so that waiting threads spin
+ * about 0.1 ms, not 3 ms, and executes the program again with argv (the
+ * count is read before main). Call first in main; returns when it did
+ * nothing. */
+void gpt_threads_reexec(char **argv);
 int gpt_affinity_cores(void);
 
 /* Floating-point operations of one forward+backward per token at length T

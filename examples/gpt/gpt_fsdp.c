@@ -37,7 +37,9 @@ const char *gpt_fsdp_save_name(int i)
 /* The unit's parameters as f32 pointers: the gathered copy itself, or a
  * workspace copy converted from bf16. With bf16 compute, pb (if not NULL)
  * also gets the gathered bf16 tensors, which the matrix products take
- * directly where gpt_bf16_available(); pb[0] is NULL otherwise. */
+ * directly where gpt_bf16_available() (then the weight matrices get no f32
+ * copy: p[i] is NULL for them, only the products read them); pb[0] is
+ * NULL otherwise. */
 static strata_status_t get_params_bf16(strata_unit_call_t *call, const unit_rec *u,
                                        const float *p[GPT_MAX_PARAMS],
                                        const uint16_t *pb[GPT_MAX_PARAMS])
@@ -53,6 +55,10 @@ static strata_status_t get_params_bf16(strata_unit_call_t *call, const unit_rec 
         size_t n;
         if (STRATA_OK != (st = strata_call_param(call, i, &ptr, &n))) return st;
         if (NULL != pb) pb[i] = bf16 && gpt_bf16_available() ? ptr : NULL;
+        if (NULL != pb && NULL != pb[i] && 2 == u->info[i].ndim) {
+            p[i] = NULL;    /* a weight matrix: the products take pb[i], no f32 copy */
+            continue;
+        }
         if (bf16) {
             strata_bf16_to_f32(ptr, conv, n);
             p[i] = conv;

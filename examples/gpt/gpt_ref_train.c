@@ -360,6 +360,7 @@ static double cpu_now(void) { return clock_s(CLOCK_PROCESS_CPUTIME_ID); }
 
 int main(int argc, char **argv)
 {
+    gpt_threads_reexec(argv);
     options o;
     char why[256];
     if (0 != parse(argc, argv, &o))

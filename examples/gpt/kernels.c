@@ -42,20 +42,40 @@
 #define CLONES
 #endif
 
-/* Columns of a sum over rows (dw, db) are split in blocks of this many:
+/* Columns of a sum over rows (dw, db) are split in groups of this many:
  * each thread sums its columns over every row in row order. */
-#define COL_BLOCK 16
+#define COL_BLOCK 128
 
 /* ---------------------------------------------------------- LayerNorm --- */
+
+/* Rows of a width that is a multiple of this go GPT_LN_ROWS at a time
+ * (gpt_s_layernorm_rows: bitwise the one-row result there); others one by
+ * one. */
+#define LN_MULTI_C 16
 
 CLONES void gpt_layernorm_forward(float *y, float *xhat, float *mean, float *rstd,
                            const float *x, const float *w, const float *b,
                            size_t N, int C)
 {
+    if (0 != C % LN_MULTI_C) {
+        PAR_FOR(N * C)
+        for (size_t i = 0; i < N; i++)
+            gpt_s_layernorm_row(y + i * C, NULL != xhat ? xhat + i * C : NULL, &mean[i],
+                                &rstd[i], x + i * C, w, b, C);
+        return;
+    }
+    const size_t R = GPT_LN_ROWS, nb = (N + R - 1) / R;
     PAR_FOR(N * C)
-    for (size_t i = 0; i < N; i++)
-        gpt_s_layernorm_row(y + i * C, NULL != xhat ? xhat + i * C : NULL, &mean[i], &rstd[i],
-                            x + i * C, w, b, C);
+    for (size_t k = 0; k < nb; k++) {
+        size_t i = k * R;
+        float *h = NULL != xhat ? xhat + i * C : NULL;
+        if (i + R <= N)     /* R a constant here: the compiler unrolls the rows */
+            gpt_s_layernorm_rows(GPT_LN_ROWS, y + i * C, h, &mean[i], &rstd[i], x + i * C,
+                                 w, b, C);
+        else
+            gpt_s_layernorm_rows((int)(N - i), y + i * C, h, &mean[i], &rstd[i], x + i * C,
+                                 w, b, C);
+    }
 }
 
 CLONES void gpt_layernorm_affine(float *y, const float *xhat, const float *w, const float *b,
@@ -70,8 +90,12 @@ CLONES void gpt_layernorm_affine(float *y, const float *xhat, const float *w, co
     }
 }
 
-/* dw[c] += sum_i a[i,c] * h[i,c] (h NULL: sum of a), rows in order. */
-CLONES static void colsum(float *dw, const float *a, const float *h, size_t N, int C)
+/* dw[c] += sum_i a[i,c] * h[i,c] (h NULL: sum of a), rows in order. The
+ * columns go in groups of COL_BLOCK, a group to a thread, which walks the
+ * rows over its columns: a row's part is contiguous, so the pass streams
+ * through a and h instead of striding down narrow columns. */
+CLONES static void colsum(float *restrict dw, const float *restrict a, const float *restrict h,
+                          size_t N, int C)
 {
     const int nb = (C + COL_BLOCK - 1) / COL_BLOCK;
     PAR_FOR(N * C)
@@ -91,13 +115,33 @@ CLONES static void colsum(float *dw, const float *a, const float *h, size_t N, i
     }
 }
 
+/* dx += the rows' input gradients (the sums over rows are colsum's) */
+CLONES static void layernorm_dx(float *dx, const float *dy, const float *xhat, const float *w,
+                                const float *rstd, size_t N, int C)
+{
+    if (0 != C % LN_MULTI_C) {
+        PAR_FOR(N * C)
+        for (size_t i = 0; i < N; i++)
+            gpt_s_layernorm_row_backward(dx + i * C, dy + i * C, xhat + i * C, w, rstd[i], C);
+        return;
+    }
+    const size_t R = GPT_LN_ROWS, nb = (N + R - 1) / R;
+    PAR_FOR(N * C)
+    for (size_t k = 0; k < nb; k++) {
+        size_t i = k * R, o = i * C;
+        if (i + R <= N)
+            gpt_s_layernorm_rows_backward(GPT_LN_ROWS, dx + o, dy + o, xhat + o, w, &rstd[i], C);
+        else
+            gpt_s_layernorm_rows_backward((int)(N - i), dx + o, dy + o, xhat + o, w, &rstd[i],
+                                          C);
+    }
+}
+
 CLONES void gpt_layernorm_backward(float *dx, float *dw, float *db, const float *dy,
                             const float *xhat, const float *w, const float *rstd,
                             size_t N, int C)
 {
-    PAR_FOR(N * C)
-    for (size_t i = 0; i < N; i++)
-        gpt_s_layernorm_row_backward(dx + i * C, dy + i * C, xhat + i * C, w, rstd[i], C);
+    layernorm_dx(dx, dy, xhat, w, rstd, N, C);
     colsum(dw, dy, xhat, N, C);
     colsum(db, dy, NULL, N, C);
 }

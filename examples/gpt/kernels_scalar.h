@@ -118,6 +118,104 @@ static inline STRATA_HD void gpt_s_layernorm_row_backward(float *dx, const float
         dx[c] += rstd * (dy[c] * w[c] - s1 - xhat[c] * s2);
 }
 
+/* a * b rounded on its own, never fused with the add that takes it into
+ * an FMA (see gpt_s_layernorm_rows). */
+#if defined(__CUDA_ARCH__)
+#define gpt_s_mul_rn(a, b) __fmul_rn((a), (b))
+#else
+static inline float gpt_s_mul_rn(float a, float b)
+{
+    float p = a * b;
+#if defined(__GNUC__) && defined(__x86_64__)
+    __asm__("" : "+x"(p));      /* opaque to the compiler: no fusion across it */
+#elif defined(__GNUC__) && defined(__aarch64__)
+    __asm__("" : "+w"(p));
+#else
+    volatile float q = p;
+    p = q;
+#endif
+    return p;
+}
+#endif
+
+/* The two functions above for R rows at once (1 <= R <= GPT_LN_ROWS),
+ * row r at x + r*C (y, xhat, dx, dy alike), mean_out[r], rstd_out[r]: each
+ * row's sums over c run in order as above, but the R rows' sums
+ * interleave, so the CPU overlaps R chains of dependent adds instead of
+ * waiting out one (the one-row sums take 4 cycles an element). Bitwise
+ * the same as the one-row functions as kernels.c's clones compile them
+ * when C is a multiple of 16: there the products of the sums are vector
+ * products added lane by lane, each rounded before its add (so
+ * gpt_s_mul_rn here); other widths end in a scalar tail that the
+ * compiler fuses, and kernels.c keeps the one-row functions for them. */
+#define GPT_LN_ROWS 8
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
+#define GPT_UNROLL_ROWS _Pragma("GCC unroll 8")    /* the R chains in registers */
+#else
+#define GPT_UNROLL_ROWS
+#endif
+
+static inline STRATA_HD void gpt_s_layernorm_rows(int R, float *y, float *xhat, float *mean_out,
+                                                  float *rstd_out, const float *x,
+                                                  const float *w, const float *b, int C)
+{
+    float m[GPT_LN_ROWS], v[GPT_LN_ROWS];
+    for (int r = 0; r < R; r++)
+        m[r] = v[r] = 0.0f;
+    for (int c = 0; c < C; c++)
+        GPT_UNROLL_ROWS
+        for (int r = 0; r < R; r++)
+            m[r] += x[r * C + c];
+    for (int r = 0; r < R; r++)
+        m[r] /= C;
+    for (int c = 0; c < C; c++)
+        GPT_UNROLL_ROWS
+        for (int r = 0; r < R; r++) {
+            float d = x[r * C + c] - m[r];
+            v[r] += gpt_s_mul_rn(d, d);
+        }
+    for (int r = 0; r < R; r++) {
+        const float *xr = x + r * C;
+        float *yr = y + r * C, mr = m[r];
+        float q = v[r] / C;
+        float rs = 1.0f / sqrtf(q + GPT_LN_EPS);
+        if (NULL != xhat)
+            for (int c = 0; c < C; c++) {
+                float h = (xr[c] - mr) * rs;
+                xhat[r * C + c] = h;
+                yr[c] = h * w[c] + b[c];
+            }
+        else
+            for (int c = 0; c < C; c++)
+                yr[c] = (xr[c] - mr) * rs * w[c] + b[c];
+        mean_out[r] = mr;
+        rstd_out[r] = rs;
+    }
+}
+
+static inline STRATA_HD void gpt_s_layernorm_rows_backward(int R, float *dx, const float *dy,
+                                                           const float *xhat, const float *w,
+                                                           const float *rstd, int C)
+{
+    float s1[GPT_LN_ROWS], s2[GPT_LN_ROWS];
+    for (int r = 0; r < R; r++)
+        s1[r] = s2[r] = 0.0f;
+    for (int c = 0; c < C; c++)
+        GPT_UNROLL_ROWS
+        for (int r = 0; r < R; r++) {
+            float g = gpt_s_mul_rn(dy[r * C + c], w[c]);
+            s1[r] += g;
+            s2[r] += gpt_s_mul_rn(g, xhat[r * C + c]);
+        }
+    for (int r = 0; r < R; r++) {
+        float a = s1[r] / C, e = s2[r] / C, rs = rstd[r];
+        const float *dyr = dy + r * C, *hr = xhat + r * C;
+        float *dxr = dx + r * C;
+        for (int c = 0; c < C; c++)
+            dxr[c] += rs * (dyr[c] * w[c] - a - hr[c] * e);
+    }
+}
+
 /* Causal softmax of one score row in place: entries 0..i are exponentiated
  * and normalised, i+1..T-1 set to 0. */
 static inline STRATA_HD void gpt_s_softmax_causal_row(float *row, int i, int T)

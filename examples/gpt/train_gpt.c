@@ -675,6 +675,7 @@ static int train(trainer *t)
 
 int main(int argc, char **argv)
 {
+    gpt_threads_reexec(argv);
     trainer t;
     memset(&t, 0, sizeof(t));
     int provided;
