@@ -44,8 +44,12 @@ static void unit_costs(const plan_t *p, const plan_unit_t *u, double c[SCHED_COS
     /* dispatch + combine on the critical path of the unit's compute */
     double a2a = u->a2a_bytes > 0 ? 2 * plan_coll_time(hw, PLAN_A2A, sh->ep, sh->ep, u->a2a_bytes / 2) : 0;
     c[SCHED_COST_FWD] = plan_compute_time(hw, u->fwd_flops, u->fwd_mem_bytes) + a2a;
-    c[SCHED_COST_BWD] = u->bwd_factor > 0 ?
-        plan_compute_time(hw, u->bwd_factor * u->fwd_flops, u->bwd_factor * u->fwd_mem_bytes) + a2a : 0;
+    /* the backward also zeroes its unsharded gradients and its input's
+     * gradient before it accumulates into them (one write each) */
+    double zero = sh->accum > 1 ? u->gin_bytes : u->gin_bytes + u->params * p->model.grad_b;
+    c[SCHED_COST_BWD] = (u->bwd_factor > 0 ?
+        plan_compute_time(hw, u->bwd_factor * u->fwd_flops, u->bwd_factor * u->fwd_mem_bytes) + a2a : 0) +
+        zero / hw->hbm_bw;
     double local = sh->fsdp > sh->ep ? u->local_params / (double)sh->ep * a : 0;
     c[SCHED_COST_AG] = plan_coll_time(hw, PLAN_AG, sh->fsdp, sh->fsdp, u->gathered * a) +
                        plan_coll_time(hw, PLAN_AG, sh->fsdp / sh->ep, sh->fsdp, local);
@@ -60,6 +64,13 @@ static void unit_costs(const plan_t *p, const plan_unit_t *u, double c[SCHED_COS
     if (sh->replicas > 1)
         rs += plan_coll_time(hw, PLAN_AR, sh->replicas, sh->fsdp * sh->replicas, u->params / N * g);
     c[SCHED_COST_RS] = rs;
+    if (1 == sh->fsdp) {
+        /* a group of one: the runtime copies the unit in for each use and
+         * its gradients out, right away on the compute thread */
+        c[SCHED_COST_AG] = c[SCHED_COST_RS] = 0;
+        c[SCHED_COST_FWD] += 2 * u->gathered * a / hw->hbm_bw;
+        c[SCHED_COST_BWD] += 2 * u->gathered * (a + p->model.grad_b) / hw->hbm_bw;
+    }
 }
 
 double plan_save_cost(const plan_t *p, const plan_save_t *s)
