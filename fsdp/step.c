@@ -220,6 +220,10 @@ strata_status_t strata_model_backward(strata_model_t *m, const void *grad_out, s
         st = fsdp_gather_wait(m, u);
         if (STRATA_OK != st) goto fail;
         fsdp_exec_trace_comm(m, "AG", ui, u->t_gstart, base_now(), 0);
+        /* a recomputed unit runs its forward again first; the gradient
+         * buffers come after it, which needs none of them */
+        st = fsdp_exec_recompute(m, u);
+        if (STRATA_OK != st) goto fail;
         if (!u->grad.ptr) {   /* first micro-batch of the step */
             st = fsdp_buf_alloc(m->ctx, STRATA_TIER_DEVICE, STRATA_TAG_GRAD,
                                 u->npad * sizeof(float), 1, &u->grad);
@@ -230,9 +234,6 @@ strata_status_t strata_model_backward(strata_model_t *m, const void *grad_out, s
                                 m->acts[ui].bytes, 1, &m->gacts[ui]);
             if (STRATA_OK != st) goto fail;
         }
-        /* a recomputed unit runs its forward again first */
-        st = fsdp_exec_recompute(m, u);
-        if (STRATA_OK != st) goto fail;
         st = fsdp_exec_before(m, SCHED_OP_B, ui);
         if (STRATA_OK != st) goto fail;
         strata_unit_call_t c = { .unit = u, .backward = 1, .training = 1,

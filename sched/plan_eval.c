@@ -44,20 +44,33 @@ static void unit_costs(const plan_t *p, const plan_unit_t *u, double c[SCHED_COS
     /* dispatch + combine on the critical path of the unit's compute */
     double a2a = u->a2a_bytes > 0 ? 2 * plan_coll_time(hw, PLAN_A2A, sh->ep, sh->ep, u->a2a_bytes / 2) : 0;
     c[SCHED_COST_FWD] = plan_compute_time(hw, u->fwd_flops, u->fwd_mem_bytes) + a2a;
-    c[SCHED_COST_BWD] = u->bwd_factor > 0 ?
-        plan_compute_time(hw, u->bwd_factor * u->fwd_flops, u->bwd_factor * u->fwd_mem_bytes) + a2a : 0;
+    /* the backward also zeroes its unsharded gradients and its input's
+     * gradient before it accumulates into them (one write each) */
+    double zero = sh->accum > 1 ? u->gin_bytes : u->gin_bytes + u->params * p->model.grad_b;
+    c[SCHED_COST_BWD] = (u->bwd_factor > 0 ?
+        plan_compute_time(hw, u->bwd_factor * u->fwd_flops, u->bwd_factor * u->fwd_mem_bytes) + a2a : 0) +
+        zero / hw->hbm_bw;
     double local = sh->fsdp > sh->ep ? u->local_params / (double)sh->ep * a : 0;
     c[SCHED_COST_AG] = plan_coll_time(hw, PLAN_AG, sh->fsdp, sh->fsdp, u->gathered * a) +
                        plan_coll_time(hw, PLAN_AG, sh->fsdp / sh->ep, sh->fsdp, local);
-    /* gradients reduce-scattered in the compute dtype; EP-local experts
-     * over the fsdp/ep ranks that hold the same experts; replicas all-reduce
-     * the shard */
-    double rs = plan_coll_time(hw, PLAN_RS, sh->fsdp, sh->fsdp, u->gathered * a);
+    /* gradients reduce-scattered in their own dtype (the runtime reduces
+     * its fp32 gradients in fp32 unless told otherwise); EP-local experts
+     * over the fsdp/ep ranks that hold the same experts; replicas
+     * all-reduce the shard */
+    double g = p->model.grad_b;
+    double rs = plan_coll_time(hw, PLAN_RS, sh->fsdp, sh->fsdp, u->gathered * g);
     if (u->local_params > 0)
-        rs += plan_coll_time(hw, PLAN_RS, sh->fsdp / sh->ep, sh->fsdp, u->local_params / (double)sh->ep * a);
+        rs += plan_coll_time(hw, PLAN_RS, sh->fsdp / sh->ep, sh->fsdp, u->local_params / (double)sh->ep * g);
     if (sh->replicas > 1)
-        rs += plan_coll_time(hw, PLAN_AR, sh->replicas, sh->fsdp * sh->replicas, u->params / N * a);
+        rs += plan_coll_time(hw, PLAN_AR, sh->replicas, sh->fsdp * sh->replicas, u->params / N * g);
     c[SCHED_COST_RS] = rs;
+    if (1 == sh->fsdp) {
+        /* a group of one: the runtime copies the unit in for each use and
+         * its gradients out, right away on the compute thread */
+        c[SCHED_COST_AG] = c[SCHED_COST_RS] = 0;
+        c[SCHED_COST_FWD] += 2 * u->gathered * a / hw->hbm_bw;
+        c[SCHED_COST_BWD] += 2 * u->gathered * (a + p->model.grad_b) / hw->hbm_bw;
+    }
 }
 
 double plan_save_cost(const plan_t *p, const plan_save_t *s)
@@ -74,10 +87,17 @@ static strata_status_t build_program(plan_t *p, char *err, size_t errlen)
         const plan_unit_t *u = &p->units[i];
         int idx;
         double c[SCHED_COST_COUNT];
-        st = sched_record_unit(p->prog, u->name, (size_t)(plan_unit_gathered(u, &p->shape) * p->model.compute_b),
-                               &idx, err, errlen);
+        /* every buffer as the runtime allocates it (plan_buf): the
+         * gathered copy and the unsharded gradients of the padded unit,
+         * the latter held all step with --accum > 1 (resident) */
+        double pad = ceil(plan_unit_gathered(u, &p->shape) / (double)p->shape.fsdp) * (double)p->shape.fsdp;
+        double grads = p->shape.accum > 1 ? 0 : plan_buf(pad * p->model.grad_b);
+        st = sched_record_unit(p->prog, u->name, (size_t)plan_buf(pad * p->model.compute_b), &idx, err, errlen);
+        if (STRATA_OK == st)
+            st = sched_record_unit_mem(p->prog, idx, (size_t)grads, (size_t)plan_buf(u->out_bytes),
+                                       u->gin_bytes > 0 ? (size_t)plan_buf(u->gin_bytes) : 0, NULL, err, errlen);
         for (int s = 0; STRATA_OK == st && s < u->nsaves; s++)
-            st = sched_record_save(p->prog, u->saves[s].name, (size_t)u->saves[s].bytes, err, errlen);
+            st = sched_record_save(p->prog, u->saves[s].name, (size_t)plan_buf(u->saves[s].bytes), err, errlen);
         /* recompute at name granularity: RECOMPUTE(u) sums these */
         for (int s = 0; STRATA_OK == st && s < u->nsaves; s++)
             st = sched_record_save_cost(p->prog, idx, s, plan_save_cost(p, &u->saves[s]), err, errlen);
@@ -89,8 +109,30 @@ static strata_status_t build_program(plan_t *p, char *err, size_t errlen)
     const plan_model_t *m = &p->model;
     double per = m->param_b + m->grad_b + m->master_b + m->optim_b * m->optim_states;
     double optim_s = 2 * p->mem.params_total / (double)p->shape.fsdp * per / p->hw.hbm_bw;
-    if (STRATA_OK == st) st = sched_record_end(p->prog, (size_t)p->mem.resident, optim_s, err, errlen);
+    if (STRATA_OK == st) st = sched_record_end(p->prog, (size_t)(p->mem.resident + p->mem.ws_cached), optim_s,
+                                               err, errlen);
     return st;
+}
+
+/* The runtime keeps workspace blocks between calls unless every name is
+ * kept (and no trace is written): then each call's workspace lives while
+ * it runs; else the kept blocks are resident (plan_memory). */
+static void workspace_model(plan_t *p, int all_keep)
+{
+    for (int i = 0; i < p->nunits; i++) {
+        sched_unit_t *x = &p->prog->units[i];
+        const plan_unit_t *u = &p->units[i];
+        x->work_bytes[0] = all_keep && u->workspace > 0 ? (size_t)plan_buf(u->workspace) : 0;
+        x->work_bytes[1] = all_keep && u->bwd_workspace > 0 ? (size_t)plan_buf(u->bwd_workspace) : 0;
+    }
+    p->prog->resident_bytes = (size_t)(p->mem.resident + (all_keep ? 0 : p->mem.ws_cached));
+}
+
+static int all_keep(const plan_t *p, const sched_actions_t *acts)
+{
+    for (int n = 0; n < p->prog->nnames; n++)
+        if (SCHED_KEEP != acts->action[n]) return 0;
+    return 1;
 }
 
 strata_status_t plan_create(const plan_model_t *m, const plan_hw_t *hw, const plan_shape_t *sh,
@@ -197,6 +239,7 @@ strata_status_t plan_evaluate(plan_t *p, const sched_actions_t *acts, sched_mode
     o.mode = mode;
     row.device_capacity = p->hw.hbm_bytes;
     row.host_capacity = p->hw.host_bytes;
+    workspace_model(p, all_keep(p, acts));
     o.budget[STRATA_TIER_DEVICE] = (size_t)p->hw.hbm_bytes;
     o.budget[STRATA_TIER_PINNED_HOST] = (size_t)p->hw.host_bytes;
     strata_status_t st = run_one(p, acts, &o, &row, err, errlen);
@@ -241,6 +284,7 @@ strata_status_t plan_auto(plan_t *p, sched_mode_t mode, plan_row_t *row_p, char 
     o.mode = mode;
     o.budget[STRATA_TIER_DEVICE] = (size_t)p->hw.hbm_bytes;
     o.budget[STRATA_TIER_PINNED_HOST] = (size_t)p->hw.host_bytes;
+    workspace_model(p, 0);   /* the plans it weighs; the chosen one is evaluated with its own */
     strata_status_t st = sched_plan_auto(p->prog, &o, &acts, NULL, err, errlen);
     if (STRATA_ERR_TIER_FULL == st) {
         /* nothing fits: report the plan that needs the least device memory */

@@ -11,6 +11,7 @@
  */
 #include "config.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,14 +59,17 @@ static void gpt_block(const plan_model_t *m, double B, double T, plan_unit_t *u)
     add_save(u, "mlp_act", 4 * n * C * f, 0);
     u->fwd_flops += 2 * n * 4 * C * C;   /* the MLP projection: the unit's output */
     u->model_flops = 3 * u->fwd_flops;
-    u->workspace = (6 * n * C + T * T) * f;
+    /* the backward's y, dy, a 4C-wide buffer (N C each) and the
+     * attention's T x T gradient per batch row and head (model.c block_ws) */
+    u->workspace = u->bwd_workspace = (6 * n * C + B * H * T * T) * f;
 }
 
 static int gpt_units(const plan_model_t *m, double B, double T, plan_unit_t *u)
 {
     double C = (double)m->hidden, n = B * T, V = (double)m->vocab;
     snprintf(u[0].name, sizeof u[0].name, "embed");
-    u[0].params = u[0].gathered = V * C + (double)m->max_seq * C;
+    /* train_gpt --seq T sizes its position table to T rows */
+    u[0].params = u[0].gathered = V * C + T * C;
     u[0].fwd_mem_bytes = 2 * n * C * 4;
     for (long l = 0; l < m->layers; l++) {
         snprintf(u[1 + l].name, sizeof u[1 + l].name, "block%ld", l);
@@ -82,7 +86,11 @@ static int gpt_units(const plan_model_t *m, double B, double T, plan_unit_t *u)
     hd->fwd_flops = 3 * 2 * n * C * V;
     hd->model_flops = hd->fwd_flops;
     hd->bwd_factor = 0;
-    hd->workspace = (2 * n * C + 2 * n + n * V) * 4;
+    hd->workspace = (2 * n * C + 2 * n + n * V) * 4;   /* its backward uses none */
+    for (int i = 0; i < (int)m->layers + 2; i++) {
+        u[i].out_bytes = i == (int)m->layers + 1 ? 8 : n * C * 4;   /* the head's: the loss, a double */
+        u[i].gin_bytes = i > 0 ? n * C * 4 : 0;
+    }
     return (int)m->layers + 2;
 }
 
@@ -156,7 +164,7 @@ static void layer(const plan_model_t *m, const plan_shape_t *sh, long l, plan_un
     else dense_mlp(m, n, u);
     u->gathered = u->params - u->local_params;
     u->model_flops = 3 * u->fwd_flops;
-    u->workspace = 2 * n * (double)m->hidden * m->compute_b;
+    u->workspace = u->bwd_workspace = 2 * n * (double)m->hidden * m->compute_b;
 }
 
 static int llm_units(const plan_model_t *m, const plan_shape_t *sh, plan_unit_t *u)
@@ -178,7 +186,13 @@ static int llm_units(const plan_model_t *m, const plan_shape_t *sh, plan_unit_t 
     add_save(hd, "final_norm", n * h * a, 0);
     hd->fwd_flops += 2 * n * h * V;
     hd->model_flops = 3 * hd->fwd_flops;
-    hd->workspace = n * V * 4;   /* fp32 logits, their gradient written in place */
+    /* fp32 logits, their gradient written in place; the backward makes
+     * them again */
+    hd->workspace = hd->bwd_workspace = n * V * 4;
+    for (int i = 0; i < (int)L + 2; i++) {
+        u[i].out_bytes = i == (int)L + 1 ? 8 : n * h * a;   /* the head's: the loss */
+        u[i].gin_bytes = i > 0 ? n * h * a : 0;
+    }
     return (int)L + 2;
 }
 
@@ -200,40 +214,75 @@ double plan_unit_gathered(const plan_unit_t *u, const plan_shape_t *sh)
     return u->gathered + (sh->fsdp > sh->ep ? u->local_params / (double)sh->ep : 0);
 }
 
+double plan_buf(double bytes)
+{
+    return ceil((bytes + PLAN_BUF_GUARD) / PLAN_BUF_ALIGN) * PLAN_BUF_ALIGN;
+}
+
+/* A unit's elements padded to a multiple of N (fsdp/geometry.c). */
+static double padded(double elems, double N)
+{
+    return ceil(elems / N) * N;
+}
+
 void plan_memory(const plan_model_t *m, const plan_shape_t *sh, const plan_unit_t *u, int n,
                  plan_memory_t *mem)
 {
-    double P = 0, Pl = 0, ws = 0, gmax = 0, active = 0;
+    double P = 0, Pl = 0, ws = 0, active = 0;
     double N = (double)sh->fsdp, a = m->compute_b, tokens = (double)sh->micro * (double)sh->seq;
+    double tied = m->tied ? (double)(m->vocab * m->hidden) : 0;   /* one matrix, two units */
+    memset(mem, 0, sizeof *mem);
     for (int i = 0; i < n; i++) {
         P += u[i].params;
         Pl += u[i].local_params;
         if (u[i].workspace > ws) ws = u[i].workspace;
-        if (plan_unit_gathered(&u[i], sh) * a > gmax) gmax = plan_unit_gathered(&u[i], sh) * a;
+        if (u[i].bwd_workspace > ws) ws = u[i].bwd_workspace;
+        double g = plan_unit_gathered(&u[i], sh), pad = padded(g, N);
+        if (plan_buf(pad * a) > mem->gathered_max) mem->gathered_max = plan_buf(pad * a);
+        if (plan_buf(pad * m->grad_b) > mem->grads_max) mem->grads_max = plan_buf(pad * m->grad_b);
+        if (sh->accum > 1) mem->accum_grads += plan_buf(pad * m->grad_b);
+        /* each unit's shard is a buffer of each kind (its slice of the
+         * padded unit; the tied matrix counted once, with the embedding) */
+        double shard = ceil((u[i].params - (i == n - 1 ? tied : 0)) / N);
+        mem->param_shard += plan_buf(shard * m->param_b);
+        mem->grad_shard += plan_buf(shard * m->grad_b);
+        if (m->master_b) mem->master += plan_buf(shard * m->master_b);
+        mem->optim += m->optim_states * plan_buf(shard * m->optim_b);
+        mem->unit_outputs += plan_buf(u[i].out_bytes);
+        double gin = (u[i].gin_bytes > 0 ? plan_buf(u[i].gin_bytes) : 0) +
+                     (i + 1 < n && u[i + 1].gin_bytes > 0 ? plan_buf(u[i + 1].gin_bytes) : 0);
+        if (gin > mem->input_grads) mem->input_grads = gin;
     }
-    if (m->tied) P -= (double)(m->vocab * m->hidden);   /* one matrix, two units */
+    P -= tied;
     active = P - u[0].params;   /* the embedding is a lookup: no FLOPs */
     if (m->moe) {
         long moe_layers = m->layers - m->dense_layers + (m->mtp_counted ? m->mtp_modules : 0);
         double per = (double)(m->experts * 3 * m->hidden * m->expert_ffn);
         active -= (double)moe_layers * per * (1.0 - (double)m->experts_per_token / (double)m->experts);
     }
-    memset(mem, 0, sizeof *mem);
-    mem->param_shard = P / N * m->param_b;
-    mem->grad_shard = P / N * m->grad_b;
-    mem->master = P / N * m->master_b;
-    mem->optim = P / N * m->optim_b * m->optim_states;
     if (sh->ep == sh->fsdp) {   /* each rank holds its experts whole: resident */
         mem->expert_local = Pl / (double)sh->ep * a;
         mem->expert_grads = Pl / (double)sh->ep * a;
     }
-    /* each unit's input stays on device for the step (the runtime keeps
-     * it for the backward and for a recompute) */
-    mem->boundary = (double)(n - 1) * tokens * (double)m->hidden * (PLAN_GPT == m->family ? 4 : a);
-    mem->workspace = ws;
+    mem->tokens = plan_buf(tokens * 4);
+    mem->unit_outputs += mem->tokens;
+    mem->workspace = plan_buf(ws);
+    /* kept workspace (fsdp/mem.c): a call takes the smallest kept block
+     * that fits, else a new one, which is kept after it (up to 4): in
+     * call order (forward, then backward), each size larger than all
+     * before it */
+    double top = 0;
+    int kept = 0;
+    for (int k = 0; k < 2 * n && kept < 4; k++) {
+        double w = k < n ? u[k].workspace : u[2 * n - 1 - k].bwd_workspace;
+        if (w > 0 && plan_buf(w) > top) {
+            top = plan_buf(w);
+            mem->ws_cached += top;
+            kept++;
+        }
+    }
     mem->resident = mem->param_shard + mem->grad_shard + mem->master + mem->optim + mem->expert_local +
-                    mem->expert_grads + mem->boundary + mem->workspace;
-    mem->gathered_max = gmax;
+                    mem->expert_grads + mem->tokens + mem->accum_grads;
     mem->params_total = P;
     mem->params_active = active;
 }

@@ -106,8 +106,21 @@ typedef struct {
     double model_flops;        /* fwd+bwd FLOPs counted for MFU (no recompute) */
     double bwd_factor;         /* backward FLOPs = this x forward (2; 0 when
                                 * the forward computes the gradients too) */
-    double workspace;          /* transient bytes while it runs */
+    double workspace;          /* transient bytes while its forward (or a
+                                * recompute) runs */
+    double bwd_workspace;      /* and while its backward runs */
+    double out_bytes;          /* its output: a buffer of the runtime (with
+                                * its guard), from F(u) until B(u) ends */
+    double gin_bytes;          /* the gradient of its input, likewise; 0 for
+                                * the first unit */
 } plan_unit_t;
+
+/* Every buffer of the runtime carries FSDP_GUARD (256) guard bytes and
+ * takes a multiple of the tiers' 256-byte alignment: what a buffer of
+ * `bytes` occupies on the device (fsdp/mem.c, tiers/arena.c). */
+#define PLAN_BUF_GUARD 256.0
+#define PLAN_BUF_ALIGN 256.0
+double plan_buf(double bytes);
 
 typedef struct {
     long fsdp, replicas, ep, micro, seq, accum, prefetch;
@@ -118,10 +131,23 @@ typedef struct {
 typedef struct {
     double param_shard, grad_shard, master, optim;
     double expert_local, expert_grads;   /* EP: local experts, not gathered */
-    double boundary;           /* each unit's input, kept by the runtime */
-    double workspace, comm_buffers, transfer_buffers;
-    double resident;           /* sum of the above */
+    double tokens;             /* the step's input: n int32 token ids */
+    double workspace;          /* the largest unit's (for the breakdown) */
+    double ws_cached;          /* the runtime's kept workspace blocks (any
+                                * policy but all-keep): the sizes that did
+                                * not fit a block kept before, in call order */
+    double comm_buffers, transfer_buffers;
+    double accum_grads;        /* --accum > 1: every unit's unsharded
+                                * gradients, held from the first micro-batch */
+    double resident;           /* the above but the workspace, which
+                                * plan_evaluate adds per policy */
+    /* in the step program (the schedule places them), for the breakdown: */
+    double unit_outputs;       /* every unit's output (all live when the
+                                * backward begins) */
+    double input_grads;        /* the most a backward holds: its input's
+                                * gradient and its output's */
     double gathered_max;       /* largest unit's gathered bytes */
+    double grads_max;          /* largest unit's unsharded gradients */
     double params_total, params_active;
 } plan_memory_t;
 

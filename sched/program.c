@@ -164,6 +164,27 @@ strata_status_t sched_record_cost(sched_program_t *prog, int unit, sched_cost_t 
     return STRATA_OK;
 }
 
+strata_status_t sched_record_unit_mem(sched_program_t *prog, int unit, size_t grad_bytes,
+                                      size_t out_bytes, size_t gin_bytes, const size_t work[2],
+                                      char *err, size_t errlen)
+{
+    if (!prog || unit < 0 || unit >= prog->nunits)
+        return sched_fail(err, errlen, STRATA_ERR_INVALID, "record_unit_mem: no unit %d", unit);
+    sched_unit_t *u = &prog->units[unit];
+    u->mem_set = 1;
+    u->grad_bytes = grad_bytes;
+    u->out_bytes = out_bytes;
+    u->gin_bytes = gin_bytes;
+    u->work_bytes[0] = work ? work[0] : 0;
+    u->work_bytes[1] = work ? work[1] : 0;
+    return STRATA_OK;
+}
+
+size_t sched_unit_grad_bytes(const sched_unit_t *u)
+{
+    return u->mem_set ? u->grad_bytes : u->ag_bytes;
+}
+
 strata_status_t sched_record_end(sched_program_t *prog, size_t resident_bytes, double optim_s,
                                  char *err, size_t errlen)
 {

@@ -81,6 +81,16 @@ typedef struct {
     int           nsaves;
     sched_save_t *saves;      /* in the order the forward saved them */
     int           save_costs; /* 1 once any save's cost_s was recorded */
+    /* set by sched_record_unit_mem (mem_set = 1); else the unsharded
+     * gradients are ag_bytes and the output and input gradient are not
+     * in the program (counted in resident_bytes, if at all) */
+    int           mem_set;
+    size_t        grad_bytes; /* unsharded gradients from B(u) until RS(u) ends */
+    size_t        out_bytes;  /* its output, from F(u) until B(u) ends */
+    size_t        gin_bytes;  /* the gradient of its input, from B(u) until
+                               * B(u-1) ends (none for unit 0) */
+    size_t        work_bytes[2];   /* workspace while F(u) and RECOMPUTE(u)
+                                    * run, [0], and B(u), [1] */
 } sched_unit_t;
 
 typedef struct sched_program {
@@ -113,6 +123,13 @@ strata_status_t sched_record_save(sched_program_t *prog, const char *name, size_
  * saves' costs instead of F(unit) (sched_recompute_seconds). */
 strata_status_t sched_record_save_cost(sched_program_t *prog, int unit, int save, double seconds,
                                        char *err, size_t errlen);
+/* The unit's unsharded-gradient, output, input-gradient and workspace
+ * bytes (also after end); see sched_unit_t. work may be NULL (none). */
+strata_status_t sched_record_unit_mem(sched_program_t *prog, int unit, size_t grad_bytes,
+                                      size_t out_bytes, size_t gin_bytes, const size_t work[2],
+                                      char *err, size_t errlen);
+/* Unsharded gradient bytes of a unit: grad_bytes once set, else ag_bytes. */
+size_t sched_unit_grad_bytes(const sched_unit_t *u);
 /* Set a measured cost (seconds) of any recorded unit (also after end). */
 strata_status_t sched_record_cost(sched_program_t *prog, int unit, sched_cost_t which,
                                   double seconds, char *err, size_t errlen);

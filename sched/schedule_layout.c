@@ -132,8 +132,17 @@ static void base_usage(const sched_layout_t *l, size_t *use)
         if (j >= l->L) {
             int u = l->uunit[j];
             int end = j + l->p + 1 < l->J ? l->ufirst[j + l->p + 1] : l->P - 1;
-            add(use, l->bpos[u], end, prog->units[u].ag_bytes);
+            add(use, l->bpos[u], end, sched_unit_grad_bytes(&prog->units[u]));
         }
+    }
+    /* a unit's output until its backward, its input gradient until the
+     * backward of the unit before, its workspace while each op runs */
+    for (int u = 0; u < l->L; u++) {
+        add(use, l->fpos[u], l->bpos[u], prog->units[u].out_bytes);
+        if (u > 0) add(use, l->bpos[u], l->bpos[u - 1], prog->units[u].gin_bytes);
+        add(use, l->fpos[u], l->fpos[u], prog->units[u].work_bytes[0]);
+        if (l->rec[u]) add(use, l->rpos[u], l->rpos[u], prog->units[u].work_bytes[0]);
+        add(use, l->bpos[u], l->bpos[u], prog->units[u].work_bytes[1]);
     }
     for (int i = 0; i < l->NS; i++) {
         int u = l->sunit[i];

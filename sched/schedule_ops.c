@@ -115,6 +115,8 @@ int sched_build_ops(const sched_layout_t *l, const sched_decide_t *d, sched_t *s
         sched_op_t *o = &s->ops[id];
         o->seconds = x->cost_s[SCHED_COST_FWD];
         o->mem_free[STRATA_TIER_DEVICE] = x->ag_bytes;
+        o->mem_alloc[STRATA_TIER_DEVICE] = x->out_bytes + x->work_bytes[0];
+        o->mem_free[STRATA_TIER_DEVICE] += x->work_bytes[0];
         for (int i = l->soff[u]; i < l->soff[u + 1]; i++) {
             size_t by = x->saves[l->ssave[i]].bytes;
             o->mem_alloc[STRATA_TIER_DEVICE] += by;
@@ -128,6 +130,7 @@ int sched_build_ops(const sched_layout_t *l, const sched_decide_t *d, sched_t *s
             int id = rid[u] = new_op(&b, SCHED_OP_RECOMPUTE, SCHED_COMPUTE, u, -1);
             if (id < 0) goto out;
             s->ops[id].seconds = sched_unit_recompute_seconds(x, l->act + l->soff[u]);
+            s->ops[id].mem_alloc[STRATA_TIER_DEVICE] = s->ops[id].mem_free[STRATA_TIER_DEVICE] = x->work_bytes[0];
             for (int i = l->soff[u]; i < l->soff[u + 1]; i++)
                 if (SCHED_RECOMPUTE == l->act[i])
                     s->ops[id].mem_alloc[STRATA_TIER_DEVICE] += x->saves[l->ssave[i]].bytes;
@@ -136,8 +139,11 @@ int sched_build_ops(const sched_layout_t *l, const sched_decide_t *d, sched_t *s
         if (id < 0) goto out;
         sched_op_t *o = &s->ops[id];
         o->seconds = x->cost_s[SCHED_COST_BWD];
-        o->mem_alloc[STRATA_TIER_DEVICE] = x->ag_bytes;
-        o->mem_free[STRATA_TIER_DEVICE] = x->ag_bytes;
+        /* its unsharded gradients and its input gradient; its output and
+         * its output's gradient go at its end */
+        o->mem_alloc[STRATA_TIER_DEVICE] = sched_unit_grad_bytes(x) + (u > 0 ? x->gin_bytes : 0) + x->work_bytes[1];
+        o->mem_free[STRATA_TIER_DEVICE] = x->ag_bytes + x->out_bytes + x->work_bytes[1] +
+                                          (u + 1 < L ? prog->units[u + 1].gin_bytes : 0);
         for (int i = 0; i < x->nsaves; i++) o->mem_free[STRATA_TIER_DEVICE] += x->saves[i].bytes;
     }
     int optid = new_op(&b, SCHED_OP_OPTIM, SCHED_COMPUTE, -1, -1);
@@ -157,7 +163,7 @@ int sched_build_ops(const sched_layout_t *l, const sched_decide_t *d, sched_t *s
             int id = rsid[u] = new_op(&b, SCHED_OP_RS, SCHED_COMM, u, -1);
             if (id < 0) goto out;
             s->ops[id].seconds = prog->units[u].cost_s[SCHED_COST_RS];
-            s->ops[id].mem_free[STRATA_TIER_DEVICE] = prog->units[u].ag_bytes;
+            s->ops[id].mem_free[STRATA_TIER_DEVICE] = sched_unit_grad_bytes(&prog->units[u]);
         }
         int from = j < 0 ? 0 : j + l->p + 1, to = j < 0 ? l->p : j + l->p + 1;
         for (int a = from; a <= to && a < l->J; a++) {

@@ -2,7 +2,9 @@
  * simulate.c - the cost model: run a schedule in simulated time. Each
  * engine takes its ops in issue order; an op starts when its engine is
  * free and every op it depends on has ended, and lasts its predicted
- * seconds. Memory is taken at an op's start and released at its end.
+ * seconds. Memory is taken at an op's start (a gather's when its deps are
+ * met: the runtime allocates it when it issues the prefetch) and released
+ * at its end.
  */
 #include "config.h"
 #include "sched/sched_impl.h"
@@ -26,11 +28,22 @@ int sched_mem_events(const sched_t *s, const double *start, const double *end,
     sched_mem_event_t *ev = malloc(((size_t)s->nops * 2 * STRATA_TIER_COUNT + 1) * sizeof *ev);
     int n = 0;
     if (!ev) return -1;
-    for (int i = 0; i < s->nops; i++)
+    for (int i = 0; i < s->nops; i++) {
+        /* a gather's buffer is taken when it is issued (its deps met), as
+         * the runtime's prefetch does, not when the comm engine gets to
+         * it: a reduce-scatter before it may still be running */
+        double at = start[i];
+        if (SCHED_OP_AG == s->ops[i].kind) {
+            at = 0;
+            for (int k = 0; k < s->ops[i].ndeps; k++)
+                if (end[s->ops[i].deps[k]] > at) at = end[s->ops[i].deps[k]];
+            if (at > start[i]) at = start[i];
+        }
         for (int t = 0; t < STRATA_TIER_COUNT; t++) {
-            if (s->ops[i].mem_alloc[t]) ev[n++] = (sched_mem_event_t){ start[i], t, (long long)s->ops[i].mem_alloc[t] };
+            if (s->ops[i].mem_alloc[t]) ev[n++] = (sched_mem_event_t){ at, t, (long long)s->ops[i].mem_alloc[t] };
             if (s->ops[i].mem_free[t]) ev[n++] = (sched_mem_event_t){ end[i], t, -(long long)s->ops[i].mem_free[t] };
         }
+    }
     qsort(ev, (size_t)n, sizeof *ev, cmp_mem);
     *ev_p = ev;
     *n_p = n;

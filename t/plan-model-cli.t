@@ -5,7 +5,9 @@
 # errors for bad files, unknown names and bad shapes; recompute at name
 # granularity: qkv=host,*=recompute recomputes exactly the q/k/v
 # projections' FLOPs less than *=recompute, and on one compute-bound
-# device the step is shorter by exactly their time.
+# device the step is shorter by exactly their time. The example GPT's
+# predicted peak device bytes are train_gpt's measured peak to the byte on
+# one rank (no collective timing in it), for four policies.
 strata="$top_builddir/tools/strata"
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
@@ -17,7 +19,7 @@ check() {   # check DESCRIPTION COMMAND...: ok when COMMAND succeeds
 }
 has() { grep -q -- "$1" "$2"; }
 
-echo 1..14
+echo 1..18
 gpt="--model gpt-example --hw h200-hgx --fsdp 2 --micro 16 --seq 64"
 
 "$strata" plan $gpt --policy all > "$tmp/all" 2>&1
@@ -80,3 +82,15 @@ check "qkv=host,*=recompute recomputes 100663296 FLOPs less than *=recompute" \
     awk -v a="$fa" -v q="$fq" 'BEGIN { exit !(a - q == 100663296) }'
 check "and its step is shorter by their 2.5445727e-07 s" \
     awk -v a="$sa" -v q="$sq" 'BEGIN { d = a - q - 2.5445727e-07; exit !(d < 1e-15 && d > -1e-15) }'
+
+# predicted peak = measured peak on one rank: a 2-layer GPT, batch 2, seq 16
+printf '%s\n' '{"name":"g2","family":"gpt","layers":2,"hidden":32,"heads":4,"max_seq":16,"vocab":256}' > "$tmp/g2.json"
+for pol in '*=keep' '*=recompute' '*=host' 'qkv=host,*=recompute'; do
+    pred=$("$strata" plan --model "$tmp/g2.json" --hw h200-hgx --fsdp 1 --micro 2 --seq 16 --policy "$pol" \
+           --schedule lhs --json 2>&1 | sed -n 's/.*"device_bytes":\([0-9]*\).*/\1/p')
+    meas=$("$top_srcdir/t/launch" 1 "$top_builddir/examples/gpt/train_gpt" --threads 1 --layers 2 --dim 32 --heads 4 \
+           --seq 16 --batch 2 --steps 2 --eval-n 1 --spill-dir "$tmp" --json --act-policy "$pol" 2>&1 |
+           sed -n 's/^{"final":true.*"peak_device_bytes":\([0-9]*\).*/\1/p')
+    echo "# $pol: predicted $pred, measured $meas"
+    check "gpt $pol: predicted peak device bytes = train_gpt's on one rank" test -n "$pred" -a "$pred" = "$meas"
+done

@@ -163,7 +163,7 @@ typedef struct {
 
 static int copts_parse(int argc, char **argv, copts_t *o)
 {
-    *o = (copts_t){ NULL, "cpu-calibrated", "/tmp", 4ul << 30, 8ul << 30, 8ul << 20, 64ul << 20, 208, 128, 512 };
+    *o = (copts_t){ NULL, "cpu-calibrated", "/tmp", 4ul << 30, 8ul << 30, 8ul << 20, 64ul << 20, 256, 128, 512 };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) return 1;
@@ -196,7 +196,7 @@ static int copts_parse(int argc, char **argv, copts_t *o)
  * share cores, each one's rate is what a rank gets. The disk only on rank 0. */
 static json_t *measure_local(const copts_t *o, int rank, double *mc_p, double *peak_p, double *w_p, double *r_p)
 {
-    static const int shapes[][3] = { { 208, 128, 384 }, { 208, 128, 512 }, { 208, 512, 128 }, { 1024, 1024, 1024 } };
+    static const int shapes[][3] = { { 256, 128, 384 }, { 256, 128, 512 }, { 256, 512, 128 }, { 1024, 1024, 1024 } };
     json_t *sg = json_array();
     double peak = 0;   /* the best shape, recorded as best_flops */
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
@@ -223,7 +223,7 @@ int cmd_calibrate(int argc, char **argv)
         fprintf(rc > 0 ? stdout : stderr, "usage: mpirun -np N strata calibrate [--out FILE] [--name NAME] "
                 "[--hbm SIZE] [--host SIZE]\n  [--dir DIR] [--disk SIZE] [--max SIZE] [--shape M,K,N]\n"
                 "Measures this machine into a planner hardware file (docs/planner.md): sgemm by shape\n"
-                "(dense_flops = the rate at --shape, mfu 1; default the example GPT's 208,128,512;\n"
+                "(dense_flops = the rate at --shape, mfu 1; default the example GPT's 256,128,512;\n"
                 "the other shapes are recorded beside it), memcpy, MPI busbw at 64k..--max over 2, 4, .. N ranks, disk write/read\n"
                 "in --dir. --hbm/--host: the budgets to plan with (train_gpt's 4G and 8G).\n");
         return rc > 0 ? 0 : 2;
@@ -256,7 +256,9 @@ int cmd_calibrate(int argc, char **argv)
         double target = json_number_value(json_object_get(sg, "target_flops"));
         json_t *hw = json_pack("{s:s,s:s,s:{s:I,s:f},s:{s:f,s:f,s:o},s:{s:f,s:f,s:f,s:f},s:I,s:f,s:{s:f,s:f},s:o}",
             "name", o.name, "source", "strata calibrate on this machine (medians of 5; noisy under load)",
-            "hbm", "usable_bytes", (json_int_t)o.hbm, "bandwidth", mc,
+            /* hbm bandwidth counts traffic (the planner's elementwise op
+             * reads and writes its bytes): a memcpy moves each byte twice */
+            "hbm", "usable_bytes", (json_int_t)o.hbm, "bandwidth", 2 * mc,
             "compute", "dense_flops", target, "mfu", 1.0, "sgemm", sg,
             "host_link", "d2h_bw", mc, "h2d_bw", mc, "both_bw", mc, "latency_s", 0.0,
             "host_bytes", (json_int_t)o.host, "storage_bw", wbw < rbw ? wbw : rbw,

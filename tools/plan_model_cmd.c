@@ -209,14 +209,17 @@ static void print_header(const plan_t *p, FILE *out)
         fprintf(out, "  routed experts: each rank's 1/%ld, sharded over the %ld ranks that hold them, gathered\n"
                      "  among those per unit (in the gathered parameters below)\n", sh->ep, sh->fsdp / sh->ep);
     }
-    ROW("unit inputs (kept for backward)", mm->boundary);
+    ROW("input tokens", mm->tokens);
     ROW("workspace (largest unit)", mm->workspace);
+    if (sh->accum > 1) ROW("unsharded gradients (all units)", mm->accum_grads);
     ROW("transfer buffers", mm->transfer_buffers);
     ROW("communication buffers", mm->comm_buffers);
     ROW("gathered params (largest unit)", mm->gathered_max);
     fprintf(out, "  %-34s %12s  (x up to prefetch+1 = %ld units in flight)\n", "",
             gb(mm->gathered_max * (double)(sh->prefetch + 1), a, sizeof a), sh->prefetch + 1);
-    ROW("unsharded gradients (one unit)", mm->gathered_max);
+    if (1 == sh->accum) ROW("unsharded gradients (largest unit)", mm->grads_max);
+    ROW("unit outputs (kept for backward)", mm->unit_outputs);
+    ROW("input gradients (a backward's two)", mm->input_grads);
 #undef ROW
 }
 
@@ -266,12 +269,14 @@ static void json_row(const plan_t *p, const want_t *w, const plan_row_t *r)
     const plan_shape_t *sh = &p->shape;
     char pol[1024];
 #define B_(x) ((json_int_t)(x))
-    json_t *bd = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o}",
+    json_t *bd = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o}",
         "param_shard", B_(mm->param_shard), "grad_shard", B_(mm->grad_shard), "master", B_(mm->master),
         "optimizer", B_(mm->optim), "expert_local", B_(mm->expert_local), "expert_grads", B_(mm->expert_grads),
-        "unit_inputs", B_(mm->boundary), "workspace", B_(mm->workspace), "transfer_buffers", B_(mm->transfer_buffers),
+        "input_tokens", B_(mm->tokens), "unit_outputs", B_(mm->unit_outputs), "input_grads", B_(mm->input_grads),
+        "workspace", B_(mm->workspace), "transfer_buffers", B_(mm->transfer_buffers),
         "comm_buffers", B_(mm->comm_buffers), "gathered_params", B_(mm->gathered_max * (double)(sh->prefetch + 1)),
-        "unsharded_grads", B_(mm->gathered_max), "kept_activations", by_name(p, r->kept_by_name));
+        "unsharded_grads", B_(sh->accum > 1 ? mm->accum_grads : mm->grads_max),
+        "kept_activations", by_name(p, r->kept_by_name));
     json_t *host = json_pack("{s:o,s:I,s:I}", "offloaded_activations", by_name(p, r->offloaded_by_name),
                              "pinned_buffers", B_(0), "optimizer", B_(0));
     json_t *o = json_pack("{s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:s,s:s,s:s,s:b,s:b,s:b,s:I,s:I,s:I,s:I,s:I,"
@@ -298,8 +303,10 @@ static void print_assumptions(const plan_t *p, FILE *out)
     fprintf(out, "assumptions (docs/planner.md):\n"
         "  - fused attention: saves its output and fp32 softmax statistics, never the T x T probabilities%s\n"
         "  - backward = 2 x forward FLOPs; matrix products at dense_flops x mfu, elementwise ops at HBM bandwidth\n"
-        "  - gradients reduce-scattered in the compute dtype; collectives from the hardware file's busbw tables\n"
-        "  - each unit's input stays on device for the step; transfers land in place (no staging buffers);\n"
+        "  - unsharded gradients held and reduce-scattered in the gradient dtype, as the runtime does;\n"
+        "    collectives from the hardware file's busbw tables\n"
+        "  - the runtime's buffers: each unit's output until its backward, a backward's input and output\n"
+        "    gradients, 256 guard bytes per buffer; transfers land in place (no staging buffers);\n"
         "    communication buffers are inside the 2 GiB reserve; optimizer state stays on device\n",
         PLAN_GPT == p->model.family ? " (except the example GPT, which saves attn_probs as train_gpt does)" : "");
     if (p->model.moe)
@@ -307,7 +314,8 @@ static void print_assumptions(const plan_t *p, FILE *out)
             "    gathered across them; sharded and gathered only among the fsdp/E ranks holding the same ones),\n"
             "    tokens moved by all-to-all (dispatch + combine, on the compute path); --ep 1 gathers them\n");
     if (p->shape.accum > 1)
-        fprintf(out, "  - accum: the step is accum micro-batch passes (each gathers again) and one optimizer step\n");
+        fprintf(out, "  - accum: the step is accum micro-batch passes (each gathers again) and one optimizer step;\n"
+                     "    every unit's unsharded gradients stay from the first micro-batch's backward to the last\n");
 }
 
 static int run_rows(const popts_t *o, const plan_model_t *m, const plan_hw_t *hw)
