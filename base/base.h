@@ -78,6 +78,7 @@ struct strata_context {
     const char      *backend_name;   /* "host" or "cuda" */
     const struct comm_backend *comm_ops;
     struct strata_group *world;
+    int              oversubscribed; /* more ranks on this node than CPUs it may use */
     struct tiers_state *tiers;       /* memory tiers and copy engines */
     struct comm_recorder *rec;       /* flight recorder; NULL when off */
     /* set by comm/ with the recorder (NULL when off): how io/, below comm,
