@@ -73,9 +73,15 @@ prepare() {
     mkdir -p "$stage/bin" "$stage/lib" "$stage/ompi"
     local p real
     for p in $PROGS; do
-        real="$here/$(dirname "$p")/.libs/$(basename "$p")"
-        [ -x "$real" ] || real="$here/$p"
+        # a libtool wrapper script keeps the real program in .libs/; a
+        # program linked without shared libraries of the tree is itself
+        # real (a .libs/ copy beside it is then a stale one)
+        real="$here/$p"
         [ -x "$real" ] || die "missing program $p"
+        if [ "$(head -c 2 "$real")" = "#!" ]; then
+            real="$here/$(dirname "$p")/.libs/$(basename "$p")"
+            [ -x "$real" ] || die "missing program $p (the libtool wrapper's .libs/ copy)"
+        fi
         cp "$real" "$stage/bin/"
     done
     cp -L "$here"/.libs/libstrata.so.? "$stage/lib/"
