@@ -8,19 +8,13 @@
 #    param_hash of a 0-step resume);
 #  - staged and in-place resumes continue to the uninterrupted run's
 #    param_hash (optimizer state restored too), either way round.
-if [ "${test_hooks:-no}" != yes ]; then
-    echo "1..0 # SKIP built without the test hooks (configure --enable-test-hooks)"
-    exit 0
-fi
 set -u
-L="$top_srcdir/t/launch"; P="$top_builddir/examples/gpt/train_gpt"; S="$top_builddir/tools/strata"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/ckpt-stage.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
+. "$top_srcdir/t/tap.sh"
+tap_need_hooks
+P="$top_builddir/examples/gpt/train_gpt"
+tap_tmp ckpt-stage
 echo "1..5"
-n=0
-check() { n=$((n + 1)); d=$1; shift; if "$@"; then echo "ok $n - $d"; else echo "not ok $n - $d"; fi; }
 small="--threads 1 --layers 2 --dim 32 --heads 4 --batch 4 --json --eval-n 8 --device host"
-hash_of() { sed -n 's/^{"final":true.*"param_hash":"\([0-9a-f]*\)".*/\1/p' "$tmp/$1"; }
 staged() { STRATA_TEST_FAULT=ckpt_stage@1 "$@"; }
 
 "$L" 2 "$P" $small --steps 8 > "$tmp/full" 2>&1
@@ -38,14 +32,14 @@ staged "$L" 2 "$P" $small --steps 4 --ckpt-dir "$tmp/plain" --resume > "$tmp/loa
 grep -v '^{"step"' "$tmp/load0" | sed 's/^/# /'
 check "a staged load restores what a load in place does (param_hash after 0 steps)" \
     sh -c 'test -n "$1" && test "$1" = "$2" && grep -q "resumed from .*$3 at step 4" "$4"' \
-    _ "$(hash_of load0p)" "$(hash_of load0)" "$f" "$tmp/load0"
+    _ "$(hash_of "$tmp/load0p")" "$(hash_of "$tmp/load0")" "$f" "$tmp/load0"
 staged "$L" 2 "$P" $small --steps 8 --ckpt-dir "$tmp/staged" --resume > "$tmp/ss" 2>&1
 "$L" 2 "$P" $small --steps 8 --ckpt-dir "$tmp/staged2" --resume > "$tmp/sp" 2>&1
 staged "$L" 2 "$P" $small --steps 8 --ckpt-dir "$tmp/plain2" --resume > "$tmp/ps" 2>&1
-echo "# param_hash: uninterrupted $(hash_of full), staged->staged $(hash_of ss)," \
-     "staged->in place $(hash_of sp), in place->staged $(hash_of ps)"
+echo "# param_hash: uninterrupted $(hash_of "$tmp/full"), staged->staged $(hash_of "$tmp/ss")," \
+     "staged->in place $(hash_of "$tmp/sp"), in place->staged $(hash_of "$tmp/ps")"
 for c in "ss:staged save, staged resume" "sp:staged save, resume in place" \
          "ps:save in place, staged resume"; do
     check "${c#*:}: the uninterrupted run's param_hash" \
-        sh -c 'test -n "$1" && test "$1" = "$2"' _ "$(hash_of full)" "$(hash_of "${c%%:*}")"
+        sh -c 'test -n "$1" && test "$1" = "$2"' _ "$(hash_of "$tmp/full")" "$(hash_of "$tmp/${c%%:*}")"
 done

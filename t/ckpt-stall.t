@@ -8,16 +8,11 @@
 # records hold the save as one operation (not one per layer of the call),
 # and the previous checkpoint is still the one `latest` names and verifies.
 set -u
-if [ "${test_hooks:-no}" != yes ]; then
-    echo "1..0 # SKIP built without the test hooks (configure --enable-test-hooks)"
-    exit 0
-fi
-L="$top_srcdir/t/launch"; P="$top_builddir/t/ckpt_rt"; S="$top_builddir/tools/strata"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/ckpt-stall.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
+. "$top_srcdir/t/tap.sh"
+tap_need_hooks
+P="$top_builddir/t/ckpt_rt"
+tap_tmp ckpt-stall
 echo "1..6"
-n=0
-check() { n=$((n + 1)); d=$1; shift; if "$@"; then echo "ok $n - $d"; else echo "not ok $n - $d"; fi; }
 T=2
 "$L" 2 "$P" save "$tmp/d" 1 > "$tmp/save1.out" 2>&1
 check "setup: step 1 saved on 2 ranks" test -f "$tmp/d/step-00000001.h5"

@@ -9,16 +9,13 @@
 #    job's lock over, removes its .tmp, and reaches the param_hash of an
 #    uninterrupted run. Each case's time to exit is printed.
 set -u
-L="$top_srcdir/t/launch"; P="$top_builddir/examples/gpt/train_gpt"; S="$top_builddir/tools/strata"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpt-lock.XXXXXX") || exit 1
+. "$top_srcdir/t/tap.sh"
+P="$top_builddir/examples/gpt/train_gpt"
+tap_tmp gpt-lock
 trap 'kill $bg 2>/dev/null; rm -rf "$tmp"' EXIT
 bg=
 echo "1..10"
-n=0
-check() { n=$((n + 1)); d=$1; shift; if "$@"; then echo "ok $n - $d"; else echo "not ok $n - $d"; fi; }
-ms() { date +%s%N | cut -c1-13; }
 small="--threads 1 --layers 2 --dim 32 --heads 4 --batch 4 --steps 6 --json --eval-n 8"
-hash_of() { sed -n 's/^{"final":true.*"param_hash":"\([0-9a-f]*\)".*/\1/p' "$1"; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
 # mpirun with t/launch's flags for this MPI, without t/launch's own wrapping
 mpi() { timeout 500 "${MPIRUN:-mpirun}" -np 2 $("$L" --flags) "$@"; }

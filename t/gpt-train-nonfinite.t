@@ -8,19 +8,12 @@
 # `strata ckpt verify` passes, no checkpoint of step 5 or later was
 # written, and --resume from it reaches an uninterrupted run's param_hash.
 set -u
-if [ "${test_hooks:-no}" != yes ]; then
-    echo "1..0 # SKIP built without the test hooks (configure --enable-test-hooks)"
-    exit 0
-fi
-L="$top_srcdir/t/launch"; P="$top_builddir/examples/gpt/train_gpt"; S="$top_builddir/tools/strata"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpt-nonfinite.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
+. "$top_srcdir/t/tap.sh"
+tap_need_hooks
+P="$top_builddir/examples/gpt/train_gpt"
+tap_tmp gpt-nonfinite
 echo "1..7"
-n=0
-check() { n=$((n + 1)); d=$1; shift; if "$@"; then echo "ok $n - $d"; else echo "not ok $n - $d"; fi; }
-ms() { date +%s%N | cut -c1-13; }
 small="--threads 1 --layers 2 --dim 32 --heads 4 --batch 4 --steps 6 --json --eval-n 8"
-hash_of() { sed -n 's/^{"final":true.*"param_hash":"\([0-9a-f]*\)".*/\1/p' "$1"; }
 
 "$L" 2 "$P" $small > "$tmp/full.out" 2>&1
 full=$(hash_of "$tmp/full.out")
