@@ -50,7 +50,8 @@ static void unmake(setup_t *s)
     s->ctx = NULL;
 }
 
-static int make(setup_t *s, int prefetch, int recorder, int cap)
+/* The context and model of a setup (its measurements stay as they are). */
+static int make(setup_t *s, int prefetch, int recorder)
 {
     strata_config_t *cfg = NULL;
     strata_model_opts_t o;
@@ -60,14 +61,7 @@ static int make(setup_t *s, int prefetch, int recorder, int cap)
     /* one blocking allreduce per collective would sync the ranks */
     strata_config_set_int(cfg, "comm_check", 0, NULL, 0);
     if (!recorder) strata_config_set_int(cfg, "flight_entries", 0, NULL, 0);
-    if (s->t[0]) {          /* a setup built anew keeps its measurements */
-        double *keep[4] = { s->t[0], s->t[1], s->t[2], s->t[3] };
-        int n = s->n, step = s->step;
-        memset(s, 0, sizeof *s);
-        for (int i = 0; i < 4; i++) s->t[i] = keep[i];
-        s->n = n;
-        s->step = step;
-    } else memset(s, 0, sizeof *s);
+    memset(&s->mlp, 0, sizeof s->mlp);
     s->mlp.chunk_rows = CHUNK;
     strata_model_opts_default(&o);
     o.optimizer = STRATA_OPTIM_ADAMW;
@@ -81,7 +75,6 @@ static int make(setup_t *s, int prefetch, int recorder, int cap)
         fprintf(stderr, "fsdp_bench: set-up failed: %s\n", strata_last_error(s->ctx));
         return -1;
     }
-    for (int i = 0; i < 4 && !s->t[i]; i++) s->t[i] = calloc((size_t)cap, sizeof(double));
     return 0;
 }
 
@@ -131,8 +124,10 @@ int main(int argc, char **argv)
     setup_t s[NSET];
     memset(s, 0, sizeof s);
     int cap = steps * rounds;
-    for (int p = 0; p < NSET; p++)
-        if (make(&s[p], pre[p], rec[p], cap)) MPI_Abort(MPI_COMM_WORLD, 1);
+    for (int p = 0; p < NSET; p++) {
+        for (int i = 0; i < 4; i++) s[p].t[i] = calloc((size_t)cap, sizeof(double));
+        if (make(&s[p], pre[p], rec[p])) MPI_Abort(MPI_COMM_WORLD, 1);
+    }
     if (0 == R && header) {
         /* with --json, stdout carries only JSON objects (one per line) */
         fprintf(json ? stderr : stdout,
@@ -152,7 +147,7 @@ int main(int argc, char **argv)
         for (int k = 0; k < 2 && r > 0; k++) {     /* the recorder pair, anew */
             int p = (r + k) % 2 ? 1 : 2;
             unmake(&s[p]);
-            if (make(&s[p], pre[p], rec[p], cap) || run(&s[p], 1, 0, W, R))
+            if (make(&s[p], pre[p], rec[p]) || run(&s[p], 1, 0, W, R))
                 MPI_Abort(MPI_COMM_WORLD, 1);
         }
         for (int p = 0; p < NSET; p++)
