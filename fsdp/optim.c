@@ -5,6 +5,10 @@
  * PAR_MIN elements are split over pthreads in contiguous slices. Every
  * element is computed the same way whatever the thread count, so results
  * are bitwise independent of it (norms are summed in fixed chunks).
+ * The loops are compiled for AVX-512 and AVX2 besides the baseline, the
+ * best picked at load time; fsdp/local.mk's flags (no FMA contraction)
+ * make every clone round each element alike. Scalar, AdamW took ~9 ns an
+ * element, a tenth of a 2-rank step of the 8-layer GPT.
  */
 #define _GNU_SOURCE 1   /* sched_getaffinity, CPU_COUNT */
 #include "config.h"
@@ -20,6 +24,12 @@
 #define MAX_THR   64
 #define NORM_CHUNK 4096
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && 11 <= __GNUC__
+#define CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define CLONES
+#endif
+
 typedef struct {
     int   kind;                /* 0 adamw, 1 sgd, 2 sqnorm, 3 scale */
     const strata_model_opts_t *o;
@@ -31,7 +41,7 @@ typedef struct {
     double *chunk_sums;        /* sqnorm: one per NORM_CHUNK */
 } job_t;
 
-static void adamw(const strata_model_opts_t *o, int t, float *restrict p,
+CLONES static void adamw(const strata_model_opts_t *o, int t, float *restrict p,
                   const float *restrict g, float *restrict m, float *restrict v,
                   size_t lo, size_t hi)
 {
@@ -42,7 +52,7 @@ static void adamw(const strata_model_opts_t *o, int t, float *restrict p,
         fsdp_adamw_elem(p + i, g[i], m + i, v + i, b1, b2, step, rbc2, eps, decay);
 }
 
-static void sgd(const strata_model_opts_t *o, float *restrict p, const float *restrict g,
+CLONES static void sgd(const strata_model_opts_t *o, float *restrict p, const float *restrict g,
                 float *restrict buf, size_t lo, size_t hi)
 {
     const float lr = o->lr, wd = o->weight_decay, mu = o->momentum;
@@ -60,7 +70,7 @@ static void sgd(const strata_model_opts_t *o, float *restrict p, const float *re
 
 /* Sum of squares of x[c, e) in 8 f32 lanes, then f64: the same partition
  * whatever the threading. */
-static double chunk_sq(const float *x, size_t c, size_t e)
+CLONES static double chunk_sq(const float *x, size_t c, size_t e)
 {
     float acc[8] = { 0 };
     size_t i = c;
