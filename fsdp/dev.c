@@ -135,7 +135,7 @@ strata_status_t fsdp_dev_wait(strata_context_t *ctx) { (void)ctx; return STRATA_
 strata_status_t fsdp_dev_fill(strata_context_t *ctx, void *p, int c, size_t bytes)
 {
     if (!fsdp_dev_on(ctx)) {
-        memset(p, c, bytes);
+        fsdp_host_fill(ctx, p, c, bytes);
         return STRATA_OK;
     }
 #ifdef HAVE_CUDA
@@ -148,7 +148,7 @@ strata_status_t fsdp_dev_fill(strata_context_t *ctx, void *p, int c, size_t byte
 strata_status_t fsdp_dev_copy(strata_context_t *ctx, void *dst, const void *src, size_t bytes)
 {
     if (!fsdp_dev_on(ctx)) {
-        memcpy(dst, src, bytes);
+        fsdp_host_copy(ctx, dst, src, bytes);
         return STRATA_OK;
     }
 #ifdef HAVE_CUDA

@@ -319,6 +319,12 @@ void fsdp_optim_step(const strata_model_opts_t *o, int t, float *param, const fl
 int fsdp_optim_nstate(const strata_model_opts_t *o);
 const char *fsdp_optim_state_name(const strata_model_opts_t *o, int i);
 int fsdp_optim_threads(const strata_model_t *m);
+/* The host's threads for the runtime's own loops: cfg.threads, 0 = the
+ * cores this rank may run on. */
+int fsdp_host_threads(const strata_context_t *ctx);
+/* memcpy / memset, split over fsdp_host_threads from 1 MiB up. */
+void fsdp_host_copy(const strata_context_t *ctx, void *dst, const void *src, size_t bytes);
+void fsdp_host_fill(const strata_context_t *ctx, void *p, int byte, size_t bytes);
 
 /* ---- enumeration for checkpoints (io/) --------------------------------------------- */
 
