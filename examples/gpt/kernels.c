@@ -326,18 +326,23 @@ void gpt_copy(float *y, const float *x, size_t n)
  * di when not NULL (di may equal li). */
 CLONES static double ce_row(float *di, const float *li, int32_t tg, float scale, int V)
 {
-    float mx = li[0];
-    for (int j = 1; j < V; j++)
-        mx = li[j] > mx ? li[j] : mx;
+    float mx = gpt_s_row_max(li, V);
     double sum = 0.0;
-    for (int j = 0; j < V; j++)
-        sum += gpt_s_exp(li[j] - mx);
     float lt = li[tg];       /* read before an in-place write */
     if (NULL != di) {
+        /* the exps once, in a loop of their own that vectorises; the
+         * sum then in order, as in the loop below */
+        for (int j = 0; j < V; j++)
+            di[j] = gpt_s_exp(li[j] - mx);
+        for (int j = 0; j < V; j++)
+            sum += di[j];
         float inv = (float)(1.0 / sum);
         for (int j = 0; j < V; j++)
-            di[j] = gpt_s_exp(li[j] - mx) * inv * scale;
+            di[j] = di[j] * inv * scale;
         di[tg] -= scale;
+    } else {
+        for (int j = 0; j < V; j++)
+            sum += gpt_s_exp(li[j] - mx);
     }
     return log(sum) - (double)(lt - mx);
 }

@@ -216,18 +216,40 @@ static inline STRATA_HD void gpt_s_layernorm_rows_backward(int R, float *dx, con
     }
 }
 
+/* The largest of x[0..n-1] (n >= 1) as the loop m = x[j] > m ? x[j] : m
+ * from m = x[0] finds it, NaNs included (one in x[0] stays, others are
+ * passed over), but in 16 lanes: a maximum does not depend on the order,
+ * and a serial chain of compares took a third of the softmax. */
+#define GPT_MAX_LANES 16
+static inline STRATA_HD float gpt_s_row_max(const float *x, int n)
+{
+    float m[GPT_MAX_LANES];
+    int j = 0;
+    for (int k = 0; k < GPT_MAX_LANES; k++)
+        m[k] = x[0];
+    for (; j + GPT_MAX_LANES <= n; j += GPT_MAX_LANES)
+        for (int k = 0; k < GPT_MAX_LANES; k++)
+            m[k] = x[j + k] > m[k] ? x[j + k] : m[k];
+    float mx = m[0];
+    for (int k = 1; k < GPT_MAX_LANES; k++)
+        mx = m[k] > mx ? m[k] : mx;
+    for (; j < n; j++)
+        mx = x[j] > mx ? x[j] : mx;
+    return mx;
+}
+
 /* Causal softmax of one score row in place: entries 0..i are exponentiated
  * and normalised, i+1..T-1 set to 0. */
 static inline STRATA_HD void gpt_s_softmax_causal_row(float *row, int i, int T)
 {
-    float mx = row[0];
-    for (int j = 1; j <= i; j++)
-        mx = row[j] > mx ? row[j] : mx;
-    float sum = 0.0f;
-    for (int j = 0; j <= i; j++) {
+    float mx = gpt_s_row_max(row, i + 1);
+    /* the exps apart from the sum: that loop vectorises, the sum (in
+     * order, for the same bits) is one add per entry */
+    for (int j = 0; j <= i; j++)
         row[j] = gpt_s_exp(row[j] - mx);
+    float sum = 0.0f;
+    for (int j = 0; j <= i; j++)
         sum += row[j];
-    }
     float inv = 1.0f / sum;
     for (int j = 0; j <= i; j++)
         row[j] *= inv;
