@@ -157,6 +157,10 @@ typedef struct gpt_workspace {
      * when given (and gpt_bf16_available()), the unit's matrix products
      * take bf16 inputs with f32 accumulation; everything else stays f32 */
     const uint16_t *const *params_bf16;
+    /* called, when not NULL, between a block's kernels with between_arg:
+     * the runtime's collectives advance there (strata_call_progress) */
+    void (*between)(void *arg);
+    void *between_arg;
 } gpt_workspace;
 
 /* Floats of scratch that any unit's forward or backward needs for (B, T),

@@ -92,6 +92,8 @@ static strata_status_t get_ws(strata_unit_call_t *call, const unit_rec *u, int B
     ws->n = gpt_unit_workspace_floats(u->cfg, u->unit, B, T);
     ws->buf = NULL;
     ws->params_bf16 = NULL;
+    ws->between = NULL;
+    ws->between_arg = NULL;
     if (0 == ws->n) return STRATA_OK;
     return strata_call_workspace(call, ws->n * sizeof(float), (void **)&ws->buf);
 }
@@ -142,6 +144,13 @@ static strata_status_t embed_backward(strata_unit_call_t *call, void *user)
 
 /* ---- block ---------------------------------------------------------------- */
 
+/* Between a block's kernels: the collectives in flight (the next unit's
+ * all-gather, the last one's reduce-scatter) advance on this thread. */
+static void between(void *call)
+{
+    strata_call_progress(call);
+}
+
 static strata_status_t block_forward(strata_unit_call_t *call, void *user)
 {
     const unit_rec *u = user;
@@ -179,6 +188,8 @@ static strata_status_t block_forward(strata_unit_call_t *call, void *user)
     }
     TRY(get_ws(call, u, b->B, b->T, &ws));
     ws.params_bf16 = NULL != pb[0] ? pb : NULL;
+    ws.between = between;
+    ws.between_arg = call;
     if (strata_call_recompute(call)) {
         /* make only what the runtime dropped: the saves it still holds
          * (kept, or back from host or storage) and the output are there */
@@ -215,6 +226,8 @@ static strata_status_t block_backward(strata_unit_call_t *call, void *user)
     }
     TRY(get_ws(call, u, b->B, b->T, &ws));
     ws.params_bf16 = NULL != pb[0] ? pb : NULL;
+    ws.between = between;
+    ws.between_arg = call;
     return gpt_block_backward(u->cfg, b->B, b->T, p, &sv, dy, dx, g, &ws);
 }
 

@@ -385,6 +385,7 @@ static strata_status_t mm_bwd(const gpt_workspace *ws, const float *const P[], i
 }
 
 #define TRY(x) do { strata_status_t st_ = (x); if (STRATA_OK != st_) return st_; } while (0)
+#define BETWEEN(ws) do { if (NULL != (ws)->between) (ws)->between((ws)->between_arg); } while (0)
 
 /* The block's forward ops in order; a recompute runs only those whose
  * output it still needs (block_needs). */
@@ -436,15 +437,18 @@ static strata_status_t block_run(const gpt_config *cfg, int B, int T, const floa
     if (need[OP_QKV]) {
         TRY(mm_fwd(ws, P, GPT_P_QKV_W, GPT_P_QKV_B, S[GPT_S_QKV], a, N, C, 3 * C));
         count_op(n, 2.0 * N * C * 3 * C);
+        BETWEEN(ws);
     }
     if (need[OP_ATT]) {
         gpt_attention_forward(S[GPT_S_ATTN_OUT], S[GPT_S_ATTN_PROBS], S[GPT_S_QKV], B, T, C, H);
         count_op(n, 4.0 * B * T * T * C);               /* Q K^T and P V, the full T x T */
+        BETWEEN(ws);
     }
     if (need[OP_PROJ]) {
         TRY(mm_fwd(ws, P, GPT_P_ATTN_PROJ_W, GPT_P_ATTN_PROJ_B, a, S[GPT_S_ATTN_OUT], N, C, C));
         count_op(n, 2.0 * N * C * C);
         gpt_add(x_out, x_in, a, N * C);
+        BETWEEN(ws);
     }
 
     /* x_out = x_mid + fc_proj(gelu(fc(ln2(x_mid)))) */
@@ -454,6 +458,7 @@ static strata_status_t block_run(const gpt_config *cfg, int B, int T, const floa
     if (need[OP_FC]) {
         TRY(mm_fwd(ws, P, GPT_P_FC_W, GPT_P_FC_B, S[GPT_S_MLP_UP], a, N, C, 4 * C));
         count_op(n, 2.0 * N * C * 4 * C);
+        BETWEEN(ws);
     }
     if (need[OP_GELU])
         gpt_gelu_forward(S[GPT_S_MLP_ACT], S[GPT_S_MLP_UP], N * 4 * C);
@@ -516,9 +521,11 @@ strata_status_t gpt_block_backward(const gpt_config *cfg, int B, int T,
     /* MLP: dx_out -> d(mlp_act) -> d(mlp_up) -> d(ln2 output) */
     TRY(mm_bwd(ws, P, GPT_P_FC_PROJ_W, big, D[GPT_P_FC_PROJ_W], D[GPT_P_FC_PROJ_B], dx_out,
                S[GPT_S_MLP_ACT], N, 4 * C, C));
+    BETWEEN(ws);
     gpt_gelu_backward(big, S[GPT_S_MLP_UP], big, N * 4 * C);
     gpt_layernorm_affine(y, S[GPT_S_LN2], P[GPT_P_LN2_W], P[GPT_P_LN2_B], N, C);
     TRY(mm_bwd(ws, P, GPT_P_FC_W, dy, D[GPT_P_FC_W], D[GPT_P_FC_B], big, y, N, C, 4 * C));
+    BETWEEN(ws);
     /* the residual carries dx_out straight to x_mid; ln2 adds its part */
     gpt_copy(dx_in, dx_out, N * C);
     gpt_layernorm_backward(dx_in, D[GPT_P_LN2_W], D[GPT_P_LN2_B], dy, S[GPT_S_LN2],
@@ -527,7 +534,9 @@ strata_status_t gpt_block_backward(const gpt_config *cfg, int B, int T,
     /* attention: d(x_mid) -> d(attn_out) -> d(qkv) -> d(ln1 output) */
     TRY(mm_bwd(ws, P, GPT_P_ATTN_PROJ_W, dy, D[GPT_P_ATTN_PROJ_W], D[GPT_P_ATTN_PROJ_B], dx_in,
                S[GPT_S_ATTN_OUT], N, C, C));
+    BETWEEN(ws);
     gpt_attention_backward(big, dP, dy, S[GPT_S_QKV], S[GPT_S_ATTN_PROBS], B, T, C, H);
+    BETWEEN(ws);
     gpt_layernorm_affine(y, S[GPT_S_LN1], P[GPT_P_LN1_W], P[GPT_P_LN1_B], N, C);
     TRY(mm_bwd(ws, P, GPT_P_QKV_W, dy, D[GPT_P_QKV_W], D[GPT_P_QKV_B], big, y, N, C, 3 * C));
     gpt_layernorm_backward(dx_in, D[GPT_P_LN1_W], D[GPT_P_LN1_B], dy, S[GPT_S_LN1],
