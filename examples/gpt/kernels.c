@@ -153,14 +153,23 @@ CLONES void gpt_layernorm_backward(float *dx, float *dw, float *db, const float 
 #define GEMM_PAR_MIN (1L << 20)
 #define GEMM_ALIGN 64
 
+/* C's rows i0..i0+m-1, columns j0..j0+n-1 set to the bias (per column). */
+static void fill_bias(float *C, int ldc, const float *bias, int i0, int m, int j0, int n)
+{
+    for (int i = i0; i < i0 + m; i++)
+        memcpy(C + (size_t)i * ldc + j0, bias + j0, sizeof(float) * (size_t)n);
+}
+
 /* cblas_sgemm (row-major) with C's rows, or its columns when it has more of
  * those, split between the rank's threads: each thread computes its part
  * of C with one single-threaded BLAS call over the full depth K, the same
  * arithmetic per element as one call over all of C. Inside a parallel
- * region it is just the BLAS call. */
-static void sgemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha,
-                  const float *A, int lda, const float *B, int ldb, float beta,
-                  float *C, int ldc)
+ * region it is just the BLAS call. With bias (beta 1 then), each thread
+ * first sets its part of C to the bias: one pass on the calling thread
+ * over a 1024 x 1024 output took 0.4 ms the other threads waited for. */
+static void sgemm_b(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha,
+                    const float *A, int lda, const float *B, int ldb, float beta,
+                    float *C, int ldc, const float *bias)
 {
 #ifdef _OPENMP
     int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
@@ -170,31 +179,37 @@ static void sgemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, f
 #pragma omp parallel num_threads(nt)
         {
             int i0 = omp_get_thread_num() * per, n = span - i0 < per ? span - i0 : per;
-            if (0 < n && rows)
+            if (0 < n && rows) {
+                if (NULL != bias) fill_bias(C, ldc, bias, i0, n, 0, N);
                 cblas_sgemm(CblasRowMajor, ta, tb, n, N, K, alpha,
                             CblasNoTrans == ta ? A + (size_t)i0 * lda : A + i0, lda,
                             B, ldb, beta, C + (size_t)i0 * ldc, ldc);
-            else if (0 < n)
+            } else if (0 < n) {
+                if (NULL != bias) fill_bias(C, ldc, bias, 0, M, i0, n);
                 cblas_sgemm(CblasRowMajor, ta, tb, M, n, K, alpha, A, lda,
                             CblasNoTrans == tb ? B + i0 : B + (size_t)i0 * ldb, ldb,
                             beta, C + i0, ldc);
+            }
         }
         return;
     }
 #endif
+    if (NULL != bias) fill_bias(C, ldc, bias, 0, M, 0, N);
     cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+static void sgemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha,
+                  const float *A, int lda, const float *B, int ldb, float beta,
+                  float *C, int ldc)
+{
+    sgemm_b(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL);
 }
 
 void gpt_matmul_forward(float *y, const float *x, const float *W, const float *b,
                         size_t N, int IC, int OC)
 {
-    float beta = 0.0f;
-    if (NULL != b) {
-        for (size_t i = 0; i < N; i++)
-            memcpy(y + i * OC, b, sizeof(float) * OC);
-        beta = 1.0f;
-    }
-    sgemm(CblasNoTrans, CblasTrans, (int)N, OC, IC, 1.0f, x, IC, W, IC, beta, y, OC);
+    sgemm_b(CblasNoTrans, CblasTrans, (int)N, OC, IC, 1.0f, x, IC, W, IC, NULL != b ? 1.0f : 0.0f,
+            y, OC, b);
 }
 
 void gpt_matmul_backward(float *dx, float *dW, float *db, const float *dy,
