@@ -44,36 +44,70 @@ static double median(double *t, int n)
     return t[n / 2];
 }
 
+/* Each figure is a rate over a window of WINDOW_S seconds, all ranks
+ * starting together (a barrier), the median of WREPS windows. A window is
+ * many scheduler time slices long: where ranks share cores, each one's
+ * rate is its share, not the speed of a short call that ran alone inside
+ * one slice (0.5 ms calls made 4 ranks on 2 cores look as fast as 2). */
+#define WINDOW_S 0.1
+#define WREPS 3
+
+static double window_rate(void (*op)(void *), void *arg, double work)
+{
+    double r[WREPS];
+    for (int k = 0; k < WREPS; k++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = now(), t;
+        long n = 0;
+        do {
+            op(arg);
+            n++;
+        } while ((t = now() - t0) < WINDOW_S);
+        r[k] = work * (double)n / t;
+    }
+    return median(r, WREPS);
+}
+
+typedef struct { int M, K, N; float *a, *b, *c; char *src, *dst; size_t bytes; } calib_job_t;
+
+static void sgemm_op(void *p)
+{
+    const calib_job_t *j = p;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, j->M, j->N, j->K, 1.0f, j->a, j->K,
+                j->b, j->K, 0.0f, j->c, j->N);
+}
+
+static void memcpy_op(void *p)
+{
+    const calib_job_t *j = p;
+    if (j->bytes) memcpy(j->dst, j->src, j->bytes);
+}
+
+static void no_op(void *p) { (void)p; }
+
 static double sgemm_rate(int M, int K, int N)
 {
-    float *a = calloc((size_t)M * K, 4), *b = calloc((size_t)K * N, 4), *c = calloc((size_t)M * N, 4);
-    double t[REPS], flops = 2.0 * M * K * N;
-    int inner = flops < 1e8 ? (int)(1e8 / flops) + 1 : 1;
-    for (int r = 0; a && b && c && r < REPS; r++) {
-        double t0 = now();
-        for (int i = 0; i < inner; i++)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, a, K, b, K, 0.0f, c, N);
-        t[r] = (now() - t0) / inner;
-    }
-    free(a); free(b); free(c);
-    return flops / median(t, REPS);
+    calib_job_t j = { M, K, N, calloc((size_t)M * K, 4), calloc((size_t)K * N, 4),
+                      calloc((size_t)M * N, 4), NULL, NULL, 0 };
+    int ok = j.a && j.b && j.c;
+    /* every rank takes part in the barriers, also one out of memory */
+    double rate = window_rate(ok ? sgemm_op : no_op, &j, 2.0 * M * K * N);
+    free(j.a); free(j.b); free(j.c);
+    return ok ? rate : 0;
 }
 
 static double memcpy_bw(size_t bytes)
 {
-    char *a = malloc(bytes), *b = malloc(bytes);
-    double t[REPS];
-    if (!a || !b) { free(a); free(b); return 0; }
-    memset(a, 1, bytes);
-    memset(b, 0, bytes);
-    for (int r = 0; r < REPS; r++) {
-        double t0 = now();
-        memcpy(b, a, bytes);
-        t[r] = now() - t0;
+    calib_job_t j = { 0, 0, 0, NULL, NULL, NULL, malloc(bytes), malloc(bytes), bytes };
+    int ok = j.src && j.dst;
+    if (!ok) j.bytes = 0;
+    else {
+        memset(j.src, 1, bytes);
+        memset(j.dst, 0, bytes);
     }
-    double bw = (double)bytes / median(t, REPS);
-    free(a); free(b);
-    return bw;
+    double bw = window_rate(memcpy_op, &j, (double)bytes);
+    free(j.src); free(j.dst);
+    return ok ? bw : 0;
 }
 
 /* write + fsync, then read back after dropping the file from the page cache */
@@ -255,7 +289,7 @@ int cmd_calibrate(int argc, char **argv)
         json_object_set_new(c, "note", json_string("measured by strata calibrate: one node, so inter = intra"));
         double target = json_number_value(json_object_get(sg, "target_flops"));
         json_t *hw = json_pack("{s:s,s:s,s:{s:I,s:f},s:{s:f,s:f,s:o},s:{s:f,s:f,s:f,s:f},s:I,s:f,s:{s:f,s:f},s:o}",
-            "name", o.name, "source", "strata calibrate on this machine (medians of 5; noisy under load)",
+            "name", o.name, "source", "strata calibrate on this machine (compute and memcpy: medians of 3 windows of 0.1 s, all ranks at once; collectives: medians of 5; noisy under load)",
             /* hbm bandwidth counts traffic (the planner's elementwise op
              * reads and writes its bytes): a memcpy moves each byte twice */
             "hbm", "usable_bytes", (json_int_t)o.hbm, "bandwidth", 2 * mc,
