@@ -21,14 +21,13 @@ libstrata_core_la_SOURCES += \
     fsdp/exec_check.c \
     fsdp/exec_plan.c \
     fsdp/exec_costs.c
-# The optimizer's loops are vectorised (GCC's -O2 cost model leaves loops
-# that need a remainder scalar): sqrtf inline (errno would keep it a
-# call, and the loop scalar) and no contraction into FMA, so each element
-# rounds as the plain loop does in every clone of optim.c, on any x86-64.
+# The optimizer's loops are vectorised with sqrtf inline (errno would keep
+# it a call, and the loop scalar) and no contraction into FMA, so each
+# element rounds as the plain loop does in every clone of optim.c, on any
+# x86-64 (OPTIM_CFLAGS: configure.ac).
 noinst_LTLIBRARIES += libstrata_optim.la
 libstrata_optim_la_SOURCES = fsdp/optim.c
-libstrata_optim_la_CFLAGS = $(AM_CFLAGS) -ftree-vectorize -fvect-cost-model=dynamic -fno-math-errno \
-    -ffp-contract=off
+libstrata_optim_la_CFLAGS = $(AM_CFLAGS) $(OPTIM_CFLAGS)
 libstrata_core_la_LIBADD += libstrata_optim.la
 # the runtime's own device kernels (optimizer, norms) on the cuda backend
 FSDP_CUDA_SOURCES = fsdp/dev_kernels.h fsdp/dev_kernels.cu
