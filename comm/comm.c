@@ -147,8 +147,13 @@ static void request_finish(strata_request_t *req)
     if (req->complete) return;
     req->complete = 1;
     if (req->div_pending) {
-        float n = (float)req->group->size;
-        for (size_t i = 0; i < req->result_count; i++) req->result_f32[i] /= n;
+        /* blocks of 16: -O2 vectorises a fixed inner loop (a loop of
+         * unknown length it leaves scalar: 1.6% of a 2-rank step) */
+        float n = (float)req->group->size, *x = req->result_f32;
+        size_t i = 0, len = req->result_count;
+        for (; i + 16 <= len; i += 16)
+            for (int k = 0; k < 16; k++) x[i + k] /= n;
+        for (; i < len; i++) x[i] /= n;
     }
     if (req->stage) {
         if (STRATA_BF16 == req->dtype)
