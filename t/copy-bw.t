@@ -4,12 +4,10 @@
 # exits 77 ({"skip":...} with --json); with one, --json gives a d2h and an
 # h2d row per size with positive bandwidths.
 set -u
+. "$top_srcdir/t/tap.sh"
 P="$top_builddir/bench/copy_bw"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/copy-bw.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
+tap_tmp copy-bw
 echo "1..4"
-n=0
-check() { n=$((n + 1)); d=$1; shift; if "$@"; then echo "ok $n - $d"; else echo "not ok $n - $d"; fi; }
 bad() { "$P" "$@" > "$tmp/out" 2> "$tmp/err"; test $? -eq 2 && grep -q "^usage: copy_bw" "$tmp/err"; }
 check "an unknown option is refused with the usage" bad --frobnicate
 check "--sizes 0 is refused" bad --sizes 0
