@@ -148,53 +148,61 @@ CLONES void gpt_layernorm_backward(float *dx, float *dw, float *db, const float 
 
 /* ------------------------------------------------------------- matmul --- */
 
-/* Products below this many multiply-adds run on the calling thread, and a
- * split of the result falls on a multiple of GEMM_ALIGN rows or columns. */
+/* Products below this many multiply-adds run on the calling thread. A
+ * split of the result is by rows, at multiples of GEMM_ROWS: OpenBLAS's
+ * AVX2 sgemm (Haswell and Zen kernels, 0.3.21) computes the last rows of a
+ * call that are not a multiple of its 12-row block with other kernels,
+ * which round differently, and any split by columns changes the rounding
+ * there. With row parts on multiples of 48 (of 12, 16 and 24, the blocks
+ * of the x86-64 kernels) each row is computed as in one call over all of
+ * C, so the result does not depend on the thread count. */
 #define GEMM_PAR_MIN (1L << 20)
-#define GEMM_ALIGN 64
+#define GEMM_ROWS 48
 
-/* C's rows i0..i0+m-1, columns j0..j0+n-1 set to the bias (per column). */
-static void fill_bias(float *C, int ldc, const float *bias, int i0, int m, int j0, int n)
+/* Row i0 of thread t's part: t/nt of M, to the nearest multiple of GEMM_ROWS. */
+static int gemm_part_row(int t, int nt, int M)
 {
-    for (int i = i0; i < i0 + m; i++)
-        memcpy(C + (size_t)i * ldc + j0, bias + j0, sizeof(float) * (size_t)n);
+    if (t >= nt) return M;
+    long r = ((long)M * t + (long)nt * GEMM_ROWS / 2) / ((long)nt * GEMM_ROWS) * GEMM_ROWS;
+    return r < M ? (int)r : M;
 }
 
-/* cblas_sgemm (row-major) with C's rows, or its columns when it has more of
- * those, split between the rank's threads: each thread computes its part
- * of C with one single-threaded BLAS call over the full depth K, the same
- * arithmetic per element as one call over all of C. Inside a parallel
- * region it is just the BLAS call. With bias (beta 1 then), each thread
- * first sets its part of C to the bias: one pass on the calling thread
- * over a 1024 x 1024 output took 0.4 ms the other threads waited for. */
+/* C's rows i0..i0+m-1 (of n columns) set to the bias (per column). */
+static void fill_bias(float *C, int ldc, const float *bias, int i0, int m, int n)
+{
+    for (int i = i0; i < i0 + m; i++)
+        memcpy(C + (size_t)i * ldc, bias, sizeof(float) * (size_t)n);
+}
+
+/* cblas_sgemm (row-major) with C's rows split between the rank's threads:
+ * each thread computes its rows of C with one single-threaded BLAS call
+ * over the full depth K, the same arithmetic per element as one call over
+ * all of C (GEMM_ROWS). Inside a parallel region it is just the BLAS call.
+ * With bias (beta 1 then), each thread first sets its rows of C to the
+ * bias: one pass on the calling thread over a 1024 x 1024 output took
+ * 0.4 ms the other threads waited for. */
 static void sgemm_b(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha,
                     const float *A, int lda, const float *B, int ldb, float beta,
                     float *C, int ldc, const float *bias)
 {
 #ifdef _OPENMP
     int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
-    int rows = M >= N, span = rows ? M : N;
-    if (1 < nt && GEMM_PAR_MIN <= (long)M * N * K && 2 * GEMM_ALIGN <= span) {
-        int per = ((span + nt - 1) / nt + GEMM_ALIGN - 1) / GEMM_ALIGN * GEMM_ALIGN;
+    if (nt > M / GEMM_ROWS) nt = M / GEMM_ROWS;
+    if (1 < nt && GEMM_PAR_MIN <= (long)M * N * K) {
 #pragma omp parallel num_threads(nt)
         {
-            int i0 = omp_get_thread_num() * per, n = span - i0 < per ? span - i0 : per;
-            if (0 < n && rows) {
-                if (NULL != bias) fill_bias(C, ldc, bias, i0, n, 0, N);
+            int t = omp_get_thread_num(), i0 = gemm_part_row(t, nt, M), n = gemm_part_row(t + 1, nt, M) - i0;
+            if (0 < n) {
+                if (NULL != bias) fill_bias(C, ldc, bias, i0, n, N);
                 cblas_sgemm(CblasRowMajor, ta, tb, n, N, K, alpha,
                             CblasNoTrans == ta ? A + (size_t)i0 * lda : A + i0, lda,
                             B, ldb, beta, C + (size_t)i0 * ldc, ldc);
-            } else if (0 < n) {
-                if (NULL != bias) fill_bias(C, ldc, bias, 0, M, i0, n);
-                cblas_sgemm(CblasRowMajor, ta, tb, M, n, K, alpha, A, lda,
-                            CblasNoTrans == tb ? B + i0 : B + (size_t)i0 * ldb, ldb,
-                            beta, C + i0, ldc);
             }
         }
         return;
     }
 #endif
-    if (NULL != bias) fill_bias(C, ldc, bias, 0, M, 0, N);
+    if (NULL != bias) fill_bias(C, ldc, bias, 0, M, N);
     cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
