@@ -64,6 +64,18 @@ static void unit_costs(const plan_t *p, const plan_unit_t *u, double c[SCHED_COS
     if (sh->replicas > 1)
         rs += plan_coll_time(hw, PLAN_AR, sh->replicas, sh->fsdp * sh->replicas, u->params / N * g);
     c[SCHED_COST_RS] = rs;
+    /* What a collective costs the compute (collectives.compute_cost, x
+     * per second of the collective's own time): where collectives advance
+     * only inside the compute thread's calls, or take its cores, as MPI on
+     * a CPU node does, the unit's compute is that much longer, and what is
+     * left of the collective (1 - x, none from x = 1) runs beside it. The
+     * gather before a forward; the re-gather and the reduce-scatter of a
+     * backward. */
+    double x = hw->coll_compute, beside = x < 1 ? 1 - x : 0;
+    c[SCHED_COST_FWD] += x * c[SCHED_COST_AG];
+    c[SCHED_COST_BWD] += x * (c[SCHED_COST_AG] + c[SCHED_COST_RS]);
+    c[SCHED_COST_AG] *= beside;
+    c[SCHED_COST_RS] *= beside;
     if (1 == sh->fsdp) {
         /* a group of one: the runtime copies the unit in for each use and
          * its gradients out, right away on the compute thread */

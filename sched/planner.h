@@ -54,6 +54,7 @@ typedef struct {
     size_t chunk;
     long   domain;             /* ranks in one fast (NVLink) domain */
     double coll_latency;
+    double coll_compute;       /* compute seconds a collective costs per second of its own */
     plan_bw_table_t coll[PLAN_COLL_COUNT][2];   /* [0] inside a domain, [1] across */
 } plan_hw_t;
 

@@ -252,6 +252,43 @@ static void test_coll(const plan_hw_t *tiny)
     is_double(plan_coll_time(&hw, PLAN_AG, 1, 1, 1e6), 0, 0, "one rank: no time");
 }
 
+/* collectives.compute_cost x: the unit's compute pays x of each
+ * collective's time (the gather before a forward; the re-gather and the
+ * reduce-scatter of a backward), and the collective keeps 1 - x of it
+ * beside compute (none from x = 1). The worked example's layer (592
+ * parameters) on a machine whose collectives run at 1 GB/s over 2 ranks:
+ * AG = 592 x 2 x 1/2 / 1e9 s, RS = 592 x 4 x 1/2 / 1e9 s (bf16 parameters
+ * gathered, fp32 gradients reduced). */
+static void test_coll_compute(const plan_model_t *m, const plan_hw_t *tiny)
+{
+    plan_shape_t sh = { .fsdp = 2, .replicas = 1, .ep = 1, .micro = 1, .seq = 4, .accum = 1, .prefetch = 1 };
+    static const double xs[] = { 0, 0.25, 1, 2 };
+    double ag = 592e-9, rs = 1184e-9, f0 = 0, b0 = 0;
+    plan_hw_t hw = *tiny;
+    char err[512];
+    for (int k = 0; k < PLAN_COLL_COUNT; k++)
+        for (int d = 0; d < 2; d++) hw.coll[k][d] = (plan_bw_table_t){ 1, { { 2, 1e6, 1e9 } } };
+    for (size_t i = 0; i < sizeof xs / sizeof xs[0]; i++) {
+        plan_t *p;
+        hw.coll_compute = xs[i];
+        if (STRATA_OK != plan_create(m, &hw, &sh, &p, err, sizeof err)) bail_out("plan_create: %s", err);
+        const double *c = p->prog->units[1].cost_s;
+        if (0 == i) {
+            f0 = c[SCHED_COST_FWD];
+            b0 = c[SCHED_COST_BWD];
+            is_double(c[SCHED_COST_AG], ag, 1e-15, "compute_cost 0: the layer's all-gather runs beside, 0.592 us");
+            is_double(c[SCHED_COST_RS], rs, 1e-15, "compute_cost 0: its reduce-scatter 1.184 us");
+        } else {
+            double x = xs[i], beside = x < 1 ? 1 - x : 0;
+            is_double(c[SCHED_COST_FWD], f0 + x * ag, 1e-15, "compute_cost %g: F += %g x AG", x, x);
+            is_double(c[SCHED_COST_BWD], b0 + x * (ag + rs), 1e-15, "compute_cost %g: B += %g x (AG + RS)", x, x);
+            is_double(c[SCHED_COST_AG] + c[SCHED_COST_RS], beside * (ag + rs), 1e-15,
+                      "compute_cost %g: %g of them left beside compute", x, beside);
+        }
+        plan_destroy(p);
+    }
+}
+
 static const struct { int hw; const char *text, *needle; } bad[] = {
     { 0, "not json", "bad.json: not JSON: line 1" },
     { 0, "[1]", "expected a JSON object" },
@@ -284,6 +321,10 @@ static const struct { int hw; const char *text, *needle; } bad[] = {
          "\"host_link\":{\"d2h_bw\":1e9,\"h2d_bw\":1e9},\"host_bytes\":1e9,\"collectives\":{\"domain_size\":8,"
          "\"all_gather\":{\"intra\":[{\"ranks\":8,\"bytes\":1e6,\"busbw\":\"fast\"}],\"inter\":[]}}}",
       "field 'collectives.all_gather.intra[0].busbw': expected a number" },
+    { 1, "{\"name\":\"h\",\"hbm\":{\"usable_bytes\":1e10,\"bandwidth\":1e12},\"compute\":{\"dense_flops\":1e12,\"mfu\":0.5},"
+         "\"host_link\":{\"d2h_bw\":1e9,\"h2d_bw\":1e9},\"host_bytes\":1e9,\"collectives\":{\"domain_size\":8,"
+         "\"compute_cost\":-0.5}}",
+      "field 'collectives.compute_cost': expected a number in [0, 100], got -0.5" },
     { 0, NULL, NULL }
 };
 
@@ -310,7 +351,7 @@ int main(void)
     char err[512];
     plan_model_t m;
     plan_hw_t hw;
-    plan(74);
+    plan(86);
     if (STRATA_OK != plan_model_parse(tiny_model, "tiny", &m, err, sizeof err) ||
         STRATA_OK != plan_hw_parse(tiny_hw, "tinyhw", &hw, err, sizeof err))
         bail_out("worked example files: %s", err);
@@ -319,6 +360,7 @@ int main(void)
     test_gpt();
     test_gpt_peak(&hw);
     test_coll(&hw);
+    test_coll_compute(&m, &hw);
     test_bad();
     return done_testing();
 }

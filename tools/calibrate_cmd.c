@@ -10,6 +10,7 @@
 #include "config.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,13 +69,117 @@ static double window_rate(void (*op)(void *), void *arg, double work)
     return median(r, WREPS);
 }
 
-typedef struct { int M, K, N; float *a, *b, *c; char *src, *dst; size_t bytes; } calib_job_t;
+/* the command's options */
+typedef struct {
+    const char *out, *name, *dir;
+    size_t hbm, host, max, disk;
+    int M, K, N, threads;
+} copts_t;
 
-static void sgemm_op(void *p)
+/* Declared weak, as examples/gpt/threads.c does: OpenBLAS has it, a
+ * reference CBLAS does not (and is single-threaded anyway). */
+void openblas_set_num_threads(int n) __attribute__((weak));
+
+static void blas_threads(int n)
+{
+    if (openblas_set_num_threads) openblas_set_num_threads(n);
+}
+
+/* The rank's threads as one team, the way train_gpt runs its products:
+ * each thread computes its share of the rows with a single-threaded BLAS
+ * call, all starting together, and a call ends when the last one does.
+ * The other way, one call on the BLAS's own thread pool, is measured too;
+ * a shape's rate is the better of the two. */
+#define TEAM_MAX 64
+typedef struct {
+    int n, quit;
+    pthread_t tid[TEAM_MAX];
+    pthread_barrier_t go, done;
+    void (*part)(void *arg, int t, int n);
+    void *arg;
+} team_t;
+
+typedef struct { team_t *tm; int t; } team_arg_t;
+
+static void *team_main(void *p)
+{
+    team_arg_t a = *(team_arg_t *)p;
+    free(p);
+    for (;;) {
+        pthread_barrier_wait(&a.tm->go);
+        if (a.tm->quit) return NULL;
+        a.tm->part(a.tm->arg, a.t, a.tm->n);
+        pthread_barrier_wait(&a.tm->done);
+    }
+}
+
+/* n threads in all, this one included; fewer if threads cannot start */
+static void team_start(team_t *tm, int n)
+{
+    memset(tm, 0, sizeof *tm);
+    n = n < 1 ? 1 : n > TEAM_MAX ? TEAM_MAX : n;
+    pthread_barrier_init(&tm->go, NULL, (unsigned)n);
+    pthread_barrier_init(&tm->done, NULL, (unsigned)n);
+    tm->n = 1;
+    for (int t = 1; t < n; t++) {
+        team_arg_t *a = malloc(sizeof *a);
+        if (a) *a = (team_arg_t){ tm, t };
+        if (!a || pthread_create(&tm->tid[t], NULL, team_main, a)) {
+            free(a);
+            break;
+        }
+        tm->n++;
+    }
+    if (tm->n != n) {   /* the barriers count the threads that run */
+        pthread_barrier_destroy(&tm->go);
+        pthread_barrier_destroy(&tm->done);
+        pthread_barrier_init(&tm->go, NULL, (unsigned)tm->n);
+        pthread_barrier_init(&tm->done, NULL, (unsigned)tm->n);
+    }
+}
+
+static void team_run(team_t *tm, void (*part)(void *, int, int), void *arg)
+{
+    if (1 == tm->n) {
+        part(arg, 0, 1);
+        return;
+    }
+    tm->part = part;
+    tm->arg = arg;
+    pthread_barrier_wait(&tm->go);
+    part(arg, 0, tm->n);
+    pthread_barrier_wait(&tm->done);
+}
+
+static void team_stop(team_t *tm)
+{
+    if (tm->n > 1) {
+        tm->quit = 1;
+        pthread_barrier_wait(&tm->go);
+        for (int t = 1; t < tm->n; t++) pthread_join(tm->tid[t], NULL);
+    }
+    pthread_barrier_destroy(&tm->go);
+    pthread_barrier_destroy(&tm->done);
+}
+
+typedef struct { int M, K, N; float *a, *b, *c; char *src, *dst; size_t bytes; team_t *tm; } calib_job_t;
+
+static void sgemm_rows(void *p, int t, int n)
 {
     const calib_job_t *j = p;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, j->M, j->N, j->K, 1.0f, j->a, j->K,
-                j->b, j->K, 0.0f, j->c, j->N);
+    int i0 = (int)((long)j->M * t / n), i1 = (int)((long)j->M * (t + 1) / n);
+    if (i1 > i0)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, i1 - i0, j->N, j->K, 1.0f, j->a + (size_t)i0 * j->K,
+                    j->K, j->b, j->K, 0.0f, j->c + (size_t)i0 * j->N, j->N);
+}
+
+/* one call on the BLAS's own threads */
+static void sgemm_op(void *p) { sgemm_rows(p, 0, 1); }
+
+static void sgemm_team_op(void *p)
+{
+    calib_job_t *j = p;
+    team_run(j->tm, sgemm_rows, j);
 }
 
 static void memcpy_op(void *p)
@@ -85,20 +190,26 @@ static void memcpy_op(void *p)
 
 static void no_op(void *p) { (void)p; }
 
-static double sgemm_rate(int M, int K, int N)
+/* The better of the BLAS's pool and the team, with tm's threads (*team_p:
+ * 1 where the team won) */
+static double sgemm_rate(team_t *tm, int M, int K, int N, int *team_p)
 {
     calib_job_t j = { M, K, N, calloc((size_t)M * K, 4), calloc((size_t)K * N, 4),
-                      calloc((size_t)M * N, 4), NULL, NULL, 0 };
+                      calloc((size_t)M * N, 4), NULL, NULL, 0, tm };
     int ok = j.a && j.b && j.c;
     /* every rank takes part in the barriers, also one out of memory */
-    double rate = window_rate(ok ? sgemm_op : no_op, &j, 2.0 * M * K * N);
+    blas_threads(tm->n);
+    double pool = window_rate(ok ? sgemm_op : no_op, &j, 2.0 * M * K * N), team = 0;
+    blas_threads(1);
+    if (tm->n > 1) team = window_rate(ok ? sgemm_team_op : no_op, &j, 2.0 * M * K * N);
     free(j.a); free(j.b); free(j.c);
-    return ok ? rate : 0;
+    *team_p = team > pool;
+    return ok ? (team > pool ? team : pool) : 0;
 }
 
 static double memcpy_bw(size_t bytes)
 {
-    calib_job_t j = { 0, 0, 0, NULL, NULL, NULL, malloc(bytes), malloc(bytes), bytes };
+    calib_job_t j = { 0, 0, 0, NULL, NULL, NULL, malloc(bytes), malloc(bytes), bytes, NULL };
     int ok = j.src && j.dst;
     if (!ok) j.bytes = 0;
     else {
@@ -132,7 +243,10 @@ static int disk_bw(const char *dir, size_t bytes, double *w_p, double *r_p)
     return bad ? -1 : 0;
 }
 
-/* busbw of collective k over comm for a message of S bytes (the full size) */
+/* busbw of collective k over comm for a message of S bytes (the full
+ * size): the nonblocking calls the runtime starts (comm/mpi.c), waited for
+ * at once; Open MPI runs them by other algorithms than the blocking ones
+ * (measured here: a 1 MiB all-gather on 2 ranks 0.23 ms against 0.09) */
 static double coll_busbw(int k, MPI_Comm comm, size_t S)
 {
     int n;
@@ -143,16 +257,93 @@ static double coll_busbw(int k, MPI_Comm comm, size_t S)
     for (int r = 0; in && out && r < REPS; r++) {
         MPI_Barrier(comm);
         double t0 = now();
-        if (0 == k) MPI_Allgather(in, (int)per, MPI_BYTE, out, (int)per, MPI_BYTE, comm);
-        else if (1 == k) MPI_Reduce_scatter_block(in, out, (int)(per / 4), MPI_FLOAT, MPI_SUM, comm);
-        else if (2 == k) MPI_Alltoall(in, (int)per, MPI_BYTE, out, (int)per, MPI_BYTE, comm);
-        else MPI_Allreduce(in, out, (int)(S / 4), MPI_FLOAT, MPI_SUM, comm);
+        MPI_Request q;
+        if (0 == k) MPI_Iallgather(in, (int)per, MPI_BYTE, out, (int)per, MPI_BYTE, comm, &q);
+        else if (1 == k) MPI_Ireduce_scatter_block(in, out, (int)(per / 4), MPI_FLOAT, MPI_SUM, comm, &q);
+        else if (2 == k) MPI_Ialltoall(in, (int)per, MPI_BYTE, out, (int)per, MPI_BYTE, comm, &q);
+        else MPI_Iallreduce(in, out, (int)(S / 4), MPI_FLOAT, MPI_SUM, comm, &q);
+        MPI_Wait(&q, MPI_STATUS_IGNORE);
         double dt = now() - t0;
         MPI_Allreduce(&dt, &t[r], 1, MPI_DOUBLE, MPI_MAX, comm);
     }
     free(in); free(out);
     double f = (double)(n - 1) / n * (3 == k ? 2.0 : 1.0);
     return (double)S * f / median(t, REPS);
+}
+
+/* collectives.compute_cost: the compute time a collective costs here, per
+ * second of its own. A 1 MiB all-gather (about one example GPT block's
+ * parameters) started nonblocking, then sgemm calls at --shape for about
+ * twice its time, the request tested between calls as the runtime's units
+ * do, then waited for; against the collective alone (t_c) and the calls
+ * alone (t_s), each the slowest rank's time, medians of REPS: cost =
+ * (t_both - t_s) / t_c. 0: it runs beside the compute; 1: the compute waits
+ * all of it out (MPI advances a collective only inside its calls, and its
+ * copies and sums take the cores the compute has); above 1 where ranks
+ * share cores and their polling slows each other. */
+/* The collectives of the measurement: an all-gather and a reduce-scatter
+ * of 1 MiB each over every rank, with their buffers */
+typedef struct {
+    calib_job_t *job;
+    int per;                 /* bytes each rank contributes to the gather */
+    char *ag_in, *ag_out;
+    float *rs_in, *rs_out;
+} ovl_t;
+
+/* one round: `calls` sgemm calls with the collectives of `mask` in flight
+ * (1 the all-gather, 2 the reduce-scatter, 3 both); the slowest rank's seconds */
+static double overlap_round(const ovl_t *v, int mask, long calls)
+{
+    MPI_Request req[2] = { MPI_REQUEST_NULL, MPI_REQUEST_NULL };
+    int flag;
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = now(), dt, slowest;
+    if (mask & 1) MPI_Iallgather(v->ag_in, v->per, MPI_BYTE, v->ag_out, v->per, MPI_BYTE, MPI_COMM_WORLD, &req[0]);
+    if (mask & 2) MPI_Ireduce_scatter_block(v->rs_in, v->rs_out, v->per / 4, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req[1]);
+    for (long k = 0; k < calls; k++) {
+        sgemm_team_op(v->job);
+        if (mask) MPI_Testall(2, req, &flag, MPI_STATUSES_IGNORE);
+    }
+    MPI_Waitall(2, req, MPI_STATUSES_IGNORE);
+    dt = now() - t0;
+    MPI_Allreduce(&dt, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return slowest;
+}
+
+static double overlap_median(const ovl_t *v, int mask, long calls)
+{
+    double t[REPS];
+    for (int r = 0; r < REPS; r++) t[r] = overlap_round(v, mask, calls);
+    return median(t, REPS);
+}
+
+/* (t_both - t_s) / t_c for the collectives of mask */
+static double compute_cost_of(const ovl_t *v, int mask)
+{
+    double tc = overlap_median(v, mask, 0), t1 = overlap_median(v, 0, 1);
+    long calls = t1 > 0 ? (long)(2 * tc / t1) + 1 : 1;
+    double ts = overlap_median(v, 0, calls), tb = overlap_median(v, mask, calls);
+    return tc > 0 && tb > ts ? (tb - ts) / tc : 0;
+}
+
+static double coll_compute_cost(const copts_t *o, team_t *tm)
+{
+    int n;
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    size_t S = (1ul << 20) / (4 * (size_t)n) * 4 * (size_t)n;
+    calib_job_t j = { o->M, o->K, o->N, calloc((size_t)o->M * o->K, 4), calloc((size_t)o->K * o->N, 4),
+                      calloc((size_t)o->M * o->N, 4), NULL, NULL, 0, tm };
+    ovl_t v = { &j, (int)(S / (size_t)n), calloc(S / (size_t)n, 1), calloc(S, 1), calloc(S, 1),
+                calloc(S / (size_t)n, 1) };
+    int ok = j.a && j.b && j.c && v.ag_in && v.ag_out && v.rs_in && v.rs_out, all;
+    double cost = 0;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (all) {
+        blas_threads(1);
+        cost = compute_cost_of(&v, 3);
+    }
+    free(j.a); free(j.b); free(j.c); free(v.ag_in); free(v.ag_out); free(v.rs_in); free(v.rs_out);
+    return cost;
 }
 
 static json_t *colls(int size, int rank, const size_t *sizes, int nsizes, double *lat_p)
@@ -189,15 +380,12 @@ static json_t *colls(int size, int rank, const size_t *sizes, int nsizes, double
     return c;
 }
 
-typedef struct {
-    const char *out, *name, *dir;
-    size_t hbm, host, max, disk;
-    int M, K, N;
-} copts_t;
 
 static int copts_parse(int argc, char **argv, copts_t *o)
 {
-    *o = (copts_t){ NULL, "cpu-calibrated", "/tmp", 4ul << 30, 8ul << 30, 8ul << 20, 64ul << 20, 256, 128, 512 };
+    const char *omp = getenv("OMP_NUM_THREADS");
+    *o = (copts_t){ NULL, "cpu-calibrated", "/tmp", 4ul << 30, 8ul << 30, 8ul << 20, 64ul << 20, 256, 128, 512,
+                    omp && atoi(omp) > 0 ? atoi(omp) : 1 };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) return 1;
@@ -218,6 +406,14 @@ static int copts_parse(int argc, char **argv, copts_t *o)
                 fprintf(stderr, "strata calibrate: --shape: expected M,K,N, got '%s'\n", v);
                 return -1;
             }
+        } else if (!strcmp(a, "--threads")) {
+            char *end;
+            long t = strtol(v, &end, 10);
+            if (*end || t < 1 || t > TEAM_MAX) {
+                fprintf(stderr, "strata calibrate: --threads: expected 1..%d, got '%s'\n", TEAM_MAX, v);
+                return -1;
+            }
+            o->threads = (int)t;
         } else {
             fprintf(stderr, "strata calibrate: unknown option '%s'\n", a);
             return -1;
@@ -228,25 +424,27 @@ static int copts_parse(int argc, char **argv, copts_t *o)
 
 /* Every rank runs this at once, as training runs its ranks: where ranks
  * share cores, each one's rate is what a rank gets. The disk only on rank 0. */
-static json_t *measure_local(const copts_t *o, int rank, double *mc_p, double *peak_p, double *w_p, double *r_p)
+static json_t *measure_local(const copts_t *o, team_t *tm, int rank, double *mc_p, double *peak_p, double *w_p,
+                             double *r_p)
 {
     static const int shapes[][3] = { { 256, 128, 384 }, { 256, 128, 512 }, { 256, 512, 128 }, { 1024, 1024, 1024 } };
     json_t *sg = json_array();
     double peak = 0;   /* the best shape, recorded as best_flops */
+    int team;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
-        double f = sgemm_rate(shapes[i][0], shapes[i][1], shapes[i][2]);
+        double f = sgemm_rate(tm, shapes[i][0], shapes[i][1], shapes[i][2], &team);
         if (f > peak) peak = f;
-        json_array_append_new(sg, json_pack("{s:i,s:i,s:i,s:f}", "m", shapes[i][0], "k", shapes[i][1], "n",
-                                            shapes[i][2], "flops", f));
+        json_array_append_new(sg, json_pack("{s:i,s:i,s:i,s:f,s:s}", "m", shapes[i][0], "k", shapes[i][1], "n",
+                                            shapes[i][2], "flops", f, "split", team ? "team" : "blas"));
     }
-    double target = sgemm_rate(o->M, o->K, o->N);
-    json_array_append_new(sg, json_pack("{s:i,s:i,s:i,s:f,s:b}", "m", o->M, "k", o->K, "n", o->N, "flops", target,
-                                        "target", 1));
+    double target = sgemm_rate(tm, o->M, o->K, o->N, &team);
+    json_array_append_new(sg, json_pack("{s:i,s:i,s:i,s:f,s:s,s:b}", "m", o->M, "k", o->K, "n", o->N, "flops",
+                                        target, "split", team ? "team" : "blas", "target", 1));
     *peak_p = peak;
     *mc_p = memcpy_bw(64ul << 20);
     MPI_Barrier(MPI_COMM_WORLD);
     if (0 == rank && disk_bw(o->dir, o->disk, w_p, r_p)) *w_p = *r_p = 0;
-    return json_pack("{s:o,s:f,s:f}", "shapes", sg, "target_flops", target, "best_flops", peak);
+    return json_pack("{s:o,s:f,s:f,s:i}", "shapes", sg, "target_flops", target, "best_flops", peak, "threads", tm->n);
 }
 
 int cmd_calibrate(int argc, char **argv)
@@ -255,11 +453,13 @@ int cmd_calibrate(int argc, char **argv)
     int rc = copts_parse(argc, argv, &o);
     if (rc) {
         fprintf(rc > 0 ? stdout : stderr, "usage: mpirun -np N strata calibrate [--out FILE] [--name NAME] "
-                "[--hbm SIZE] [--host SIZE]\n  [--dir DIR] [--disk SIZE] [--max SIZE] [--shape M,K,N]\n"
+                "[--hbm SIZE] [--host SIZE]\n  [--dir DIR] [--disk SIZE] [--max SIZE] [--shape M,K,N] [--threads T]\n"
                 "Measures this machine into a planner hardware file (docs/planner.md): sgemm by shape\n"
                 "(dense_flops = the rate at --shape, mfu 1; default the example GPT's 256,128,512;\n"
-                "the other shapes are recorded beside it), memcpy, MPI busbw at 64k..--max over 2, 4, .. N ranks, disk write/read\n"
-                "in --dir. --hbm/--host: the budgets to plan with (train_gpt's 4G and 8G).\n");
+                "the other shapes are recorded beside it) on T threads per rank (default $OMP_NUM_THREADS\n"
+                "or 1: what train_gpt --threads will use), memcpy, MPI busbw at 64k..--max over 2, 4, .. N\n"
+                "ranks, the compute time a collective costs, disk write/read in --dir.\n"
+                "--hbm/--host: the budgets to plan with (train_gpt's 4G and 8G).\n");
         return rc > 0 ? 0 : 2;
     }
     MPI_Init(&argc, &argv);
@@ -267,7 +467,9 @@ int cmd_calibrate(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     double mc = 0, peak = 0, wbw = 0, rbw = 0, lat = 0;
-    json_t *sg = measure_local(&o, rank, &mc, &peak, &wbw, &rbw);
+    team_t tm;
+    team_start(&tm, o.threads);
+    json_t *sg = measure_local(&o, &tm, rank, &mc, &peak, &wbw, &rbw);
     if (0 != rank) {
         json_decref(sg);
         sg = NULL;
@@ -276,6 +478,8 @@ int cmd_calibrate(int argc, char **argv)
     size_t sizes[3] = { 64ul << 10, 1ul << 20, o.max };
     json_t *c = NULL;
     if (size > 1) c = colls(size, rank, sizes, 3, &lat);
+    double ccost = size > 1 ? coll_compute_cost(&o, &tm) : 0;
+    team_stop(&tm);
     if (0 == rank) {
         if (!c) {   /* one rank: no collective runs; a placeholder at memcpy speed */
             json_t *t = json_pack("[{s:i,s:i,s:f}]", "ranks", 2, "bytes", 1 << 20, "busbw", mc);
@@ -286,6 +490,7 @@ int cmd_calibrate(int argc, char **argv)
         }
         json_object_set_new(c, "domain_size", json_integer(size > 1 ? size : 2));
         json_object_set_new(c, "latency_s", json_real(lat));
+        json_object_set_new(c, "compute_cost", json_real(ccost));
         json_object_set_new(c, "note", json_string("measured by strata calibrate: one node, so inter = intra"));
         double target = json_number_value(json_object_get(sg, "target_flops"));
         json_t *hw = json_pack("{s:s,s:s,s:{s:I,s:f},s:{s:f,s:f,s:o},s:{s:f,s:f,s:f,s:f},s:I,s:f,s:{s:f,s:f},s:o}",
