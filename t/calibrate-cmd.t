@@ -1,0 +1,37 @@
+#!/bin/sh
+# calibrate-cmd.t - `strata calibrate` writes a hardware file the planner reads:
+# on 2 ranks with 2 threads each, the sgemm shapes with how they were split
+# (a team of single-threaded calls, or the BLAS's own threads), the threads,
+# the nonblocking collectives' busbw tables and the compute time a
+# collective costs (collectives.compute_cost, a number >= 0); `strata plan`
+# plans the example GPT on it. Bad options exit 2 with a message. Timings
+# are not asserted: they are this machine's at this moment.
+set -u
+. "$top_srcdir/t/tap.sh"
+tap_tmp calibrate
+echo "1..6"
+bad() { "$S" calibrate "$@" > "$tmp/out" 2> "$tmp/err"; test $? -eq 2 && grep -q -- "$1" "$tmp/err"; }
+check "--threads 0 is refused" bad --threads 0
+check "--shape 1,2 is refused" bad --shape 1,2
+hw="$tmp/cpu.json"
+STRATA_TEST_TIMEOUT=300 "$L" 2 "$S" calibrate --out "$hw" --dir "$tmp" --threads 2 --max 1M --disk 1M \
+    > "$tmp/out" 2>&1
+rc=$?
+sed 's/^/# /' "$tmp/out"
+check "2 ranks x 2 threads: exit 0 and a JSON file" sh -c 'test "$1" = 0 && python3 -m json.tool "$2" > /dev/null' _ "$rc" "$hw"
+check "sgemm shapes with their split, and 2 threads" python3 -c '
+import json, sys
+c = json.load(open(sys.argv[1]))["compute"]
+s = c["sgemm"]
+assert s["threads"] == 2, s["threads"]
+assert c["dense_flops"] > 0 and all(x["flops"] > 0 and x["split"] in ("team", "blas") for x in s["shapes"]), s
+' "$hw"
+check "collectives: busbw tables over 2 ranks and compute_cost >= 0" python3 -c '
+import json, sys
+c = json.load(open(sys.argv[1]))["collectives"]
+assert c["compute_cost"] >= 0, c["compute_cost"]
+for k in ("all_gather", "reduce_scatter", "all_to_all", "all_reduce"):
+    assert all(p["ranks"] == 2 and p["busbw"] > 0 for p in c[k]["intra"]), (k, c[k])
+' "$hw"
+"$S" plan --model gpt-example --hw "$hw" --fsdp 2 --micro 16 --seq 16 --policy all > "$tmp/plan" 2>&1
+check "strata plan reads it: five rows for the example GPT" sh -c 'test "$(grep -c "^\(keep\|recompute\|host\|auto\)  *\(lhs\|naive\)" "$1")" = 5' _ "$tmp/plan"
