@@ -275,12 +275,13 @@ static double coll_busbw(int k, MPI_Comm comm, size_t S)
  * second of its own. A 1 MiB all-gather (about one example GPT block's
  * parameters) started nonblocking, then sgemm calls at --shape for about
  * twice its time, the request tested between calls as the runtime's units
- * do, then waited for; against the collective alone (t_c) and the calls
- * alone (t_s), each the slowest rank's time, medians of REPS: cost =
- * (t_both - t_s) / t_c. 0: it runs beside the compute; 1: the compute waits
- * all of it out (MPI advances a collective only inside its calls, and its
- * copies and sums take the cores the compute has); above 1 where ranks
- * share cores and their polling slows each other. */
+ * do, then waited for; against the calls alone (t_s), each the slowest
+ * rank's time, medians of REPS: cost = (t_both - t_s) / t_table, with
+ * t_table the pair's seconds by the busbw tables, which are what the
+ * planner multiplies by it. 0: they run beside the compute; 1: the compute
+ * waits out their time (MPI advances a collective only inside its calls,
+ * and its copies and sums take the cores the compute has); above 1 where
+ * two in flight, or ranks sharing cores, slow each other more. */
 /* The collectives of the measurement: an all-gather and a reduce-scatter
  * of 1 MiB each over every rank, with their buffers */
 typedef struct {
@@ -317,16 +318,16 @@ static double overlap_median(const ovl_t *v, int mask, long calls)
     return median(t, REPS);
 }
 
-/* (t_both - t_s) / t_c for the collectives of mask */
-static double compute_cost_of(const ovl_t *v, int mask)
+/* (t_both - t_s) / t_table for the collectives of mask */
+static double compute_cost_of(const ovl_t *v, int mask, double t_table)
 {
     double tc = overlap_median(v, mask, 0), t1 = overlap_median(v, 0, 1);
     long calls = t1 > 0 ? (long)(2 * tc / t1) + 1 : 1;
     double ts = overlap_median(v, 0, calls), tb = overlap_median(v, mask, calls);
-    return tc > 0 && tb > ts ? (tb - ts) / tc : 0;
+    return t_table > 0 && tb > ts ? (tb - ts) / t_table : 0;
 }
 
-static double coll_compute_cost(const copts_t *o, team_t *tm)
+static double coll_compute_cost(const copts_t *o, team_t *tm, double t_table)
 {
     int n;
     MPI_Comm_size(MPI_COMM_WORLD, &n);
@@ -340,13 +341,16 @@ static double coll_compute_cost(const copts_t *o, team_t *tm)
     MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (all) {
         blas_threads(1);
-        cost = compute_cost_of(&v, 3);
+        cost = compute_cost_of(&v, 3, t_table);
     }
     free(j.a); free(j.b); free(j.c); free(v.ag_in); free(v.ag_out); free(v.rs_in); free(v.rs_out);
     return cost;
 }
 
-static json_t *colls(int size, int rank, const size_t *sizes, int nsizes, double *lat_p)
+/* The tables, the latency, and in *pair_p the seconds of the 1 MiB
+ * all-gather plus the 1 MiB reduce-scatter over every rank as the tables
+ * give them (what the planner would charge for that pair) */
+static json_t *colls(int size, int rank, const size_t *sizes, int nsizes, double *lat_p, double *pair_p)
 {
     static const char *const names[4] = { "all_gather", "reduce_scatter", "all_to_all", "all_reduce" };
     json_t *c = json_object();
@@ -363,6 +367,8 @@ static json_t *colls(int size, int rank, const size_t *sizes, int nsizes, double
             for (int s = 0; s < nsizes; s++) {
                 size_t S = sizes[s] / (4 * (size_t)g) * 4 * (size_t)g;
                 double bw = MPI_COMM_NULL != sub ? coll_busbw(k, sub, S) : 0;
+                if (g == size && k < 2 && (1ul << 20) == sizes[s] && bw > 0)
+                    *pair_p += (double)S * (g - 1) / g / bw;
                 json_array_append_new(tab[k], json_pack("{s:i,s:I,s:f}", "ranks", g, "bytes", (json_int_t)S, "busbw", bw));
             }
         if (MPI_COMM_NULL != sub) MPI_Comm_free(&sub);
@@ -477,8 +483,9 @@ int cmd_calibrate(int argc, char **argv)
     MPI_Bcast(&mc, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     size_t sizes[3] = { 64ul << 10, 1ul << 20, o.max };
     json_t *c = NULL;
-    if (size > 1) c = colls(size, rank, sizes, 3, &lat);
-    double ccost = size > 1 ? coll_compute_cost(&o, &tm) : 0;
+    double pair = 0;
+    if (size > 1) c = colls(size, rank, sizes, 3, &lat, &pair);
+    double ccost = size > 1 ? coll_compute_cost(&o, &tm, pair) : 0;
     team_stop(&tm);
     if (0 == rank) {
         if (!c) {   /* one rank: no collective runs; a placeholder at memcpy speed */
