@@ -49,24 +49,24 @@ static double median(double *t, int n)
  * starting together (a barrier), the median of WREPS windows. A window is
  * many scheduler time slices long: where ranks share cores, each one's
  * rate is its share, not the speed of a short call that ran alone inside
- * one slice (0.5 ms calls made 4 ranks on 2 cores look as fast as 2). */
-#define WINDOW_S 0.1
-#define WREPS 3
+ * one slice (0.5 ms calls made 4 ranks on 2 cores look as fast as 2). The
+ * windows of all figures are taken in turn, round after round, so that a
+ * slow second of a shared machine lands on one window of each figure, not
+ * on every window of one (one figure at a time moved the sgemm rate
+ * between 112 and 152 GFLOP/s from run to run here). */
+#define WINDOW_S 0.05
+#define WREPS 7
 
 static double window_rate(void (*op)(void *), void *arg, double work)
 {
-    double r[WREPS];
-    for (int k = 0; k < WREPS; k++) {
-        MPI_Barrier(MPI_COMM_WORLD);
-        double t0 = now(), t;
-        long n = 0;
-        do {
-            op(arg);
-            n++;
-        } while ((t = now() - t0) < WINDOW_S);
-        r[k] = work * (double)n / t;
-    }
-    return median(r, WREPS);
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = now(), t;
+    long n = 0;
+    do {
+        op(arg);
+        n++;
+    } while ((t = now() - t0) < WINDOW_S);
+    return work * (double)n / t;
 }
 
 /* the command's options */
@@ -190,37 +190,6 @@ static void memcpy_op(void *p)
 
 static void no_op(void *p) { (void)p; }
 
-/* The better of the BLAS's pool and the team, with tm's threads (*team_p:
- * 1 where the team won) */
-static double sgemm_rate(team_t *tm, int M, int K, int N, int *team_p)
-{
-    calib_job_t j = { M, K, N, calloc((size_t)M * K, 4), calloc((size_t)K * N, 4),
-                      calloc((size_t)M * N, 4), NULL, NULL, 0, tm };
-    int ok = j.a && j.b && j.c;
-    /* every rank takes part in the barriers, also one out of memory */
-    blas_threads(tm->n);
-    double pool = window_rate(ok ? sgemm_op : no_op, &j, 2.0 * M * K * N), team = 0;
-    blas_threads(1);
-    if (tm->n > 1) team = window_rate(ok ? sgemm_team_op : no_op, &j, 2.0 * M * K * N);
-    free(j.a); free(j.b); free(j.c);
-    *team_p = team > pool;
-    return ok ? (team > pool ? team : pool) : 0;
-}
-
-static double memcpy_bw(size_t bytes)
-{
-    calib_job_t j = { 0, 0, 0, NULL, NULL, NULL, malloc(bytes), malloc(bytes), bytes, NULL };
-    int ok = j.src && j.dst;
-    if (!ok) j.bytes = 0;
-    else {
-        memset(j.src, 1, bytes);
-        memset(j.dst, 0, bytes);
-    }
-    double bw = window_rate(memcpy_op, &j, (double)bytes);
-    free(j.src); free(j.dst);
-    return ok ? bw : 0;
-}
-
 /* write + fsync, then read back after dropping the file from the page cache */
 static int disk_bw(const char *dir, size_t bytes, double *w_p, double *r_p)
 {
@@ -291,31 +260,40 @@ typedef struct {
     float *rs_in, *rs_out;
 } ovl_t;
 
-/* one round: `calls` sgemm calls with the collectives of `mask` in flight
- * (1 the all-gather, 2 the reduce-scatter, 3 both); the slowest rank's seconds */
+/* `rounds` rounds back to back, each `calls` sgemm calls with the
+ * collectives of `mask` in flight (1 the all-gather, 2 the reduce-scatter,
+ * 3 both), started as the runtime starts them (after its comm_check, a
+ * small blocking all-reduce) and waited for at the round's end; the ranks
+ * start together once and drift apart as they do in training. The slowest
+ * rank's seconds per round. */
+#define ROUNDS 8
 static double overlap_round(const ovl_t *v, int mask, long calls)
 {
     MPI_Request req[2] = { MPI_REQUEST_NULL, MPI_REQUEST_NULL };
-    int flag;
+    int flag, one = 1, all;
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = now(), dt, slowest;
-    if (mask & 1) MPI_Iallgather(v->ag_in, v->per, MPI_BYTE, v->ag_out, v->per, MPI_BYTE, MPI_COMM_WORLD, &req[0]);
-    if (mask & 2) MPI_Ireduce_scatter_block(v->rs_in, v->rs_out, v->per / 4, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req[1]);
-    for (long k = 0; k < calls; k++) {
-        sgemm_team_op(v->job);
-        if (mask) MPI_Testall(2, req, &flag, MPI_STATUSES_IGNORE);
+    for (int r = 0; r < ROUNDS; r++) {
+        if (mask) MPI_Allreduce(&one, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        if (mask & 1) MPI_Iallgather(v->ag_in, v->per, MPI_BYTE, v->ag_out, v->per, MPI_BYTE, MPI_COMM_WORLD, &req[0]);
+        if (mask & 2) MPI_Ireduce_scatter_block(v->rs_in, v->rs_out, v->per / 4, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
+                                                &req[1]);
+        for (long k = 0; k < calls; k++) {
+            sgemm_team_op(v->job);
+            if (mask) MPI_Testall(2, req, &flag, MPI_STATUSES_IGNORE);
+        }
+        MPI_Waitall(2, req, MPI_STATUSES_IGNORE);
     }
-    MPI_Waitall(2, req, MPI_STATUSES_IGNORE);
-    dt = now() - t0;
+    dt = (now() - t0) / ROUNDS;
     MPI_Allreduce(&dt, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     return slowest;
 }
 
 static double overlap_median(const ovl_t *v, int mask, long calls)
 {
-    double t[REPS];
-    for (int r = 0; r < REPS; r++) t[r] = overlap_round(v, mask, calls);
-    return median(t, REPS);
+    double t[3];
+    for (int r = 0; r < 3; r++) t[r] = overlap_round(v, mask, calls);
+    return median(t, 3);
 }
 
 /* (t_both - t_s) / t_table for the collectives of mask */
@@ -433,21 +411,50 @@ static int copts_parse(int argc, char **argv, copts_t *o)
 static json_t *measure_local(const copts_t *o, team_t *tm, int rank, double *mc_p, double *peak_p, double *w_p,
                              double *r_p)
 {
-    static const int shapes[][3] = { { 256, 128, 384 }, { 256, 128, 512 }, { 256, 512, 128 }, { 1024, 1024, 1024 } };
-    json_t *sg = json_array();
-    double peak = 0;   /* the best shape, recorded as best_flops */
-    int team;
-    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
-        double f = sgemm_rate(tm, shapes[i][0], shapes[i][1], shapes[i][2], &team);
-        if (f > peak) peak = f;
-        json_array_append_new(sg, json_pack("{s:i,s:i,s:i,s:f,s:s}", "m", shapes[i][0], "k", shapes[i][1], "n",
-                                            shapes[i][2], "flops", f, "split", team ? "team" : "blas"));
+    enum { NS = 5 };   /* the last one is --shape, the target */
+    const int shapes[NS][3] = { { 256, 128, 384 }, { 256, 128, 512 }, { 256, 512, 128 }, { 1024, 1024, 1024 },
+                                { o->M, o->K, o->N } };
+    calib_job_t j[NS];
+    double pool[NS][WREPS], team[NS][WREPS], mc[WREPS];
+    size_t mb = 64ul << 20;
+    calib_job_t cp = { 0, 0, 0, NULL, NULL, NULL, malloc(mb), malloc(mb), mb, NULL };
+    int ok = cp.src && cp.dst;
+    for (int i = 0; i < NS; i++) {
+        int M = shapes[i][0], K = shapes[i][1], N = shapes[i][2];
+        j[i] = (calib_job_t){ M, K, N, calloc((size_t)M * K, 4), calloc((size_t)K * N, 4), calloc((size_t)M * N, 4),
+                              NULL, NULL, 0, tm };
+        ok = ok && j[i].a && j[i].b && j[i].c;
     }
-    double target = sgemm_rate(tm, o->M, o->K, o->N, &team);
-    json_array_append_new(sg, json_pack("{s:i,s:i,s:i,s:f,s:s,s:b}", "m", o->M, "k", o->K, "n", o->N, "flops",
-                                        target, "split", team ? "team" : "blas", "target", 1));
+    if (ok) {
+        memset(cp.src, 1, mb);
+        memset(cp.dst, 0, mb);
+    }
+    /* every rank takes part in the barriers, also one out of memory */
+    for (int w = 0; w < WREPS; w++) {
+        for (int i = 0; i < NS; i++) {
+            double work = 2.0 * shapes[i][0] * shapes[i][1] * shapes[i][2];
+            blas_threads(tm->n);
+            pool[i][w] = window_rate(ok ? sgemm_op : no_op, &j[i], work);
+            blas_threads(1);
+            team[i][w] = tm->n > 1 ? window_rate(ok ? sgemm_team_op : no_op, &j[i], work) : 0;
+        }
+        mc[w] = window_rate(ok ? memcpy_op : no_op, &cp, (double)mb);
+    }
+    json_t *sg = json_array();
+    double peak = 0, target = 0;   /* the best shape, recorded as best_flops */
+    for (int i = 0; i < NS; i++) {
+        double p = median(pool[i], WREPS), t = tm->n > 1 ? median(team[i], WREPS) : 0, f = ok ? (t > p ? t : p) : 0;
+        if (f > peak) peak = f;
+        if (NS - 1 == i) target = f;
+        json_t *e = json_pack("{s:i,s:i,s:i,s:f,s:s}", "m", shapes[i][0], "k", shapes[i][1], "n", shapes[i][2],
+                              "flops", f, "split", t > p ? "team" : "blas");
+        if (NS - 1 == i) json_object_set_new(e, "target", json_true());
+        json_array_append_new(sg, e);
+        free(j[i].a); free(j[i].b); free(j[i].c);
+    }
     *peak_p = peak;
-    *mc_p = memcpy_bw(64ul << 20);
+    *mc_p = ok ? median(mc, WREPS) : 0;
+    free(cp.src); free(cp.dst);
     MPI_Barrier(MPI_COMM_WORLD);
     if (0 == rank && disk_bw(o->dir, o->disk, w_p, r_p)) *w_p = *r_p = 0;
     return json_pack("{s:o,s:f,s:f,s:i}", "shapes", sg, "target_flops", target, "best_flops", peak, "threads", tm->n);
@@ -501,7 +508,7 @@ int cmd_calibrate(int argc, char **argv)
         json_object_set_new(c, "note", json_string("measured by strata calibrate: one node, so inter = intra"));
         double target = json_number_value(json_object_get(sg, "target_flops"));
         json_t *hw = json_pack("{s:s,s:s,s:{s:I,s:f},s:{s:f,s:f,s:o},s:{s:f,s:f,s:f,s:f},s:I,s:f,s:{s:f,s:f},s:o}",
-            "name", o.name, "source", "strata calibrate on this machine (compute and memcpy: medians of 3 windows of 0.1 s, all ranks at once; collectives: medians of 5; noisy under load)",
+            "name", o.name, "source", "strata calibrate on this machine (compute and memcpy: medians of 7 windows of 0.05 s taken in turn, all ranks at once; collectives: medians of 5; noisy under load)",
             /* hbm bandwidth counts traffic (the planner's elementwise op
              * reads and writes its bytes): a memcpy moves each byte twice */
             "hbm", "usable_bytes", (json_int_t)o.hbm, "bandwidth", 2 * mc,
