@@ -243,6 +243,7 @@ static void read_colls(rd_t *r, const json_t *c, plan_hw_t *hw)
     hw->domain = rd_long(r, c, "collectives", "domain_size", 1, 1, 1);
     hw->coll_latency = rd_num(r, c, "collectives", "latency_s", 0, 1, 0, 0);
     hw->coll_compute = rd_num(r, c, "collectives", "compute_cost", 0, 100, 0, 0);
+    hw->coll_sync = rd_num(r, c, "collectives", "sync_s", 0, 1, 0, 0);
     for (int k = 0; k < PLAN_COLL_COUNT; k++) {
         char f[96];
         const json_t *o = field_of(c, names[k]);

@@ -55,6 +55,7 @@ typedef struct {
     long   domain;             /* ranks in one fast (NVLink) domain */
     double coll_latency;
     double coll_compute;       /* compute seconds a collective costs per second of its own */
+    double coll_sync;          /* seconds the compute waits at each collective's start */
     plan_bw_table_t coll[PLAN_COLL_COUNT][2];   /* [0] inside a domain, [1] across */
 } plan_hw_t;
 

@@ -2,8 +2,9 @@
 # calibrate-cmd.t - `strata calibrate` writes a hardware file the planner reads:
 # on 2 ranks with 2 threads each, the sgemm shapes with how they were split
 # (a team of single-threaded calls, or the BLAS's own threads), the threads,
-# the nonblocking collectives' busbw tables and the compute time a
-# collective costs (collectives.compute_cost, a number >= 0); `strata plan`
+# the nonblocking collectives' busbw tables, the compute time a collective
+# costs (collectives.compute_cost, >= 0) and the wait at each start
+# (collectives.sync_s, under a second); `strata plan`
 # plans the example GPT on it. Bad options exit 2 with a message. Timings
 # are not asserted: they are this machine's at this moment.
 set -u
@@ -26,10 +27,10 @@ s = c["sgemm"]
 assert s["threads"] == 2, s["threads"]
 assert c["dense_flops"] > 0 and all(x["flops"] > 0 and x["split"] in ("team", "blas") for x in s["shapes"]), s
 ' "$hw"
-check "collectives: busbw tables over 2 ranks and compute_cost >= 0" python3 -c '
+check "collectives: busbw tables over 2 ranks, compute_cost >= 0 and sync_s in [0, 1)" python3 -c '
 import json, sys
 c = json.load(open(sys.argv[1]))["collectives"]
-assert c["compute_cost"] >= 0, c["compute_cost"]
+assert c["compute_cost"] >= 0 and 0 <= c["sync_s"] < 1, c
 for k in ("all_gather", "reduce_scatter", "all_to_all", "all_reduce"):
     assert all(p["ranks"] == 2 and p["busbw"] > 0 for p in c[k]["intra"]), (k, c[k])
 ' "$hw"

@@ -287,6 +287,15 @@ static void test_coll_compute(const plan_model_t *m, const plan_hw_t *tiny)
         }
         plan_destroy(p);
     }
+    /* collectives.sync_s: once before a forward, twice in a backward */
+    plan_t *p;
+    hw.coll_compute = 0;
+    hw.coll_sync = 1e-6;
+    if (STRATA_OK != plan_create(m, &hw, &sh, &p, err, sizeof err)) bail_out("plan_create: %s", err);
+    is_double(p->prog->units[1].cost_s[SCHED_COST_FWD], f0 + 1e-6, 1e-15, "sync_s 1 us: F += 1 us (its gather's start)");
+    is_double(p->prog->units[1].cost_s[SCHED_COST_BWD], b0 + 2e-6, 1e-15,
+              "sync_s 1 us: B += 2 us (the re-gather's and the reduce-scatter's starts)");
+    plan_destroy(p);
 }
 
 static const struct { int hw; const char *text, *needle; } bad[] = {
@@ -325,6 +334,10 @@ static const struct { int hw; const char *text, *needle; } bad[] = {
          "\"host_link\":{\"d2h_bw\":1e9,\"h2d_bw\":1e9},\"host_bytes\":1e9,\"collectives\":{\"domain_size\":8,"
          "\"compute_cost\":-0.5}}",
       "field 'collectives.compute_cost': expected a number in [0, 100], got -0.5" },
+    { 1, "{\"name\":\"h\",\"hbm\":{\"usable_bytes\":1e10,\"bandwidth\":1e12},\"compute\":{\"dense_flops\":1e12,\"mfu\":0.5},"
+         "\"host_link\":{\"d2h_bw\":1e9,\"h2d_bw\":1e9},\"host_bytes\":1e9,\"collectives\":{\"domain_size\":8,"
+         "\"sync_s\":\"slow\"}}",
+      "field 'collectives.sync_s': expected a number in [0, 1], got \"slow\"" },
     { 0, NULL, NULL }
 };
 
@@ -351,7 +364,7 @@ int main(void)
     char err[512];
     plan_model_t m;
     plan_hw_t hw;
-    plan(86);
+    plan(89);
     if (STRATA_OK != plan_model_parse(tiny_model, "tiny", &m, err, sizeof err) ||
         STRATA_OK != plan_hw_parse(tiny_hw, "tinyhw", &hw, err, sizeof err))
         bail_out("worked example files: %s", err);

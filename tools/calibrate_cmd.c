@@ -260,12 +260,12 @@ typedef struct {
     float *rs_in, *rs_out;
 } ovl_t;
 
-/* `rounds` rounds back to back, each `calls` sgemm calls with the
+/* ROUNDS rounds back to back, each `calls` sgemm calls with the
  * collectives of `mask` in flight (1 the all-gather, 2 the reduce-scatter,
- * 3 both), started as the runtime starts them (after its comm_check, a
- * small blocking all-reduce) and waited for at the round's end; the ranks
- * start together once and drift apart as they do in training. The slowest
- * rank's seconds per round. */
+ * 3 both) and waited for at the round's end; mask 4: first an 8-byte
+ * blocking all-reduce, as the runtime's comm_check makes before each
+ * collective. The ranks start together once and drift apart as they do
+ * in training. The slowest rank's seconds per round. */
 #define ROUNDS 8
 static double overlap_round(const ovl_t *v, int mask, long calls)
 {
@@ -274,13 +274,13 @@ static double overlap_round(const ovl_t *v, int mask, long calls)
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = now(), dt, slowest;
     for (int r = 0; r < ROUNDS; r++) {
-        if (mask) MPI_Allreduce(&one, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        if (mask & 4) MPI_Allreduce(&one, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
         if (mask & 1) MPI_Iallgather(v->ag_in, v->per, MPI_BYTE, v->ag_out, v->per, MPI_BYTE, MPI_COMM_WORLD, &req[0]);
         if (mask & 2) MPI_Ireduce_scatter_block(v->rs_in, v->rs_out, v->per / 4, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
                                                 &req[1]);
         for (long k = 0; k < calls; k++) {
             sgemm_team_op(v->job);
-            if (mask) MPI_Testall(2, req, &flag, MPI_STATUSES_IGNORE);
+            if (mask & 3) MPI_Testall(2, req, &flag, MPI_STATUSES_IGNORE);
         }
         MPI_Waitall(2, req, MPI_STATUSES_IGNORE);
     }
@@ -305,7 +305,21 @@ static double compute_cost_of(const ovl_t *v, int mask, double t_table)
     return t_table > 0 && tb > ts ? (tb - ts) / t_table : 0;
 }
 
-static double coll_compute_cost(const copts_t *o, team_t *tm, double t_table)
+/* collectives.sync_s: what the compute waits at each collective's start.
+ * The runtime's comm_check (on by default) makes a small blocking
+ * all-reduce there, and ranks that computed the same work arrive apart (a
+ * shared machine's noise, ranks sharing cores): the first waits for the
+ * last. About 1 ms of sgemm calls (a unit's compute) and the all-reduce,
+ * round after round, against the calls alone: the difference per round. */
+static double coll_sync(const ovl_t *v)
+{
+    double t1 = overlap_median(v, 0, 1);
+    long calls = t1 > 0 ? (long)(1e-3 / t1) + 1 : 1;
+    double ts = overlap_median(v, 0, calls), tb = overlap_median(v, 4, calls);
+    return tb > ts ? tb - ts : 0;
+}
+
+static double coll_compute_cost(const copts_t *o, team_t *tm, double t_table, double *sync_p)
 {
     int n;
     MPI_Comm_size(MPI_COMM_WORLD, &n);
@@ -320,6 +334,7 @@ static double coll_compute_cost(const copts_t *o, team_t *tm, double t_table)
     if (all) {
         blas_threads(1);
         cost = compute_cost_of(&v, 3, t_table);
+        *sync_p = coll_sync(&v);
     }
     free(j.a); free(j.b); free(j.c); free(v.ag_in); free(v.ag_out); free(v.rs_in); free(v.rs_out);
     return cost;
@@ -492,7 +507,7 @@ int cmd_calibrate(int argc, char **argv)
     json_t *c = NULL;
     double pair = 0;
     if (size > 1) c = colls(size, rank, sizes, 3, &lat, &pair);
-    double ccost = size > 1 ? coll_compute_cost(&o, &tm, pair) : 0;
+    double sync = 0, ccost = size > 1 ? coll_compute_cost(&o, &tm, pair, &sync) : 0;
     team_stop(&tm);
     if (0 == rank) {
         if (!c) {   /* one rank: no collective runs; a placeholder at memcpy speed */
@@ -505,6 +520,7 @@ int cmd_calibrate(int argc, char **argv)
         json_object_set_new(c, "domain_size", json_integer(size > 1 ? size : 2));
         json_object_set_new(c, "latency_s", json_real(lat));
         json_object_set_new(c, "compute_cost", json_real(ccost));
+        json_object_set_new(c, "sync_s", json_real(sync));
         json_object_set_new(c, "note", json_string("measured by strata calibrate: one node, so inter = intra"));
         double target = json_number_value(json_object_get(sg, "target_flops"));
         json_t *hw = json_pack("{s:s,s:s,s:{s:I,s:f},s:{s:f,s:f,s:o},s:{s:f,s:f,s:f,s:f},s:I,s:f,s:{s:f,s:f},s:o}",
