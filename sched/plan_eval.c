@@ -199,12 +199,47 @@ void plan_destroy(plan_t *p)
 
 /* ------------------------------------------------------------ evaluation */
 
+/* Copies that take the compute's cores (host_link.compute_cost y, a CPU
+ * node's copy engine): the unit's compute pays y of each chunk the
+ * schedule moves, a D2H in the forward of the unit that saved it, an H2D
+ * in its backward. Applied to the program's costs once the schedule is
+ * built (it knows which saves move); `saved` holds the costs to restore. */
+static int copy_costs(plan_t *p, sched_t *s, double *saved)
+{
+    double y = p->hw.link_compute;
+    if (y <= 0) return 0;
+    for (int u = 0; u < p->prog->nunits; u++) {
+        saved[2 * u] = p->prog->units[u].cost_s[SCHED_COST_FWD];
+        saved[2 * u + 1] = p->prog->units[u].cost_s[SCHED_COST_BWD];
+    }
+    for (int i = 0; i < s->nops; i++) {
+        const sched_op_t *op = &s->ops[i];
+        if (op->unit < 0) continue;
+        double *c = p->prog->units[op->unit].cost_s;
+        if (SCHED_OP_D2H == op->kind) c[SCHED_COST_FWD] += y * op->seconds;
+        else if (SCHED_OP_H2D == op->kind) c[SCHED_COST_BWD] += y * op->seconds;
+    }
+    sched_update_costs(s);
+    return 1;
+}
+
+static void copy_costs_restore(plan_t *p, const double *saved)
+{
+    for (int u = 0; u < p->prog->nunits; u++) {
+        p->prog->units[u].cost_s[SCHED_COST_FWD] = saved[2 * u];
+        p->prog->units[u].cost_s[SCHED_COST_BWD] = saved[2 * u + 1];
+    }
+}
+
 static strata_status_t run_one(plan_t *p, const sched_actions_t *acts, const sched_opts_t *o,
                                plan_row_t *row, char *err, size_t errlen)
 {
     sched_t *s = NULL;
     sched_result_t r, r0;
+    double *saved = malloc(2 * (size_t)p->prog->nunits * sizeof *saved);
+    if (!saved) return sched_fail(err, errlen, STRATA_ERR_NOMEM, "plan: out of memory");
     strata_status_t st = sched_build(p->prog, acts, o, &s, err, errlen);
+    int moved = STRATA_OK == st && copy_costs(p, s, saved);
     if (STRATA_OK == st) st = sched_simulate(s, &r, NULL, NULL, err, errlen);
     if (STRATA_OK == st && p->shape.accum > 1) {
         /* the other micro-batches: the same program without the optimizer */
@@ -232,6 +267,8 @@ static strata_status_t run_one(plan_t *p, const sched_actions_t *acts, const sch
                 else if (SCHED_HOST == act || SCHED_STORAGE == act) row->offloaded_by_name[sv->name_id] += (double)sv->bytes;
             }
     }
+    if (moved) copy_costs_restore(p, saved);
+    free(saved);
     sched_destroy(s);
     return st;
 }

@@ -51,6 +51,7 @@ typedef struct {
     int    hbm_derived;        /* 1: published capacity less 2 GiB */
     double hbm_bw, flops, mfu;
     double d2h_bw, h2d_bw, both_bw, link_latency, host_bytes, storage_bw;
+    double link_compute;       /* compute seconds a host-link copy costs per second of its own */
     size_t chunk;
     long   domain;             /* ranks in one fast (NVLink) domain */
     double coll_latency;

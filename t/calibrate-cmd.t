@@ -4,7 +4,8 @@
 # (a team of single-threaded calls, or the BLAS's own threads), the threads,
 # the nonblocking collectives' busbw tables, the compute time a collective
 # costs (collectives.compute_cost, >= 0) and the wait at each start
-# (collectives.sync_s, under a second); `strata plan`
+# (collectives.sync_s, under a second), and what a host-link copy costs the
+# compute (host_link.compute_cost, >= 0); `strata plan`
 # plans the example GPT on it. Bad options exit 2 with a message. Timings
 # are not asserted: they are this machine's at this moment.
 set -u
@@ -27,10 +28,11 @@ s = c["sgemm"]
 assert s["threads"] == 2, s["threads"]
 assert c["dense_flops"] > 0 and all(x["flops"] > 0 and x["split"] in ("team", "blas") for x in s["shapes"]), s
 ' "$hw"
-check "collectives: busbw tables over 2 ranks, compute_cost >= 0 and sync_s in [0, 1)" python3 -c '
+check "busbw tables over 2 ranks; collectives' compute_cost >= 0, sync_s in [0, 1); the host link's compute_cost >= 0" python3 -c '
 import json, sys
 c = json.load(open(sys.argv[1]))["collectives"]
 assert c["compute_cost"] >= 0 and 0 <= c["sync_s"] < 1, c
+assert json.load(open(sys.argv[1]))["host_link"]["compute_cost"] >= 0
 for k in ("all_gather", "reduce_scatter", "all_to_all", "all_reduce"):
     assert all(p["ranks"] == 2 and p["busbw"] > 0 for p in c[k]["intra"]), (k, c[k])
 ' "$hw"

@@ -298,6 +298,43 @@ static void test_coll_compute(const plan_model_t *m, const plan_hw_t *tiny)
     plan_destroy(p);
 }
 
+/* host_link.compute_cost y: the compute pays y of every chunk the
+ * schedule moves over the host link. keep moves nothing: the same step. A
+ * host policy's step grows, by at most y x its transfers' seconds (a D2H
+ * and an H2D of every save at the link's 1 GB/s), and the program's costs
+ * are as before once the row is evaluated. */
+static void test_link_compute(const plan_model_t *m, const plan_hw_t *tiny)
+{
+    plan_shape_t sh = { .fsdp = 2, .replicas = 1, .ep = 1, .micro = 1, .seq = 4, .accum = 1, .prefetch = 1 };
+    plan_hw_t hw = *tiny;
+    double step[2][2], moved = 0;
+    char err[512];
+    for (int y = 0; y < 2; y++) {
+        plan_t *p;
+        sched_actions_t a;
+        plan_row_t r;
+        hw.link_compute = y;
+        if (STRATA_OK != plan_create(m, &hw, &sh, &p, err, sizeof err)) bail_out("plan_create: %s", err);
+        double f1 = p->prog->units[1].cost_s[SCHED_COST_FWD], b1 = p->prog->units[1].cost_s[SCHED_COST_BWD];
+        for (int k = 0; k < 2; k++) {
+            sched_actions_fill(&a, p->prog, k ? SCHED_HOST : SCHED_KEEP);
+            if (STRATA_OK != plan_evaluate(p, &a, SCHED_MODE_NAIVE, &r, err, sizeof err)) bail_out("evaluate: %s", err);
+            step[y][k] = r.step_s;
+            if (k && !y)
+                for (int u = 0; u < p->prog->nunits; u++)
+                    for (int i = 0; i < p->prog->units[u].nsaves; i++)
+                        moved += 2 * (double)p->prog->units[u].saves[i].bytes / 1e9;
+        }
+        ok(p->prog->units[1].cost_s[SCHED_COST_FWD] == f1 && p->prog->units[1].cost_s[SCHED_COST_BWD] == b1,
+           "link compute_cost %d: the program's costs are restored after evaluating", y);
+        plan_destroy(p);
+    }
+    is_double(step[1][0], step[0][0], 0, "link compute_cost 1: keep moves nothing, the same step");
+    ok(step[1][1] > step[0][1] && step[1][1] <= step[0][1] + moved * (1 + 1e-9),
+       "link compute_cost 1: *=host naive grows from %.4g to %.4g s, by at most its transfers' %.4g s",
+       step[0][1], step[1][1], moved);
+}
+
 static const struct { int hw; const char *text, *needle; } bad[] = {
     { 0, "not json", "bad.json: not JSON: line 1" },
     { 0, "[1]", "expected a JSON object" },
@@ -364,7 +401,7 @@ int main(void)
     char err[512];
     plan_model_t m;
     plan_hw_t hw;
-    plan(89);
+    plan(93);
     if (STRATA_OK != plan_model_parse(tiny_model, "tiny", &m, err, sizeof err) ||
         STRATA_OK != plan_hw_parse(tiny_hw, "tinyhw", &hw, err, sizeof err))
         bail_out("worked example files: %s", err);
@@ -374,6 +411,7 @@ int main(void)
     test_gpt_peak(&hw);
     test_coll(&hw);
     test_coll_compute(&m, &hw);
+    test_link_compute(&m, &hw);
     test_bad();
     return done_testing();
 }

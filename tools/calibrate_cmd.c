@@ -421,6 +421,64 @@ static int copts_parse(int argc, char **argv, copts_t *o)
     return 0;
 }
 
+/* host_link.compute_cost: what a host-link copy costs the compute here.
+ * On a CPU node the runtime's copy engine is a thread that memcpys beside
+ * the rank's compute threads, on the same cores. 1 MiB copies on such a
+ * thread while the team runs sgemm calls for about twice their time,
+ * against each alone (every rank at once, the slowest rank's time,
+ * medians of REPS): (t_both - t_s) / t_copy. */
+typedef struct { const char *src; char *dst; size_t bytes; long n; } copy_job_t;
+
+static void *copy_main(void *p)
+{
+    const copy_job_t *c = p;
+    for (long i = 0; i < c->n; i++) memcpy(c->dst, c->src, c->bytes);
+    return NULL;
+}
+
+/* the slowest rank's seconds for `calls` sgemm calls with (copies) the copy thread running */
+static double copy_round(calib_job_t *j, copy_job_t *c, long calls, int copies)
+{
+    pthread_t tid;
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = now(), dt, slowest;
+    int started = copies && 0 == pthread_create(&tid, NULL, copy_main, c);
+    for (long k = 0; k < calls; k++) sgemm_team_op(j);
+    if (started) pthread_join(tid, NULL);
+    else if (copies) copy_main(c);
+    dt = now() - t0;
+    MPI_Allreduce(&dt, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return slowest;
+}
+
+static double copy_median(calib_job_t *j, copy_job_t *c, long calls, int copies)
+{
+    double t[REPS];
+    for (int r = 0; r < REPS; r++) t[r] = copy_round(j, c, calls, copies);
+    return median(t, REPS);
+}
+
+static double link_compute_cost(const copts_t *o, team_t *tm)
+{
+    size_t mb = 1ul << 20;
+    calib_job_t j = { o->M, o->K, o->N, calloc((size_t)o->M * o->K, 4), calloc((size_t)o->K * o->N, 4),
+                      calloc((size_t)o->M * o->N, 4), NULL, NULL, 0, tm };
+    char *src = calloc(mb, 1), *dst = calloc(mb, 1);
+    int ok = j.a && j.b && j.c && src && dst, all;
+    double cost = 0;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (all) {
+        blas_threads(1);
+        copy_job_t c = { src, dst, mb, 16 };
+        double tc = copy_median(&j, &c, 0, 1), t1 = copy_median(&j, &c, 1, 0);
+        long calls = t1 > 0 ? (long)(2 * tc / t1) + 1 : 1;
+        double ts = copy_median(&j, &c, calls, 0), tb = copy_median(&j, &c, calls, 1);
+        cost = tc > 0 && tb > ts ? (tb - ts) / tc : 0;
+    }
+    free(j.a); free(j.b); free(j.c); free(src); free(dst);
+    return cost;
+}
+
 /* Every rank runs this at once, as training runs its ranks: where ranks
  * share cores, each one's rate is what a rank gets. The disk only on rank 0. */
 static json_t *measure_local(const copts_t *o, team_t *tm, int rank, double *mc_p, double *peak_p, double *w_p,
@@ -508,6 +566,7 @@ int cmd_calibrate(int argc, char **argv)
     double pair = 0;
     if (size > 1) c = colls(size, rank, sizes, 3, &lat, &pair);
     double sync = 0, ccost = size > 1 ? coll_compute_cost(&o, &tm, pair, &sync) : 0;
+    double lcost = link_compute_cost(&o, &tm);
     team_stop(&tm);
     if (0 == rank) {
         if (!c) {   /* one rank: no collective runs; a placeholder at memcpy speed */
@@ -523,13 +582,13 @@ int cmd_calibrate(int argc, char **argv)
         json_object_set_new(c, "sync_s", json_real(sync));
         json_object_set_new(c, "note", json_string("measured by strata calibrate: one node, so inter = intra"));
         double target = json_number_value(json_object_get(sg, "target_flops"));
-        json_t *hw = json_pack("{s:s,s:s,s:{s:I,s:f},s:{s:f,s:f,s:o},s:{s:f,s:f,s:f,s:f},s:I,s:f,s:{s:f,s:f},s:o}",
+        json_t *hw = json_pack("{s:s,s:s,s:{s:I,s:f},s:{s:f,s:f,s:o},s:{s:f,s:f,s:f,s:f,s:f},s:I,s:f,s:{s:f,s:f},s:o}",
             "name", o.name, "source", "strata calibrate on this machine (compute and memcpy: medians of 7 windows of 0.05 s taken in turn, all ranks at once; collectives: medians of 5; noisy under load)",
             /* hbm bandwidth counts traffic (the planner's elementwise op
              * reads and writes its bytes): a memcpy moves each byte twice */
             "hbm", "usable_bytes", (json_int_t)o.hbm, "bandwidth", 2 * mc,
             "compute", "dense_flops", target, "mfu", 1.0, "sgemm", sg,
-            "host_link", "d2h_bw", mc, "h2d_bw", mc, "both_bw", mc, "latency_s", 0.0,
+            "host_link", "d2h_bw", mc, "h2d_bw", mc, "both_bw", mc, "latency_s", 0.0, "compute_cost", lcost,
             "host_bytes", (json_int_t)o.host, "storage_bw", wbw < rbw ? wbw : rbw,
             "disk", "write_bw", wbw, "read_bw", rbw, "collectives", c);
         char *txt = json_dumps(hw, JSON_INDENT(2) | JSON_PRESERVE_ORDER);

@@ -305,12 +305,13 @@ static void print_assumptions(const plan_t *p, FILE *out)
         "  - backward = 2 x forward FLOPs; matrix products at dense_flops x mfu, elementwise ops at HBM bandwidth\n"
         "  - unsharded gradients held and reduce-scattered in the gradient dtype, as the runtime does;\n"
         "    collectives from the hardware file's busbw tables, the compute paying compute_cost x their\n"
-        "    time and sync_s at each start: here %g and %g s (0 and 0: beside the compute, as NCCL)\n"
+        "    time and sync_s at each start: here %g and %g s (0 and 0: beside the compute, as NCCL);\n"
+        "    the compute pays the host link's compute_cost x each copy it schedules: here %g\n"
         "  - the runtime's buffers: each unit's output until its backward, a backward's input and output\n"
         "    gradients, 256 guard bytes per buffer; transfers land in place (no staging buffers);\n"
         "    communication buffers are inside the 2 GiB reserve; optimizer state stays on device\n",
         PLAN_GPT == p->model.family ? " (except the example GPT, which saves attn_probs as train_gpt does)" : "",
-        p->hw.coll_compute, p->hw.coll_sync);
+        p->hw.coll_compute, p->hw.coll_sync, p->hw.link_compute);
     if (p->model.moe)
         fprintf(out, "  - MoE: perfect load balance; with --ep E > 1 the routed experts are split over E ranks (not\n"
             "    gathered across them; sharded and gathered only among the fsdp/E ranks holding the same ones),\n"
