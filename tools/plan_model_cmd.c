@@ -304,9 +304,9 @@ static void print_assumptions(const plan_t *p, FILE *out)
         "  - fused attention: saves its output and fp32 softmax statistics, never the T x T probabilities%s\n"
         "  - backward = 2 x forward FLOPs; matrix products at dense_flops x mfu, elementwise ops at HBM bandwidth\n"
         "  - unsharded gradients held and reduce-scattered in the gradient dtype, as the runtime does;\n"
-        "    collectives from the hardware file's busbw tables, the compute paying compute_cost x their\n"
-        "    time and sync_s at each start: here %g and %g s (0 and 0: beside the compute, as NCCL);\n"
-        "    the compute pays the host link's compute_cost x each copy it schedules: here %g\n"
+        "    collectives from the hardware file's busbw tables; the compute pays collectives.compute_cost\n"
+        "    x their time and collectives.sync_s at each start (here %g, and %g s; 0 and 0: beside the\n"
+        "    compute, as NCCL), and host_link.compute_cost x each copy the schedule makes (here %g)\n"
         "  - the runtime's buffers: each unit's output until its backward, a backward's input and output\n"
         "    gradients, 256 guard bytes per buffer; transfers land in place (no staging buffers);\n"
         "    communication buffers are inside the 2 GiB reserve; optimizer state stays on device\n",
