@@ -17,6 +17,7 @@ io/ckpt_save.c: runs inside a checkpoint save, one recorded operation under ckpt
 examples/gpt/train_gpt.c: the program's own MPI set-up and tear-down around the library
 examples/mlp/mlp.c: the example's loss report, outside the library
 tools/calibrate_cmd.c: measures raw MPI on purpose; no strata context
+tools/calibrate_costs.c: the same command's measurements of what collectives cost the compute, raw MPI on purpose
 LIST
 found() {   # files under $1 with a blocking MPI call, one a line, relative to $1
     (cd "$1" && grep -lE "$calls" base/*.c tiers/*.c io/*.c sched/*.c fsdp/*.c tools/*.c \

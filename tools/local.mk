@@ -1,6 +1,6 @@
 bin_PROGRAMS += tools/strata
 tools_strata_SOURCES = tools/strata.c tools/cmds.h tools/ckpt_cmd.c tools/plan_cmd.c tools/plan_model_cmd.c \
-                       tools/trace_cmd.c tools/calibrate_cmd.c tools/flight_cmd.c \
+                       tools/trace_cmd.c tools/calibrate_cmd.c tools/calibrate.h tools/calibrate_team.c tools/calibrate_costs.c tools/flight_cmd.c \
                        tools/trace_json.h tools/trace_merge.c tools/trace_plot.c
 tools_strata_CPPFLAGS = $(AM_CPPFLAGS) $(BLAS_CFLAGS) $(JANSSON_CFLAGS)
 tools_strata_LDADD = $(TRACE_LIBS) libstrata_core.la $(JANSSON_LIBS) $(BLAS_LIBS)

@@ -1,0 +1,171 @@
+/*
+ * calibrate_costs.c - what collectives and host-link copies cost the
+ * compute on this machine, for `strata calibrate` (docs/planner.md): every
+ * rank at once, the slowest rank's time, medians of a few repeats.
+ */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mpi.h>
+
+#include "tools/calibrate.h"
+
+/* The collectives of the measurement: an all-gather and a reduce-scatter
+ * of 1 MiB each over every rank, with their buffers */
+typedef struct {
+    calib_job_t *job;
+    int per;                 /* bytes each rank contributes to the gather */
+    char *ag_in, *ag_out;
+    float *rs_in, *rs_out;
+} ovl_t;
+
+/* ROUNDS rounds back to back, each `calls` sgemm calls with the
+ * collectives of `mask` in flight (1 the all-gather, 2 the reduce-scatter,
+ * 3 both) and waited for at the round's end; mask 4: first an 8-byte
+ * blocking all-reduce, as the runtime's comm_check makes before each
+ * collective. The ranks start together once and drift apart as they do
+ * in training. The slowest rank's seconds per round. */
+#define ROUNDS 8
+static double overlap_round(const ovl_t *v, int mask, long calls)
+{
+    MPI_Request req[2] = { MPI_REQUEST_NULL, MPI_REQUEST_NULL };
+    int flag, one = 1, all;
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = calib_now(), dt, slowest;
+    for (int r = 0; r < ROUNDS; r++) {
+        if (mask & 4) MPI_Allreduce(&one, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        if (mask & 1) MPI_Iallgather(v->ag_in, v->per, MPI_BYTE, v->ag_out, v->per, MPI_BYTE, MPI_COMM_WORLD, &req[0]);
+        if (mask & 2) MPI_Ireduce_scatter_block(v->rs_in, v->rs_out, v->per / 4, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
+                                                &req[1]);
+        for (long k = 0; k < calls; k++) {
+            calib_sgemm_team_op(v->job);
+            if (mask & 3) MPI_Testall(2, req, &flag, MPI_STATUSES_IGNORE);
+        }
+        MPI_Waitall(2, req, MPI_STATUSES_IGNORE);
+    }
+    dt = (calib_now() - t0) / ROUNDS;
+    MPI_Allreduce(&dt, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return slowest;
+}
+
+static double overlap_median(const ovl_t *v, int mask, long calls)
+{
+    double t[3];
+    for (int r = 0; r < 3; r++) t[r] = overlap_round(v, mask, calls);
+    return calib_median(t, 3);
+}
+
+/* collectives.compute_cost: the compute time a collective costs here, per
+ * second of its own. The collectives of mask (a backward's pattern: the
+ * 1 MiB all-gather and reduce-scatter together) started nonblocking, then
+ * sgemm calls at --shape for about twice their time alone, the requests
+ * tested between calls as the runtime's units do, then waited for;
+ * against the calls alone (t_s): cost = (t_both - t_s) / t_table, with
+ * t_table the pair's seconds by the busbw tables, which are what the
+ * planner multiplies by it. 0: they run beside the compute; 1: the compute
+ * waits out their time (MPI advances a collective only inside its calls,
+ * and its copies and sums take the cores the compute has); above 1 where
+ * two in flight, or ranks sharing cores, slow each other more. */
+static double compute_cost_of(const ovl_t *v, int mask, double t_table)
+{
+    double tc = overlap_median(v, mask, 0), t1 = overlap_median(v, 0, 1);
+    long calls = t1 > 0 ? (long)(2 * tc / t1) + 1 : 1;
+    double ts = overlap_median(v, 0, calls), tb = overlap_median(v, mask, calls);
+    return t_table > 0 && tb > ts ? (tb - ts) / t_table : 0;
+}
+
+/* collectives.sync_s: what the compute waits at each collective's start.
+ * The runtime's comm_check (on by default) makes a small blocking
+ * all-reduce there, and ranks that computed the same work arrive apart (a
+ * shared machine's noise, ranks sharing cores): the first waits for the
+ * last. About 1 ms of sgemm calls (a unit's compute) and the all-reduce,
+ * round after round, against the calls alone: the difference per round. */
+static double coll_sync(const ovl_t *v)
+{
+    double t1 = overlap_median(v, 0, 1);
+    long calls = t1 > 0 ? (long)(1e-3 / t1) + 1 : 1;
+    double ts = overlap_median(v, 0, calls), tb = overlap_median(v, 4, calls);
+    return tb > ts ? tb - ts : 0;
+}
+
+double calib_coll_compute_cost(const copts_t *o, team_t *tm, double t_table, double *sync_p)
+{
+    int n;
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    size_t S = (1ul << 20) / (4 * (size_t)n) * 4 * (size_t)n;
+    calib_job_t j = { o->M, o->K, o->N, calloc((size_t)o->M * o->K, 4), calloc((size_t)o->K * o->N, 4),
+                      calloc((size_t)o->M * o->N, 4), NULL, NULL, 0, tm };
+    ovl_t v = { &j, (int)(S / (size_t)n), calloc(S / (size_t)n, 1), calloc(S, 1), calloc(S, 1),
+                calloc(S / (size_t)n, 1) };
+    int ok = j.a && j.b && j.c && v.ag_in && v.ag_out && v.rs_in && v.rs_out, all;
+    double cost = 0;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (all) {
+        calib_blas_threads(1);
+        cost = compute_cost_of(&v, 3, t_table);
+        *sync_p = coll_sync(&v);
+    }
+    free(j.a); free(j.b); free(j.c); free(v.ag_in); free(v.ag_out); free(v.rs_in); free(v.rs_out);
+    return cost;
+}
+
+/* host_link.compute_cost: what a host-link copy costs the compute here.
+ * On a CPU node the runtime's copy engine is a thread that memcpys beside
+ * the rank's compute threads, on the same cores. 1 MiB copies on such a
+ * thread while the team runs sgemm calls for about twice their time,
+ * against each alone (every rank at once, the slowest rank's time,
+ * medians of REPS): (t_both - t_s) / t_copy. */
+typedef struct { const char *src; char *dst; size_t bytes; long n; } copy_job_t;
+
+static void *copy_main(void *p)
+{
+    const copy_job_t *c = p;
+    for (long i = 0; i < c->n; i++) memcpy(c->dst, c->src, c->bytes);
+    return NULL;
+}
+
+/* the slowest rank's seconds for `calls` sgemm calls with (copies) the copy thread running */
+static double copy_round(calib_job_t *j, copy_job_t *c, long calls, int copies)
+{
+    pthread_t tid;
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = calib_now(), dt, slowest;
+    int started = copies && 0 == pthread_create(&tid, NULL, copy_main, c);
+    for (long k = 0; k < calls; k++) calib_sgemm_team_op(j);
+    if (started) pthread_join(tid, NULL);
+    else if (copies) copy_main(c);
+    dt = calib_now() - t0;
+    MPI_Allreduce(&dt, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return slowest;
+}
+
+static double copy_median(calib_job_t *j, copy_job_t *c, long calls, int copies)
+{
+    double t[REPS];
+    for (int r = 0; r < REPS; r++) t[r] = copy_round(j, c, calls, copies);
+    return calib_median(t, REPS);
+}
+
+double calib_link_compute_cost(const copts_t *o, team_t *tm)
+{
+    size_t mb = 1ul << 20;
+    calib_job_t j = { o->M, o->K, o->N, calloc((size_t)o->M * o->K, 4), calloc((size_t)o->K * o->N, 4),
+                      calloc((size_t)o->M * o->N, 4), NULL, NULL, 0, tm };
+    char *src = calloc(mb, 1), *dst = calloc(mb, 1);
+    int ok = j.a && j.b && j.c && src && dst, all;
+    double cost = 0;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (all) {
+        calib_blas_threads(1);
+        copy_job_t c = { src, dst, mb, 16 };
+        double tc = copy_median(&j, &c, 0, 1), t1 = copy_median(&j, &c, 1, 0);
+        long calls = t1 > 0 ? (long)(2 * tc / t1) + 1 : 1;
+        double ts = copy_median(&j, &c, calls, 0), tb = copy_median(&j, &c, calls, 1);
+        cost = tc > 0 && tb > ts ? (tb - ts) / tc : 0;
+    }
+    free(j.a); free(j.b); free(j.c); free(src); free(dst);
+    return cost;
+}
