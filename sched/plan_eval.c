@@ -203,11 +203,13 @@ void plan_destroy(plan_t *p)
  * node's copy engine): the unit's compute pays y of each chunk the
  * schedule moves, a D2H in the forward of the unit that saved it, an H2D
  * in its backward. Applied to the program's costs once the schedule is
- * built (it knows which saves move); `saved` holds the costs to restore. */
-static int copy_costs(plan_t *p, sched_t *s, double *saved)
+ * built (it knows which saves move), where y > 0. Returns the costs
+ * before, for copy_costs_restore; NULL: out of memory. */
+static double *copy_costs(plan_t *p, sched_t *s)
 {
     double y = p->hw.link_compute;
-    if (y <= 0) return 0;
+    double *saved = malloc(2 * (size_t)p->prog->nunits * sizeof *saved);
+    if (!saved) return NULL;
     for (int u = 0; u < p->prog->nunits; u++) {
         saved[2 * u] = p->prog->units[u].cost_s[SCHED_COST_FWD];
         saved[2 * u + 1] = p->prog->units[u].cost_s[SCHED_COST_BWD];
@@ -220,15 +222,17 @@ static int copy_costs(plan_t *p, sched_t *s, double *saved)
         else if (SCHED_OP_H2D == op->kind) c[SCHED_COST_BWD] += y * op->seconds;
     }
     sched_update_costs(s);
-    return 1;
+    return saved;
 }
 
-static void copy_costs_restore(plan_t *p, const double *saved)
+static void copy_costs_restore(plan_t *p, double *saved)
 {
+    if (!saved) return;
     for (int u = 0; u < p->prog->nunits; u++) {
         p->prog->units[u].cost_s[SCHED_COST_FWD] = saved[2 * u];
         p->prog->units[u].cost_s[SCHED_COST_BWD] = saved[2 * u + 1];
     }
+    free(saved);
 }
 
 static strata_status_t run_one(plan_t *p, const sched_actions_t *acts, const sched_opts_t *o,
@@ -236,10 +240,10 @@ static strata_status_t run_one(plan_t *p, const sched_actions_t *acts, const sch
 {
     sched_t *s = NULL;
     sched_result_t r, r0;
-    double *saved = malloc(2 * (size_t)p->prog->nunits * sizeof *saved);
-    if (!saved) return sched_fail(err, errlen, STRATA_ERR_NOMEM, "plan: out of memory");
     strata_status_t st = sched_build(p->prog, acts, o, &s, err, errlen);
-    int moved = STRATA_OK == st && copy_costs(p, s, saved);
+    double *saved = NULL;
+    if (STRATA_OK == st && p->hw.link_compute > 0 && !(saved = copy_costs(p, s)))
+        st = sched_fail(err, errlen, STRATA_ERR_NOMEM, "plan: out of memory");
     if (STRATA_OK == st) st = sched_simulate(s, &r, NULL, NULL, err, errlen);
     if (STRATA_OK == st && p->shape.accum > 1) {
         /* the other micro-batches: the same program without the optimizer */
@@ -267,8 +271,7 @@ static strata_status_t run_one(plan_t *p, const sched_actions_t *acts, const sch
                 else if (SCHED_HOST == act || SCHED_STORAGE == act) row->offloaded_by_name[sv->name_id] += (double)sv->bytes;
             }
     }
-    if (moved) copy_costs_restore(p, saved);
-    free(saved);
+    copy_costs_restore(p, saved);
     sched_destroy(s);
     return st;
 }

@@ -252,7 +252,7 @@ int cmd_calibrate(int argc, char **argv)
                 "(dense_flops = the rate at --shape, mfu 1; default the example GPT's 256,128,512;\n"
                 "the other shapes are recorded beside it) on T threads per rank (default $OMP_NUM_THREADS\n"
                 "or 1: what train_gpt --threads will use), memcpy, MPI busbw at 64k..--max over 2, 4, .. N\n"
-                "ranks, the compute time a collective costs, disk write/read in --dir.\n"
+                "ranks, what collectives and host copies cost the compute, disk write/read in --dir.\n"
                 "--hbm/--host: the budgets to plan with (train_gpt's 4G and 8G).\n");
         return rc > 0 ? 0 : 2;
     }

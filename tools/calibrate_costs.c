@@ -13,6 +13,24 @@
 
 #include "tools/calibrate.h"
 
+/* sgemm at --shape on the team; c is NULL (and nothing held) where
+ * memory ran out */
+static calib_job_t shape_job(const copts_t *o, team_t *tm)
+{
+    calib_job_t j = { o->M, o->K, o->N, calloc((size_t)o->M * o->K, 4), calloc((size_t)o->K * o->N, 4),
+                      calloc((size_t)o->M * o->N, 4), NULL, NULL, 0, tm };
+    if (!j.a || !j.b || !j.c) {
+        free(j.a); free(j.b); free(j.c);
+        j.a = j.b = j.c = NULL;
+    }
+    return j;
+}
+
+static void shape_job_free(calib_job_t *j)
+{
+    free(j->a); free(j->b); free(j->c);
+}
+
 /* The collectives of the measurement: an all-gather and a reduce-scatter
  * of 1 MiB each over every rank, with their buffers */
 typedef struct {
@@ -96,11 +114,10 @@ double calib_coll_compute_cost(const copts_t *o, team_t *tm, double t_table, dou
     int n;
     MPI_Comm_size(MPI_COMM_WORLD, &n);
     size_t S = (1ul << 20) / (4 * (size_t)n) * 4 * (size_t)n;
-    calib_job_t j = { o->M, o->K, o->N, calloc((size_t)o->M * o->K, 4), calloc((size_t)o->K * o->N, 4),
-                      calloc((size_t)o->M * o->N, 4), NULL, NULL, 0, tm };
+    calib_job_t j = shape_job(o, tm);
     ovl_t v = { &j, (int)(S / (size_t)n), calloc(S / (size_t)n, 1), calloc(S, 1), calloc(S, 1),
                 calloc(S / (size_t)n, 1) };
-    int ok = j.a && j.b && j.c && v.ag_in && v.ag_out && v.rs_in && v.rs_out, all;
+    int ok = j.c && v.ag_in && v.ag_out && v.rs_in && v.rs_out, all;
     double cost = 0;
     MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (all) {
@@ -108,7 +125,8 @@ double calib_coll_compute_cost(const copts_t *o, team_t *tm, double t_table, dou
         cost = compute_cost_of(&v, 3, t_table);
         *sync_p = coll_sync(&v);
     }
-    free(j.a); free(j.b); free(j.c); free(v.ag_in); free(v.ag_out); free(v.rs_in); free(v.rs_out);
+    shape_job_free(&j);
+    free(v.ag_in); free(v.ag_out); free(v.rs_in); free(v.rs_out);
     return cost;
 }
 
@@ -152,10 +170,9 @@ static double copy_median(calib_job_t *j, copy_job_t *c, long calls, int copies)
 double calib_link_compute_cost(const copts_t *o, team_t *tm)
 {
     size_t mb = 1ul << 20;
-    calib_job_t j = { o->M, o->K, o->N, calloc((size_t)o->M * o->K, 4), calloc((size_t)o->K * o->N, 4),
-                      calloc((size_t)o->M * o->N, 4), NULL, NULL, 0, tm };
+    calib_job_t j = shape_job(o, tm);
     char *src = calloc(mb, 1), *dst = calloc(mb, 1);
-    int ok = j.a && j.b && j.c && src && dst, all;
+    int ok = j.c && src && dst, all;
     double cost = 0;
     MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (all) {
@@ -166,6 +183,7 @@ double calib_link_compute_cost(const copts_t *o, team_t *tm)
         double ts = copy_median(&j, &c, calls, 0), tb = copy_median(&j, &c, calls, 1);
         cost = tc > 0 && tb > ts ? (tb - ts) / tc : 0;
     }
-    free(j.a); free(j.b); free(j.c); free(src); free(dst);
+    shape_job_free(&j);
+    free(src); free(dst);
     return cost;
 }
