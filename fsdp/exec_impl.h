@@ -57,6 +57,7 @@ typedef struct fsdp_exec {
     sched_t          *sched;
     sched_result_t    pred;
     int               print_after;     /* rank 0 prints measured beside predicted */
+    int               said_kept;       /* rank 0 said that lhs keeps every offload */
 
     /* per micro-batch */
     int               nops;

@@ -88,6 +88,24 @@ static void print_plan(strata_model_t *m)
     fflush(stdout);
 }
 
+/* A policy that offloads, and a schedule that moves nothing: lhs kept every
+ * offload on device because the step fits the budget and is faster so. Said
+ * once, on rank 0, for the plan made with step 1's costs: a person who wrote
+ * qkv=host and sees host 0 B should know why and how to get the transfers. */
+static void say_kept(strata_model_t *m, const sched_t *s)
+{
+    fsdp_exec_t *x = m->exec;
+    int offloads = 0;
+    for (int n = 0; n < x->acts.nnames; n++)
+        offloads |= SCHED_HOST == x->acts.action[n] || SCHED_STORAGE == x->acts.action[n];
+    if (x->said_kept || 0 != m->ctx->rank || !offloads || sched_tail_kept(s) < x->prog->nunits) return;
+    x->said_kept = 1;
+    char b[32];
+    fprintf(stderr, "strata: act_policy '%s': the lhs schedule keeps every offload on device (the step "
+            "fits device_mem %s and runs faster so); a smaller device_mem or schedule=naive moves them\n",
+            x->policy, strata_format_size(x->opts.budget[STRATA_TIER_DEVICE], b, sizeof b));
+}
+
 /* Resolve the policy (or choose one) and build the schedule for n_micro. */
 strata_status_t fsdp_exec_plan(strata_model_t *m, int n_micro, int print)
 {
@@ -147,6 +165,7 @@ strata_status_t fsdp_exec_plan(strata_model_t *m, int n_micro, int print)
     st = fsdp_exec_install(m, s);
     if (STRATA_OK != st) return st;
     if (print && x->pol.is_auto) print_plan(m);
+    else if (print && x->costs_measured) say_kept(m, s);
     char buf[1024];
     strata_info(ctx, "activation plan: %s, %s schedule, predicted step %.3f ms, device bound %zu "
                 "of %zu bytes", sched_actions_string(&x->acts, x->prog, buf, sizeof buf),

@@ -181,6 +181,18 @@ out:
 
 /* Exposed transfer time of s were compute and collectives SCHED_FAST
  * times as long as predicted (transfers, paced by the link, unchanged). */
+/* Bytes the schedule moves down a tier (D2H and H2S ops): what the
+ * tie-break minimises. Not transfer_s: an unpaced link (bandwidth 0, the
+ * runtime's default) gives every transfer 0 s, so all variants would tie
+ * there and the first, which offloads everything, would win. */
+static size_t moved_bytes(const sched_t *s)
+{
+    size_t b = 0;
+    for (int i = 0; i < s->nops; i++)
+        if (SCHED_OP_D2H == s->ops[i].kind || SCHED_OP_H2S == s->ops[i].kind) b += s->ops[i].bytes;
+    return b;
+}
+
 static double fast_exposure(sched_t *s)
 {
     double *keep = malloc(((size_t)s->nops + 1) * sizeof *keep);
@@ -324,17 +336,21 @@ strata_status_t sched_build(const sched_program_t *prog, const sched_actions_t *
          * SCHED_TIE) to the fewest bytes moved */
         double limit = base_s >= 0 && base_s > best_r.step_s ? base_s : best_r.step_s;
         double score[64], best_sc = INFINITY;
+        size_t moved[64];
         int pick = -1;
         for (int v = 0; v < nvar; v++) {
             score[v] = INFINITY;
             if (!cand[v] || cand_r[v].step_s > limit + 1e-12) continue;
             score[v] = cand_r[v].step_s + fast_exposure(cand[v]);
+            moved[v] = moved_bytes(cand[v]);
             if (score[v] < best_sc) best_sc = score[v];
         }
         for (int v = 0; v < nvar; v++)
             if (score[v] <= best_sc * (1 + SCHED_TIE) + 1e-12 &&
-                (pick < 0 || cand_r[v].transfer_s < cand_r[pick].transfer_s - 1e-12 ||
-                 (cand_r[v].transfer_s <= cand_r[pick].transfer_s + 1e-12 && score[v] < score[pick])))
+                (pick < 0 || moved[v] < moved[pick] ||
+                 (moved[v] == moved[pick] && (cand_r[v].transfer_s < cand_r[pick].transfer_s - 1e-12 ||
+                                              (cand_r[v].transfer_s <= cand_r[pick].transfer_s + 1e-12 &&
+                                               score[v] < score[pick])))))
                 pick = v;
         if (pick >= 0) {
             best = cand[pick];

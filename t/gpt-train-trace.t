@@ -4,15 +4,17 @@
 # --json step objects carry the activation transfer statistics (transfer_s,
 # exposed_transfer_s, overlap_frac in [0,1], offload_bytes > 0,
 # predicted_step_s > 0) and so does the final object; with keep they show
-# no transfers.
+# no transfers. The transfer runs use the naive schedule: with the default
+# 4 GiB device budget lhs keeps every offload on device (it fits, and is
+# faster so), which the last test checks, and says so once.
 set -u
 L="$top_srcdir/t/launch"; P="$top_builddir/examples/gpt/train_gpt"; S="$top_builddir/tools/strata"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpt-trace.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 small="--threads 1 --layers 2 --dim 32 --heads 4 --batch 4 --steps 3 --json --eval-n 8
        --spill-dir $tmp"
-echo "1..7"
-"$L" 2 "$P" $small --act-policy "mlp_up=host,qkv=storage,*=keep" --trace "$tmp/tr.json" \
+echo "1..8"
+"$L" 2 "$P" $small --act-policy "mlp_up=host,qkv=storage,*=keep" --schedule naive --trace "$tmp/tr.json" \
     > "$tmp/out" 2>&1; rc=$?
 [ "$rc" -eq 0 ] && echo "ok 1 - a run with --trace succeeds" || { echo "not ok 1 - a run with --trace succeeds (exit $rc)"; sed 's/^/#   /' "$tmp/out" | tail -5; }
 [ -s "$tmp/tr.0.json" ] && [ -s "$tmp/tr.1.json" ] && echo "ok 2 - one trace file per rank (tr.0.json, tr.1.json)" ||
@@ -41,3 +43,11 @@ kb=$(field '^{"step"' offload_bytes keep | awk '$1 != 0' | wc -l)
 ks=$(grep -c '^{"step"' "$tmp/keep")
 [ "$ks" -eq 3 ] && [ "$kb" -eq 0 ] && echo "ok 7 - with keep no step offloads a byte" ||
     echo "not ok 7 - with keep no step offloads a byte ($ks steps, $kb with bytes)"
+"$L" 2 "$P" $small --act-policy "mlp_up=host,qkv=storage,*=keep" > "$tmp/lhs" 2>&1
+lb=$(field '^{"step"' offload_bytes lhs | awk '$1 != 0' | wc -l)
+ls=$(grep -c '^{"step"' "$tmp/lhs"); said=$(grep -c "keeps every offload on device" "$tmp/lhs")
+hk=$(sed -n 's/^{"final":true.*"param_hash":"\([0-9a-f]*\)".*/\1/p' "$tmp/keep")
+hl=$(sed -n 's/^{"final":true.*"param_hash":"\([0-9a-f]*\)".*/\1/p' "$tmp/lhs")
+[ "$ls" -eq 3 ] && [ "$lb" -eq 0 ] && [ "$said" -eq 1 ] && [ -n "$hk" ] && [ "$hk" = "$hl" ] &&
+    echo "ok 8 - lhs with room keeps every offload on device, says so once, same param_hash" ||
+    echo "not ok 8 - lhs with room keeps every offload on device, says so once, same param_hash ($ls steps, $lb with bytes, said $said, '$hk' '$hl')"

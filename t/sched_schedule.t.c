@@ -146,10 +146,19 @@ static void test_save_costs(void)
     sched_program_destroy(p);
 }
 
+/* bytes a schedule moves off the device */
+static size_t d2h_bytes(const sched_t *s)
+{
+    size_t b = 0;
+    for (int i = 0; i < sched_nops(s); i++)
+        if (SCHED_OP_D2H == sched_op(s, i)->kind) b += sched_op(s, i)->bytes;
+    return b;
+}
+
 int main(void)
 {
     char err[1024] = "";
-    plan(32);
+    plan(34);
     test_save_costs();
 
     /* ---- randomized invariants ---- */
@@ -271,6 +280,34 @@ int main(void)
         int all_keep = STRATA_OK == sched_plan_auto(p, &o, &pick, &pred, err, sizeof err);
         for (int n = 0; all_keep && n < p->nnames; n++) all_keep = SCHED_KEEP == pick.action[n];
         ok(all_keep, "auto picks keep for every name when keep fits (even with free transfers)");
+        sched_program_destroy(p);
+    }
+
+    /* ---- an unpaced link (the runtime's default) and room: lhs moves nothing ----
+     * every transfer then takes 0 s, so the variants tie on time; the tie
+     * goes to the fewest bytes moved, the variant keeping every offload */
+    {
+        rng = 11;
+        sched_program_t *p = random_program(1);
+        sched_opts_t o;
+        sched_actions_t host;
+        sched_opts_defaults(&o);
+        sched_actions_fill(&host, p, SCHED_HOST);
+        sched_t *s = NULL;
+        int built = STRATA_OK == sched_build(p, &host, &o, &s, err, sizeof err);
+        size_t moved = built ? d2h_bytes(s) : 0;
+        ok(built && 0 == moved && sched_tail_kept(s) == p->nunits,
+           "unpaced link, no budget: lhs of *=host keeps every offload on device (%zu bytes moved, "
+           "tail %d of %d)", moved, built ? sched_tail_kept(s) : -1, p->nunits);
+        sched_destroy(s);
+        /* at the smallest budget *=host fits, something must move */
+        o.budget[STRATA_TIER_DEVICE] = sched_min_device(p, &host, &o);
+        s = NULL;
+        built = STRATA_OK == sched_build(p, &host, &o, &s, err, sizeof err);
+        moved = built ? d2h_bytes(s) : 0;
+        ok(built && moved > 0 && sched_device_bound(s) <= o.budget[STRATA_TIER_DEVICE],
+           "at *=host's minimum budget lhs offloads (%zu bytes) within it", moved);
+        sched_destroy(s);
         sched_program_destroy(p);
     }
 

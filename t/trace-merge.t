@@ -1,6 +1,7 @@
 #!/bin/sh
 # trace-merge.t - `strata trace --merge` of a 2-rank train_gpt --trace run
-# that offloads to host and storage: one Chrome trace that follows the Trace
+# that offloads to host and storage (naive schedule: lhs would keep them on
+# device at the default budget): one Chrome trace that follows the Trace
 # Event Format (t/trace_check.py: a schema check, as no trace processor runs
 # offline here), one process per rank, D2H->H2D flows; `--plot` draws a PNG
 # through gnuplot and says so clearly where gnuplot is missing; bad input;
@@ -15,7 +16,7 @@ n=0
 check() { n=$((n + 1)); d=$1; shift; if "$@"; then echo "ok $n - $d"; else echo "not ok $n - $d"; fi; }
 "$top_srcdir/t/launch" 2 "$top_builddir/examples/gpt/train_gpt" --threads 1 --layers 2 --dim 32 \
     --heads 4 --batch 4 --steps 3 --eval-n 8 --spill-dir "$tmp" \
-    --act-policy "mlp_up=host,qkv=storage,*=keep" --trace "$tmp/tr.json" > "$tmp/out" 2>&1 ||
+    --act-policy "mlp_up=host,qkv=storage,*=keep" --schedule naive --trace "$tmp/tr.json" > "$tmp/out" 2>&1 ||
     { echo "Bail out! train_gpt --trace failed"; sed 's/^/# /' "$tmp/out" | tail -5; exit 1; }
 "$S" trace --merge "$tmp/all.json" "$tmp/tr.0.json" "$tmp/tr.1.json" > "$tmp/m" 2>&1; rc=$?
 sed 's/^/# /' "$tmp/m"
