@@ -247,14 +247,19 @@ int main(int argc, char **argv)
        "so does recompute, naive, peak %zu (%s)", aok.max_peak, aok.msg);
     free(aok.params);
 
-    /* two micro-batches per step: the schedule runs per micro-batch */
+    /* two micro-batches per step: the schedule runs per micro-batch (host
+     * lhs at the budget its refusal names: with room lhs moves nothing) */
     {
         result_t k2, h2, r2;
         run(&(run_t){ "*=keep", "lhs", 0, NULL, K, 0, 2 }, &k2);
-        run(&(run_t){ "*=host", "lhs", 0, NULL, K, 0, 2 }, &h2);
+        run(&(run_t){ "*=host", "lhs", budget, NULL, K, 0, 2 }, &h2);   /* refused, naming its need */
+        const char *nd = strstr(h2.msg, "needs device_mem >= ");
+        size_t need2 = nd ? strtoull(nd + strlen("needs device_mem >= "), NULL, 10) : 0;
+        free(h2.params);
+        run(&(run_t){ "*=host", "lhs", need2, NULL, K, 0, 2 }, &h2);
         run(&(run_t){ "pre_a=recompute,pre_b=storage,*=host", "naive", 0, NULL, K, 0, 2 }, &r2);
-        ok(STRATA_OK == h2.st && same(k2.params, h2.params) && h2.transfer_s > 0,
-           "2 micro-batches: host lhs is bitwise keep (%s)", h2.msg);
+        ok(need2 > 0 && STRATA_OK == h2.st && same(k2.params, h2.params) && h2.transfer_s > 0,
+           "2 micro-batches: host lhs at %zu bytes is bitwise keep (%s)", need2, h2.msg);
         ok(STRATA_OK == r2.st && same(k2.params, r2.params), "and a mix, naive (%s)", r2.msg);
         free(k2.params); free(h2.params); free(r2.params);
     }

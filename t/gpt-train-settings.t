@@ -7,7 +7,9 @@
 # printed once; the spill file system full (test fault spill_enospc) says
 # ENOSPC, the file, the bytes needed and free and what to do; spill
 # directories of dead owners are reclaimed at start while a live job's,
-# in the same spill_dir, is left alone. Times to exit are printed.
+# in the same spill_dir, is left alone. Times to exit are printed. The
+# storage runs use the naive schedule: lhs keeps every save on device when
+# it fits, and then nothing spills.
 set -u
 L="$top_srcdir/t/launch"; P="$top_builddir/examples/gpt/train_gpt"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpt-settings.XXXXXX") || exit 1
@@ -48,7 +50,7 @@ done
 
 # the spill file system full
 mkdir "$tmp/sp"
-t0=$(ms); STRATA_TEST_FAULT=spill_enospc@1 one --threads 1 --act-policy '*=storage' --spill-dir "$tmp/sp" \
+t0=$(ms); STRATA_TEST_FAULT=spill_enospc@1 one --threads 1 --act-policy '*=storage' --schedule naive --spill-dir "$tmp/sp" \
     > "$tmp/full.out" 2>&1; rc=$?; t1=$(ms)
 sed 's/^/# /' "$tmp/full.out"; echo "# spill full: exit $rc after $((t1 - t0)) ms"
 check "spill full: exit != 0; the default-level error says ENOSPC, file, bytes needed and free, what to do" \
@@ -58,7 +60,7 @@ check "spill full: exit != 0; the default-level error says ENOSPC, file, bytes n
 check "and its spill directory is gone" sh -c 'test -z "$(ls "$1")"' _ "$tmp/sp"
 
 # reclaim: a dead owner's directory goes; a live job's stays
-"$P" --threads 1 --layers 1 --dim 16 --steps 1000000 --log-every 20 --act-policy '*=storage' \
+"$P" --threads 1 --layers 1 --dim 16 --steps 1000000 --log-every 20 --act-policy '*=storage' --schedule naive \
     --spill-dir "$tmp/sp" > "$tmp/live.out" 2>&1 &
 bg=$!
 i=0; while [ $i -lt 600 ] && ! grep -q '^step  *20/' "$tmp/live.out"; do sleep 0.1; i=$((i + 1)); done
@@ -67,7 +69,7 @@ sh -c 'exit 0' & dead=$!; wait $dead
 mkdir "$tmp/sp/strata-spill-r0-dead01"
 echo "host=$(hostname) pid=$dead start=1" > "$tmp/sp/strata-spill-r0-dead01/owner"
 head -c 1000000 /dev/zero > "$tmp/sp/strata-spill-r0-dead01/spill.h5"
-one --threads 1 --act-policy '*=storage' --spill-dir "$tmp/sp" > "$tmp/reclaim.out" 2>&1; rc=$?
+one --threads 1 --act-policy '*=storage' --schedule naive --spill-dir "$tmp/sp" > "$tmp/reclaim.out" 2>&1; rc=$?
 grep "removed" "$tmp/reclaim.out" | sed 's/^/# /'
 check "a dead owner's spill directory is reclaimed at start, the live job's is kept" \
     sh -c 'test "$1" -eq 0 && test ! -e "$2/strata-spill-r0-dead01" && test -n "$3" && test -d "$2/$3" &&
