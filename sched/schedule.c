@@ -179,8 +179,6 @@ out:
     return st;
 }
 
-/* Exposed transfer time of s were compute and collectives SCHED_FAST
- * times as long as predicted (transfers, paced by the link, unchanged). */
 /* Bytes the schedule moves down a tier (D2H and H2S ops): what the
  * tie-break minimises. Not transfer_s: an unpaced link (bandwidth 0, the
  * runtime's default) gives every transfer 0 s, so all variants would tie
@@ -193,6 +191,8 @@ static size_t moved_bytes(const sched_t *s)
     return b;
 }
 
+/* Exposed transfer time of s were compute and collectives SCHED_FAST
+ * times as long as predicted (transfers, paced by the link, unchanged). */
 static double fast_exposure(sched_t *s)
 {
     double *keep = malloc(((size_t)s->nops + 1) * sizeof *keep);
@@ -345,13 +345,14 @@ strata_status_t sched_build(const sched_program_t *prog, const sched_actions_t *
             moved[v] = moved_bytes(cand[v]);
             if (score[v] < best_sc) best_sc = score[v];
         }
-        for (int v = 0; v < nvar; v++)
-            if (score[v] <= best_sc * (1 + SCHED_TIE) + 1e-12 &&
-                (pick < 0 || moved[v] < moved[pick] ||
-                 (moved[v] == moved[pick] && (cand_r[v].transfer_s < cand_r[pick].transfer_s - 1e-12 ||
-                                              (cand_r[v].transfer_s <= cand_r[pick].transfer_s + 1e-12 &&
-                                               score[v] < score[pick])))))
+        for (int v = 0; v < nvar; v++) {
+            if (!(score[v] <= best_sc * (1 + SCHED_TIE) + 1e-12)) continue;
+            /* among the tied: fewest bytes, then least transfer time, then score */
+            double dt = pick < 0 ? 0 : cand_r[v].transfer_s - cand_r[pick].transfer_s;
+            if (pick < 0 || moved[v] < moved[pick] ||
+                (moved[v] == moved[pick] && (dt < -1e-12 || (dt <= 1e-12 && score[v] < score[pick]))))
                 pick = v;
+        }
         if (pick >= 0) {
             best = cand[pick];
             best_r = cand_r[pick];

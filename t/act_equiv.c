@@ -153,11 +153,14 @@ static int same(const float *a, const float *b)
 }
 
 /* The number after "device_mem=" in a message, 0 if none. */
-static size_t named_budget(const char *msg)
+/* The number right after key in msg; 0 when key is absent. */
+static size_t number_after(const char *msg, const char *key)
 {
-    const char *p = strstr(msg, "device_mem=");
-    return p ? strtoull(p + strlen("device_mem="), NULL, 10) : 0;
+    const char *p = strstr(msg, key);
+    return p ? strtoull(p + strlen(key), NULL, 10) : 0;
 }
+
+static size_t named_budget(const char *msg) { return number_after(msg, "device_mem="); }
 
 int main(int argc, char **argv)
 {
@@ -253,8 +256,7 @@ int main(int argc, char **argv)
         result_t k2, h2, r2;
         run(&(run_t){ "*=keep", "lhs", 0, NULL, K, 0, 2 }, &k2);
         run(&(run_t){ "*=host", "lhs", budget, NULL, K, 0, 2 }, &h2);   /* refused, naming its need */
-        const char *nd = strstr(h2.msg, "needs device_mem >= ");
-        size_t need2 = nd ? strtoull(nd + strlen("needs device_mem >= "), NULL, 10) : 0;
+        size_t need2 = number_after(h2.msg, "needs device_mem >= ");
         free(h2.params);
         run(&(run_t){ "*=host", "lhs", need2, NULL, K, 0, 2 }, &h2);
         run(&(run_t){ "pre_a=recompute,pre_b=storage,*=host", "naive", 0, NULL, K, 0, 2 }, &r2);
