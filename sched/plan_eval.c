@@ -253,6 +253,8 @@ static strata_status_t run_one(plan_t *p, const sched_actions_t *acts, const sch
         st = sched_simulate(s, &r0, NULL, NULL, err, errlen);
         p->prog->optim_s = optim;
         r.step_s += (double)(p->shape.accum - 1) * r0.step_s;
+        r.busy_s[SCHED_COMPUTE] += (double)(p->shape.accum - 1) * r0.busy_s[SCHED_COMPUTE];
+        r.comm_wait_s += (double)(p->shape.accum - 1) * r0.comm_wait_s;
     }
     if (STRATA_OK == st) {
         row->step_s = r.step_s;
@@ -260,6 +262,7 @@ static strata_status_t run_one(plan_t *p, const sched_actions_t *acts, const sch
         row->host_bytes = (double)r.peak[STRATA_TIER_PINNED_HOST] + (double)r.peak[STRATA_TIER_STORAGE];
         row->exposed_s = r.exposed_transfer_s;
         row->comm_wait_s = r.comm_wait_s;
+        row->compute_s = r.busy_s[SCHED_COMPUTE];
         row->tail_kept = sched_tail_kept(s);
         memset(row->kept_by_name, 0, sizeof row->kept_by_name);
         memset(row->offloaded_by_name, 0, sizeof row->offloaded_by_name);

@@ -203,6 +203,7 @@ typedef struct {
     double kept_by_name[SCHED_MAX_NAMES];   /* bytes per step kept on device */
     double offloaded_by_name[SCHED_MAX_NAMES];
     double exposed_s, comm_wait_s;
+    double compute_s;          /* the compute engine's busy time in the step */
     int    tail_kept;          /* lhs kept the last N units' offloads on device */
 } plan_row_t;
 

@@ -1,7 +1,7 @@
 #!/bin/sh
 # plan-model-cli.t - `strata plan --model M --hw H`: shipped files found by
 # name and by path, --policy all gives its five rows, --json one object per
-# row with the documented fields, --micro max, --schedule both, and clear
+# row with the documented fields (compute and comm wait splitting the step), --micro max, --schedule both, and clear
 # errors for bad files, unknown names and bad shapes; recompute at name
 # granularity: qkv=host,*=recompute recomputes exactly the q/k/v
 # projections' FLOPs less than *=recompute, and on one compute-bound
@@ -19,7 +19,7 @@ check() {   # check DESCRIPTION COMMAND...: ok when COMMAND succeeds
 }
 has() { grep -q -- "$1" "$2"; }
 
-echo 1..18
+echo 1..19
 gpt="--model gpt-example --hw h200-hgx --fsdp 2 --micro 16 --seq 64"
 
 "$strata" plan $gpt --policy all > "$tmp/all" 2>&1
@@ -36,6 +36,15 @@ for f in model hw fsdp ep micro_batch seq policy schedule fits device_bytes devi
     grep -q "\"$f\":" "$tmp/json" || { echo "# missing field $f"; ok=0; }
 done
 check "--json rows carry every documented field" test $ok = 1
+# where the step goes: the compute engine's busy time and its wait for
+# collectives are each positive and together no longer than the step
+check "--json compute_s and comm_wait_s split the step (0 < each, sum <= step_s)" python3 -c "
+import json, sys
+for l in open('$tmp/json'):
+    d = json.loads(l)
+    if not (d['compute_s'] > 0 and d['comm_wait_s'] > 0 and d['compute_s'] + d['comm_wait_s'] <= d['step_s'] * (1 + 1e-9)):
+        sys.exit('# %s: compute %g wait %g step %g' % (d['policy'], d['compute_s'], d['comm_wait_s'], d['step_s']))
+"
 
 "$strata" plan --model "$top_srcdir/share/models/llama3-8b.json" --hw "$top_srcdir/share/hw/h100-hgx.json" \
     --fsdp 8 --micro 1 --seq 4096 --policy 'qkv=host,*=recompute' --schedule both > "$tmp/path" 2>&1

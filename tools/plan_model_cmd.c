@@ -280,7 +280,7 @@ static void json_row(const plan_t *p, const want_t *w, const plan_row_t *r)
     json_t *host = json_pack("{s:o,s:I,s:I}", "offloaded_activations", by_name(p, r->offloaded_by_name),
                              "pinned_buffers", B_(0), "optimizer", B_(0));
     json_t *o = json_pack("{s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:s,s:s,s:s,s:b,s:b,s:b,s:I,s:I,s:I,s:I,s:I,"
-                          "s:f,s:f,s:f,s:f,s:f,s:I,s:o,s:o}",
+                          "s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:I,s:o,s:o}",
         "model", p->model.name, "hw", p->hw.name, "fsdp", (json_int_t)sh->fsdp, "replicas", (json_int_t)sh->replicas,
         "ep", (json_int_t)sh->ep, "micro_batch", (json_int_t)sh->micro, "seq", (json_int_t)sh->seq,
         "accum", (json_int_t)sh->accum, "prefetch", (json_int_t)sh->prefetch, "policy", w->label,
@@ -290,7 +290,7 @@ static void json_row(const plan_t *p, const want_t *w, const plan_row_t *r)
         "short_bytes", B_(r->fits_device || r->device_bytes < r->device_capacity ? 0.0 : r->device_bytes - r->device_capacity),
         "host_bytes", B_(r->host_bytes), "host_capacity", B_(r->host_capacity), "step_s", r->step_s,
         "tokens_per_s", r->tokens_per_s, "tflops_per_device", r->tflops_per_device,
-        "exposed_transfer_s", r->exposed_s, "recompute_flops", r->recompute_flops, "tail_kept", (json_int_t)r->tail_kept, "breakdown", bd, "host", host);
+        "compute_s", r->compute_s, "comm_wait_s", r->comm_wait_s, "exposed_transfer_s", r->exposed_s, "recompute_flops", r->recompute_flops, "tail_kept", (json_int_t)r->tail_kept, "breakdown", bd, "host", host);
 #undef B_
     char *txt = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
     if (txt) puts(txt);
