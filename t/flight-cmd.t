@@ -8,7 +8,7 @@ set -u
 S="$top_builddir/tools/strata"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/flight-cmd.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
-echo "1..11"
+echo "1..12"
 n=0
 check() { n=$((n + 1)); d=$1; shift; if "$@"; then echo "ok $n - $d"; else echo "not ok $n - $d"; fi; }
 
@@ -76,6 +76,19 @@ run
 check "a pause that ended longer than collective_timeout ago does not count" \
     eval 'says 1 2 && grep -q "entered by every rank, not complete; rank 2 entered it last" "$tmp/out" &&
           ! grep -q "did not run" "$tmp/out"'
+
+# stopped between operations, resumed by the launcher when the others'
+# watchdogs fired, then timed out on its own in the next one, 3.3 s after
+# the pause ended; rank 3 still waits in the all-gather rank 2 finished
+fresh
+for r in 0 1; do REASON=timeout rec $r 16.7 0 0 "$done1" "$(entry world 2 allgather 64 done 11)" \
+    "$(entry world 3 allreduce 24 waiting 13.7)"; done
+REASON=timeout rec 3 16.7 0 0 "$done1" "$(entry world 2 allgather 64 waiting 11)"
+REASON=timeout rec 2 20 3.5 16.7 "$done1" "$(entry world 2 allgather 64 done 11)" \
+    "$(entry world 3 allreduce 24 waiting 16.9)"
+run
+check "a rank paused, resumed and timed out in its next operation: it, not those that finished" \
+    eval 'says 1 2 && grep -q "rank 2 did not run for 3.5 s, 3.3 s before" "$tmp/out"'
 
 fresh
 for r in 0 1 3; do rec $r 20 0 0 "$done1" "$(entry world 2 allreduce 24 waiting 11)"; done

@@ -78,7 +78,7 @@ static void test_fragmentation(void)
     arena_span_t *s[16];
     arena_init(&a, 16 * KiB);
     for (int i = 0; i < 16; i++)
-        arena_alloc(&a, "host", KiB, STRATA_TAG_WORKSPACE, &off, &s[i], msg, sizeof msg);
+        arena_alloc(&a, "host", KiB, STRATA_TAG_ACTIVATION, &off, &s[i], msg, sizeof msg);
     for (int i = 0; i < 16; i += 2) arena_free(&a, s[i]);
     is_int((long long)arena_total_free(&a), 8 * KiB, "checkerboard: 8 KiB free");
     is_int((long long)arena_largest_free(&a), KiB, "largest span 1 KiB");
@@ -91,6 +91,44 @@ static void test_fragmentation(void)
            STRATA_OK, "freeing a middle span coalesces three spans: 3 KiB fits");
     is_int((long long)off, 4 * KiB, "at the coalesced span's offset");
     ok(0 == arena_check(&a), "invariants hold");
+    arena_cleanup(&a);
+}
+
+/* A workspace lives for one op: it takes the top of the highest span that
+ * fits, so one that comes and goes between long-lived blocks leaves no
+ * hole among them (with best fit at the front it would split the span the
+ * next activation needs). */
+static void test_workspace_top(void)
+{
+    arena_t a;
+    char msg[512];
+    size_t off, woff;
+    arena_span_t *act[4], *ws, *big;
+    arena_init(&a, 8 * KiB);
+    arena_alloc(&a, "device", KiB, STRATA_TAG_ACTIVATION, &off, &act[0], msg, sizeof msg);
+    is_int((long long)off, 0, "an activation takes the front");
+    is_int(arena_alloc(&a, "device", KiB, STRATA_TAG_WORKSPACE, &woff, &ws, msg, sizeof msg),
+           STRATA_OK, "a workspace fits");
+    is_int((long long)woff, 7 * KiB, "at the top of the highest span");
+    arena_alloc(&a, "device", KiB, STRATA_TAG_ACTIVATION, &off, &act[1], msg, sizeof msg);
+    is_int((long long)off, KiB, "the next activation follows the first");
+    ok(0 == arena_check(&a), "invariants hold with a span split at its back");
+    arena_free(&a, ws);
+    is_int((long long)arena_largest_free(&a), 6 * KiB, "the workspace gone: one 6 KiB span");
+    is_int(arena_alloc(&a, "device", 6 * KiB, STRATA_TAG_ACTIVATION, &off, &big, msg, sizeof msg),
+           STRATA_OK, "which a 6 KiB activation gets whole");
+    arena_free(&a, big);
+    /* the highest span, not the smallest: a hole low down stays for activations */
+    arena_alloc(&a, "device", KiB, STRATA_TAG_ACTIVATION, &off, &act[2], msg, sizeof msg);
+    arena_free(&a, act[1]);
+    is_int(arena_alloc(&a, "device", KiB, STRATA_TAG_WORKSPACE, &woff, &ws, msg, sizeof msg),
+           STRATA_OK, "with a 1 KiB hole and the 5 KiB top free, a workspace fits");
+    is_int((long long)woff, 7 * KiB, "in the top span, not the hole");
+    ok(0 == arena_check(&a) && 3 * KiB == a.acct.used, "accounting holds");
+    arena_free(&a, ws);
+    arena_free(&a, act[0]);
+    arena_free(&a, act[2]);
+    ok(0 == arena_check(&a) && 1 == a.nspans, "all freed: one span again");
     arena_cleanup(&a);
 }
 
@@ -117,8 +155,9 @@ static void test_stress(void)
             size_t want = (size_t)(rand() % (int)(128 * KiB)) + 1;
             size_t largest = arena_largest_free(&a), total = arena_total_free(&a), r;
             tiers_round(want, &r);
-            strata_status_t st = arena_alloc(&a, "device", want, STRATA_TAG_ACTIVATION, &off,
-                                             &live[i], msg, sizeof msg);
+            strata_tag_t tag = rand() % 3 ? STRATA_TAG_ACTIVATION : STRATA_TAG_WORKSPACE;
+            strata_status_t st = arena_alloc(&a, "device", want, tag, &off, &live[i], msg,
+                                             sizeof msg);
             if (STRATA_OK == st) {
                 sz[i] = r;
                 bestfit_ok &= r <= largest;
@@ -159,10 +198,11 @@ static void test_stress(void)
 
 int main(void)
 {
-    plan(38);
+    plan(49);
     test_basics();
     test_full_message();
     test_fragmentation();
+    test_workspace_top();
     test_stress();
     is_double(tiers_link_time(256.0 * MiB, 256.0 * MiB, 0.01), 1.01, 1e-12, "link time = bytes/bw + latency");
     is_double(tiers_link_time(1.0, 0, 0.01), 0, 0, "unpaced link: no time");

@@ -3,7 +3,8 @@
  * tier. Pure: it hands out offsets into a region it never touches, so it is
  * tested without MPI, threads or memory behind it.
  *
- * Best fit over an address-ordered list of spans. A freed span merges with
+ * Best fit over an address-ordered list of spans (a workspace: the top of
+ * the highest span that fits). A freed span merges with
  * its free neighbours at once, so free space is always in maximal runs and
  * "enough bytes free but no run large enough" is true fragmentation, which
  * is reported as such (STRATA_ERR_FRAGMENTED), apart from a full budget
@@ -167,9 +168,17 @@ strata_status_t arena_alloc(arena_t *a, const char *tier_name, size_t bytes,
         full_message(&a->acct, tier_name, need, msg, msglen);
         return STRATA_ERR_TIER_FULL;
     }
+    /* a workspace lives for one op and comes back at once: it takes the
+     * back of the highest span that fits, so it never punches a hole
+     * among the blocks that live across ops (activations, gradients),
+     * whose order of coming and going varies with transfer timing */
+    const int top = STRATA_TAG_WORKSPACE == tag;
     arena_span_t *best = NULL;
     for (arena_span_t *s = a->first; s; s = s->next) {
-        if (s->free && s->size >= need && (!best || s->size < best->size)) {
+        if (!s->free || s->size < need) continue;
+        if (top) {
+            best = s;
+        } else if (!best || s->size < best->size) {
             best = s;
             if (s->size == need) break;
         }
@@ -187,20 +196,33 @@ strata_status_t arena_alloc(arena_t *a, const char *tier_name, size_t bytes,
         return STRATA_ERR_FRAGMENTED;
     }
     if (best->size > need) {
-        /* split: the allocation takes the front, the rest stays free */
+        /* split: the allocation takes the front (a workspace the back),
+         * the rest stays free */
         arena_span_t *rest = calloc(1, sizeof *rest);
         if (!rest) {
             snprintf(msg, msglen, "%s tier: out of host memory for allocator bookkeeping",
                      tier_name);
             return STRATA_ERR_NOMEM;
         }
-        rest->off = best->off + need;
-        rest->size = best->size - need;
         rest->free = 1;
-        rest->prev = best;
-        rest->next = best->next;
-        if (best->next) best->next->prev = rest;
-        best->next = rest;
+        if (top) {
+            /* rest is the front: best moves to the back */
+            rest->off = best->off;
+            rest->size = best->size - need;
+            rest->prev = best->prev;
+            rest->next = best;
+            if (best->prev) best->prev->next = rest;
+            else a->first = rest;
+            best->prev = rest;
+            best->off += rest->size;
+        } else {
+            rest->off = best->off + need;
+            rest->size = best->size - need;
+            rest->prev = best;
+            rest->next = best->next;
+            if (best->next) best->next->prev = rest;
+            best->next = rest;
+        }
         best->size = need;
         a->nspans++;
     }

@@ -160,9 +160,14 @@ static int analyse_group(dump_t *d, int nd, const char *g, char *suspect)
     return 0;
 }
 
+/* A pause that can explain this hang ended at most two timeouts (and a
+ * watchdog heartbeat) before the record: the launcher resumes a stopped
+ * rank when the first other rank's watchdog fires, and the resumed rank
+ * may enter one more operation and write its record on that one's own
+ * timeout, a full timeout later. */
 static int recent_pause(const dump_t *d)
 {
-    double window = d->timeout > 0 ? d->timeout : 600;
+    double window = d->timeout > 0 ? 2 * d->timeout + 1 : 600;
     return d->pause_s >= 1.0 && d->now - d->pause_end <= window;
 }
 
@@ -278,8 +283,8 @@ int cmd_flight(int argc, char **argv)
     if (2 != rc && only_timeouts(d, nd, W, seen, idle, nidle, suspect)) found = 1;
     /* a process that did not run while the others waited is the cause,
      * even inside an operation every rank entered: its watchdog woke late
-     * by the length of the pause. Only pauses that ended within a timeout
-     * of the record count (an old hiccup is not this hang), and of several,
+     * by the length of the pause. Only pauses that ended within two
+     * timeouts of the record count (an old hiccup is not this hang), and of several,
      * those at least half as long as the longest. */
     double longest = 0;
     for (int i = 0; i < nd && 2 != rc; i++)
