@@ -205,19 +205,17 @@ strata_status_t arena_alloc(arena_t *a, const char *tier_name, size_t bytes,
             return STRATA_ERR_NOMEM;
         }
         rest->free = 1;
-        if (top) {
-            /* rest is the front: best moves to the back */
+        rest->size = best->size - need;
+        if (top) {   /* rest before best */
             rest->off = best->off;
-            rest->size = best->size - need;
+            best->off += rest->size;
             rest->prev = best->prev;
             rest->next = best;
             if (best->prev) best->prev->next = rest;
             else a->first = rest;
             best->prev = rest;
-            best->off += rest->size;
-        } else {
+        } else {     /* rest after best */
             rest->off = best->off + need;
-            rest->size = best->size - need;
             rest->prev = best;
             rest->next = best->next;
             if (best->next) best->next->prev = rest;

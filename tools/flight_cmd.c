@@ -161,7 +161,7 @@ static int analyse_group(dump_t *d, int nd, const char *g, char *suspect)
 }
 
 /* A pause that can explain this hang ended at most two timeouts (and a
- * watchdog heartbeat) before the record: the launcher resumes a stopped
+ * second for the watchdog's heartbeat) before the record: the launcher resumes a stopped
  * rank when the first other rank's watchdog fires, and the resumed rank
  * may enter one more operation and write its record on that one's own
  * timeout, a full timeout later. */
@@ -284,8 +284,9 @@ int cmd_flight(int argc, char **argv)
     /* a process that did not run while the others waited is the cause,
      * even inside an operation every rank entered: its watchdog woke late
      * by the length of the pause. Only pauses that ended within two
-     * timeouts of the record count (an old hiccup is not this hang), and of several,
-     * those at least half as long as the longest. */
+     * timeouts of the record count (an old hiccup is not this hang, see
+     * recent_pause), and of several, those at least half as long as the
+     * longest. */
     double longest = 0;
     for (int i = 0; i < nd && 2 != rc; i++)
         if (recent_pause(&d[i]) && d[i].pause_s > longest) longest = d[i].pause_s;
