@@ -137,7 +137,7 @@ strata_status_t comm_request_order(strata_request_t *req, void *stream);
  * have completed; with block, wait until none is queued. Call before any
  * other MPI collective on g->comm, so every rank issues them in the same
  * order. Thread-safe. */
-strata_status_t comm_pending_flush(strata_group_t *g, int block);
+void comm_pending_flush(strata_group_t *g, int block);
 /* A new group's queue and check communicator (collective over g->comm);
  * fini frees them. */
 strata_status_t comm_group_check_init(strata_group_t *g);
