@@ -25,7 +25,6 @@ static strata_status_t allreduce_ll(strata_group_t *g, long long *v, int n, MPI_
 {
     strata_context_t *ctx = g->ctx;
     MPI_Request mr = MPI_REQUEST_NULL;
-    comm_pending_flush(g, 1);   /* queued collectives of g go out first (comm.h) */
     rec_op_t rop = comm_rec_begin(ctx, g, REC_CHECK, (size_t)n * sizeof *v, STRATA_F32);
     comm_lock(ctx);
     int rc = MPI_Iallreduce(MPI_IN_PLACE, v, n, MPI_LONG_LONG, op, g->comm, &mr);

@@ -21,14 +21,6 @@ struct strata_group {
     int               rec_gid;        /* the recorder's index of the group */
     uint64_t          rec_seq;        /* collectives recorded on it */
     uint64_t          rec_op;         /* blocking wrappers: the op being waited for */
-    /* nonblocking starts whose agreement check is still in flight, oldest
-     * first: their data collectives go out in this order (comm.c) */
-    pthread_mutex_t   pend_lock;
-    struct strata_request *pend_head, *pend_tail;
-    /* the checks' own communicator (a dup of comm): the checks and the
-     * data collectives are each issued in program order, but not in the
-     * same order relative to each other on every rank */
-    MPI_Comm          check_comm;
 };
 
 typedef enum { COLL_ALLGATHER, COLL_REDUCE_SCATTER, COLL_ALLREDUCE,
@@ -54,18 +46,6 @@ struct strata_request {
     int              blocking;         /* started by a blocking wrapper: a backend
                                         * may run its blocking collective and
                                         * complete before returning */
-    /* A deferred start (comm_check on, a nonblocking start): the data
-     * collective goes out once the ranks' agreement check has completed
-     * and agreed, from whichever test or wait sees it first. */
-    int              pending;          /* queued behind its check, no data moved yet */
-    struct strata_request *pend_next;
-    const void      *arg_send;         /* what the backend gets when it starts */
-    void            *arg_recv;
-    size_t           arg_count;
-    int              arg_root;
-    MPI_Request      chk_req;          /* the agreement check's allreduce */
-    long long        chk_v[3], chk_r[3];
-    uint64_t         chk_rec;          /* its flight-recorder operation */
 };
 
 /* A collective backend. Reductions always arrive as f32 (the 16-bit rule);
@@ -132,16 +112,6 @@ extern const comm_backend_t comm_nccl_backend;
  * queued on stream so far; stream's next work runs after req completes. */
 strata_status_t comm_stream_wait(strata_group_t *g, void *stream);
 strata_status_t comm_request_order(strata_request_t *req, void *stream);
-
-/* Start, in order, the data collectives of g's deferred starts whose checks
- * have completed; with block, wait until none is queued. Call before any
- * other MPI collective on g->comm, so every rank issues them in the same
- * order. Thread-safe. */
-void comm_pending_flush(strata_group_t *g, int block);
-/* A new group's queue and check communicator (collective over g->comm);
- * fini frees them. */
-strata_status_t comm_group_check_init(strata_group_t *g);
-void comm_group_check_fini(strata_group_t *g);
 
 /* Context set-up: pick the backend, make the world group. */
 strata_status_t comm_init(strata_context_t *ctx);

@@ -40,11 +40,7 @@ static strata_status_t group_from_split(strata_context_t *ctx, const char *kind,
     }
     MPI_Comm_rank(g->comm, &g->rank);
     MPI_Comm_size(g->comm, &g->size);
-    strata_status_t st = comm_group_check_init(g);
-    if (STRATA_OK == st) {
-        st = ctx->comm_ops->group_init(g);
-        if (STRATA_OK != st) comm_group_check_fini(g);
-    }
+    strata_status_t st = ctx->comm_ops->group_init(g);
     if (STRATA_OK != st) {
         MPI_Comm_free(&g->comm);
         free(g);
@@ -88,7 +84,6 @@ void strata_group_destroy(strata_group_t *g)
     if (!g || g->is_world) return;
     comm_rec_ungroup(g);
     g->ctx->comm_ops->group_cleanup(g);
-    comm_group_check_fini(g);
     MPI_Comm_free(&g->comm);
     free(g);
 }
@@ -136,11 +131,7 @@ strata_status_t comm_init(strata_context_t *ctx)
     w->rank = ctx->rank;
     w->size = ctx->size;
     w->is_world = 1;
-    strata_status_t st = comm_group_check_init(w);
-    if (STRATA_OK == st) {
-        st = ctx->comm_ops->group_init(w);
-        if (STRATA_OK != st) comm_group_check_fini(w);
-    }
+    strata_status_t st = ctx->comm_ops->group_init(w);
     if (STRATA_OK != st) { free(w); return st; }
     ctx->world = w;
     st = comm_rec_create(ctx);
@@ -153,7 +144,6 @@ void comm_cleanup(strata_context_t *ctx)
     comm_rec_destroy(ctx);
     if (!ctx->world) return;
     ctx->comm_ops->group_cleanup(ctx->world);
-    comm_group_check_fini(ctx->world);
     free(ctx->world);
     ctx->world = NULL;
 }

@@ -13,11 +13,10 @@
  *
  * Order: every collective is STARTED by the main thread at a fixed point of
  * the program, the same on every rank; the progress thread and
- * strata_call_progress only test (a test may hand a start queued behind
- * its comm_check to MPI, in the group's start order: comm/comm.c). A
- * start may still block (a failed argument check waits for the group's
- * verdict), and two threads starting collectives on two communicators in
- * timing-dependent order can deadlock across ranks. So the replica allreduce of unit u (hybrid sharding) starts
+ * strata_call_progress only test. Starting may block (cfg.comm_check makes
+ * each start a small blocking allreduce), and two threads starting
+ * collectives on two communicators in timing-dependent order can deadlock
+ * across ranks. So the replica allreduce of unit u (hybrid sharding) starts
  * after the backward of unit u-1, not when its reduce-scatter completes.
  *
  * On the cuda backend (NCCL, each group on its own stream) the compute

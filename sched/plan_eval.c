@@ -76,6 +76,13 @@ static void unit_costs(const plan_t *p, const plan_unit_t *u, double c[SCHED_COS
     c[SCHED_COST_BWD] += x * (c[SCHED_COST_AG] + c[SCHED_COST_RS]);
     c[SCHED_COST_AG] *= beside;
     c[SCHED_COST_RS] *= beside;
+    /* collectives.sync_s at each collective's start (the runtime's
+     * comm_check, where the first rank waits for the last): one before a
+     * forward, two in a backward, three with replicas */
+    if (sh->fsdp > 1) {
+        c[SCHED_COST_FWD] += hw->coll_sync;
+        c[SCHED_COST_BWD] += (sh->replicas > 1 ? 3 : 2) * hw->coll_sync;
+    }
     if (1 == sh->fsdp) {
         /* a group of one: the runtime copies the unit in for each use and
          * its gradients out, right away on the compute thread */
@@ -121,11 +128,6 @@ static strata_status_t build_program(plan_t *p, char *err, size_t errlen)
     const plan_model_t *m = &p->model;
     double per = m->param_b + m->grad_b + m->master_b + m->optim_b * m->optim_states;
     double optim_s = 2 * p->mem.params_total / (double)p->shape.fsdp * per / p->hw.hbm_bw;
-    /* collectives.sync_s once: the gradient-norm all-reduce of clipping is
-     * the step's one blocking collective, where the first rank waits for
-     * the last (the runtime's nonblocking starts do not wait: their
-     * comm_check is queued, comm/comm.c) */
-    if (p->shape.fsdp * p->shape.replicas > 1) optim_s += p->hw.coll_sync;
     if (STRATA_OK == st) st = sched_record_end(p->prog, (size_t)(p->mem.resident + p->mem.ws_cached), optim_s,
                                                err, errlen);
     return st;

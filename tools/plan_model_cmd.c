@@ -305,9 +305,8 @@ static void print_assumptions(const plan_t *p, FILE *out)
         "  - backward = 2 x forward FLOPs; matrix products at dense_flops x mfu, elementwise ops at HBM bandwidth\n"
         "  - unsharded gradients held and reduce-scattered in the gradient dtype, as the runtime does;\n"
         "    collectives from the hardware file's busbw tables; the compute pays collectives.compute_cost\n"
-        "    x their time (here %g; 0: beside the compute, as NCCL) and collectives.sync_s once a step,\n"
-        "    at the clipping norm's blocking all-reduce (here %g s), and host_link.compute_cost x each\n"
-        "    copy the schedule makes (here %g)\n"
+        "    x their time and collectives.sync_s at each start (here %g, and %g s; 0 and 0: beside the\n"
+        "    compute, as NCCL), and host_link.compute_cost x each copy the schedule makes (here %g)\n"
         "  - the runtime's buffers: each unit's output until its backward, a backward's input and output\n"
         "    gradients, 256 guard bytes per buffer; transfers land in place (no staging buffers);\n"
         "    communication buffers are inside the 2 GiB reserve; optimizer state stays on device\n",
