@@ -52,11 +52,12 @@ static size_t resident(const fsdp_exec_t *x, int n_micro)
      * come and go in a step) */
     size_t slack = x->ws_bytes + x->max_save;
     size_t r = x->base_dev + x->acts_bytes + 2 * x->max_act + x->ws_bytes + slack;
-    /* several micro-batches: the gradients stay between them, and a
-     * second slack of each, as the blocks that live across micro-batches
-     * split the free spans further (at one slack a 2-micro-batch host-lhs
-     * run at its named budget once found 8.8 KiB free but no 4.2 KiB span) */
-    if (n_micro > 1) r += x->grads_bytes + slack;
+    /* several micro-batches: the gradients stay between them, and two
+     * more slacks, as the blocks that live across micro-batches split the
+     * free spans further, by how the drains land in time (with one more
+     * slack, a 2-micro-batch host-lhs run at its named budget still found
+     * 8.8 KiB free but no 4.2 KiB span, in 1 of about 20 CI runs) */
+    if (n_micro > 1) r += x->grads_bytes + 2 * slack;
     return r;
 }
 
