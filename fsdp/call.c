@@ -373,6 +373,8 @@ void strata_call_progress(strata_unit_call_t *c)
     if (!m->inflight) return;
     /* never wait for the lock: the progress thread may be testing already */
     if (0 == pthread_mutex_trylock(&m->lock)) {
+        /* the callbacks drive progress: the thread stands down */
+        m->self_progress = 1;
         fsdp_poll_locked(m);
         pthread_mutex_unlock(&m->lock);
     }

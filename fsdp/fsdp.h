@@ -189,6 +189,7 @@ struct strata_model {
     pthread_cond_t      cond;
     pthread_t           progress;
     int                 progress_running, progress_stop, inflight;
+    int                 self_progress;      /* a callback called strata_call_progress: no thread polls */
 
     /* statistics */
     double              t_step0, compute_s, exposed_s, optim_s;

@@ -4,7 +4,11 @@
  * examples/mlp model). Run on N ranks by t/fsdp-np*.t.
  *
  *   fsdp_equiv [--shard S] [--layers L] [--width D] [--batch B] [--steps K]
- *              [--no-progress-thread] [--quick]
+ *              [--no-progress-thread] [--chunk ROWS] [--quick]
+ *
+ * --chunk: the callbacks call strata_call_progress every ROWS rows (1);
+ * 0: never, so the progress thread alone advances the collectives during
+ * them (a callback that calls it stands the thread down).
  *
  * Checks, for SGD with momentum and for AdamW with gradient clipping, with
  * 1 and 2 micro-batches (gradient accumulation):
@@ -30,7 +34,7 @@
 
 #define TOL 1e-5
 
-static int W, R, S = 0, L = 3, D = 9, B = 2, K = 3, progress = 1, quick = 0;
+static int W, R, S = 0, L = 3, D = 9, B = 2, K = 3, progress = 1, quick = 0, chunk = 1;
 
 typedef struct {
     strata_optim_kind_t optim;
@@ -50,7 +54,7 @@ static float *train(strata_context_t *ctx, const run_t *r, int batch, int accum,
 {
     strata_model_opts_t o;
     strata_model_t *model = NULL;
-    mlp_t mlp = { .chunk_rows = 1 };
+    mlp_t mlp = { .chunk_rows = chunk };
     float *all = NULL, *init = NULL;
     strata_model_opts_default(&o);
     o.optimizer = r->optim;
@@ -121,7 +125,8 @@ int main(int argc, char **argv)
     static const struct option lo[] = {
         { "shard", 1, NULL, 'S' }, { "layers", 1, NULL, 'l' }, { "width", 1, NULL, 'w' },
         { "batch", 1, NULL, 'b' }, { "steps", 1, NULL, 'k' },
-        { "no-progress-thread", 0, NULL, 'n' }, { "quick", 0, NULL, 'q' }, { NULL, 0, NULL, 0 }
+        { "no-progress-thread", 0, NULL, 'n' }, { "quick", 0, NULL, 'q' }, { "chunk", 1, NULL, 'c' },
+        { NULL, 0, NULL, 0 }
     };
     int c;
     while (-1 != (c = getopt_long(argc, argv, "", lo, NULL))) {
@@ -132,6 +137,7 @@ int main(int argc, char **argv)
         case 'b': B = atoi(optarg); break;
         case 'k': K = atoi(optarg); break;
         case 'n': progress = 0; break;
+        case 'c': chunk = atoi(optarg); break;
         case 'q': quick = 1; break;
         default: return 2;
         }

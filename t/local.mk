@@ -116,15 +116,15 @@ t_save_held_LDADD = $(TEST_INTERNAL_LDADD)
 dist_check_SCRIPTS += t/save-held.t
 TESTS += t/save-held.t
 dist_check_SCRIPTS += \
-    t/fsdp-np1.t t/fsdp-np2.t t/fsdp-np2-s1.t t/fsdp-np3.t t/fsdp-np4.t t/fsdp-np4-s2.t \
-    t/fsdp-np8.t \
+    t/fsdp-np1.t t/fsdp-np2.t t/fsdp-np2-s1.t t/fsdp-np2-thread.t t/fsdp-np3.t t/fsdp-np4.t \
+    t/fsdp-np4-s2.t t/fsdp-np8.t \
     t/fsdp-np128.t t/fsdp-errors.t t/step-check.t t/flight-stop.t t/flight-bypass.t \
     t/flight-cmd.t
 TESTS += \
     t/unit_fsdp_geometry.t t/unit_fsdp_mem.t t/unit_fsdp_optim.t \
     t/fsdp-errors.t t/step-check.t t/flight-stop.t t/flight-bypass.t t/flight-cmd.t \
-    t/fsdp-np1.t t/fsdp-np2.t t/fsdp-np2-s1.t t/fsdp-np3.t t/fsdp-np4.t t/fsdp-np4-s2.t \
-    t/fsdp-np8.t \
+    t/fsdp-np1.t t/fsdp-np2.t t/fsdp-np2-s1.t t/fsdp-np2-thread.t t/fsdp-np3.t t/fsdp-np4.t \
+    t/fsdp-np4-s2.t t/fsdp-np8.t \
     t/fsdp-np128.t
 
 # model checkpoints (fsdp/ckpt.c): resume and resharding through the model API
