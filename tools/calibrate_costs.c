@@ -5,7 +5,12 @@
  */
 #include "config.h"
 
+#define _GNU_SOURCE 1
+
 #include <pthread.h>
+#include <sched.h>
+#include <time.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -95,18 +100,98 @@ static double compute_cost_of(const ovl_t *v, int mask, double t_table)
     return t_table > 0 && tb > ts ? (tb - ts) / t_table : 0;
 }
 
-/* collectives.sync_s: what the compute waits at each collective's start.
- * The runtime's comm_check (on by default) makes a small blocking
- * all-reduce there, and ranks that computed the same work arrive apart (a
- * shared machine's noise, ranks sharing cores): the first waits for the
- * last. About 1 ms of sgemm calls (a unit's compute) and the all-reduce,
- * round after round, against the calls alone: the difference per round. */
+/* More ranks on this node than CPUs this process may run on (as the
+ * runtime decides whether its waits spin: comm/group.c) */
+static int oversubscribed(void)
+{
+    MPI_Comm node;
+    int local = 1;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Comm_size(node, &local);
+    MPI_Comm_free(&node);
+    cpu_set_t set;
+    int cpus = 0 == sched_getaffinity(0, sizeof set, &set) ? CPU_COUNT(&set) : 0;
+    if (cpus <= 0) cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    return cpus > 0 && local > cpus;
+}
+
+/* The runtime's waits, so that a rank here holds or gives away its core
+ * as a training rank does: the check spins for `spin` seconds, then
+ * sleeps doubling from 1 to 100 us between tests (comm_wait_spin); a
+ * unit's wait tests 64 times, then sleeps 20 us between tests
+ * (fsdp/progress.c). */
+static void wait_check(MPI_Request *req, double spin)
+{
+    double t0 = calib_now();
+    long ns = 0;
+    int done = 0;
+    for (unsigned i = 0;; i++) {
+        MPI_Test(req, &done, MPI_STATUS_IGNORE);
+        if (done) return;
+        if (i < 256 || calib_now() - t0 < spin) continue;
+        ns = ns ? (ns * 2 > 100000 ? 100000 : ns * 2) : 1000;
+        nanosleep(&(struct timespec){ 0, ns }, NULL);
+    }
+}
+
+static void wait_unit(MPI_Request req[2])
+{
+    int done = 0;
+    for (int i = 0;; i++) {
+        MPI_Testall(2, req, &done, MPI_STATUSES_IGNORE);
+        if (done) return;
+        if (i >= 64) nanosleep(&(struct timespec){ 0, 20000 }, NULL);
+    }
+}
+
+/* collectives.sync_s: what the compute loses at each collective's start.
+ * The runtime's comm_check (on by default) makes a small all-reduce there,
+ * and ranks that computed the same work arrive apart: a shared machine's
+ * noise, ranks sharing cores, and the copies and sums of the collectives
+ * in flight, which MPI runs inside whichever call of a rank happens to
+ * test them. The first waits for the last.
+ * Each rank on its own core: that wait is the core's loss. ROUNDS x 3
+ * rounds as units of the runtime's step -- the check (an all-reduce
+ * waited for as the runtime waits, spinning 1 ms, then sleeping), the
+ * 1 MiB all-gather and reduce-scatter started, about 1 ms of sgemm calls
+ * with them tested between calls, the wait -- and the mean time a rank
+ * spends in the check, over the rounds and the ranks, timed inside the
+ * call. (As the difference of two runs' medians, rounds with the check
+ * and without, it swung from 0 to 100 us between runs here.)
+ * More ranks than cores: a rank that waits sleeps, and the ranks that
+ * share its core compute meanwhile, so the time in the check overstates
+ * the loss (0.6 ms in the check, 0.05-0.17 ms of the slowest rank's time
+ * at 4 ranks on 2 cores here). There: about 1 ms of sgemm
+ * calls and a blocking all-reduce, round after round, against the calls
+ * alone, the difference per round of the slowest rank's time. */
 static double coll_sync(const ovl_t *v)
 {
-    double t1 = overlap_median(v, 0, 1);
+    double t1 = overlap_median(v, 0, 1), check = 0, sum = 0;
     long calls = t1 > 0 ? (long)(1e-3 / t1) + 1 : 1;
-    double ts = overlap_median(v, 0, calls), tb = overlap_median(v, 4, calls);
-    return tb > ts ? tb - ts : 0;
+    if (oversubscribed()) {
+        double ts = overlap_median(v, 0, calls), tb = overlap_median(v, 4, calls);
+        return tb > ts ? tb - ts : 0;
+    }
+    int n, flag;
+    long long one[3] = { 1, -1, 0 }, all[3];
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int r = 0; r < 3 * ROUNDS; r++) {
+        MPI_Request req[2], chk;
+        double t0 = calib_now();
+        MPI_Iallreduce(one, all, 3, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD, &chk);
+        wait_check(&chk, 1e-3);   /* the runtime's CHECK_SPIN_S */
+        check += calib_now() - t0;
+        MPI_Iallgather(v->ag_in, v->per, MPI_BYTE, v->ag_out, v->per, MPI_BYTE, MPI_COMM_WORLD, &req[0]);
+        MPI_Ireduce_scatter_block(v->rs_in, v->rs_out, v->per / 4, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req[1]);
+        for (long k = 0; k < calls; k++) {
+            calib_sgemm_team_op(v->job);
+            MPI_Testall(2, req, &flag, MPI_STATUSES_IGNORE);
+        }
+        wait_unit(req);
+    }
+    MPI_Allreduce(&check, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    return sum / ((double)n * 3 * ROUNDS);
 }
 
 double calib_coll_compute_cost(const copts_t *o, team_t *tm, double t_table, double *sync_p)
