@@ -39,10 +39,11 @@
  * condition variable when none are; callbacks may also call
  * strata_call_progress between chunks of work, and once one has, the
  * thread stands down for the model's life: the callbacks drive the
- * collectives (call it in every long callback, or in none). Every collective is started
- * by the calling thread in program order (the same on every rank); the
- * progress thread only tests. Waits spin briefly, then sleep in 20 us naps
- * so oversubscribed ranks give their core away instead of spinning.
+ * collectives (call it in every long callback, or in none). Every
+ * collective is started by the calling thread in program order (the same
+ * on every rank); the progress thread only tests. Waits spin briefly, then
+ * sleep in 20 us naps so oversubscribed ranks give their core away instead
+ * of spinning.
  * Callbacks run on the thread that called forward/backward.
  *
  * Collective calls: create/commit/destroy, step_begin/forward/backward/
