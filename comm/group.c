@@ -96,13 +96,11 @@ const char *strata_comm_backend_name(const strata_context_t *ctx)
     return (ctx && ctx->comm_ops) ? ctx->comm_ops->name : "none";
 }
 
-/* More ranks on this node than CPUs this process may run on: then a rank
- * that spins while it waits takes the core a late peer needs. */
-static int node_oversubscribed(strata_context_t *ctx)
+int comm_node_oversubscribed(MPI_Comm comm)
 {
     MPI_Comm node;
     int local = 1, cpus = 0;
-    if (MPI_SUCCESS != MPI_Comm_split_type(ctx->comm, MPI_COMM_TYPE_SHARED, ctx->rank,
+    if (MPI_SUCCESS != MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0,
                                            MPI_INFO_NULL, &node))
         return 0;
     MPI_Comm_size(node, &local);
@@ -123,7 +121,7 @@ strata_status_t comm_init(strata_context_t *ctx)
     if (0 == strcmp(ctx->backend_name, "cuda")) ctx->comm_ops = &comm_nccl_backend;
 #endif
     MPI_Comm_set_errhandler(ctx->comm, MPI_ERRORS_RETURN);
-    ctx->oversubscribed = node_oversubscribed(ctx);
+    ctx->oversubscribed = comm_node_oversubscribed(ctx->comm);
     strata_group_t *w = calloc(1, sizeof *w);
     if (!w) return base_error(ctx, STRATA_ERR_NOMEM, "cannot allocate the world group");
     w->ctx = ctx;

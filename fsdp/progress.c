@@ -159,6 +159,13 @@ strata_status_t fsdp_poll_locked(strata_model_t *m)
     return st;
 }
 
+/* A collective is in flight: the progress thread polls, unless the
+ * callbacks drive progress themselves (then it stays parked). Under m->lock. */
+static void wake_progress(strata_model_t *m)
+{
+    if (!m->self_progress) pthread_cond_signal(&m->cond);
+}
+
 static void *progress_main(void *arg)
 {
     strata_model_t *m = arg;
@@ -246,7 +253,7 @@ strata_status_t fsdp_gather_start(strata_model_t *m, strata_unit_t *u)
     if (STRATA_OK == st) {
         u->gstate = GATHER_INFLIGHT;
         m->inflight++;
-        if (!m->self_progress) pthread_cond_signal(&m->cond);
+        wake_progress(m);
     }
     pthread_mutex_unlock(&m->lock);
     m->exposed_s += base_now() - t0;
@@ -339,7 +346,7 @@ strata_status_t fsdp_reduce_start(strata_model_t *m, strata_unit_t *u)
     if (STRATA_OK == st) {
         u->rstate = GRAD_RS;
         m->inflight++;
-        if (!m->self_progress) pthread_cond_signal(&m->cond);
+        wake_progress(m);
     }
     pthread_mutex_unlock(&m->lock);
     m->exposed_s += base_now() - t0;
@@ -372,7 +379,7 @@ strata_status_t fsdp_reduce_replicas(strata_model_t *m, strata_unit_t *u)
         if (STRATA_OK == st) {
             u->rstate = GRAD_AR;
             m->inflight++;
-            if (!m->self_progress) pthread_cond_signal(&m->cond);
+            wake_progress(m);
         }
     }
     pthread_mutex_unlock(&m->lock);

@@ -5,17 +5,14 @@
  */
 #include "config.h"
 
-#define _GNU_SOURCE 1
-
 #include <pthread.h>
-#include <sched.h>
 #include <time.h>
-#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <mpi.h>
 
+#include "comm/comm.h"
 #include "tools/calibrate.h"
 
 /* sgemm at --shape on the team; c is NULL (and nothing held) where
@@ -45,6 +42,21 @@ typedef struct {
     float *rs_in, *rs_out;
 } ovl_t;
 
+/* A unit's body: the collectives of `mask` started (1 the all-gather, 2
+ * the reduce-scatter), then `calls` sgemm calls with them tested between
+ * calls, as the runtime's units do; the caller waits for req. */
+static void unit_body(const ovl_t *v, int mask, long calls, MPI_Request req[2])
+{
+    int flag;
+    if (mask & 1) MPI_Iallgather(v->ag_in, v->per, MPI_BYTE, v->ag_out, v->per, MPI_BYTE, MPI_COMM_WORLD, &req[0]);
+    if (mask & 2) MPI_Ireduce_scatter_block(v->rs_in, v->rs_out, v->per / 4, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
+                                            &req[1]);
+    for (long k = 0; k < calls; k++) {
+        calib_sgemm_team_op(v->job);
+        if (mask & 3) MPI_Testall(2, req, &flag, MPI_STATUSES_IGNORE);
+    }
+}
+
 /* ROUNDS rounds back to back, each `calls` sgemm calls with the
  * collectives of `mask` in flight (1 the all-gather, 2 the reduce-scatter,
  * 3 both) and waited for at the round's end; mask 4: first an 8-byte
@@ -55,18 +67,12 @@ typedef struct {
 static double overlap_round(const ovl_t *v, int mask, long calls)
 {
     MPI_Request req[2] = { MPI_REQUEST_NULL, MPI_REQUEST_NULL };
-    int flag, one = 1, all;
+    int one = 1, all;
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = calib_now(), dt, slowest;
     for (int r = 0; r < ROUNDS; r++) {
         if (mask & 4) MPI_Allreduce(&one, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-        if (mask & 1) MPI_Iallgather(v->ag_in, v->per, MPI_BYTE, v->ag_out, v->per, MPI_BYTE, MPI_COMM_WORLD, &req[0]);
-        if (mask & 2) MPI_Ireduce_scatter_block(v->rs_in, v->rs_out, v->per / 4, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
-                                                &req[1]);
-        for (long k = 0; k < calls; k++) {
-            calib_sgemm_team_op(v->job);
-            if (mask & 3) MPI_Testall(2, req, &flag, MPI_STATUSES_IGNORE);
-        }
+        unit_body(v, mask, calls, req);
         MPI_Waitall(2, req, MPI_STATUSES_IGNORE);
     }
     dt = (calib_now() - t0) / ROUNDS;
@@ -98,21 +104,6 @@ static double compute_cost_of(const ovl_t *v, int mask, double t_table)
     long calls = t1 > 0 ? (long)(2 * tc / t1) + 1 : 1;
     double ts = overlap_median(v, 0, calls), tb = overlap_median(v, mask, calls);
     return t_table > 0 && tb > ts ? (tb - ts) / t_table : 0;
-}
-
-/* More ranks on this node than CPUs this process may run on (as the
- * runtime decides whether its waits spin: comm/group.c) */
-static int oversubscribed(void)
-{
-    MPI_Comm node;
-    int local = 1;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-    MPI_Comm_size(node, &local);
-    MPI_Comm_free(&node);
-    cpu_set_t set;
-    int cpus = 0 == sched_getaffinity(0, sizeof set, &set) ? CPU_COUNT(&set) : 0;
-    if (cpus <= 0) cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    return cpus > 0 && local > cpus;
 }
 
 /* The runtime's waits, so that a rank here holds or gives away its core
@@ -168,11 +159,11 @@ static double coll_sync(const ovl_t *v)
 {
     double t1 = overlap_median(v, 0, 1), check = 0, sum = 0;
     long calls = t1 > 0 ? (long)(1e-3 / t1) + 1 : 1;
-    if (oversubscribed()) {
+    if (comm_node_oversubscribed(MPI_COMM_WORLD)) {   /* as the runtime decides */
         double ts = overlap_median(v, 0, calls), tb = overlap_median(v, 4, calls);
         return tb > ts ? tb - ts : 0;
     }
-    int n, flag;
+    int n;
     long long one[3] = { 1, -1, 0 }, all[3];
     MPI_Comm_size(MPI_COMM_WORLD, &n);
     MPI_Barrier(MPI_COMM_WORLD);
@@ -180,14 +171,9 @@ static double coll_sync(const ovl_t *v)
         MPI_Request req[2], chk;
         double t0 = calib_now();
         MPI_Iallreduce(one, all, 3, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD, &chk);
-        wait_check(&chk, 1e-3);   /* the runtime's CHECK_SPIN_S */
+        wait_check(&chk, COMM_CHECK_SPIN_S);
         check += calib_now() - t0;
-        MPI_Iallgather(v->ag_in, v->per, MPI_BYTE, v->ag_out, v->per, MPI_BYTE, MPI_COMM_WORLD, &req[0]);
-        MPI_Ireduce_scatter_block(v->rs_in, v->rs_out, v->per / 4, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req[1]);
-        for (long k = 0; k < calls; k++) {
-            calib_sgemm_team_op(v->job);
-            MPI_Testall(2, req, &flag, MPI_STATUSES_IGNORE);
-        }
+        unit_body(v, 3, calls, req);
         wait_unit(req);
     }
     MPI_Allreduce(&check, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
