@@ -135,6 +135,15 @@ strata_status_t base_mpi_error(strata_context_t *ctx, int mpi_rc, const char *wh
 /* Monotonic seconds. */
 double base_now(void);
 
+/* More ranks of comm on this node than CPUs this process may run on:
+ * then a rank that spins while it waits takes the core a late peer needs.
+ * Collective over comm. */
+int base_node_oversubscribed(MPI_Comm comm);
+/* How long a wait for peers spins before it sleeps where the node is not
+ * oversubscribed: the check before each collective (comm.c, agree), and
+ * strata calibrate's rounds that measure it. */
+#define BASE_CHECK_SPIN_S 1e-3
+
 /* The process-wide HDF5 lock (h5lock.c), recursive: Debian's HDF5 is not
  * thread-safe, so every HDF5 call of the library holds it (io/io.h says who
  * takes it where). trylock: 1 when taken (for tests). */

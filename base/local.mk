@@ -4,6 +4,7 @@ libstrata_core_la_SOURCES += \
     base/dtype.c \
     base/config.c \
     base/log.c \
+    base/node.c \
     base/h5lock.c \
     base/test_fault.h \
     base/nvtx.h \

@@ -72,7 +72,7 @@ static uint64_t mix64(uint64_t h, uint64_t v)
  * make every rank return an error instead of some entering a collective
  * that would never complete.
  */
-/* COMM_CHECK_SPIN_S: how long the check before a collective spins before
+/* BASE_CHECK_SPIN_S: how long the check before a collective spins before
  * it sleeps. The
  * peers of a check arrive up to a few hundred microseconds apart; a
  * sleeping checker wakes up to 100 us late, and its peer, which needs it
@@ -104,7 +104,7 @@ static strata_status_t agree(strata_group_t *g, coll_kind_t kind, size_t count,
     comm_rec_waiting(ctx, rop);
     strata_status_t cst = MPI_SUCCESS == rc
         ? comm_wait_spin(ctx, &mr, "MPI_Wait (collective check)",
-                         !ctx->oversubscribed ? COMM_CHECK_SPIN_S : 0)
+                         !ctx->oversubscribed ? BASE_CHECK_SPIN_S : 0)
         : base_mpi_error(ctx, rc, "MPI_Iallreduce (collective check)");
     comm_rec_end(ctx, rop, cst);
     if (STRATA_OK != cst) return cst;

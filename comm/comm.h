@@ -54,9 +54,6 @@ struct strata_request {
 /* per-rank bytes from which a blocking wrapper may use the backend's
  * blocking collective (comm.c, start_common) */
 #define COMM_BLOCKING_MIN_BYTES ((size_t)1 << 20)
-/* how long the check before a collective spins before it sleeps, where the
- * node is not oversubscribed (comm.c, agree) */
-#define COMM_CHECK_SPIN_S 1e-3
 
 typedef struct comm_backend {
     const char *name;
@@ -118,10 +115,6 @@ strata_status_t comm_request_order(strata_request_t *req, void *stream);
 
 /* Context set-up: pick the backend, make the world group. */
 strata_status_t comm_init(strata_context_t *ctx);
-/* More ranks of comm on this node than CPUs this process may run on:
- * then a rank that spins while it waits takes the core a late peer needs.
- * Collective over comm. */
-int comm_node_oversubscribed(MPI_Comm comm);
 void comm_cleanup(strata_context_t *ctx);
 
 /* Pure geometry of hybrid sharding (testable without MPI): for world size

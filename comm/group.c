@@ -1,13 +1,10 @@
 /* group.c - shard and replica groups (hybrid sharding). */
-#define _GNU_SOURCE 1   /* sched_getaffinity, CPU_COUNT */
 #include "config.h"
 #include "comm.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sched.h>
-#include <unistd.h>
 
 int comm_group_layout(int world, int shard_size, int rank, comm_layout_t *out)
 {
@@ -96,23 +93,6 @@ const char *strata_comm_backend_name(const strata_context_t *ctx)
     return (ctx && ctx->comm_ops) ? ctx->comm_ops->name : "none";
 }
 
-int comm_node_oversubscribed(MPI_Comm comm)
-{
-    MPI_Comm node;
-    int local = 1, cpus = 0;
-    if (MPI_SUCCESS != MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0,
-                                           MPI_INFO_NULL, &node))
-        return 0;
-    MPI_Comm_size(node, &local);
-    MPI_Comm_free(&node);
-#ifdef __linux__
-    cpu_set_t set;
-    if (0 == sched_getaffinity(0, sizeof set, &set)) cpus = CPU_COUNT(&set);
-#endif
-    if (cpus <= 0) cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    return cpus > 0 && local > cpus;
-}
-
 strata_status_t comm_init(strata_context_t *ctx)
 {
     ctx->comm_ops = &comm_mpi_backend;
@@ -121,7 +101,7 @@ strata_status_t comm_init(strata_context_t *ctx)
     if (0 == strcmp(ctx->backend_name, "cuda")) ctx->comm_ops = &comm_nccl_backend;
 #endif
     MPI_Comm_set_errhandler(ctx->comm, MPI_ERRORS_RETURN);
-    ctx->oversubscribed = comm_node_oversubscribed(ctx->comm);
+    ctx->oversubscribed = base_node_oversubscribed(ctx->comm);
     strata_group_t *w = calloc(1, sizeof *w);
     if (!w) return base_error(ctx, STRATA_ERR_NOMEM, "cannot allocate the world group");
     w->ctx = ctx;

@@ -12,7 +12,7 @@
 
 #include <mpi.h>
 
-#include "comm/comm.h"
+#include "base/base.h"
 #include "tools/calibrate.h"
 
 /* sgemm at --shape on the team; c is NULL (and nothing held) where
@@ -159,7 +159,7 @@ static double coll_sync(const ovl_t *v)
 {
     double t1 = overlap_median(v, 0, 1), check = 0, sum = 0;
     long calls = t1 > 0 ? (long)(1e-3 / t1) + 1 : 1;
-    if (comm_node_oversubscribed(MPI_COMM_WORLD)) {   /* as the runtime decides */
+    if (base_node_oversubscribed(MPI_COMM_WORLD)) {   /* as the runtime decides */
         double ts = overlap_median(v, 0, calls), tb = overlap_median(v, 4, calls);
         return tb > ts ? tb - ts : 0;
     }
@@ -171,7 +171,7 @@ static double coll_sync(const ovl_t *v)
         MPI_Request req[2], chk;
         double t0 = calib_now();
         MPI_Iallreduce(one, all, 3, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD, &chk);
-        wait_check(&chk, COMM_CHECK_SPIN_S);
+        wait_check(&chk, BASE_CHECK_SPIN_S);
         check += calib_now() - t0;
         unit_body(v, 3, calls, req);
         wait_unit(req);
