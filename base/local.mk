@@ -5,6 +5,7 @@ libstrata_core_la_SOURCES += \
     base/config.c \
     base/log.c \
     base/node.c \
+    base/rs.c \
     base/h5lock.c \
     base/test_fault.h \
     base/nvtx.h \

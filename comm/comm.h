@@ -21,6 +21,7 @@ struct strata_group {
     int               rec_gid;        /* the recorder's index of the group */
     uint64_t          rec_seq;        /* collectives recorded on it */
     uint64_t          rec_op;         /* blocking wrappers: the op being waited for */
+    uint32_t          rs_seq;         /* nonblocking reduce-scatters started (their tags) */
 };
 
 typedef enum { COLL_ALLGATHER, COLL_REDUCE_SCATTER, COLL_ALLREDUCE,

@@ -65,6 +65,9 @@ strata_status_t comm_wait_backoff(strata_context_t *ctx, MPI_Request *req, const
 /* The same with its own spin time (seconds, at least spin_time's). */
 strata_status_t comm_wait_spin(strata_context_t *ctx, MPI_Request *req, const char *what,
                                double spin);
+/* The same for n requests at once (MPI_Testall). */
+strata_status_t comm_wait_all(strata_context_t *ctx, MPI_Request *reqs, int n, const char *what,
+                              double spin);
 
 /* A fatal error the rank cannot recover from (e.g. an asynchronous NCCL
  * error): write the flight record, print why once, abort the backend's

@@ -264,13 +264,19 @@ strata_status_t comm_wait_backoff(strata_context_t *ctx, MPI_Request *req, const
 strata_status_t comm_wait_spin(strata_context_t *ctx, MPI_Request *req, const char *what,
                                double spin)
 {
+    return comm_wait_all(ctx, req, 1, what, spin);
+}
+
+strata_status_t comm_wait_all(strata_context_t *ctx, MPI_Request *reqs, int n, const char *what,
+                              double spin)
+{
     double t0 = base_now();
     if (spin < ctx->cfg.spin_time) spin = ctx->cfg.spin_time;
     long delay_ns = 0;
     for (unsigned i = 0;; i++) {
         int done = 0;
         comm_lock(ctx);
-        int rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
+        int rc = MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE);
         comm_unlock(ctx);
         if (MPI_SUCCESS != rc) return base_mpi_error(ctx, rc, what);
         if (done) return STRATA_OK;

@@ -42,18 +42,60 @@ typedef struct {
     float *rs_in, *rs_out;
 } ovl_t;
 
+/* The collectives of a unit in flight: the all-gather and the runtime's
+ * reduce-scatter (base/rs.c, point-to-point messages; not
+ * MPI_Ireduce_scatter_block, which the runtime does not call) */
+typedef struct {
+    MPI_Request ag;
+    base_rs_t   rs;
+    int         rs_on, rs_done;
+} inflight_t;
+
+static void inflight_start(const ovl_t *v, int mask, inflight_t *f)
+{
+    static unsigned tag;
+    f->ag = MPI_REQUEST_NULL;
+    f->rs_on = 0;
+    f->rs_done = 1;
+    if (mask & 1) MPI_Iallgather(v->ag_in, v->per, MPI_BYTE, v->ag_out, v->per, MPI_BYTE, MPI_COMM_WORLD, &f->ag);
+    if (mask & 2) {
+        base_rs_start(&f->rs, MPI_COMM_WORLD, 1 + (int)(tag++ % 32000u), v->rs_in, v->rs_out,
+                      (size_t)v->per / 4, 0.0f);
+        f->rs_on = 1;
+        f->rs_done = 0;
+    }
+}
+
+/* 1 once both are done (the reduce-scatter's sum run), as the runtime's tests */
+static int inflight_test(inflight_t *f)
+{
+    int ag = 1, rs = 1;
+    MPI_Test(&f->ag, &ag, MPI_STATUS_IGNORE);
+    if (!f->rs_done) {
+        base_rs_test(&f->rs, &rs);
+        if (rs) {
+            base_rs_finish(&f->rs);
+            f->rs_done = 1;
+        }
+    }
+    return ag && f->rs_done;
+}
+
+static void inflight_end(inflight_t *f)
+{
+    if (f->rs_on) base_rs_release(&f->rs);
+    f->rs_on = 0;
+}
+
 /* A unit's body: the collectives of `mask` started (1 the all-gather, 2
  * the reduce-scatter), then `calls` sgemm calls with them tested between
- * calls, as the runtime's units do; the caller waits for req. */
-static void unit_body(const ovl_t *v, int mask, long calls, MPI_Request req[2])
+ * calls, as the runtime's units do; the caller waits for f. */
+static void unit_body(const ovl_t *v, int mask, long calls, inflight_t *f)
 {
-    int flag;
-    if (mask & 1) MPI_Iallgather(v->ag_in, v->per, MPI_BYTE, v->ag_out, v->per, MPI_BYTE, MPI_COMM_WORLD, &req[0]);
-    if (mask & 2) MPI_Ireduce_scatter_block(v->rs_in, v->rs_out, v->per / 4, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
-                                            &req[1]);
+    inflight_start(v, mask, f);
     for (long k = 0; k < calls; k++) {
         calib_sgemm_team_op(v->job);
-        if (mask & 3) MPI_Testall(2, req, &flag, MPI_STATUSES_IGNORE);
+        if (mask & 3) inflight_test(f);
     }
 }
 
@@ -66,14 +108,15 @@ static void unit_body(const ovl_t *v, int mask, long calls, MPI_Request req[2])
 #define ROUNDS 8
 static double overlap_round(const ovl_t *v, int mask, long calls)
 {
-    MPI_Request req[2] = { MPI_REQUEST_NULL, MPI_REQUEST_NULL };
+    inflight_t f;
     int one = 1, all;
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = calib_now(), dt, slowest;
     for (int r = 0; r < ROUNDS; r++) {
         if (mask & 4) MPI_Allreduce(&one, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-        unit_body(v, mask, calls, req);
-        MPI_Waitall(2, req, MPI_STATUSES_IGNORE);
+        unit_body(v, mask, calls, &f);
+        while (!inflight_test(&f)) { }
+        inflight_end(&f);
     }
     dt = (calib_now() - t0) / ROUNDS;
     MPI_Allreduce(&dt, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
@@ -125,14 +168,11 @@ static void wait_check(MPI_Request *req, double spin)
     }
 }
 
-static void wait_unit(MPI_Request req[2])
+static void wait_unit(inflight_t *f)
 {
-    int done = 0;
-    for (int i = 0;; i++) {
-        MPI_Testall(2, req, &done, MPI_STATUSES_IGNORE);
-        if (done) return;
+    for (int i = 0; !inflight_test(f); i++)
         if (i >= 64) nanosleep(&(struct timespec){ 0, 20000 }, NULL);
-    }
+    inflight_end(f);
 }
 
 /* collectives.sync_s: what the compute loses at each collective's start.
@@ -168,13 +208,14 @@ static double coll_sync(const ovl_t *v)
     MPI_Comm_size(MPI_COMM_WORLD, &n);
     MPI_Barrier(MPI_COMM_WORLD);
     for (int r = 0; r < 3 * ROUNDS; r++) {
-        MPI_Request req[2], chk;
+        MPI_Request chk;
+        inflight_t f;
         double t0 = calib_now();
         MPI_Iallreduce(one, all, 3, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD, &chk);
         wait_check(&chk, BASE_CHECK_SPIN_S);
         check += calib_now() - t0;
-        unit_body(v, 3, calls, req);
-        wait_unit(req);
+        unit_body(v, 3, calls, &f);
+        wait_unit(&f);
     }
     MPI_Allreduce(&check, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     return sum / ((double)n * 3 * ROUNDS);
