@@ -77,8 +77,9 @@ static void unit_costs(const plan_t *p, const plan_unit_t *u, double c[SCHED_COS
     c[SCHED_COST_AG] *= beside;
     c[SCHED_COST_RS] *= beside;
     /* collectives.sync_s at each collective's start (the runtime's
-     * comm_check, where the first rank waits for the last): one before a
-     * forward, two in a backward, three with replicas */
+     * comm_check, where the first rank waits for the last, and the start
+     * itself, both on the compute thread): one before a forward, two in a
+     * backward, three with replicas */
     if (sh->fsdp > 1) {
         c[SCHED_COST_FWD] += hw->coll_sync;
         c[SCHED_COST_BWD] += (sh->replicas > 1 ? 3 : 2) * hw->coll_sync;

@@ -51,19 +51,22 @@ typedef struct {
     int         rs_on, rs_done;
 } inflight_t;
 
-static void inflight_start(const ovl_t *v, int mask, inflight_t *f)
+static void inflight_add_rs(const ovl_t *v, inflight_t *f)
 {
     static unsigned tag;
+    base_rs_start(&f->rs, MPI_COMM_WORLD, 1 + (int)(tag++ % 32000u), v->rs_in, v->rs_out,
+                  (size_t)v->per / 4, 0.0f);
+    f->rs_on = 1;
+    f->rs_done = 0;
+}
+
+static void inflight_start(const ovl_t *v, int mask, inflight_t *f)
+{
     f->ag = MPI_REQUEST_NULL;
     f->rs_on = 0;
     f->rs_done = 1;
     if (mask & 1) MPI_Iallgather(v->ag_in, v->per, MPI_BYTE, v->ag_out, v->per, MPI_BYTE, MPI_COMM_WORLD, &f->ag);
-    if (mask & 2) {
-        base_rs_start(&f->rs, MPI_COMM_WORLD, 1 + (int)(tag++ % 32000u), v->rs_in, v->rs_out,
-                      (size_t)v->per / 4, 0.0f);
-        f->rs_on = 1;
-        f->rs_done = 0;
-    }
+    if (mask & 2) inflight_add_rs(v, f);
 }
 
 /* 1 once both are done (the reduce-scatter's sum run), as the runtime's tests */
@@ -181,14 +184,19 @@ static void wait_unit(inflight_t *f)
  * noise, ranks sharing cores, and the copies and sums of the collectives
  * in flight, which MPI runs inside whichever call of a rank happens to
  * test them. The first waits for the last.
- * Each rank on its own core: that wait is the core's loss. ROUNDS x 3
- * rounds as units of the runtime's step -- the check (an all-reduce
- * waited for as the runtime waits, spinning 1 ms, then sleeping), the
- * 1 MiB all-gather and reduce-scatter started, about 1 ms of sgemm calls
- * with them tested between calls, the wait -- and the mean time a rank
- * spends in the check, over the rounds and the ranks, timed inside the
- * call. (As the difference of two runs' medians, rounds with the check
- * and without, it swung from 0 to 100 us between runs here.)
+ * Each rank on its own core: that wait, and the start itself, are the
+ * core's loss. ROUNDS x 3 rounds as backward units of the runtime's step
+ * -- the check (an all-reduce waited for as the runtime waits, spinning
+ * 1 ms, then sleeping) and the 1 MiB all-gather started, the check and the
+ * 1 MiB reduce-scatter started, about 1 ms of sgemm calls with them tested
+ * between calls, the wait -- and the mean time a rank spends from the
+ * first check to the second start, per collective, over the rounds and
+ * the ranks. (As the difference of two runs' medians, rounds with the
+ * check and without, it swung from 0 to 100 us between runs here; timed
+ * inside the check alone it fell from 64-134 us to 15 us when the
+ * reduce-scatter stopped summing everything on rank 0, while train_gpt's
+ * units still lost 0.1-0.2 ms each between their compute, checks on or
+ * off.)
  * More ranks than cores: a rank that waits sleeps, and the ranks that
  * share its core compute meanwhile, so the time in the check overstates
  * the loss (0.6 ms in the check, 0.05-0.17 ms of the slowest rank's time
@@ -213,12 +221,19 @@ static double coll_sync(const ovl_t *v)
         double t0 = calib_now();
         MPI_Iallreduce(one, all, 3, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD, &chk);
         wait_check(&chk, BASE_CHECK_SPIN_S);
+        inflight_start(v, 1, &f);
+        MPI_Iallreduce(one, all, 3, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD, &chk);
+        wait_check(&chk, BASE_CHECK_SPIN_S);
+        inflight_add_rs(v, &f);
         check += calib_now() - t0;
-        unit_body(v, 3, calls, &f);
+        for (long k = 0; k < calls; k++) {
+            calib_sgemm_team_op(v->job);
+            inflight_test(&f);
+        }
         wait_unit(&f);
     }
     MPI_Allreduce(&check, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-    return sum / ((double)n * 3 * ROUNDS);
+    return sum / ((double)n * 2 * 3 * ROUNDS);
 }
 
 double calib_coll_compute_cost(const copts_t *o, team_t *tm, double t_table, double *sync_p)
