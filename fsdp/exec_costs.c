@@ -217,13 +217,17 @@ void fsdp_exec_trace_comm(strata_model_t *m, const char *name, int unit, double 
                           size_t bytes)
 {
     fsdp_exec_t *x = m->exec;
-    if (x && x->ag_s && unit >= 0 && unit < m->nunits && t0 > 0 && PHASE_IDLE != m->phase) {
-        /* a collective of the step, from its start to when it was seen
-         * complete (by the progress thread; else when compute waited for
-         * it: t1); comm_costs turns them into costs */
+    /* a collective of the step, from its start to when it was seen
+     * complete (by the progress thread or a callback's progress call;
+     * else when compute waited for it: t1) */
+    if (unit >= 0 && unit < m->nunits && t0 > 0) {
         const strata_unit_t *u = m->units[unit];
+        double done = 'A' == name[0] ? u->t_gdone : u->t_rdone;
+        if (done >= t0 && done <= t1) t1 = done;
+    }
+    if (x && x->ag_s && unit >= 0 && unit < m->nunits && t0 > 0 && PHASE_IDLE != m->phase) {
+        /* comm_costs turns the spans into costs */
         int ag = 'A' == name[0];
-        double done = ag ? u->t_gdone : u->t_rdone;
         if (x->nspans == x->cap_spans) {
             int cap = x->cap_spans ? 2 * x->cap_spans : 64;
             struct comm_span *n = realloc(x->spans, (size_t)cap * sizeof *n);
@@ -233,8 +237,7 @@ void fsdp_exec_trace_comm(strata_model_t *m, const char *name, int unit, double 
             }
         }
         if (x->nspans < x->cap_spans)
-            x->spans[x->nspans++] = (struct comm_span){ t0, done >= t0 && done <= t1 ? done : t1,
-                                                        unit, ag };
+            x->spans[x->nspans++] = (struct comm_span){ t0, t1, unit, ag };
     }
     if (!x || !x->trace || t0 <= 0) return;
     sched_trace_op(x->trace, SCHED_COMM, name, t0, t1 - t0, unit, NULL, bytes);

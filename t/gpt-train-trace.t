@@ -4,7 +4,8 @@
 # --json step objects carry the activation transfer statistics (transfer_s,
 # exposed_transfer_s, overlap_frac in [0,1], offload_bytes > 0,
 # predicted_step_s > 0) and so does the final object; with keep they show
-# no transfers. The transfer runs use the naive schedule: with the default
+# no transfers; a reduce-scatter's span ends when it was seen complete,
+# not at the step's end. The transfer runs use the naive schedule: with the default
 # 4 GiB device budget lhs keeps every offload on device (it fits, and is
 # faster so), which the last test checks, and says so once.
 set -u
@@ -13,7 +14,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpt-trace.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 small="--threads 1 --layers 2 --dim 32 --heads 4 --batch 4 --steps 3 --json --eval-n 8
        --spill-dir $tmp"
-echo "1..8"
+echo "1..9"
 "$L" 2 "$P" $small --act-policy "mlp_up=host,qkv=storage,*=keep" --schedule naive --trace "$tmp/tr.json" \
     > "$tmp/out" 2>&1; rc=$?
 [ "$rc" -eq 0 ] && echo "ok 1 - a run with --trace succeeds" || { echo "not ok 1 - a run with --trace succeeds (exit $rc)"; sed 's/^/#   /' "$tmp/out" | tail -5; }
@@ -51,3 +52,22 @@ hl=$(sed -n 's/^{"final":true.*"param_hash":"\([0-9a-f]*\)".*/\1/p' "$tmp/lhs")
 [ "$ls" -eq 3 ] && [ "$lb" -eq 0 ] && [ "$said" -eq 1 ] && [ -n "$hk" ] && [ "$hk" = "$hl" ] &&
     echo "ok 8 - lhs with room keeps every offload on device, says so once, same param_hash" ||
     echo "not ok 8 - lhs with room keeps every offload on device, says so once, same param_hash ($ls steps, $lb with bytes, said $said, '$hk' '$hl')"
+# 4 layers, keep: the first reduce-scatter of the backward (the head's,
+# started after its backward) is seen complete while later units still run
+# their backward (the callbacks' progress calls test it), so its span ends
+# before the last backward starts; a span that ran to the step's end hid that
+"$L" 2 "$P" $small --layers 4 --trace "$tmp/rs.json" > "$tmp/rs" 2>&1
+python3 -c '
+import json, sys
+ev = json.load(open(sys.argv[1]))
+ev = ev["traceEvents"] if isinstance(ev, dict) else ev
+step = [e for e in ev if e.get("name") == "step"][-1]
+t0, t1 = step["ts"], step["ts"] + step["dur"]
+inside = lambda n: sorted((e for e in ev if e.get("name") == n and e.get("ph") == "X" and t0 <= e["ts"] <= t1),
+                          key=lambda e: e["ts"])
+rs, b = inside("RS"), inside("B")
+end = rs[0]["ts"] + rs[0]["dur"] if rs else None
+print("#   first RS ends at %s us, last B starts at %s us, step ends at %s" % (end, b[-1]["ts"] if b else None, t1))
+sys.exit(0 if rs and b and end < b[-1]["ts"] else 1)' "$tmp/rs.0.json" &&
+    echo "ok 9 - the first reduce-scatter's span ends before the last backward starts" ||
+    echo "not ok 9 - the first reduce-scatter's span ends before the last backward starts"
