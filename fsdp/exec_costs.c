@@ -217,17 +217,16 @@ void fsdp_exec_trace_comm(strata_model_t *m, const char *name, int unit, double 
                           size_t bytes)
 {
     fsdp_exec_t *x = m->exec;
+    int ag = 'A' == name[0], known = unit >= 0 && unit < m->nunits && t0 > 0;
     /* a collective of the step, from its start to when it was seen
      * complete (by the progress thread or a callback's progress call;
      * else when compute waited for it: t1) */
-    if (unit >= 0 && unit < m->nunits && t0 > 0) {
-        const strata_unit_t *u = m->units[unit];
-        double done = 'A' == name[0] ? u->t_gdone : u->t_rdone;
+    if (known) {
+        double done = ag ? m->units[unit]->t_gdone : m->units[unit]->t_rdone;
         if (done >= t0 && done <= t1) t1 = done;
     }
-    if (x && x->ag_s && unit >= 0 && unit < m->nunits && t0 > 0 && PHASE_IDLE != m->phase) {
+    if (x && x->ag_s && known && PHASE_IDLE != m->phase) {
         /* comm_costs turns the spans into costs */
-        int ag = 'A' == name[0];
         if (x->nspans == x->cap_spans) {
             int cap = x->cap_spans ? 2 * x->cap_spans : 64;
             struct comm_span *n = realloc(x->spans, (size_t)cap * sizeof *n);
