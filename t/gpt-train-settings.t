@@ -9,13 +9,13 @@
 # directories of dead owners are reclaimed at start while a live job's,
 # in the same spill_dir, is left alone. Times to exit are printed. The
 # storage runs use the naive schedule: lhs keeps every save on device when
-# it fits, and then nothing spills.
+# it fits, and then nothing spills. The banner names the BLAS kernels.
 set -u
 L="$top_srcdir/t/launch"; P="$top_builddir/examples/gpt/train_gpt"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpt-settings.XXXXXX") || exit 1
 trap 'kill $bg 2>/dev/null; rm -rf "$tmp"' EXIT
 bg=
-echo "1..12"
+echo "1..14"
 n=0
 check() { n=$((n + 1)); d=$1; shift; if "$@"; then echo "ok $n - $d"; else echo "not ok $n - $d"; fi; }
 ms() { date +%s%N | cut -c1-13; }
@@ -26,6 +26,16 @@ STRATA_THREADS=3 one > "$tmp/a" 2>&1
 check "STRATA_THREADS=3 is used when --threads is not given" grep -q ", 3 threads per rank" "$tmp/a"
 STRATA_THREADS=3 one --threads 2 > "$tmp/b" 2>&1
 check "--threads 2 beats STRATA_THREADS=3" grep -q ", 2 threads per rank" "$tmp/b"
+# which kernels the products run on: a tokens/s figure means little without
+# it (with OpenBLAS: its version and core; a forced core is named as such)
+env -u OPENBLAS_CORETYPE "$P" $tiny > "$tmp/blas" 2>&1
+check "the banner names the BLAS and, with OpenBLAS, the kernels it picked" \
+    sh -c 'grep -q ", BLAS OpenBLAS [0-9.]*, [A-Za-z0-9]* kernels$" "$1" ||
+           grep -q ", BLAS a CBLAS other than OpenBLAS$" "$1"' _ "$tmp/blas"
+OPENBLAS_CORETYPE=Haswell "$P" $tiny > "$tmp/blas2" 2>&1
+check "a core forced by OPENBLAS_CORETYPE is named as forced" \
+    sh -c 'grep -q ", Haswell kernels (OPENBLAS_CORETYPE=Haswell)$" "$1" ||
+           grep -q ", BLAS a CBLAS other than OpenBLAS$" "$1"' _ "$tmp/blas2"
 STRATA_SHARD_SIZE=1 "$L" 2 "$P" $tiny > "$tmp/c" 2>&1
 STRATA_SHARD_SIZE=1 "$L" 2 "$P" $tiny --shard 2 > "$tmp/d" 2>&1
 check "STRATA_SHARD_SIZE=1 is used on 2 ranks; --shard 2 beats it" \

@@ -184,6 +184,10 @@ int gpt_threads_init(int n);
  * nothing. */
 void gpt_threads_reexec(char **argv);
 int gpt_affinity_cores(void);
+/* The BLAS and the kernels it runs in buf (e.g. "OpenBLAS 0.3.21,
+ * Cooperlake kernels", with "(OPENBLAS_CORETYPE=X)" when that forces
+ * them); returns buf. */
+const char *gpt_blas_name(char *buf, size_t len);
 
 /* Floating-point operations of one forward+backward per token at length T
  * (matrix products and attention; attention counted over the full T x T,

@@ -24,6 +24,8 @@
 /* Declared weak and without cblas.h: present in OpenBLAS, absent from a
  * reference CBLAS, where the environment variables below are all we have. */
 void openblas_set_num_threads(int n) __attribute__((weak));
+char *openblas_get_corename(void) __attribute__((weak));
+char *openblas_get_config(void) __attribute__((weak));
 
 int gpt_affinity_cores(void)
 {
@@ -47,6 +49,32 @@ static void blas_threads(int n)
         setenv("OPENBLAS_NUM_THREADS", buf, 1);
         setenv("OMP_NUM_THREADS", buf, 1);
     }
+}
+
+/* Which kernels the matrix products run on: Debian's OpenBLAS picks them
+ * at run time from the CPU (or from OPENBLAS_CORETYPE, which forces one
+ * CPU's kernels on another: they round differently and can run at half
+ * the speed), so a tokens/s figure means little without it. */
+const char *gpt_blas_name(char *buf, size_t len)
+{
+    if (NULL == openblas_get_corename) {
+        snprintf(buf, len, "a CBLAS other than OpenBLAS");
+        return buf;
+    }
+    const char *cfg = NULL != openblas_get_config ? openblas_get_config() : "OpenBLAS";
+    const char *forced = getenv("OPENBLAS_CORETYPE");
+    char ver[64];
+    /* the config string begins "OpenBLAS 0.3.21 DYNAMIC_ARCH ...": keep its first two words */
+    int n = 0;
+    for (int words = 0; cfg[n] && n < (int)sizeof(ver) - 1; n++) {
+        if (' ' == cfg[n] && 2 == ++words) break;
+        ver[n] = cfg[n];
+    }
+    ver[n] = 0;
+    snprintf(buf, len, "%s, %s kernels%s%s%s", ver, openblas_get_corename(),
+             NULL != forced && *forced ? " (OPENBLAS_CORETYPE=" : "",
+             NULL != forced && *forced ? forced : "", NULL != forced && *forced ? ")" : "");
+    return buf;
 }
 
 int gpt_threads_init(int n)
