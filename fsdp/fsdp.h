@@ -310,6 +310,17 @@ void fsdp_exec_trace_comm(strata_model_t *m, const char *name, int unit, double 
 
 /* ---- optimizer (optim.c) --------------------------------------------------------- */
 
+/* fn(arg, lo, hi) over [0, n) in pieces that start on multiples of
+ * `chunk`, on the calling thread and up to threads - 1 of the runtime's
+ * worker threads (pool.c), every element exactly once; returns when all
+ * are done. Shared by several threads, a piece is one chunk (the last may
+ * be shorter); the caller alone (threads 1, n <= chunk, or the pool in use
+ * by another caller) runs [0, n) as one piece. The caller starts at once
+ * and waits only for chunks a worker took, so with the workers busy or
+ * late it runs (nearly) all of it alone. */
+void fsdp_pool_run(void (*fn)(void *arg, size_t lo, size_t hi), void *arg, size_t n, size_t chunk,
+                   int threads);
+
 /* Squared L2 norm of x, summed in fixed chunks so the result does not
  * depend on the thread count. */
 double fsdp_sqnorm(const float *x, size_t n, int threads);

@@ -9,6 +9,7 @@ libstrata_core_la_SOURCES += \
     fsdp/dev.h \
     fsdp/dev.c \
     fsdp/optim_elem.h \
+    fsdp/pool.c \
     fsdp/ckpt.c \
     fsdp/call.c \
     fsdp/model.c \

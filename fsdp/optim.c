@@ -2,7 +2,8 @@
  * optim.c - the optimizer on the local shard: AdamW and SGD with momentum,
  * gradient norms and scaling. Loops are plain, restrict-qualified and
  * branch-free inside so the compiler vectorises them; shards larger than
- * PAR_MIN elements are split over pthreads in contiguous slices. Every
+ * PAR_MIN elements are split into chunks between the calling thread and
+ * the runtime's worker threads (pool.c). Every
  * element is computed the same way whatever the thread count, so results
  * are bitwise independent of it (norms are summed in fixed chunks).
  * The loops are compiled for AVX-512 and AVX2 besides the baseline, the
@@ -20,9 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PAR_MIN   (1u << 17)   /* below this one thread beats spawning (threads start per call):
-                                * a thread starts in ~30 us, AdamW does 128Ki elements in ~150 us */
-#define MAX_THR   64
+#define PAR_MIN   (1u << 17)   /* below this the caller alone: AdamW does 128Ki elements in
+                                * ~50-150 us, about what waking a worker can take */
 #define NORM_CHUNK 4096
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && 11 <= __GNUC__
@@ -104,36 +104,26 @@ static void run_job(job_t *j)
     }
 }
 
-static void *thread_main(void *arg)
+/* One chunk [lo, hi) of the job in arg (fsdp_pool_run's callback). */
+static void run_range(void *arg, size_t lo, size_t hi)
 {
-    run_job(arg);
-    return NULL;
+    job_t j = *(const job_t *)arg;
+    j.lo = lo;
+    j.hi = hi;
+    run_job(&j);
 }
 
-/* Split [0, n) into `threads` slices aligned to NORM_CHUNK and run them. */
+/* [0, n) in chunks on the caller and the pool's workers (pool.c): chunks
+ * of elements are multiples of NORM_CHUNK, so a norm's partial sums fall
+ * on the same boundaries whatever the threads; copies and fills go in
+ * chunks of COPY_CHUNK bytes. */
+#define ELEM_CHUNK (4 * NORM_CHUNK)
+#define COPY_CHUNK ((size_t)256 << 10)
+
 static void parallel(job_t *proto, size_t n, int threads)
 {
-    if (threads < 1) threads = 1;
-    if (threads > MAX_THR) threads = MAX_THR;
     if (n < PAR_MIN) threads = 1;
-    size_t per = (n + (size_t)threads - 1) / (size_t)threads;
-    per = (per + NORM_CHUNK - 1) / NORM_CHUNK * NORM_CHUNK;
-    job_t jobs[MAX_THR];
-    pthread_t tid[MAX_THR];
-    int started[MAX_THR] = { 0 };
-    for (int k = 0; k < threads; k++) {
-        jobs[k] = *proto;
-        jobs[k].lo = (size_t)k * per < n ? (size_t)k * per : n;
-        jobs[k].hi = (size_t)(k + 1) * per < n ? (size_t)(k + 1) * per : n;
-    }
-    for (int k = 1; k < threads; k++)
-        if (jobs[k].lo < jobs[k].hi)
-            started[k] = 0 == pthread_create(&tid[k], NULL, thread_main, &jobs[k]);
-    run_job(&jobs[0]);
-    for (int k = 1; k < threads; k++) {
-        if (started[k]) pthread_join(tid[k], NULL);
-        else if (jobs[k].lo < jobs[k].hi) run_job(&jobs[k]);   /* no thread: do it here */
-    }
+    fsdp_pool_run(run_range, proto, n, proto->kind >= 4 ? COPY_CHUNK : ELEM_CHUNK, threads);
 }
 
 double fsdp_sqnorm(const float *x, size_t n, int threads)

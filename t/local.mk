@@ -100,7 +100,7 @@ TESTS += t/ckpt-np1.t t/ckpt-np2.t t/ckpt-np4.t t/ckpt-reshard.t t/ckpt-bad.t t/
 # h5dump, when configure found it, for t/ckpt-h5dump.t
 AM_TESTS_ENVIRONMENT += H5DUMP='$(H5DUMP)'; export H5DUMP;
 # FSDP core
-check_PROGRAMS += t/unit_fsdp_geometry.t t/unit_fsdp_mem.t t/unit_fsdp_optim.t t/fsdp_equiv t/fsdp_errors t/step_check
+check_PROGRAMS += t/unit_fsdp_geometry.t t/unit_fsdp_mem.t t/unit_fsdp_optim.t t/unit_fsdp_pool.t t/fsdp_equiv t/fsdp_errors t/step_check
 t_step_check_SOURCES = t/step_check.c
 t_step_check_LDADD = $(TEST_LDADD)
 t_unit_fsdp_geometry_t_SOURCES = t/unit_fsdp_geometry.t.c
@@ -109,6 +109,8 @@ t_unit_fsdp_mem_t_SOURCES = t/unit_fsdp_mem.t.c
 t_unit_fsdp_mem_t_LDADD = $(TEST_INTERNAL_LDADD)
 t_unit_fsdp_optim_t_SOURCES = t/unit_fsdp_optim.t.c
 t_unit_fsdp_optim_t_LDADD = $(TEST_INTERNAL_LDADD) -lm
+t_unit_fsdp_pool_t_SOURCES = t/unit_fsdp_pool.t.c
+t_unit_fsdp_pool_t_LDADD = $(TEST_INTERNAL_LDADD)
 t_fsdp_equiv_SOURCES = t/fsdp_equiv.c
 t_fsdp_equiv_LDADD = $(MLP_LIBS) $(TEST_LDADD)
 t_fsdp_errors_SOURCES = t/fsdp_errors.c
@@ -125,7 +127,7 @@ dist_check_SCRIPTS += \
     t/fsdp-np128.t t/fsdp-errors.t t/step-check.t t/flight-stop.t t/flight-bypass.t \
     t/flight-cmd.t
 TESTS += \
-    t/unit_fsdp_geometry.t t/unit_fsdp_mem.t t/unit_fsdp_optim.t \
+    t/unit_fsdp_geometry.t t/unit_fsdp_mem.t t/unit_fsdp_optim.t t/unit_fsdp_pool.t \
     t/fsdp-errors.t t/step-check.t t/flight-stop.t t/flight-bypass.t t/flight-cmd.t \
     t/fsdp-np1.t t/fsdp-np2.t t/fsdp-np2-s1.t t/fsdp-np2-thread.t t/fsdp-np3.t t/fsdp-np4.t \
     t/fsdp-np4-s2.t t/fsdp-np8.t \
