@@ -24,7 +24,7 @@ rows_have() {
         "$f" > /dev/null 2>&1
 }
 
-echo 1..19
+echo 1..20
 
 "$run" comm --json --ranks 2 --max 64K --repeats 2 > "$tmp/comm" 2> "$tmp/err"
 check "comm: exit 0" test $? -eq 0
@@ -76,6 +76,17 @@ ideal_ok() {
         "$tmp/off" > /dev/null
 }
 check "offload: a generated seq-64 workload, and the ideal line" ideal_ok
+# with a core left to the copy engines (ranks: cores - 1, 1..4), then 4
+# ranks where that was not 4 already; every line says which
+cores=$(nproc 2>/dev/null || echo 1)
+first=$((cores - 1)); [ "$first" -le 4 ] || first=4; [ "$first" -ge 1 ] || first=1
+want="[$first]"; [ "$first" = 4 ] || want="[$first,4]"
+placements_ok() {
+    jq -e -s --argjson want "$want" --argjson cores "$cores" \
+        '[.[] | select(.kind == "setup") | .ranks] == $want and
+         all(.[]; (.ranks | type == "number") and .cores == $cores)' "$tmp/off" > /dev/null
+}
+check "offload: ranks $want on $cores cores (a core left to the copy engines, then 4), on every line" placements_ok
 
 # peers without PyTorch (a torch that fails to import stands in for none):
 # it says how to install it, prints nothing on stdout and exits 0
