@@ -28,6 +28,7 @@
 #include "fsdp.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -97,11 +98,17 @@ static void grow(int want)
 {
     if (pool.started > 0 && pool.pid != getpid()) return;   /* a fork's child: none of them here */
     pool.pid = getpid();
+    /* the workers must not take the process's signals off the program's
+     * threads: they start with every signal blocked, as the watchdog does */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
     while (pool.started < want) {
-        if (0 != pthread_create(&pool.tid[pool.started], NULL, worker_main, NULL)) return;
+        if (0 != pthread_create(&pool.tid[pool.started], NULL, worker_main, NULL)) break;
         pthread_setname_np(pool.tid[pool.started], "strata-pool");
         pool.started++;
     }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 void fsdp_pool_run(void (*fn)(void *arg, size_t lo, size_t hi), void *arg, size_t n, size_t chunk,
