@@ -20,8 +20,8 @@
  * and 0.51-0.60 ms on the calling thread alone.
  *
  * One call at a time uses the pool: a second caller that finds it busy
- * (another context's thread) runs its range alone. A child of fork() has
- * no workers; its calls run on the caller alone, which is still right.
+ * (another context's thread) runs its range alone, and so does a child of
+ * fork(), which has none of its parent's workers.
  */
 #define _GNU_SOURCE 1   /* pthread_setname_np */
 #include "config.h"
@@ -96,8 +96,7 @@ static void *worker_main(void *unused)
 /* Start workers up to `want` (lock held); fewer where a thread cannot start. */
 static void grow(int want)
 {
-    if (pool.started > 0 && pool.pid != getpid()) return;   /* a fork's child: none of them here */
-    pool.pid = getpid();
+    if (0 == pool.started) pool.pid = getpid();
     /* the workers must not take the process's signals off the program's
      * threads: they start with every signal blocked, as the watchdog does */
     sigset_t all, old;
@@ -122,14 +121,14 @@ void fsdp_pool_run(void (*fn)(void *arg, size_t lo, size_t hi), void *arg, size_
     }
     /* held only for moments (never while chunks run) */
     pthread_mutex_lock(&pool.lock);
-    if (pool.busy || pool.quit) {
+    /* in use, stopping, or a fork's child (the workers are its parent's) */
+    if (pool.busy || pool.quit || (pool.started > 0 && pool.pid != getpid())) {
         pthread_mutex_unlock(&pool.lock);
         fn(arg, 0, n);
         return;
     }
     grow(want);
-    if (pool.pid != getpid()) want = 0;   /* a fork's child: no workers of its own */
-    else if (want > pool.started) want = pool.started;
+    if (want > pool.started) want = pool.started;
     pool.busy = 1;
     pool.fn = fn;
     pool.arg = arg;

@@ -61,19 +61,13 @@ const char *gpt_blas_name(char *buf, size_t len)
         snprintf(buf, len, "a CBLAS other than OpenBLAS");
         return buf;
     }
-    const char *cfg = NULL != openblas_get_config ? openblas_get_config() : "OpenBLAS";
+    /* the config string begins "OpenBLAS 0.3.21 DYNAMIC_ARCH ...": its first two words */
+    char name[32] = "OpenBLAS", ver[32] = "";
+    if (NULL != openblas_get_config) sscanf(openblas_get_config(), "%31s %31s", name, ver);
     const char *forced = getenv("OPENBLAS_CORETYPE");
-    char ver[64];
-    /* the config string begins "OpenBLAS 0.3.21 DYNAMIC_ARCH ...": keep its first two words */
-    int n = 0;
-    for (int words = 0; cfg[n] && n < (int)sizeof(ver) - 1; n++) {
-        if (' ' == cfg[n] && 2 == ++words) break;
-        ver[n] = cfg[n];
-    }
-    ver[n] = 0;
-    snprintf(buf, len, "%s, %s kernels%s%s%s", ver, openblas_get_corename(),
-             NULL != forced && *forced ? " (OPENBLAS_CORETYPE=" : "",
-             NULL != forced && *forced ? forced : "", NULL != forced && *forced ? ")" : "");
+    int f = NULL != forced && '\0' != *forced;
+    snprintf(buf, len, "%s%s%s, %s kernels%s%s%s", name, *ver ? " " : "", ver, openblas_get_corename(),
+             f ? " (OPENBLAS_CORETYPE=" : "", f ? forced : "", f ? ")" : "");
     return buf;
 }
 
