@@ -22,6 +22,13 @@ noinst_PROGRAMS += bench/sgemm_bench
 bench_sgemm_bench_SOURCES = bench/sgemm_bench.c bench/stats.h
 bench_sgemm_bench_CPPFLAGS = $(AM_CPPFLAGS) $(BLAS_CFLAGS)
 bench_sgemm_bench_LDADD = $(BLAS_LIBS)
+# bench/plan: the CPU's compute.mfu from one block through the GPT's kernels
+noinst_PROGRAMS += bench/calibrate_mfu
+bench_calibrate_mfu_SOURCES = bench/calibrate_mfu.c bench/stats.h
+bench_calibrate_mfu_CPPFLAGS = $(AM_CPPFLAGS) $(JANSSON_CFLAGS)
+# the convenience library, not libstrata.la: the planner's plan_units is internal
+bench_calibrate_mfu_LDADD = examples/gpt/libgpt.a libstrata_core.la $(BLAS_LIBS) $(DNNL_LIBS) \
+    $(OPENMP_CFLAGS) $(JANSSON_LIBS) -lm
 endif
 
 # the cuda backend's copy engines against cudaMemcpyAsync (t/gpu/device-check.sh

@@ -5,30 +5,19 @@
 # the nonblocking collectives' busbw tables, the compute time a collective
 # costs (collectives.compute_cost, >= 0) and the wait at each start
 # (collectives.sync_s, under a second), and what a host-link copy costs the
-# compute (host_link.compute_cost, >= 0), and with --model the mfu of one
-# block of the example GPT through its CPU kernels (in (0, 1], the figures
-# it came from beside it, and the formula of docs/planner.md); `strata plan`
-# plans the example GPT on it. Bad options exit 2 with a message, before
-# anything is timed. Timings are not asserted: they are this machine's at
-# this moment.
+# compute (host_link.compute_cost, >= 0); `strata plan`
+# plans the example GPT on it. Bad options exit 2 with a message. Timings
+# are not asserted: they are this machine's at this moment.
 set -u
 . "$top_srcdir/t/tap.sh"
 tap_tmp calibrate
-echo "1..10"
-# bad [MESSAGE] ARGS...: exit 2 and the message on stderr (without one, the
-# first option is what the message names)
-bad() {
-    case "$1" in --*) want=$1 ;; *) want=$1; shift ;; esac
-    "$S" calibrate "$@" > "$tmp/out" 2> "$tmp/err"; test $? -eq 2 && grep -q -- "$want" "$tmp/err"
-}
+echo "1..6"
+bad() { "$S" calibrate "$@" > "$tmp/out" 2> "$tmp/err"; test $? -eq 2 && grep -q -- "$1" "$tmp/err"; }
 check "--threads 0 is refused" bad --threads 0
 check "--shape 1,2 is refused" bad --shape 1,2
-check "--model without --micro and --seq is refused" bad "go together" --model gpt-example --micro 4
-check "--model of another family than gpt is refused, naming it" bad "family (gpt)" --model llama3-8b --micro 1 --seq 8
-check "--seq longer than the model's is refused" bad "outside 1..64" --model gpt-example --micro 1 --seq 65
 hw="$tmp/cpu.json"
 STRATA_TEST_TIMEOUT=300 "$L" 2 "$S" calibrate --out "$hw" --dir "$tmp" --threads 2 --max 1M --disk 1M \
-    --model gpt-example --micro 8 --seq 16 > "$tmp/out" 2>&1
+    > "$tmp/out" 2>&1
 rc=$?
 sed 's/^/# /' "$tmp/out"
 check "2 ranks x 2 threads: exit 0 and a JSON file" sh -c 'test "$1" = 0 && python3 -m json.tool "$2" > /dev/null' _ "$rc" "$hw"
@@ -46,15 +35,6 @@ assert c["compute_cost"] >= 0 and 0 <= c["sync_s"] < 1, c
 assert json.load(open(sys.argv[1]))["host_link"]["compute_cost"] >= 0
 for k in ("all_gather", "reduce_scatter", "all_to_all", "all_reduce"):
     assert all(p["ranks"] == 2 and p["busbw"] > 0 for p in c[k]["intra"]), (k, c[k])
-' "$hw"
-check "mfu from the example GPT's block: in (0, 1], the figures it came from, and their formula" python3 -c '
-import json, sys
-c = json.load(open(sys.argv[1]))["compute"]
-f = c["mfu_from"]
-assert f["model"] == "gpt-example" and f["micro_batch"] == 8 and f["seq"] == 16, f
-assert f["block_s"] > 0 and f["matrix_s_at_dense"] > 0 and f["elementwise_s"] > 0, f
-left = max(f["block_s"] - f["elementwise_s"], 0.1 * f["block_s"])
-assert 0 < c["mfu"] <= 1 and abs(c["mfu"] - min(1, f["matrix_s_at_dense"] / left)) < 1e-9 * c["mfu"], (c["mfu"], f)
 ' "$hw"
 "$S" plan --model gpt-example --hw "$hw" --fsdp 2 --micro 16 --seq 16 --policy all > "$tmp/plan" 2>&1
 check "strata plan reads it: five rows for the example GPT" sh -c 'test "$(grep -c "^\(keep\|recompute\|host\|auto\)  *\(lhs\|naive\)" "$1")" = 5' _ "$tmp/plan"

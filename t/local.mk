@@ -214,8 +214,8 @@ TESTS += t/gpt-train-damaged.t t/gpt-train-lock.t t/gpt-train-settings.t t/gpt-t
 check_PROGRAMS += t/plan_model.t
 t_plan_model_t_SOURCES = t/plan_model.t.c
 t_plan_model_t_LDADD = examples/gpt/libgpt.a $(TEST_INTERNAL_LDADD) $(BLAS_LIBS) $(DNNL_LIBS) $(OPENMP_CFLAGS)
-dist_check_SCRIPTS += t/plan-model-cli.t t/calibrate-cmd.t
-TESTS += t/plan_model.t t/plan-model-cli.t t/calibrate-cmd.t
+dist_check_SCRIPTS += t/plan-model-cli.t t/calibrate-cmd.t t/calibrate-mfu.t
+TESTS += t/plan_model.t t/plan-model-cli.t t/calibrate-cmd.t t/calibrate-mfu.t
 endif
 
 # the shared library exports only the public API; the installed package

@@ -10,15 +10,13 @@
 #include <pthread.h>
 #include <stddef.h>
 
-#include <jansson.h>
-
 #define REPS 5   /* repeats of a timing; the median counts */
 
 /* the command's options */
 typedef struct {
-    const char *out, *name, *dir, *model;
+    const char *out, *name, *dir;
     size_t hbm, host, max, disk;
-    int M, K, N, threads, micro, seq, shape_given;
+    int M, K, N, threads;
 } copts_t;
 
 double calib_now(void);
@@ -53,14 +51,5 @@ void calib_sgemm_team_op(void *job);   /* the team splits the rows */
 double calib_coll_compute_cost(const copts_t *o, team_t *tm, double t_table, double *sync_p);
 /* host_link.compute_cost */
 double calib_link_compute_cost(const copts_t *o, team_t *tm);
-
-/* compute.mfu from one block of --model (a gpt family file) forward and
- * backward through the GPT's CPU kernels at --micro x --seq, against
- * dense_flops and hbm_bw (calibrate_mfu.c); every rank calls it at once.
- * 0, with *mfu_p and *from_p (what it timed, for the JSON); -1 with err. */
-int calib_mfu(const copts_t *o, double dense, double hbm_bw, json_t **from_p, double *mfu_p, char *err,
-              size_t len);
-/* the same checks of --model, --micro and --seq, before anything is timed */
-int calib_mfu_check(const copts_t *o, char *err, size_t len);
 
 #endif

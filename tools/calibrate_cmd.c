@@ -161,8 +161,8 @@ static json_t *colls(int size, int rank, const size_t *sizes, int nsizes, double
 static int copts_parse(int argc, char **argv, copts_t *o)
 {
     const char *omp = getenv("OMP_NUM_THREADS");
-    *o = (copts_t){ NULL, "cpu-calibrated", "/tmp", NULL, 4ul << 30, 8ul << 30, 8ul << 20, 64ul << 20, 256, 128, 512,
-                    omp && atoi(omp) > 0 ? atoi(omp) : 1, 0, 0, 0 };
+    *o = (copts_t){ NULL, "cpu-calibrated", "/tmp", 4ul << 30, 8ul << 30, 8ul << 20, 64ul << 20, 256, 128, 512,
+                    omp && atoi(omp) > 0 ? atoi(omp) : 1 };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) return 1;
@@ -175,16 +175,7 @@ static int copts_parse(int argc, char **argv, copts_t *o)
                 fprintf(stderr, "strata calibrate: %s: expected a size (e.g. 4G), got '%s'\n", a, v);
                 return -1;
             }
-        } else if (!strcmp(a, "--micro") || !strcmp(a, "--seq")) {
-            char *end;
-            long x = strtol(v, &end, 10);
-            if (*end || x < 1 || x > 1 << 20) {
-                fprintf(stderr, "strata calibrate: %s: expected a positive integer, got '%s'\n", a, v);
-                return -1;
-            }
-            *('m' == a[2] ? &o->micro : &o->seq) = (int)x;
-        } else if (!strcmp(a, "--model")) o->model = v;
-        else if (!strcmp(a, "--out")) o->out = v;
+        } else if (!strcmp(a, "--out")) o->out = v;
         else if (!strcmp(a, "--name")) o->name = v;
         else if (!strcmp(a, "--dir")) o->dir = v;
         else if (!strcmp(a, "--shape")) {
@@ -192,7 +183,6 @@ static int copts_parse(int argc, char **argv, copts_t *o)
                 fprintf(stderr, "strata calibrate: --shape: expected M,K,N, got '%s'\n", v);
                 return -1;
             }
-            o->shape_given = 1;
         } else if (!strcmp(a, "--threads")) {
             char *end;
             long t = strtol(v, &end, 10);
@@ -205,11 +195,6 @@ static int copts_parse(int argc, char **argv, copts_t *o)
             fprintf(stderr, "strata calibrate: unknown option '%s'\n", a);
             return -1;
         }
-    }
-    if (!o->model != (!o->micro && !o->seq) || (o->model && (!o->micro || !o->seq))) {
-        fprintf(stderr, "strata calibrate: --model, --micro and --seq go together (the block whose "
-                "kernels give compute.mfu)\n");
-        return -1;
     }
     return 0;
 }
@@ -286,22 +271,14 @@ int cmd_calibrate(int argc, char **argv)
     if (rc) {
         fprintf(rc > 0 ? stdout : stderr, "usage: mpirun -np N strata calibrate [--out FILE] [--name NAME] "
                 "[--hbm SIZE] [--host SIZE]\n  [--dir DIR] [--disk SIZE] [--max SIZE] [--shape M,K,N] [--threads T]\n"
-                "  [--model M --micro B --seq T]\n"
                 "Measures this machine into a planner hardware file (docs/planner.md): sgemm by shape\n"
-                "(dense_flops = the rate at --shape; default the example GPT's 256,128,512;\n"
+                "(dense_flops = the rate at --shape, mfu 1: bench/calibrate_mfu measures it for the GPT's\n"
+                "kernels; --shape default the example GPT's 256,128,512;\n"
                 "the other shapes are recorded beside it) on T threads per rank (default $OMP_NUM_THREADS\n"
                 "or 1: what train_gpt --threads will use), memcpy, MPI busbw at 64k..--max over 2, 4, .. N\n"
                 "ranks, what collectives and host copies cost the compute, disk write/read in --dir.\n"
-                "--hbm/--host: the budgets to plan with (train_gpt's 4G and 8G).\n"
-                "--model M --micro B --seq T: compute.mfu from one block of model M (a gpt family file,\n"
-                "e.g. gpt-example) run forward and backward through the GPT's CPU kernels at B x T\n"
-                "(else mfu 1).\n");
+                "--hbm/--host: the budgets to plan with (train_gpt's 4G and 8G).\n");
         return rc > 0 ? 0 : 2;
-    }
-    char why[512];
-    if (o.model && calib_mfu_check(&o, why, sizeof why)) {   /* every rank alike, before MPI */
-        fprintf(stderr, "strata calibrate: %s\n", why);
-        return 2;
     }
     MPI_Init(&argc, &argv);
     int rank, size;
@@ -311,24 +288,11 @@ int cmd_calibrate(int argc, char **argv)
     team_t tm;
     team_start(&tm, o.threads);
     json_t *sg = measure_local(&o, &tm, rank, &mc, &peak, &wbw, &rbw);
-    double target = json_number_value(json_object_get(sg, "target_flops")), mfu = 1.0;
-    json_t *mfu_from = NULL;
-    MPI_Bcast(&mc, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-    if (o.model) {
-        char err[512];
-        if (calib_mfu(&o, target, 2 * mc, &mfu_from, &mfu, err, sizeof err)) {
-            if (0 == rank) fprintf(stderr, "strata calibrate: %s\n", err);
-            json_decref(sg);
-            team_stop(&tm);
-            MPI_Finalize();
-            return 2;
-        }
-    }
     if (0 != rank) {
         json_decref(sg);
-        json_decref(mfu_from);
-        sg = mfu_from = NULL;
+        sg = NULL;
     }
+    MPI_Bcast(&mc, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     size_t sizes[3] = { 64ul << 10, 1ul << 20, o.max };
     json_t *c = NULL;
     double pair = 0;
@@ -349,16 +313,16 @@ int cmd_calibrate(int argc, char **argv)
         json_object_set_new(c, "compute_cost", json_real(ccost));
         json_object_set_new(c, "sync_s", json_real(sync));
         json_object_set_new(c, "note", json_string("measured by strata calibrate: one node, so inter = intra"));
+        double target = json_number_value(json_object_get(sg, "target_flops"));
         json_t *hw = json_pack("{s:s,s:s,s:{s:I,s:f},s:{s:f,s:f,s:o},s:{s:f,s:f,s:f,s:f,s:f},s:I,s:f,s:{s:f,s:f},s:o}",
             "name", o.name, "source", "strata calibrate on this machine (compute and memcpy: medians of 7 windows of 0.05 s taken in turn, all ranks at once; collectives: medians of 5; noisy under load)",
             /* hbm bandwidth counts traffic (the planner's elementwise op
              * reads and writes its bytes): a memcpy moves each byte twice */
             "hbm", "usable_bytes", (json_int_t)o.hbm, "bandwidth", 2 * mc,
-            "compute", "dense_flops", target, "mfu", mfu, "sgemm", sg,
+            "compute", "dense_flops", target, "mfu", 1.0, "sgemm", sg,
             "host_link", "d2h_bw", mc, "h2d_bw", mc, "both_bw", mc, "latency_s", 0.0, "compute_cost", lcost,
             "host_bytes", (json_int_t)o.host, "storage_bw", wbw < rbw ? wbw : rbw,
             "disk", "write_bw", wbw, "read_bw", rbw, "collectives", c);
-        if (mfu_from) json_object_set_new(json_object_get(hw, "compute"), "mfu_from", mfu_from);
         char *txt = json_dumps(hw, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         FILE *f = o.out ? fopen(o.out, "w") : stdout;
         if (!f || !txt || EOF == fputs(txt, f) || EOF == fputc('\n', f)) {

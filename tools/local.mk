@@ -1,14 +1,12 @@
 bin_PROGRAMS += tools/strata
 tools_strata_SOURCES = tools/strata.c tools/cmds.h tools/ckpt_cmd.c tools/plan_cmd.c tools/plan_model_cmd.c \
                        tools/trace_cmd.c tools/calibrate_cmd.c tools/calibrate.h tools/calibrate_team.c tools/calibrate_costs.c tools/flight_cmd.c \
-                       tools/trace_json.h tools/trace_merge.c tools/trace_plot.c tools/calibrate_mfu.c
+                       tools/trace_json.h tools/trace_merge.c tools/trace_plot.c
 tools_strata_CPPFLAGS = $(AM_CPPFLAGS) $(BLAS_CFLAGS) $(JANSSON_CFLAGS)
 # OpenMP: calibrate runs its split products in an OpenMP team, as the
 # GPT's kernels do (calibrate_team.c)
 tools_strata_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS)
-# calibrate --model times a block through the GPT's CPU kernels (libgpt.a)
-tools_strata_LDADD = $(TRACE_LIBS) examples/gpt/libgpt.a libstrata_core.la $(JANSSON_LIBS) $(BLAS_LIBS) \
-                     $(DNNL_LIBS) $(OPENMP_CFLAGS) -lm
+tools_strata_LDADD = $(TRACE_LIBS) libstrata_core.la $(JANSSON_LIBS) $(BLAS_LIBS) $(OPENMP_CFLAGS)
 
 # reading traces back and their per-step analysis, for `strata trace` and
 # the tests; jansson parses the JSON
