@@ -1,7 +1,13 @@
 bin_PROGRAMS += tools/strata
 tools_strata_SOURCES = tools/strata.c tools/cmds.h tools/ckpt_cmd.c tools/plan_cmd.c tools/plan_model_cmd.c \
-                       tools/trace_cmd.c tools/calibrate_cmd.c tools/calibrate.h tools/calibrate_team.c tools/calibrate_costs.c tools/flight_cmd.c \
-                       tools/trace_json.h tools/trace_merge.c tools/trace_plot.c
+                       tools/trace_cmd.c tools/flight_cmd.c tools/trace_json.h tools/trace_merge.c tools/trace_plot.c
+# strata calibrate times sgemm; a build without CBLAS gets a calibrate
+# that says what to install (configure treats CBLAS as optional)
+if HAVE_CBLAS
+tools_strata_SOURCES += tools/calibrate_cmd.c tools/calibrate.h tools/calibrate_team.c tools/calibrate_costs.c
+else
+tools_strata_SOURCES += tools/calibrate_none.c
+endif
 tools_strata_CPPFLAGS = $(AM_CPPFLAGS) $(BLAS_CFLAGS) $(JANSSON_CFLAGS)
 # OpenMP: calibrate runs its split products in an OpenMP team, as the
 # GPT's kernels do (calibrate_team.c)
