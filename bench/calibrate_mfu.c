@@ -30,12 +30,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <jansson.h>
 #include <mpi.h>
 
 #include "strata.h"
+#include "base/base.h"
 #include "bench/stats.h"
 #include "examples/gpt/gpt.h"
 #include "sched/planner.h"
@@ -59,13 +59,6 @@ typedef struct {
     gpt_workspace ws;
     long calls;
 } block_job_t;
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static float *fill(size_t n, float v)
 {
@@ -125,12 +118,12 @@ static double block_seconds(block_job_t *j, int ok)
     if (ok) block_op(j);   /* first touch */
     for (int w = 0; w < WINDOWS; w++) {
         MPI_Barrier(MPI_COMM_WORLD);
-        double t0 = now(), dt;
+        double t0 = base_now(), dt;
         long n = 0;
         do {
             if (ok) block_op(j);
             n++;
-        } while ((dt = now() - t0) < WINDOW_S);
+        } while ((dt = base_now() - t0) < WINDOW_S);
         t[w] = dt / (double)n;
     }
     return median(t, WINDOWS);

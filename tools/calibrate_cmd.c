@@ -15,9 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-
 #include <time.h>
+#include <unistd.h>
 
 #include <jansson.h>
 #include <mpi.h>
@@ -208,7 +207,7 @@ static json_t *measure_local(const copts_t *o, team_t *tm, int rank, double *mc_
     const int shapes[NS][3] = { { 256, 128, 384 }, { 256, 128, 512 }, { 256, 512, 128 }, { 1024, 1024, 1024 },
                                 { o->M, o->K, o->N } };
     calib_job_t j[NS];
-    double pool[NS][WREPS], team[NS][WREPS], mc[WREPS];
+    double pool[NS][WREPS], team[NS][WREPS], mc[WREPS], work[NS];
     size_t mb = 64ul << 20;
     calib_job_t cp = { 0, 0, 0, NULL, NULL, NULL, malloc(mb), malloc(mb), mb, NULL };
     int ok = cp.src && cp.dst;
@@ -217,6 +216,7 @@ static json_t *measure_local(const copts_t *o, team_t *tm, int rank, double *mc_
         j[i] = (calib_job_t){ M, K, N, calloc((size_t)M * K, 4), calloc((size_t)K * N, 4), calloc((size_t)M * N, 4),
                               NULL, NULL, 0, tm };
         ok = ok && j[i].a && j[i].b && j[i].c;
+        work[i] = 2.0 * M * K * N;
     }
     if (ok) {
         memset(cp.src, 1, mb);
@@ -234,14 +234,12 @@ static json_t *measure_local(const copts_t *o, team_t *tm, int rank, double *mc_
             calib_blas_threads(1);
             nanosleep(&pause, NULL);
             for (int i = 0; i < NS; i++)
-                team[i][w] = window_rate(ok ? calib_sgemm_team_op : no_op, &j[i],
-                                         2.0 * shapes[i][0] * shapes[i][1] * shapes[i][2]);
+                team[i][w] = window_rate(ok ? calib_sgemm_team_op : no_op, &j[i], work[i]);
         }
         mc[w] = window_rate(ok ? memcpy_op : no_op, &cp, (double)mb);
         calib_blas_threads(tm->n);
         for (int i = 0; i < NS; i++)
-            pool[i][w] = window_rate(ok ? calib_sgemm_op : no_op, &j[i],
-                                     2.0 * shapes[i][0] * shapes[i][1] * shapes[i][2]);
+            pool[i][w] = window_rate(ok ? calib_sgemm_op : no_op, &j[i], work[i]);
     }
     calib_blas_threads(1);   /* the costs below run the team */
     json_t *sg = json_array();
