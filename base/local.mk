@@ -6,6 +6,8 @@ libstrata_core_la_SOURCES += \
     base/log.c \
     base/node.c \
     base/rs.c \
+    base/wait.h \
+    base/wait.c \
     base/h5lock.c \
     base/test_fault.h \
     base/nvtx.h \
