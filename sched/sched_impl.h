@@ -34,32 +34,57 @@ struct sched {
 
 /* Memory changes of a simulated run in time order (frees before
  * allocations at equal times); delta in bytes, tier a strata_tier_t. */
-typedef struct { double t; int tier; long long delta; } sched_mem_event_t;
+typedef struct { double time_s; int tier; long long delta; } sched_mem_event_t;
 int sched_mem_events(const sched_t *s, const double *start, const double *end,
                      sched_mem_event_t **ev_p, int *n_p);
 
 /* ---- the schedule's parts (schedule.c, schedule_layout.c, schedule_ops.c) ---- */
 
-/* A program laid out over compute positions (schedule_layout.c). */
+/* A program laid out over compute positions (schedule_layout.c). Units
+ * u = 0..nunits-1; compute positions 0..npos-1 (F(0)..F(nunits-1), then per
+ * unit from the last [RECOMPUTE(u)] B(u), then OPTIM); parameter uses
+ * j = 0..nuses-1 (the forward of unit j, then the backward of unit
+ * nuses-1-j); saves numbered globally, unit by unit (i); the chunks of the
+ * offloaded saves numbered globally, save by save (ci). */
 typedef struct {
     const sched_program_t *prog;
     const sched_opts_t *opts;
     sched_mode_t mode;
-    int L, P, J, p;
-    int *fpos, *rpos, *bpos, *cpos, *rec;   /* per unit */
-    int *ufirst, *ulast, *uunit;            /* per param use */
-    int NS, NC;
-    int *soff;                              /* first global save of unit u */
-    int *sunit, *ssave;                     /* per global save */
-    sched_action_t *act;                    /* per global save, effective */
-    int *nch, *coff;                        /* per save: chunks, first chunk */
-    size_t *cbytes, *coffset;               /* per chunk */
-    size_t budget;
+    int nunits;          /* units in the program */
+    int npos;            /* compute positions, OPTIM's included */
+    int nuses;           /* parameter uses: 2 * nunits */
+    int prefetch;        /* all-gathers issued ahead of their use */
+    /* per unit */
+    int *fwd_pos;        /* position of F(u) */
+    int *recompute_pos;  /* position of RECOMPUTE(u), -1 if none */
+    int *bwd_pos;        /* position of B(u) */
+    int *consume_pos;    /* first position that reads u's saves back */
+    int *recomputes;     /* 1 if a save of u is recomputed */
+    int *save_off;       /* first global save of unit u; [nunits] = nsaves */
+    /* per parameter use */
+    int *use_first, *use_last;   /* first and last position using them */
+    int *use_unit;               /* whose parameters */
+    int nsaves;          /* saves of all units */
+    int nchunks;         /* chunks of all offloaded saves */
+    /* per global save */
+    int *save_unit;              /* its unit */
+    int *save_index;             /* its index among its unit's saves */
+    sched_action_t *save_act;    /* effective action (the tail kept on device) */
+    int *save_nchunks;           /* chunks it moves in; 0 if not offloaded */
+    int *save_chunk_off;         /* its first global chunk */
+    /* per global chunk */
+    size_t *chunk_bytes, *chunk_offset;   /* its size and offset within the save */
+    size_t budget;       /* device budget; SIZE_MAX when none */
 } sched_layout_t;
 
-/* Decisions: per save its drain position, per chunk its H2D and S2H gates
- * (the first position in which the transfer may run). */
-typedef struct { int *dl, *g, *gs; } sched_decide_t;
+/* Decisions: per offloaded save its drain, the position whose compute op
+ * waits for its D2H (its device copy counts until then); per chunk its H2D
+ * and S2H gates, the first position in which the transfer may run. */
+typedef struct {
+    int *drain_pos;      /* per save */
+    int *h2d_gate;       /* per chunk */
+    int *s2h_gate;       /* per chunk: storage read-back */
+} sched_decide_t;
 
 /* schedule_layout.c */
 int  sched_offloaded(sched_action_t a);

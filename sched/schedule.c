@@ -87,93 +87,118 @@ void sched_destroy(sched_t *s)
     free(s);
 }
 
+/* The probe's decisions: no drains, gates at the lookahead. */
+static void probe_decisions(const sched_layout_t *l, sched_decide_t *pd)
+{
+    int look = l->opts->lookahead < 0 ? 0 : l->opts->lookahead;
+    for (int i = 0; i < l->nsaves; i++) {
+        int u = l->save_unit[i];
+        int g = l->consume_pos[u] - look;
+        if (g < l->fwd_pos[u] + 1) g = l->fwd_pos[u] + 1;
+        pd->drain_pos[i] = l->consume_pos[u];
+        for (int c = 0; c < l->save_nchunks[i]; c++)
+            pd->h2d_gate[l->save_chunk_off[i] + c] = pd->s2h_gate[l->save_chunk_off[i] + c] = g;
+    }
+}
+
+/* Each offloaded save drains at the first compute position that starts
+ * after the probe's last D2H of it ends (start, end: the probe's
+ * simulated op times). -1 when out of memory. */
+static int drains_at_d2h_ends(const sched_layout_t *l, const sched_t *probe, const double *start,
+                              const double *end, sched_decide_t *d)
+{
+    double *pos_start = malloc((size_t)l->npos * sizeof(double));
+    double *d2h_end = calloc((size_t)l->nsaves + 1, sizeof(double));
+    int ok = pos_start && d2h_end;
+    for (int k = 0; ok && k < probe->nops; k++) {
+        const sched_op_t *o = &probe->ops[k];
+        if (o->pos >= 0) pos_start[o->pos] = start[k];
+        if (SCHED_OP_D2H == o->kind) {
+            int i = l->save_off[o->unit] + o->save;
+            if (end[k] > d2h_end[i]) d2h_end[i] = end[k];
+        }
+    }
+    for (int i = 0; ok && i < l->nsaves; i++) {
+        if (!sched_offloaded(l->save_act[i])) continue;
+        int u = l->save_unit[i], k = l->fwd_pos[u] + 1;
+        while (k < l->consume_pos[u] && pos_start[k] < d2h_end[i] - 1e-12) k++;
+        d->drain_pos[i] = k;
+    }
+    free(pos_start);
+    free(d2h_end);
+    return ok ? 0 : -1;
+}
+
+/* lhs drains: a probe with no drains and gates at the lookahead, memory
+ * ignored, is simulated; its predicted D2H completions place the drains.
+ * -1 when out of memory. */
+static int drains_from_probe(const sched_layout_t *l, sched_decide_t *d)
+{
+    sched_t *probe = sched_new(l->prog, l->mode);
+    sched_decide_t pd = { 0 };
+    double *start = NULL, *end = NULL;
+    int ok = probe && 0 == sched_decide_alloc(&pd, l);
+    if (ok) {
+        probe_decisions(l, &pd);
+        ok = 0 == sched_build_ops(l, &pd, probe);
+    }
+    if (ok) {
+        start = malloc((size_t)probe->nops * sizeof(double));
+        end = malloc((size_t)probe->nops * sizeof(double));
+        sched_result_t r;
+        ok = start && end && STRATA_OK == sched_simulate(probe, &r, start, end, NULL, 0);
+    }
+    if (ok) ok = 0 == drains_at_d2h_ends(l, probe, start, end, d);
+    free(start);
+    free(end);
+    sched_decide_free(&pd);
+    sched_destroy(probe);
+    return ok ? 0 : -1;
+}
+
+/* The schedule of decisions d, with the save actions it was built for. */
+static strata_status_t make_schedule(const sched_layout_t *l, const sched_decide_t *d, const size_t *use,
+                                     sched_t **s_p)
+{
+    sched_t *s = sched_new(l->prog, l->mode);
+    if (!s || sched_build_ops(l, d, s)) goto nomem;
+    s->device_bound = sched_max_of(use, l->npos);
+    s->save_off = malloc(((size_t)l->nunits + 1) * sizeof(int));
+    s->save_act = malloc(((size_t)l->nsaves + 1) * sizeof(sched_action_t));
+    if (!s->save_off || !s->save_act) goto nomem;
+    memcpy(s->save_off, l->save_off, ((size_t)l->nunits + 1) * sizeof(int));
+    memcpy(s->save_act, l->save_act, (size_t)l->nsaves * sizeof(sched_action_t));
+    if (s->device_bound > l->budget) {
+        sched_destroy(s);
+        return STRATA_ERR_TIER_FULL;
+    }
+    *s_p = s;
+    return STRATA_OK;
+nomem:
+    sched_destroy(s);
+    return STRATA_ERR_NOMEM;
+}
+
 /* Build one schedule for a layout; min_drains forces the minimal drains. */
 static strata_status_t build_variant(const sched_layout_t *l, int min_drains, sched_t **s_p)
 {
     sched_decide_t d = { 0 };
-    size_t *use = calloc((size_t)l->P, sizeof(size_t));
-    sched_t *s = NULL;
+    size_t *use = calloc((size_t)l->npos, sizeof(size_t));
     strata_status_t st = STRATA_ERR_NOMEM;
     if (!use || sched_decide_alloc(&d, l)) goto out;
     sched_decide_min(l, &d);
     sched_usage_of(l, &d, use);
-    if (sched_max_of(use, l->P) > l->budget) { st = STRATA_ERR_TIER_FULL; goto out; }
+    if (sched_max_of(use, l->npos) > l->budget) { st = STRATA_ERR_TIER_FULL; goto out; }
 
     if (SCHED_MODE_LHS == l->mode) {
-        if (!min_drains) {
-            /* probe: no drains, gates at the lookahead, memory ignored; its
-             * predicted D2H completions place the drains */
-            sched_t *probe = sched_new(l->prog, l->mode);
-            sched_decide_t pd = { 0 };
-            double *start = NULL, *end = NULL;
-            int ok = probe && 0 == sched_decide_alloc(&pd, l);
-            if (ok) {
-                int look = l->opts->lookahead < 0 ? 0 : l->opts->lookahead;
-                for (int i = 0; i < l->NS; i++) {
-                    int u = l->sunit[i];
-                    pd.dl[i] = l->cpos[u];
-                    for (int c = 0; c < l->nch[i]; c++) {
-                        int g = l->cpos[u] - look;
-                        pd.g[l->coff[i] + c] = pd.gs[l->coff[i] + c] = g < l->fpos[u] + 1 ? l->fpos[u] + 1 : g;
-                    }
-                }
-                ok = 0 == sched_build_ops(l, &pd, probe);
-            }
-            if (ok) {
-                start = malloc((size_t)probe->nops * sizeof(double));
-                end = malloc((size_t)probe->nops * sizeof(double));
-                sched_result_t r;
-                ok = start && end && STRATA_OK == sched_simulate(probe, &r, start, end, NULL, 0);
-            }
-            if (ok) {
-                /* compute op start times by position */
-                double *cstart = malloc((size_t)l->P * sizeof(double));
-                double *d2hend = calloc((size_t)l->NS + 1, sizeof(double));
-                ok = cstart && d2hend;
-                for (int k = 0; ok && k < probe->nops; k++) {
-                    const sched_op_t *o = &probe->ops[k];
-                    if (o->pos >= 0) cstart[o->pos] = start[k];
-                    if (SCHED_OP_D2H == o->kind) {
-                        int i = l->soff[o->unit] + o->save;
-                        if (end[k] > d2hend[i]) d2hend[i] = end[k];
-                    }
-                }
-                for (int i = 0; ok && i < l->NS; i++) {
-                    if (!sched_offloaded(l->act[i])) continue;
-                    int u = l->sunit[i], k = l->fpos[u] + 1;
-                    while (k < l->cpos[u] && cstart[k] < d2hend[i] - 1e-12) k++;
-                    d.dl[i] = k;
-                }
-                free(cstart);
-                free(d2hend);
-            }
-            free(start);
-            free(end);
-            sched_decide_free(&pd);
-            sched_destroy(probe);
-            if (!ok) goto out;
-            sched_usage_drains(l, &d, use);
-            sched_tighten_drains(l, &d, use);
-        } else {
-            sched_usage_drains(l, &d, use);
-        }
+        if (!min_drains && drains_from_probe(l, &d)) goto out;
+        sched_usage_drains(l, &d, use);
+        if (!min_drains) sched_tighten_drains(l, &d, use);
         if (sched_place_gates(l, &d, use)) { st = STRATA_ERR_TIER_FULL; goto out; }
     }
     sched_usage_of(l, &d, use);
-    s = sched_new(l->prog, l->mode);
-    if (!s || sched_build_ops(l, &d, s)) goto out;
-    s->device_bound = sched_max_of(use, l->P);
-    s->save_off = malloc(((size_t)l->L + 1) * sizeof(int));
-    s->save_act = malloc(((size_t)l->NS + 1) * sizeof(sched_action_t));
-    if (!s->save_off || !s->save_act) goto out;
-    memcpy(s->save_off, l->soff, ((size_t)l->L + 1) * sizeof(int));
-    memcpy(s->save_act, l->act, (size_t)l->NS * sizeof(sched_action_t));
-    if (s->device_bound > l->budget) { st = STRATA_ERR_TIER_FULL; goto out; }
-    *s_p = s;
-    s = NULL;
-    st = STRATA_OK;
+    st = make_schedule(l, &d, use, s_p);
 out:
-    sched_destroy(s);
     sched_decide_free(&d);
     free(use);
     return st;
@@ -219,11 +244,11 @@ size_t sched_min_device(const sched_program_t *prog, const sched_actions_t *acts
     if (!prog || !acts || !opts || prog->nunits < 1) return m;
     if (0 == sched_layout_init(&l, prog, acts, opts, SCHED_MODE_NAIVE, 0, 0) &&
         0 == sched_decide_alloc(&d, &l)) {
-        size_t *use = calloc((size_t)l.P, sizeof(size_t));
+        size_t *use = calloc((size_t)l.npos, sizeof(size_t));
         if (use) {
             sched_decide_min(&l, &d);
             sched_usage_of(&l, &d, use);
-            m = sched_max_of(use, l.P);
+            m = sched_max_of(use, l.npos);
         }
         free(use);
     }
@@ -245,11 +270,10 @@ static strata_status_t check_tiers(const sched_t *s, const sched_opts_t *opts, c
     return STRATA_OK;
 }
 
-strata_status_t sched_build(const sched_program_t *prog, const sched_actions_t *acts,
-                            const sched_opts_t *opts, sched_t **sched_p, char *err, size_t errlen)
+/* The arguments make sense and the policy's minimum fits the budget. */
+static strata_status_t check_build_args(const sched_program_t *prog, const sched_actions_t *acts,
+                                        const sched_opts_t *opts, char *err, size_t errlen)
 {
-    if (!prog || !acts || !opts || !sched_p)
-        return sched_fail(err, errlen, STRATA_ERR_INVALID, "sched_build: NULL argument");
     if (prog->recording || prog->nunits < 1)
         return sched_fail(err, errlen, STRATA_ERR_INVALID, "sched_build: no recorded program");
     if (acts->nnames != prog->nnames)
@@ -266,47 +290,69 @@ strata_status_t sched_build(const sched_program_t *prog, const sched_actions_t *
                           strata_format_size(need, a, sizeof a), strata_format_size(budget, b, sizeof b),
                           strata_format_size(prog->resident_bytes, c, sizeof c));
     }
+    return STRATA_OK;
+}
 
-    /* variants: naive has one. lhs tries chunked or whole transfers, and
-     * keeping the offloads of the last T units on device (their backward
-     * comes first, before a round trip could finish) for T = 0, 1, 2, 4..
-     * and all units, while that fits; plus the minimal-drain unchunked
-     * form, which is never slower than naive. The fastest in simulation
-     * wins; among those within SCHED_TIE of it (and not slower than that
-     * minimal form) the one that moves the fewest bytes: a transfer the
-     * simulator hides can still show on a real, noisy machine, and one
-     * not made cannot. */
-    typedef struct { int chunked, tail, min_drains; } variant_t;
-    variant_t var[64];
+/* variants: naive has one. lhs tries chunked or whole transfers, and
+ * keeping the offloads of the last T units on device (their backward
+ * comes first, before a round trip could finish) for T = 0, 1, 2, 4..
+ * and all units, while that fits; plus the minimal-drain unchunked
+ * form, which is never slower than naive. The fastest in simulation
+ * wins; among those within SCHED_TIE of it (and not slower than that
+ * minimal form) the one that moves the fewest bytes: a transfer the
+ * simulator hides can still show on a real, noisy machine, and one
+ * not made cannot. */
+#define MAX_VARIANTS 64
+typedef struct { int chunked, tail, min_drains; } variant_t;
+
+static int list_variants(const sched_program_t *prog, sched_mode_t mode, variant_t *var)
+{
     int nvar = 0;
-    if (SCHED_MODE_NAIVE == opts->mode) var[nvar++] = (variant_t){ 0, 0, 1 };
-    else {
-        var[nvar++] = (variant_t){ 0, 0, 1 };
-        for (int t = 0; nvar < 60; t = t ? 2 * t : 1) {
-            if (t > prog->nunits) t = prog->nunits;
-            var[nvar++] = (variant_t){ 1, t, 0 };
-            var[nvar++] = (variant_t){ 0, t, 0 };
-            if (t == prog->nunits) break;
-        }
+    var[nvar++] = (variant_t){ 0, 0, 1 };   /* the minimal-drain form, first */
+    if (SCHED_MODE_NAIVE == mode) return nvar;
+    for (int t = 0; nvar < MAX_VARIANTS - 4; t = t ? 2 * t : 1) {
+        if (t > prog->nunits) t = prog->nunits;
+        var[nvar++] = (variant_t){ 1, t, 0 };
+        var[nvar++] = (variant_t){ 0, t, 0 };
+        if (t == prog->nunits) break;
     }
-    sched_t *cand[64] = { NULL };
-    sched_result_t cand_r[64];
-    double base_s = -1;       /* the minimal-drain form's step, if it built */
-    sched_t *best = NULL;
-    sched_result_t best_r = { 0 };
+    return nvar;
+}
+
+/* The variants that built and fit, with their simulations. */
+typedef struct {
+    sched_t *s[MAX_VARIANTS];        /* NULL where a variant did not build or fit */
+    sched_result_t r[MAX_VARIANTS];
+    int best;                        /* the fastest, -1 if none */
+    double base_s;                   /* the minimal-drain form's step; -1 if it did not build */
+} candidates_t;
+
+static void candidates_free(candidates_t *c, int nvar, int except)
+{
+    for (int v = 0; v < nvar; v++)
+        if (v != except) sched_destroy(c->s[v]);
+}
+
+/* Build and simulate every variant. STRATA_ERR_NOMEM with every candidate
+ * freed; otherwise the status of the last variant that failed (or
+ * STRATA_ERR_TIER_FULL), whether or not one built. */
+static strata_status_t build_candidates(const sched_program_t *prog, const sched_actions_t *acts,
+                                        const sched_opts_t *opts, const variant_t *var, int nvar,
+                                        candidates_t *c, char *err, size_t errlen)
+{
     strata_status_t st = STRATA_ERR_TIER_FULL;
+    c->best = -1;
+    c->base_s = -1;
     for (int v = 0; v < nvar; v++) {
         sched_layout_t l;
         sched_t *s = NULL;
-        if (sched_layout_init(&l, prog, acts, opts, opts->mode, var[v].chunked, var[v].tail)) {
-            sched_layout_free(&l);
-            for (int k = 0; k < v; k++) sched_destroy(cand[k]);
-            return sched_fail(err, errlen, STRATA_ERR_NOMEM, "out of memory building the schedule");
-        }
-        strata_status_t vst = build_variant(&l, var[v].min_drains, &s);
+        c->s[v] = NULL;
+        strata_status_t vst = STRATA_ERR_NOMEM;
+        if (0 == sched_layout_init(&l, prog, acts, opts, opts->mode, var[v].chunked, var[v].tail))
+            vst = build_variant(&l, var[v].min_drains, &s);
         sched_layout_free(&l);
         if (STRATA_ERR_NOMEM == vst) {
-            for (int k = 0; k < v; k++) sched_destroy(cand[k]);
+            candidates_free(c, v, -1);
             return sched_fail(err, errlen, STRATA_ERR_NOMEM, "out of memory building the schedule");
         }
         if (STRATA_OK != vst) continue;
@@ -319,55 +365,66 @@ strata_status_t sched_build(const sched_program_t *prog, const sched_actions_t *
             sched_destroy(s);
             continue;
         }
-        if (0 == v) base_s = r.step_s;
-        cand[v] = s;
-        cand_r[v] = r;
-        if (!best || r.step_s < best_r.step_s - 1e-12) {
-            best = s;
-            best_r = r;
-        }
+        if (0 == v) c->base_s = r.step_s;
+        c->s[v] = s;
+        c->r[v] = r;
+        if (c->best < 0 || r.step_s < c->r[c->best].step_s - 1e-12) c->best = v;
     }
-    if (best && nvar > 1) {
-        /* robust choice: the measured costs are means, and a rank that
-         * computes faster than them reaches a drain or a prefetched save
-         * before the transfer is done. Score = predicted step + the
-         * transfer time exposed were compute and collectives SCHED_FAST
-         * times as long; never slower than the minimal form; ties (within
-         * SCHED_TIE) to the fewest bytes moved */
-        double limit = base_s >= 0 && base_s > best_r.step_s ? base_s : best_r.step_s;
-        double score[64], best_sc = INFINITY;
-        size_t moved[64];
-        int pick = -1;
-        for (int v = 0; v < nvar; v++) {
-            score[v] = INFINITY;
-            if (!cand[v] || cand_r[v].step_s > limit + 1e-12) continue;
-            score[v] = cand_r[v].step_s + fast_exposure(cand[v]);
-            moved[v] = moved_bytes(cand[v]);
-            if (score[v] < best_sc) best_sc = score[v];
-        }
-        for (int v = 0; v < nvar; v++) {
-            if (!(score[v] <= best_sc * (1 + SCHED_TIE) + 1e-12)) continue;
-            /* among the tied: fewest bytes, then least transfer time, then score */
-            double dt = pick < 0 ? 0 : cand_r[v].transfer_s - cand_r[pick].transfer_s;
-            if (pick < 0 || moved[v] < moved[pick] ||
-                (moved[v] == moved[pick] && (dt < -1e-12 || (dt <= 1e-12 && score[v] < score[pick]))))
-                pick = v;
-        }
-        if (pick >= 0) {
-            best = cand[pick];
-            best_r = cand_r[pick];
-        }
+    return st;
+}
+
+/* Robust choice: the measured costs are means, and a rank that computes
+ * faster than them reaches a drain or a prefetched save before the
+ * transfer is done. Score = predicted step + the transfer time exposed
+ * were compute and collectives SCHED_FAST times as long; never slower
+ * than the minimal form; ties (within SCHED_TIE) to the fewest bytes
+ * moved. The index picked; c->best if none qualifies. */
+static int pick_robust(candidates_t *c, int nvar)
+{
+    double fastest = c->r[c->best].step_s;
+    double limit = c->base_s >= 0 && c->base_s > fastest ? c->base_s : fastest;
+    double score[MAX_VARIANTS], best_sc = INFINITY;
+    size_t moved[MAX_VARIANTS];
+    int pick = -1;
+    for (int v = 0; v < nvar; v++) {
+        score[v] = INFINITY;
+        if (!c->s[v] || c->r[v].step_s > limit + 1e-12) continue;
+        score[v] = c->r[v].step_s + fast_exposure(c->s[v]);
+        moved[v] = moved_bytes(c->s[v]);
+        if (score[v] < best_sc) best_sc = score[v];
     }
-    if (best)
-        for (int v = 0; v < nvar; v++)
-            if (cand[v] != best) sched_destroy(cand[v]);
-    if (!best) {
+    for (int v = 0; v < nvar; v++) {
+        if (!(score[v] <= best_sc * (1 + SCHED_TIE) + 1e-12)) continue;
+        /* among the tied: fewest bytes, then least transfer time, then score */
+        double dt = pick < 0 ? 0 : c->r[v].transfer_s - c->r[pick].transfer_s;
+        if (pick < 0 || moved[v] < moved[pick] ||
+            (moved[v] == moved[pick] && (dt < -1e-12 || (dt <= 1e-12 && score[v] < score[pick]))))
+            pick = v;
+    }
+    return pick >= 0 ? pick : c->best;
+}
+
+strata_status_t sched_build(const sched_program_t *prog, const sched_actions_t *acts,
+                            const sched_opts_t *opts, sched_t **sched_p, char *err, size_t errlen)
+{
+    if (!prog || !acts || !opts || !sched_p)
+        return sched_fail(err, errlen, STRATA_ERR_INVALID, "sched_build: NULL argument");
+    strata_status_t st = check_build_args(prog, acts, opts, err, errlen);
+    if (STRATA_OK != st) return st;
+    variant_t var[MAX_VARIANTS];
+    int nvar = list_variants(prog, opts->mode, var);
+    candidates_t c;
+    st = build_candidates(prog, acts, opts, var, nvar, &c, err, errlen);
+    if (STRATA_ERR_NOMEM == st) return st;
+    if (c.best < 0) {
         if (STRATA_ERR_TIER_FULL == st && (!err || !*err))
             return sched_fail(err, errlen, st, "no %s schedule fits the budgets", sched_mode_name(opts->mode));
         return st;
     }
+    int pick = nvar > 1 ? pick_robust(&c, nvar) : c.best;
+    candidates_free(&c, nvar, pick);
     if (err && errlen) err[0] = '\0';
-    *sched_p = best;
+    *sched_p = c.s[pick];
     return STRATA_OK;
 }
 

@@ -18,14 +18,116 @@
 
 void sched_layout_free(sched_layout_t *l)
 {
-    free(l->fpos); free(l->rpos); free(l->bpos); free(l->cpos); free(l->rec);
-    free(l->ufirst); free(l->ulast); free(l->uunit);
-    free(l->soff); free(l->sunit); free(l->ssave); free(l->act);
-    free(l->nch); free(l->coff); free(l->cbytes); free(l->coffset);
+    free(l->fwd_pos); free(l->recompute_pos); free(l->bwd_pos); free(l->consume_pos); free(l->recomputes);
+    free(l->use_first); free(l->use_last); free(l->use_unit);
+    free(l->save_off); free(l->save_unit); free(l->save_index); free(l->save_act);
+    free(l->save_nchunks); free(l->save_chunk_off); free(l->chunk_bytes); free(l->chunk_offset);
     memset(l, 0, sizeof *l);
 }
 
 int sched_offloaded(sched_action_t a) { return SCHED_HOST == a || SCHED_STORAGE == a; }
+
+/* The bytes of global save i. */
+static size_t save_bytes(const sched_layout_t *l, int i)
+{
+    return l->prog->units[l->save_unit[i]].saves[l->save_index[i]].bytes;
+}
+
+/* Compute positions per unit and the positions of each parameter use. */
+static int place_units(sched_layout_t *l, const sched_actions_t *acts)
+{
+    const sched_program_t *prog = l->prog;
+    size_t nunits = (size_t)l->nunits, nuses = (size_t)l->nuses;
+    l->fwd_pos = calloc(nunits, sizeof(int));
+    l->recompute_pos = calloc(nunits, sizeof(int));
+    l->bwd_pos = calloc(nunits, sizeof(int));
+    l->consume_pos = calloc(nunits, sizeof(int));
+    l->recomputes = calloc(nunits, sizeof(int));
+    l->save_off = calloc(nunits + 1, sizeof(int));
+    l->use_first = calloc(nuses, sizeof(int));
+    l->use_last = calloc(nuses, sizeof(int));
+    l->use_unit = calloc(nuses, sizeof(int));
+    if (!l->fwd_pos || !l->recompute_pos || !l->bwd_pos || !l->consume_pos || !l->recomputes ||
+        !l->save_off || !l->use_first || !l->use_last || !l->use_unit) return -1;
+    for (int u = 0; u < l->nunits; u++) {
+        l->save_off[u + 1] = l->save_off[u] + prog->units[u].nsaves;
+        for (int s = 0; s < prog->units[u].nsaves; s++)
+            if (SCHED_RECOMPUTE == acts->action[prog->units[u].saves[s].name_id]) l->recomputes[u] = 1;
+    }
+    l->nsaves = l->save_off[l->nunits];
+    int pos = 0;
+    for (int u = 0; u < l->nunits; u++) l->fwd_pos[u] = pos++;
+    for (int u = l->nunits - 1; u >= 0; u--) {
+        l->recompute_pos[u] = l->recomputes[u] ? pos++ : -1;
+        l->bwd_pos[u] = pos++;
+        l->consume_pos[u] = l->recomputes[u] ? l->recompute_pos[u] : l->bwd_pos[u];
+    }
+    l->npos = pos + 1;   /* OPTIM */
+    for (int j = 0; j < l->nuses; j++) {
+        int fwd = j < l->nunits, u = fwd ? j : l->nuses - 1 - j;
+        l->use_unit[j] = u;
+        l->use_first[j] = fwd ? l->fwd_pos[u] : l->consume_pos[u];
+        l->use_last[j] = fwd ? l->fwd_pos[u] : l->bwd_pos[u];
+    }
+    return 0;
+}
+
+/* Per save its unit and effective action (offloads of the last `tail`
+ * units kept on device), and how many chunks an offloaded one moves in. */
+static int place_saves(sched_layout_t *l, const sched_actions_t *acts, int chunked, int tail)
+{
+    const sched_program_t *prog = l->prog;
+    size_t ns = (size_t)l->nsaves + 1;
+    l->save_unit = calloc(ns, sizeof(int));
+    l->save_index = calloc(ns, sizeof(int));
+    l->save_act = calloc(ns, sizeof *l->save_act);
+    l->save_nchunks = calloc(ns, sizeof(int));
+    l->save_chunk_off = calloc(ns + 1, sizeof(int));
+    if (!l->save_unit || !l->save_index || !l->save_act || !l->save_nchunks || !l->save_chunk_off)
+        return -1;
+    size_t chunk = l->opts->link.chunk;
+    for (int u = 0; u < l->nunits; u++)
+        for (int s = 0; s < prog->units[u].nsaves; s++) {
+            int i = l->save_off[u] + s;
+            const sched_save_t *sv = &prog->units[u].saves[s];
+            l->save_unit[i] = u;
+            l->save_index[i] = s;
+            l->save_act[i] = acts->action[sv->name_id];
+            if (u >= l->nunits - tail && sched_offloaded(l->save_act[i])) l->save_act[i] = SCHED_KEEP;
+            int n = 0;
+            if (sched_offloaded(l->save_act[i])) {
+                n = 1;
+                if (chunked && chunk > 0 && sv->bytes > chunk) {
+                    size_t k = (sv->bytes + chunk - 1) / chunk;
+                    n = k > SCHED_MAX_CHUNKS ? SCHED_MAX_CHUNKS : (int)k;
+                }
+            }
+            l->save_nchunks[i] = n;
+            l->save_chunk_off[i + 1] = l->save_chunk_off[i] + n;
+        }
+    l->nchunks = l->save_chunk_off[l->nsaves];
+    return 0;
+}
+
+/* Each save's bytes in equal chunks, the last one shorter. */
+static int split_chunks(sched_layout_t *l)
+{
+    l->chunk_bytes = calloc((size_t)l->nchunks + 1, sizeof(size_t));
+    l->chunk_offset = calloc((size_t)l->nchunks + 1, sizeof(size_t));
+    if (!l->chunk_bytes || !l->chunk_offset) return -1;
+    for (int i = 0; i < l->nsaves; i++) {
+        size_t bytes = save_bytes(l, i);
+        int n = l->save_nchunks[i];
+        size_t per = n ? (bytes + (size_t)n - 1) / (size_t)n : 0, off = 0;
+        for (int c = 0; c < n; c++) {
+            size_t b = bytes - off < per ? bytes - off : per;
+            l->chunk_bytes[l->save_chunk_off[i] + c] = b;
+            l->chunk_offset[l->save_chunk_off[i] + c] = off;
+            off += b;
+        }
+    }
+    return 0;
+}
 
 int sched_layout_init(sched_layout_t *l, const sched_program_t *prog, const sched_actions_t *acts,
                        const sched_opts_t *opts, sched_mode_t mode, int chunked, int tail)
@@ -34,78 +136,11 @@ int sched_layout_init(sched_layout_t *l, const sched_program_t *prog, const sche
     l->prog = prog;
     l->opts = opts;
     l->mode = mode;
-    l->L = prog->nunits;
-    l->J = 2 * l->L;
-    l->p = opts->prefetch < 0 ? 0 : opts->prefetch;
+    l->nunits = prog->nunits;
+    l->nuses = 2 * l->nunits;
+    l->prefetch = opts->prefetch < 0 ? 0 : opts->prefetch;
     l->budget = opts->budget[STRATA_TIER_DEVICE] ? opts->budget[STRATA_TIER_DEVICE] : SIZE_MAX;
-    int L = l->L;
-    l->fpos = calloc((size_t)L, sizeof(int)); l->rpos = calloc((size_t)L, sizeof(int));
-    l->bpos = calloc((size_t)L, sizeof(int)); l->cpos = calloc((size_t)L, sizeof(int));
-    l->rec = calloc((size_t)L, sizeof(int)); l->soff = calloc((size_t)L + 1, sizeof(int));
-    l->ufirst = calloc((size_t)l->J, sizeof(int)); l->ulast = calloc((size_t)l->J, sizeof(int));
-    l->uunit = calloc((size_t)l->J, sizeof(int));
-    if (!l->fpos || !l->rpos || !l->bpos || !l->cpos || !l->rec || !l->soff || !l->ufirst ||
-        !l->ulast || !l->uunit) return -1;
-    for (int u = 0; u < L; u++) {
-        l->soff[u + 1] = l->soff[u] + prog->units[u].nsaves;
-        for (int s = 0; s < prog->units[u].nsaves; s++)
-            if (SCHED_RECOMPUTE == acts->action[prog->units[u].saves[s].name_id]) l->rec[u] = 1;
-    }
-    l->NS = l->soff[L];
-    int pos = 0;
-    for (int u = 0; u < L; u++) l->fpos[u] = pos++;
-    for (int u = L - 1; u >= 0; u--) {
-        l->rpos[u] = l->rec[u] ? pos++ : -1;
-        l->bpos[u] = pos++;
-        l->cpos[u] = l->rec[u] ? l->rpos[u] : l->bpos[u];
-    }
-    l->P = pos + 1;   /* OPTIM */
-    for (int j = 0; j < l->J; j++) {
-        int u = j < L ? j : 2 * L - 1 - j;
-        l->uunit[j] = u;
-        l->ufirst[j] = j < L ? l->fpos[u] : l->cpos[u];
-        l->ulast[j] = j < L ? l->fpos[u] : l->bpos[u];
-    }
-    size_t ns = (size_t)l->NS + 1;
-    l->sunit = calloc(ns, sizeof(int)); l->ssave = calloc(ns, sizeof(int));
-    l->act = calloc(ns, sizeof *l->act); l->nch = calloc(ns, sizeof(int));
-    l->coff = calloc(ns + 1, sizeof(int));
-    if (!l->sunit || !l->ssave || !l->act || !l->nch || !l->coff) return -1;
-    size_t chunk = opts->link.chunk;
-    for (int u = 0; u < L; u++)
-        for (int s = 0; s < prog->units[u].nsaves; s++) {
-            int i = l->soff[u] + s;
-            const sched_save_t *sv = &prog->units[u].saves[s];
-            l->sunit[i] = u;
-            l->ssave[i] = s;
-            l->act[i] = acts->action[sv->name_id];
-            if (u >= L - tail && sched_offloaded(l->act[i])) l->act[i] = SCHED_KEEP;
-            int n = 0;
-            if (sched_offloaded(l->act[i])) {
-                n = 1;
-                if (chunked && chunk > 0 && sv->bytes > chunk) {
-                    size_t k = (sv->bytes + chunk - 1) / chunk;
-                    n = k > SCHED_MAX_CHUNKS ? SCHED_MAX_CHUNKS : (int)k;
-                }
-            }
-            l->nch[i] = n;
-            l->coff[i + 1] = l->coff[i] + n;
-        }
-    l->NC = l->coff[l->NS];
-    l->cbytes = calloc((size_t)l->NC + 1, sizeof(size_t));
-    l->coffset = calloc((size_t)l->NC + 1, sizeof(size_t));
-    if (!l->cbytes || !l->coffset) return -1;
-    for (int i = 0; i < l->NS; i++) {
-        size_t bytes = prog->units[l->sunit[i]].saves[l->ssave[i]].bytes;
-        int n = l->nch[i];
-        size_t per = n ? (bytes + (size_t)n - 1) / (size_t)n : 0, off = 0;
-        for (int c = 0; c < n; c++) {
-            size_t b = bytes - off < per ? bytes - off : per;
-            l->cbytes[l->coff[i] + c] = b;
-            l->coffset[l->coff[i] + c] = off;
-            off += b;
-        }
-    }
+    if (place_units(l, acts) || place_saves(l, acts, chunked, tail) || split_chunks(l)) return -1;
     return 0;
 }
 
@@ -125,32 +160,33 @@ static void sub(size_t *use, int a, int b, size_t bytes)
 static void base_usage(const sched_layout_t *l, size_t *use)
 {
     const sched_program_t *prog = l->prog;
-    for (int k = 0; k < l->P; k++) use[k] = prog->resident_bytes;
-    for (int j = 0; j < l->J; j++) {
-        int from = j - l->p < 0 ? 0 : j - l->p;
-        add(use, l->ufirst[from], l->ulast[j], prog->units[l->uunit[j]].ag_bytes);
-        if (j >= l->L) {
-            int u = l->uunit[j];
-            int end = j + l->p + 1 < l->J ? l->ufirst[j + l->p + 1] : l->P - 1;
-            add(use, l->bpos[u], end, sched_unit_grad_bytes(&prog->units[u]));
+    for (int k = 0; k < l->npos; k++) use[k] = prog->resident_bytes;
+    for (int j = 0; j < l->nuses; j++) {
+        int from = j - l->prefetch < 0 ? 0 : j - l->prefetch;
+        add(use, l->use_first[from], l->use_last[j], prog->units[l->use_unit[j]].ag_bytes);
+        if (j >= l->nunits) {
+            int u = l->use_unit[j];
+            int end = j + l->prefetch + 1 < l->nuses ? l->use_first[j + l->prefetch + 1] : l->npos - 1;
+            add(use, l->bwd_pos[u], end, sched_unit_grad_bytes(&prog->units[u]));
         }
     }
     /* a unit's output until its backward, its input gradient until the
      * backward of the unit before, its workspace while each op runs */
-    for (int u = 0; u < l->L; u++) {
-        add(use, l->fpos[u], l->bpos[u], prog->units[u].out_bytes);
-        if (u > 0) add(use, l->bpos[u], l->bpos[u - 1], prog->units[u].gin_bytes);
-        add(use, l->fpos[u], l->fpos[u], prog->units[u].work_bytes[0]);
-        if (l->rec[u]) add(use, l->rpos[u], l->rpos[u], prog->units[u].work_bytes[0]);
-        add(use, l->bpos[u], l->bpos[u], prog->units[u].work_bytes[1]);
+    for (int u = 0; u < l->nunits; u++) {
+        add(use, l->fwd_pos[u], l->bwd_pos[u], prog->units[u].out_bytes);
+        if (u > 0) add(use, l->bwd_pos[u], l->bwd_pos[u - 1], prog->units[u].gin_bytes);
+        add(use, l->fwd_pos[u], l->fwd_pos[u], prog->units[u].work_bytes[0]);
+        if (l->recomputes[u])
+            add(use, l->recompute_pos[u], l->recompute_pos[u], prog->units[u].work_bytes[0]);
+        add(use, l->bwd_pos[u], l->bwd_pos[u], prog->units[u].work_bytes[1]);
     }
-    for (int i = 0; i < l->NS; i++) {
-        int u = l->sunit[i];
-        size_t bytes = prog->units[u].saves[l->ssave[i]].bytes;
-        if (SCHED_KEEP == l->act[i]) add(use, l->fpos[u], l->bpos[u], bytes);
-        else if (SCHED_RECOMPUTE == l->act[i]) {
-            add(use, l->fpos[u], l->fpos[u], bytes);
-            add(use, l->rpos[u], l->bpos[u], bytes);
+    for (int i = 0; i < l->nsaves; i++) {
+        int u = l->save_unit[i];
+        size_t bytes = prog->units[u].saves[l->save_index[i]].bytes;
+        if (SCHED_KEEP == l->save_act[i]) add(use, l->fwd_pos[u], l->bwd_pos[u], bytes);
+        else if (SCHED_RECOMPUTE == l->save_act[i]) {
+            add(use, l->fwd_pos[u], l->fwd_pos[u], bytes);
+            add(use, l->recompute_pos[u], l->bwd_pos[u], bytes);
         }
     }
 }
@@ -162,23 +198,26 @@ size_t sched_max_of(const size_t *use, int n)
     return m;
 }
 
-void sched_decide_free(sched_decide_t *d) { free(d->dl); free(d->g); free(d->gs); }
+void sched_decide_free(sched_decide_t *d) { free(d->drain_pos); free(d->h2d_gate); free(d->s2h_gate); }
 
 int sched_decide_alloc(sched_decide_t *d, const sched_layout_t *l)
 {
-    d->dl = calloc((size_t)l->NS + 1, sizeof(int));
-    d->g = calloc((size_t)l->NC + 1, sizeof(int));
-    d->gs = calloc((size_t)l->NC + 1, sizeof(int));
-    return d->dl && d->g && d->gs ? 0 : -1;
+    d->drain_pos = calloc((size_t)l->nsaves + 1, sizeof(int));
+    d->h2d_gate = calloc((size_t)l->nchunks + 1, sizeof(int));
+    d->s2h_gate = calloc((size_t)l->nchunks + 1, sizeof(int));
+    return d->drain_pos && d->h2d_gate && d->s2h_gate ? 0 : -1;
 }
 
 /* The minimum: drain into the next op, prefetch only when needed. */
 void sched_decide_min(const sched_layout_t *l, sched_decide_t *d)
 {
-    for (int i = 0; i < l->NS; i++) {
-        int u = l->sunit[i];
-        d->dl[i] = l->fpos[u] + 1;
-        for (int c = 0; c < l->nch[i]; c++) d->g[l->coff[i] + c] = d->gs[l->coff[i] + c] = l->cpos[u];
+    for (int i = 0; i < l->nsaves; i++) {
+        int u = l->save_unit[i];
+        d->drain_pos[i] = l->fwd_pos[u] + 1;
+        for (int c = 0; c < l->save_nchunks[i]; c++) {
+            int ci = l->save_chunk_off[i] + c;
+            d->h2d_gate[ci] = d->s2h_gate[ci] = l->consume_pos[u];
+        }
     }
 }
 
@@ -186,9 +225,9 @@ void sched_decide_min(const sched_layout_t *l, sched_decide_t *d)
 void sched_usage_drains(const sched_layout_t *l, const sched_decide_t *d, size_t *use)
 {
     base_usage(l, use);
-    for (int i = 0; i < l->NS; i++)
-        if (sched_offloaded(l->act[i]))
-            add(use, l->fpos[l->sunit[i]], d->dl[i], l->prog->units[l->sunit[i]].saves[l->ssave[i]].bytes);
+    for (int i = 0; i < l->nsaves; i++)
+        if (sched_offloaded(l->save_act[i]))
+            add(use, l->fwd_pos[l->save_unit[i]], d->drain_pos[i], save_bytes(l, i));
 }
 
 /* A prefetched chunk is on device from its gate to B(u); its H2D waits for
@@ -196,10 +235,11 @@ void sched_usage_drains(const sched_layout_t *l, const sched_decide_t *d, size_t
  * is counted once: from max(g, dl+1). */
 static void add_chunks(const sched_layout_t *l, const sched_decide_t *d, size_t *use)
 {
-    for (int i = 0; i < l->NS; i++)
-        for (int c = 0; c < l->nch[i]; c++) {
-            int ci = l->coff[i] + c, from = d->g[ci] > d->dl[i] ? d->g[ci] : d->dl[i] + 1;
-            add(use, from, l->bpos[l->sunit[i]], l->cbytes[ci]);
+    for (int i = 0; i < l->nsaves; i++)
+        for (int c = 0; c < l->save_nchunks[i]; c++) {
+            int ci = l->save_chunk_off[i] + c;
+            int from = d->h2d_gate[ci] > d->drain_pos[i] ? d->h2d_gate[ci] : d->drain_pos[i] + 1;
+            add(use, from, l->bwd_pos[l->save_unit[i]], l->chunk_bytes[ci]);
         }
 }
 
@@ -214,18 +254,19 @@ void sched_usage_of(const sched_layout_t *l, const sched_decide_t *d, size_t *us
  * must be done before that position's op. */
 void sched_tighten_drains(const sched_layout_t *l, sched_decide_t *d, size_t *use)
 {
-    for (int k = 0; k < l->P; k++) {
+    for (int k = 0; k < l->npos; k++) {
         while (use[k] > l->budget) {
             int best = -1;
-            for (int i = 0; i < l->NS; i++) {
-                if (!sched_offloaded(l->act[i])) continue;
-                int f = l->fpos[l->sunit[i]];
-                if (f <= k - 2 && d->dl[i] >= k && (best < 0 || f < l->fpos[l->sunit[best]])) best = i;
+            for (int i = 0; i < l->nsaves; i++) {
+                if (!sched_offloaded(l->save_act[i])) continue;
+                int f = l->fwd_pos[l->save_unit[i]];
+                if (f <= k - 2 && d->drain_pos[i] >= k && (best < 0 || f < l->fwd_pos[l->save_unit[best]]))
+                    best = i;
             }
             if (best < 0) break;
-            size_t bytes = l->prog->units[l->sunit[best]].saves[l->ssave[best]].bytes;
-            sub(use, k, d->dl[best], bytes);
-            d->dl[best] = k - 1;
+            size_t bytes = save_bytes(l, best);
+            sub(use, k, d->drain_pos[best], bytes);
+            d->drain_pos[best] = k - 1;
         }
     }
 }
@@ -233,31 +274,31 @@ void sched_tighten_drains(const sched_layout_t *l, sched_decide_t *d, size_t *us
 /* Gate every prefetch chunk as early as memory and the lookahead allow, in
  * the order they are needed (the H2D engine's order). -1 if one does not
  * fit even right before its use. use holds everything but the chunks;
- * the drains (d->dl) are final. */
+ * the drains (d->drain_pos) are final. */
 int sched_place_gates(const sched_layout_t *l, sched_decide_t *d, size_t *use)
 {
     int look = l->opts->lookahead < 0 ? 0 : l->opts->lookahead;
     int gprev = 0;
-    for (int u = l->L - 1; u >= 0; u--)
+    for (int u = l->nunits - 1; u >= 0; u--)
         for (int s = 0; s < l->prog->units[u].nsaves; s++) {
-            int i = l->soff[u] + s;
-            if (!sched_offloaded(l->act[i])) continue;
-            for (int c = 0; c < l->nch[i]; c++) {
-                int ci = l->coff[i] + c;
-                size_t bytes = l->cbytes[ci];
-                int lo = l->cpos[u] - look;
-                if (lo < l->fpos[u] + 1) lo = l->fpos[u] + 1;
+            int i = l->save_off[u] + s;
+            if (!sched_offloaded(l->save_act[i])) continue;
+            for (int c = 0; c < l->save_nchunks[i]; c++) {
+                int ci = l->save_chunk_off[i] + c;
+                size_t bytes = l->chunk_bytes[ci];
+                int lo = l->consume_pos[u] - look;
+                if (lo < l->fwd_pos[u] + 1) lo = l->fwd_pos[u] + 1;
                 if (lo < gprev) lo = gprev;
                 int g = lo;
-                for (int k = l->bpos[u]; k >= g && k > d->dl[i]; k--)
+                for (int k = l->bwd_pos[u]; k >= g && k > d->drain_pos[i]; k--)
                     if (use[k] + bytes > l->budget) { g = k + 1; break; }
-                if (g > l->cpos[u]) return -1;
-                add(use, g > d->dl[i] ? g : d->dl[i] + 1, l->bpos[u], bytes);
-                d->g[ci] = g;
+                if (g > l->consume_pos[u]) return -1;
+                add(use, g > d->drain_pos[i] ? g : d->drain_pos[i] + 1, l->bwd_pos[u], bytes);
+                d->h2d_gate[ci] = g;
                 gprev = g;
                 /* storage: the read-back may start `look` positions before the H2D */
                 int gs = g - look;
-                d->gs[ci] = gs < l->fpos[u] + 1 ? l->fpos[u] + 1 : gs;
+                d->s2h_gate[ci] = gs < l->fwd_pos[u] + 1 ? l->fwd_pos[u] + 1 : gs;
             }
         }
     return 0;

@@ -17,7 +17,7 @@ static int is_transfer(sched_engine_t e) { return SCHED_D2H == e || SCHED_H2D ==
 static int cmp_mem(const void *x, const void *y)
 {
     const sched_mem_event_t *a = x, *b = y;
-    if (a->t != b->t) return a->t < b->t ? -1 : 1;
+    if (a->time_s != b->time_s) return a->time_s < b->time_s ? -1 : 1;
     /* frees first, so an op that starts when another ends reuses its bytes */
     return (a->delta > b->delta) - (a->delta < b->delta);
 }

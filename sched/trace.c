@@ -177,10 +177,10 @@ strata_status_t sched_trace_add_sim(sched_trace_t *tr, const sched_t *s, int ste
     long long cur[STRATA_TIER_COUNT] = { (long long)s->prog->resident_bytes, 0, 0 };
     for (int i = 0; i < n; i++) {
         cur[ev[i].tier] += ev[i].delta;
-        if (i + 1 < n && ev[i + 1].t == ev[i].t) continue;   /* one sample per instant */
+        if (i + 1 < n && ev[i + 1].time_s == ev[i].time_s) continue;   /* one sample per instant */
         size_t b[STRATA_TIER_COUNT];
         for (int t = 0; t < STRATA_TIER_COUNT; t++) b[t] = cur[t] > 0 ? (size_t)cur[t] : 0;
-        if (STRATA_OK != sched_trace_memory(tr, t0 + ev[i].t, b)) goto out;
+        if (STRATA_OK != sched_trace_memory(tr, t0 + ev[i].time_s, b)) goto out;
     }
     if (STRATA_OK != sched_trace_step(tr, step, t0, r.step_s)) goto out;
     st = STRATA_OK;
