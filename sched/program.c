@@ -397,10 +397,100 @@ static strata_status_t flush_unit(sched_program_t *p, pending_unit_t *pu, char *
     return STRATA_OK;
 }
 
+/* `unit NAME [KEY=VALUE]...`: the unit before it is recorded, this one
+ * becomes the pending unit. 0, or -1 with msg saying why not. */
+static int parse_unit_line(sched_program_t *p, pending_unit_t *pu, char **w, int n, char *msg, size_t len)
+{
+    static const char *const cost_keys[SCHED_COST_COUNT] = { "fwd", "bwd", "ag", "rs" };
+    if (pu->repeat && STRATA_OK != flush_unit(p, pu, msg, len)) return -1;
+    memset(pu, 0, sizeof *pu);
+    pu->repeat = 1;
+    if (n < 2 || strchr(w[1], '=')) { snprintf(msg, len, "unit needs a name"); return -1; }
+    snprintf(pu->name, sizeof pu->name, "%s", w[1]);
+    for (int i = 2; i < n; i++) {
+        char *eq = strchr(w[i], '=');
+        if (!eq) { snprintf(msg, len, "expected KEY=VALUE, got '%s'", w[i]); return -1; }
+        *eq = '\0';
+        const char *k = w[i], *v = eq + 1;
+        int done = 0;
+        for (int c = 0; c < SCHED_COST_COUNT; c++)
+            if (!strcmp(k, cost_keys[c])) {
+                if (parse_seconds(v, &pu->cost[c])) {
+                    snprintf(msg, len, "bad seconds '%s' for %s", v, k);
+                    return -1;
+                }
+                done = 1;
+            }
+        if (done) continue;
+        if (!strcmp(k, "ag_bytes")) {
+            if (STRATA_OK != strata_parse_size(v, &pu->ag_bytes)) {
+                snprintf(msg, len, "bad size '%s' for ag_bytes", v);
+                return -1;
+            }
+        } else if (!strcmp(k, "repeat")) {
+            char *end;
+            long r = strtol(v, &end, 10);
+            if (end == v || *end || r < 1 || r > 100000) {
+                snprintf(msg, len, "bad repeat '%s' (1..100000)", v);
+                return -1;
+            }
+            pu->repeat = (int)r;
+        } else {
+            snprintf(msg, len, "unknown key '%s' (fwd, bwd, ag, rs, ag_bytes, repeat)", k);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* `save NAME SIZE [cost=S]`: a save of the pending unit. */
+static int parse_save_line(pending_unit_t *pu, char **w, int n, char *msg, size_t len)
+{
+    if (!pu->repeat) { snprintf(msg, len, "save before any unit"); return -1; }
+    if (3 != n && 4 != n) { snprintf(msg, len, "save takes NAME SIZE [cost=S]"); return -1; }
+    if (SCHED_MAX_NAMES == pu->nsaves) { snprintf(msg, len, "too many saves"); return -1; }
+    if (strlen(w[1]) >= SCHED_NAME_MAX) { snprintf(msg, len, "name too long"); return -1; }
+    snprintf(pu->save_name[pu->nsaves], SCHED_NAME_MAX, "%s", w[1]);
+    if (STRATA_OK != strata_parse_size(w[2], &pu->save_bytes[pu->nsaves])) {
+        snprintf(msg, len, "bad size '%s'", w[2]);
+        return -1;
+    }
+    pu->save_cost[pu->nsaves] = -1;
+    if (4 == n && (strncmp(w[3], "cost=", 5) || parse_seconds(w[3] + 5, &pu->save_cost[pu->nsaves]))) {
+        snprintf(msg, len, "expected cost=SECONDS, got '%s'", w[3]);
+        return -1;
+    }
+    pu->nsaves++;
+    return 0;
+}
+
+/* One line, its comment cut off: a directive, or nothing. */
+static int parse_line(sched_program_t *p, pending_unit_t *pu, char *line, size_t *resident, double *optim,
+                      char *msg, size_t len)
+{
+    char *hash = strchr(line, '#');
+    if (hash) *hash = '\0';
+    char *w[16];
+    int n = split(line, w, 16);
+    if (0 == n) return 0;
+    if (!strcmp(w[0], "resident") || !strcmp(w[0], "optim")) {
+        if (2 != n) { snprintf(msg, len, "'%s' takes one value", w[0]); return -1; }
+        if ('r' == w[0][0] ? STRATA_OK != strata_parse_size(w[1], resident)
+                           : 0 != parse_seconds(w[1], optim)) {
+            snprintf(msg, len, "bad value '%s' for %s", w[1], w[0]);
+            return -1;
+        }
+        return 0;
+    }
+    if (!strcmp(w[0], "unit")) return parse_unit_line(p, pu, w, n, msg, len);
+    if (!strcmp(w[0], "save")) return parse_save_line(pu, w, n, msg, len);
+    snprintf(msg, len, "unknown directive '%s' (resident, optim, unit, save)", w[0]);
+    return -1;
+}
+
 strata_status_t sched_program_parse(const char *text, sched_program_t **prog_p,
                                     char *err, size_t errlen)
 {
-    static const char *const cost_keys[SCHED_COST_COUNT] = { "fwd", "bwd", "ag", "rs" };
     sched_program_t *p = NULL;
     pending_unit_t *pu = calloc(1, sizeof *pu);
     char *copy = text ? strdup(text) : NULL;
@@ -423,81 +513,10 @@ strata_status_t sched_program_parse(const char *text, sched_program_t **prog_p,
         next = strchr(line, '\n');
         if (next) *next++ = '\0';
         lineno++;
-        char *hash = strchr(line, '#');
-        if (hash) *hash = '\0';
-        char *w[16];
-        int n = split(line, w, 16);
-        if (0 == n) continue;
-        if (!strcmp(w[0], "resident") || !strcmp(w[0], "optim")) {
-            if (2 != n) { snprintf(msg, sizeof msg, "'%s' takes one value", w[0]); goto bad; }
-            if ('r' == w[0][0] ? STRATA_OK != strata_parse_size(w[1], &resident)
-                               : 0 != parse_seconds(w[1], &optim)) {
-                snprintf(msg, sizeof msg, "bad value '%s' for %s", w[1], w[0]);
-                goto bad;
-            }
-        } else if (!strcmp(w[0], "unit")) {
-            if (pu->repeat && STRATA_OK != (st = flush_unit(p, pu, msg, sizeof msg))) goto bad;
-            memset(pu, 0, sizeof *pu);
-            pu->repeat = 1;
-            if (n < 2 || strchr(w[1], '=')) { snprintf(msg, sizeof msg, "unit needs a name"); goto bad; }
-            snprintf(pu->name, sizeof pu->name, "%s", w[1]);
-            for (int i = 2; i < n; i++) {
-                char *eq = strchr(w[i], '=');
-                if (!eq) { snprintf(msg, sizeof msg, "expected KEY=VALUE, got '%s'", w[i]); goto bad; }
-                *eq = '\0';
-                const char *k = w[i], *v = eq + 1;
-                int done = 0;
-                for (int c = 0; c < SCHED_COST_COUNT; c++)
-                    if (!strcmp(k, cost_keys[c])) {
-                        if (parse_seconds(v, &pu->cost[c])) {
-                            snprintf(msg, sizeof msg, "bad seconds '%s' for %s", v, k);
-                            goto bad;
-                        }
-                        done = 1;
-                    }
-                if (done) continue;
-                if (!strcmp(k, "ag_bytes")) {
-                    if (STRATA_OK != strata_parse_size(v, &pu->ag_bytes)) {
-                        snprintf(msg, sizeof msg, "bad size '%s' for ag_bytes", v);
-                        goto bad;
-                    }
-                } else if (!strcmp(k, "repeat")) {
-                    char *end;
-                    long r = strtol(v, &end, 10);
-                    if (end == v || *end || r < 1 || r > 100000) {
-                        snprintf(msg, sizeof msg, "bad repeat '%s' (1..100000)", v);
-                        goto bad;
-                    }
-                    pu->repeat = (int)r;
-                } else {
-                    snprintf(msg, sizeof msg, "unknown key '%s' (fwd, bwd, ag, rs, ag_bytes, repeat)", k);
-                    goto bad;
-                }
-            }
-        } else if (!strcmp(w[0], "save")) {
-            if (!pu->repeat) { snprintf(msg, sizeof msg, "save before any unit"); goto bad; }
-            if (3 != n && 4 != n) { snprintf(msg, sizeof msg, "save takes NAME SIZE [cost=S]"); goto bad; }
-            if (SCHED_MAX_NAMES == pu->nsaves) { snprintf(msg, sizeof msg, "too many saves"); goto bad; }
-            if (strlen(w[1]) >= SCHED_NAME_MAX) { snprintf(msg, sizeof msg, "name too long"); goto bad; }
-            snprintf(pu->save_name[pu->nsaves], SCHED_NAME_MAX, "%s", w[1]);
-            if (STRATA_OK != strata_parse_size(w[2], &pu->save_bytes[pu->nsaves])) {
-                snprintf(msg, sizeof msg, "bad size '%s'", w[2]);
-                goto bad;
-            }
-            pu->save_cost[pu->nsaves] = -1;
-            if (4 == n && (strncmp(w[3], "cost=", 5) || parse_seconds(w[3] + 5, &pu->save_cost[pu->nsaves]))) {
-                snprintf(msg, sizeof msg, "expected cost=SECONDS, got '%s'", w[3]);
-                goto bad;
-            }
-            pu->nsaves++;
-        } else {
-            snprintf(msg, sizeof msg, "unknown directive '%s' (resident, optim, unit, save)", w[0]);
-            goto bad;
+        if (parse_line(p, pu, line, &resident, &optim, msg, sizeof msg)) {
+            st = sched_fail(err, errlen, STRATA_ERR_FORMAT, "program line %d: %s", lineno, msg);
+            goto out;
         }
-        continue;
-    bad:
-        st = sched_fail(err, errlen, STRATA_ERR_FORMAT, "program line %d: %s", lineno, msg);
-        goto out;
     }
     if (pu->repeat && STRATA_OK != (st = flush_unit(p, pu, msg, sizeof msg))) {
         st = sched_fail(err, errlen, STRATA_ERR_FORMAT, "program: %s", msg);

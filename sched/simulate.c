@@ -50,19 +50,11 @@ int sched_mem_events(const sched_t *s, const double *start, const double *end,
     return 0;
 }
 
-strata_status_t sched_simulate(const sched_t *s, sched_result_t *res_p, double *start_out,
-                               double *end_out, char *err, size_t errlen)
+/* Every engine takes its ops in issue order, each starting when its
+ * engine is free and its deps have ended. The ops that never start (a
+ * deadlock); 0 when all ran. */
+static int run_engines(const sched_t *s, double *start, double *end, char *done, sched_result_t *r)
 {
-    if (!s || !res_p) return sched_fail(err, errlen, STRATA_ERR_INVALID, "simulate: NULL argument");
-    sched_result_t r;
-    memset(&r, 0, sizeof r);
-    double *start = malloc(((size_t)s->nops + 1) * sizeof(double));
-    double *end = malloc(((size_t)s->nops + 1) * sizeof(double));
-    char *done = calloc((size_t)s->nops + 1, 1);
-    strata_status_t st = STRATA_ERR_NOMEM;
-    sched_mem_event_t *ev = NULL;
-    if (!start || !end || !done) goto out;
-
     int head[SCHED_ENGINE_COUNT] = { 0 }, left = s->nops;
     double avail[SCHED_ENGINE_COUNT] = { 0 };
     while (left > 0) {
@@ -82,27 +74,31 @@ strata_status_t sched_simulate(const sched_t *s, sched_result_t *res_p, double *
                 end[id] = t + o->seconds;
                 avail[e] = end[id];
                 done[id] = 1;
-                r.busy_s[e] += o->seconds;
-                if (is_transfer(e)) r.transfer_s += o->seconds;
-                if (end[id] > r.step_s) r.step_s = end[id];
+                r->busy_s[e] += o->seconds;
+                if (is_transfer(e)) r->transfer_s += o->seconds;
+                if (end[id] > r->step_s) r->step_s = end[id];
                 head[e]++;
                 left--;
                 progress = 1;
             }
-        if (!progress) {
-            char lab[96];
-            int stuck = -1;
-            for (int e = 0; e < SCHED_ENGINE_COUNT && stuck < 0; e++)
-                if (head[e] < s->norder[e]) stuck = s->order[e][head[e]];
-            st = sched_fail(err, errlen, STRATA_ERR_STATE,
-                            "schedule deadlocks: %d ops never start (first: %s)", left,
-                            sched_op_label(s, stuck, lab, sizeof lab));
-            goto out;
-        }
+        if (!progress) return left;
     }
+    return 0;
+}
 
-    /* why compute waited: the part of each gap before an op in which only
-     * transfers were still pending is exposed transfer time */
+/* The first op, in engine order, that never started. */
+static int first_stuck(const sched_t *s, const char *done)
+{
+    for (int e = 0; e < SCHED_ENGINE_COUNT; e++)
+        for (int k = 0; k < s->norder[e]; k++)
+            if (!done[s->order[e][k]]) return s->order[e][k];
+    return -1;
+}
+
+/* Why compute waited: the part of each gap before an op in which only
+ * transfers were still pending is exposed transfer time. */
+static void waits_of_compute(const sched_t *s, const double *start, const double *end, sched_result_t *r)
+{
     double prev_end = 0;
     for (int k = 0; k < s->norder[SCHED_COMPUTE]; k++) {
         int id = s->order[SCHED_COMPUTE][k];
@@ -112,28 +108,57 @@ strata_status_t sched_simulate(const sched_t *s, sched_result_t *res_p, double *
             const sched_op_t *d = &s->ops[o->deps[i]];
             if (!is_transfer(d->engine) && end[o->deps[i]] > other) other = end[o->deps[i]];
         }
-        if (start[id] > other) r.exposed_transfer_s += start[id] - other;
-        if (other > prev_end) r.comm_wait_s += other - prev_end;
+        if (start[id] > other) r->exposed_transfer_s += start[id] - other;
+        if (other > prev_end) r->comm_wait_s += other - prev_end;
         prev_end = end[id];
     }
-    r.overlap_frac = r.transfer_s > 0 ? 1.0 - r.exposed_transfer_s / r.transfer_s : 1.0;
-    if (r.overlap_frac < 0) r.overlap_frac = 0;
+    r->overlap_frac = r->transfer_s > 0 ? 1.0 - r->exposed_transfer_s / r->transfer_s : 1.0;
+    if (r->overlap_frac < 0) r->overlap_frac = 0;
+}
 
+/* Each tier's peak over the run; -1 when out of memory. */
+static int tier_peaks(const sched_t *s, const double *start, const double *end, sched_result_t *r)
+{
+    sched_mem_event_t *ev = NULL;
     int n;
-    if (sched_mem_events(s, start, end, &ev, &n)) goto out;
+    if (sched_mem_events(s, start, end, &ev, &n)) return -1;
     long long cur[STRATA_TIER_COUNT] = { (long long)s->prog->resident_bytes, 0, 0 };
-    for (int t = 0; t < STRATA_TIER_COUNT; t++) r.peak[t] = (size_t)cur[t];
+    for (int t = 0; t < STRATA_TIER_COUNT; t++) r->peak[t] = (size_t)cur[t];
     for (int i = 0; i < n; i++) {
         cur[ev[i].tier] += ev[i].delta;
-        if (cur[ev[i].tier] > (long long)r.peak[ev[i].tier]) r.peak[ev[i].tier] = (size_t)cur[ev[i].tier];
+        if (cur[ev[i].tier] > (long long)r->peak[ev[i].tier]) r->peak[ev[i].tier] = (size_t)cur[ev[i].tier];
     }
+    free(ev);
+    return 0;
+}
+
+strata_status_t sched_simulate(const sched_t *s, sched_result_t *res_p, double *start_out,
+                               double *end_out, char *err, size_t errlen)
+{
+    if (!s || !res_p) return sched_fail(err, errlen, STRATA_ERR_INVALID, "simulate: NULL argument");
+    sched_result_t r;
+    memset(&r, 0, sizeof r);
+    double *start = malloc(((size_t)s->nops + 1) * sizeof(double));
+    double *end = malloc(((size_t)s->nops + 1) * sizeof(double));
+    char *done = calloc((size_t)s->nops + 1, 1);
+    strata_status_t st = STRATA_ERR_NOMEM;
+    if (!start || !end || !done) goto out;
+
+    int left = run_engines(s, start, end, done, &r);
+    if (left) {
+        char lab[96];
+        st = sched_fail(err, errlen, STRATA_ERR_STATE, "schedule deadlocks: %d ops never start (first: %s)",
+                        left, sched_op_label(s, first_stuck(s, done), lab, sizeof lab));
+        goto out;
+    }
+    waits_of_compute(s, start, end, &r);
+    if (tier_peaks(s, start, end, &r)) goto out;
     if (start_out) memcpy(start_out, start, (size_t)s->nops * sizeof(double));
     if (end_out) memcpy(end_out, end, (size_t)s->nops * sizeof(double));
     *res_p = r;
     st = STRATA_OK;
 out:
     if (STRATA_ERR_NOMEM == st) sched_fail(err, errlen, st, "out of memory simulating the schedule");
-    free(ev);
     free(start);
     free(end);
     free(done);
