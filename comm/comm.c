@@ -171,6 +171,51 @@ static void widen(const void *src, float *dst, size_t n, strata_dtype_t dtype)
     else strata_f16_to_f32(src, dst, n);
 }
 
+/* A reduction (allreduce or reduce-scatter) handed to the backend: a
+ * 16-bit one it cannot reduce itself goes through f32 staging, widened
+ * here and narrowed into recv when it completes. */
+static strata_status_t start_reduction(strata_group_t *g, coll_kind_t kind, const comm_backend_t *be,
+                                       const void *send, void *recv, size_t count, strata_dtype_t dtype,
+                                       strata_redop_t op, strata_request_t *req)
+{
+    size_t in_count = COLL_REDUCE_SCATTER == kind ? (size_t)g->size * count : count;
+    const float *in = send;
+    float *out = recv;
+    int wide = STRATA_F32 != dtype;
+    if (wide && be->reduce_wide) return be->reduce_wide(g, kind, send, recv, count, dtype, op, req);
+    if (wide) {
+        /* in_count + count floats; sizes were checked in check_args */
+        req->stage = malloc((in_count + count) * sizeof(float) + 1);
+        if (!req->stage)
+            return base_error(g->ctx, STRATA_ERR_NOMEM, "%s: cannot allocate %zu bytes of "
+                              "f32 staging for a 16-bit reduction", coll_name[kind],
+                              (in_count + count) * sizeof(float));
+        widen(send, req->stage, in_count, dtype);
+        in = req->stage;
+        out = req->stage + in_count;
+    }
+    req->result_f32 = out;
+    req->result_count = count;
+    req->user_result = recv;
+    if (COLL_REDUCE_SCATTER == kind) return be->reduce_scatter(g, in, out, count, op, req);
+    return be->allreduce(g, in, out, count, op, req);
+}
+
+/* The collective handed to the backend that carries it. */
+static strata_status_t start_on_backend(strata_group_t *g, coll_kind_t kind, const comm_backend_t *be,
+                                        const void *send, void *recv, size_t count, strata_dtype_t dtype,
+                                        strata_redop_t op, int root, strata_request_t *req)
+{
+    switch (kind) {
+    case COLL_ALLGATHER: return be->allgather(g, send, recv, count, dtype, req);
+    case COLL_BROADCAST: return be->broadcast(g, recv, count, dtype, root, req);
+    case COLL_BARRIER: return be->barrier(g, req);
+    case COLL_REDUCE_SCATTER:
+    case COLL_ALLREDUCE: return start_reduction(g, kind, be, send, recv, count, dtype, op, req);
+    }
+    return STRATA_OK;
+}
+
 static strata_status_t start_common(strata_group_t *g, coll_kind_t kind, const void *send,
                                     void *recv, size_t count, strata_dtype_t dtype,
                                     strata_redop_t op, int root, int blocking,
@@ -201,54 +246,12 @@ static strata_status_t start_common(strata_group_t *g, coll_kind_t kind, const v
                                 coll_name[kind]);
     req->blocking = blocking;
     req->be = be;
-    size_t n = (size_t)g->size;
-    int wide = STRATA_F32 != dtype;
     size_t moved = count * strata_dtype_size(dtype) * (COLL_BARRIER == kind ? 0 : 1);
-    if (COLL_ALLGATHER == kind || COLL_REDUCE_SCATTER == kind) moved *= n;
+    if (COLL_ALLGATHER == kind || COLL_REDUCE_SCATTER == kind) moved *= (size_t)g->size;
     req->rec = comm_rec_begin(ctx, g, (rec_kind_t)kind, moved, dtype);
     if (req->blocking) comm_rec_waiting(ctx, req->rec);   /* the backend may block in it */
 
-    switch (kind) {
-    case COLL_ALLGATHER:
-        st = be->allgather(g, send, recv, count, dtype, req);
-        break;
-    case COLL_BROADCAST:
-        st = be->broadcast(g, recv, count, dtype, root, req);
-        break;
-    case COLL_BARRIER:
-        st = be->barrier(g, req);
-        break;
-    case COLL_REDUCE_SCATTER:
-    case COLL_ALLREDUCE: {
-        size_t in_count = COLL_REDUCE_SCATTER == kind ? n * count : count;
-        const float *in = send;
-        float *out = recv;
-        if (wide && be->reduce_wide) {
-            st = be->reduce_wide(g, kind, send, recv, count, dtype, op, req);
-            break;
-        }
-        if (wide) {
-            /* in_count + count floats; sizes were checked in check_args */
-            req->stage = malloc((in_count + count) * sizeof(float) + 1);
-            if (!req->stage) {
-                comm_rec_end(ctx, req->rec, STRATA_ERR_NOMEM);
-                request_free(req);
-                return base_error(ctx, STRATA_ERR_NOMEM, "%s: cannot allocate %zu bytes of "
-                                  "f32 staging for a 16-bit reduction", coll_name[kind],
-                                  (in_count + count) * sizeof(float));
-            }
-            widen(send, req->stage, in_count, dtype);
-            in = req->stage;
-            out = req->stage + in_count;
-        }
-        req->result_f32 = out;
-        req->result_count = count;
-        req->user_result = recv;
-        if (COLL_REDUCE_SCATTER == kind) st = be->reduce_scatter(g, in, out, count, op, req);
-        else st = be->allreduce(g, in, out, count, op, req);
-        break;
-    }
-    }
+    st = start_on_backend(g, kind, be, send, recv, count, dtype, op, root, req);
     if (STRATA_OK != st) {
         comm_rec_end(ctx, req->rec, st);
         request_free(req);

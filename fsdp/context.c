@@ -60,11 +60,51 @@ static void compute_stream_destroy(strata_context_t *ctx)
     ctx->compute_stream = NULL;
 }
 
+/* The caller's configuration, or the defaults with the STRATA_*
+ * environment applied. */
+static strata_status_t read_config(strata_context_t *ctx, const strata_config_t *cfg)
+{
+    if (cfg) {
+        ctx->cfg = *cfg;
+        return STRATA_OK;
+    }
+    char msg[512] = "";
+    config_defaults(&ctx->cfg);
+    strata_status_t st = strata_config_read_env(&ctx->cfg, msg, sizeof msg);
+    if (STRATA_OK != st) strata_log(NULL, STRATA_LOG_ERROR, "strata_init: %s", msg);
+    return st;
+}
+
+/* MPI started if the caller has not (then the context owns it, and
+ * finalizes it even when this fails), and the context's own duplicate of
+ * comm. */
+static strata_status_t join_mpi(strata_context_t *ctx, MPI_Comm comm)
+{
+    int inited = 0, rc;
+    MPI_Initialized(&inited);
+    if (!inited) {
+        rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &ctx->thread_level);
+        if (MPI_SUCCESS != rc) return STRATA_ERR_MPI;
+        ctx->owns_mpi = 1;
+    } else {
+        MPI_Query_thread(&ctx->thread_level);
+    }
+    if (MPI_COMM_NULL == comm) {
+        strata_log(NULL, STRATA_LOG_ERROR, "strata_init: communicator is MPI_COMM_NULL");
+        return STRATA_ERR_INVALID;
+    }
+    rc = MPI_Comm_dup(comm, &ctx->comm);
+    if (MPI_SUCCESS != rc) return base_mpi_error(NULL, rc, "MPI_Comm_dup");
+    MPI_Comm_rank(ctx->comm, &ctx->rank);
+    MPI_Comm_size(ctx->comm, &ctx->size);
+    return STRATA_OK;
+}
+
 strata_status_t strata_init(MPI_Comm comm, const strata_config_t *cfg,
                             strata_context_t **ctx_p)
 {
     strata_status_t st;
-    int inited = 0, finalized = 0, rc;
+    int finalized = 0;
 
     if (!ctx_p) return STRATA_ERR_INVALID;
     MPI_Finalized(&finalized);
@@ -78,35 +118,10 @@ strata_status_t strata_init(MPI_Comm comm, const strata_config_t *cfg,
     pthread_mutex_init(&ctx->mpi_lock, NULL);
     pthread_mutex_init(&ctx->err_lock, NULL);
 
-    if (cfg) {
-        ctx->cfg = *cfg;
-    } else {
-        char msg[512] = "";
-        config_defaults(&ctx->cfg);
-        st = strata_config_read_env(&ctx->cfg, msg, sizeof msg);
-        if (STRATA_OK != st) {
-            strata_log(NULL, STRATA_LOG_ERROR, "strata_init: %s", msg);
-            goto err_free;
-        }
-    }
-
-    MPI_Initialized(&inited);
-    if (!inited) {
-        rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &ctx->thread_level);
-        if (MPI_SUCCESS != rc) { st = STRATA_ERR_MPI; goto err_free; }
-        ctx->owns_mpi = 1;
-    } else {
-        MPI_Query_thread(&ctx->thread_level);
-    }
-    if (MPI_COMM_NULL == comm) {
-        strata_log(NULL, STRATA_LOG_ERROR, "strata_init: communicator is MPI_COMM_NULL");
-        st = STRATA_ERR_INVALID;
-        goto err_mpi;
-    }
-    rc = MPI_Comm_dup(comm, &ctx->comm);
-    if (MPI_SUCCESS != rc) { st = base_mpi_error(NULL, rc, "MPI_Comm_dup"); goto err_mpi; }
-    MPI_Comm_rank(ctx->comm, &ctx->rank);
-    MPI_Comm_size(ctx->comm, &ctx->size);
+    st = read_config(ctx, cfg);
+    if (STRATA_OK != st) goto err_free;
+    st = join_mpi(ctx, comm);
+    if (STRATA_OK != st) goto err_mpi;   /* err_mpi: MPI_Finalize if it started MPI */
 
     if (ctx->thread_level < MPI_THREAD_MULTIPLE) {
         strata_info(ctx, "MPI granted thread level %d (< MULTIPLE): MPI calls are serialised",

@@ -180,15 +180,13 @@ strata_status_t fsdp_exec_plan(strata_model_t *m, int n_micro, int print)
 
 /* ---- the sizing pass ------------------------------------------------------------------ */
 
-strata_status_t fsdp_exec_sizing(strata_model_t *m, const void *input, size_t in_bytes)
+/* A fresh program to record into, the per-unit arrays the measurements
+ * fill, and the tiers' use before the pass. */
+static strata_status_t sizing_reset(strata_model_t *m)
 {
     fsdp_exec_t *x = m->exec;
     strata_context_t *ctx = m->ctx;
     int L = m->nunits;
-    char err[512];
-    strata_status_t st;
-    strata_tier_usage_t u0;
-
     sched_program_destroy(x->prog);
     x->prog = NULL;
     if (x->cost_req) fsdp_exec_costs_take(m, NULL);   /* an exchange for the old program */
@@ -210,11 +208,12 @@ strata_status_t fsdp_exec_sizing(strata_model_t *m, const void *input, size_t in
     if (!x->soff || !x->fwd_s || !x->bwd_s || !x->ag_s || !x->ag_n || !x->rs_s || !x->rs_n ||
         !x->hist)
         return base_error(ctx, STRATA_ERR_NOMEM, "program");
-    st = sched_program_create(&x->prog);
+    strata_status_t st = sched_program_create(&x->prog);
     if (STRATA_OK != st) return base_error(ctx, st, "program");
     sched_record_begin(x->prog);
     x->costs_measured = 0;
 
+    strata_tier_usage_t u0;
     strata_tier_usage(ctx, STRATA_TIER_DEVICE, &u0);
     x->base_dev = u0.used;
     strata_tier_usage(ctx, STRATA_TIER_PINNED_HOST, &u0);
@@ -222,8 +221,87 @@ strata_status_t fsdp_exec_sizing(strata_model_t *m, const void *input, size_t in
     strata_tier_usage(ctx, STRATA_TIER_STORAGE, &u0);
     x->base_storage = u0.used;
     strata_tiers_reset_peaks(ctx);
+    return STRATA_OK;
+}
 
-    size_t esz = strata_dtype_size(m->opts.compute_dtype), nsaves = 0, cap = 0;
+/* Record the saves unit u made in its sizing call; their exact sizes go
+ * to x->ubytes (nsaves_p of them so far, room for cap_p). */
+static strata_status_t record_saves(strata_model_t *m, strata_unit_t *u, size_t *nsaves_p, size_t *cap_p)
+{
+    fsdp_exec_t *x = m->exec;
+    char err[512];
+    for (int i = 0; i < u->nsaves; i++) {
+        size_t bytes = u->saves[i].buf.bytes;
+        strata_status_t st = sched_record_save(x->prog, u->saves[i].name, blk_bytes(bytes), err, sizeof err);
+        if (STRATA_OK != st) return base_error(m->ctx, st, "unit '%s': %s", u->name, err);
+        if (*nsaves_p == *cap_p) {
+            size_t cap = *cap_p ? 2 * *cap_p : 64;
+            size_t *nb = realloc(x->ubytes, cap * sizeof *nb);
+            if (!nb) return base_error(m->ctx, STRATA_ERR_NOMEM, "program");
+            x->ubytes = nb;
+            *cap_p = cap;
+        }
+        x->ubytes[(*nsaves_p)++] = bytes;
+        if (blk_bytes(bytes) > x->max_save) x->max_save = blk_bytes(bytes);
+    }
+    return STRATA_OK;
+}
+
+/* One unit of the sizing pass: gather its parameters and run its forward
+ * in sizing mode, timing both, and record the unit, its saves and its
+ * first costs (backward twice the forward, reduce-scatter as long as the
+ * gather, until measured). */
+static strata_status_t size_unit(strata_model_t *m, int ui, size_t *nsaves_p, size_t *cap_p)
+{
+    fsdp_exec_t *x = m->exec;
+    strata_unit_t *u = m->units[ui];
+    size_t esz = strata_dtype_size(m->opts.compute_dtype);
+    char err[512];
+    double t0 = base_now();
+    strata_status_t st = fsdp_gather_start(m, u);
+    if (STRATA_OK == st) st = fsdp_gather_wait(m, u);
+    if (STRATA_OK != st) return st;
+    double ag = base_now() - t0;
+    size_t agb = blk_bytes(u->npad * esz), gb = blk_bytes(u->npad * sizeof(float));
+    if (gb > agb) agb = gb;   /* its gradient takes as much from B(u) */
+    int idx;
+    st = sched_record_unit(x->prog, u->name, agb, &idx, err, sizeof err);
+    if (STRATA_OK != st) return base_error(m->ctx, st, "%s", err);
+    fsdp_free_saves(u);
+    strata_unit_call_t c = { .unit = u, .backward = 0, .training = 1, .in = &m->acts[ui],
+                             .out = &m->acts[ui + 1], .mode = CALL_SIZING };
+    t0 = base_now();
+    st = fsdp_run_callback(&c);
+    double f = base_now() - t0;
+    if (STRATA_OK != st) return st;
+    x->soff[ui + 1] = x->soff[ui] + u->nsaves;
+    st = record_saves(m, u, nsaves_p, cap_p);
+    if (STRATA_OK != st) return st;
+    fsdp_free_saves(u);
+    fsdp_buf_free(&m->acts[ui]);
+    fsdp_gather_release(u);
+    size_t ab = blk_bytes(m->acts[ui + 1].bytes);
+    x->acts_bytes += ab;
+    if (ab > x->max_act) x->max_act = ab;
+    x->grads_bytes += gb;
+    if (agb > x->max_ag) x->max_ag = agb;
+    sched_record_cost(x->prog, idx, SCHED_COST_FWD, f, NULL, 0);
+    sched_record_cost(x->prog, idx, SCHED_COST_BWD, 2 * f, NULL, 0);
+    sched_record_cost(x->prog, idx, SCHED_COST_AG, ag, NULL, 0);
+    sched_record_cost(x->prog, idx, SCHED_COST_RS, ag, NULL, 0);
+    return STRATA_OK;
+}
+
+strata_status_t fsdp_exec_sizing(strata_model_t *m, const void *input, size_t in_bytes)
+{
+    fsdp_exec_t *x = m->exec;
+    strata_context_t *ctx = m->ctx;
+    int L = m->nunits;
+    char err[512];
+    strata_status_t st = sizing_reset(m);
+    if (STRATA_OK != st) return st;
+
+    size_t nsaves = 0, cap = 0;
     x->acts_bytes = x->max_act = x->grads_bytes = x->max_ag = x->max_save = 0;
     fsdp_buf_free(&m->acts[L]);
     st = fsdp_buf_alloc(ctx, STRATA_TIER_DEVICE, STRATA_TAG_ACTIVATION, in_bytes, 0, &m->acts[0]);
@@ -232,59 +310,14 @@ strata_status_t fsdp_exec_sizing(strata_model_t *m, const void *input, size_t in
     if (STRATA_OK != st) goto out;
     x->acts_bytes = x->max_act = blk_bytes(in_bytes);
     for (int ui = 0; ui < L; ui++) {
-        strata_unit_t *u = m->units[ui];
-        double t0 = base_now();
-        st = fsdp_gather_start(m, u);
-        if (STRATA_OK == st) st = fsdp_gather_wait(m, u);
+        st = size_unit(m, ui, &nsaves, &cap);
         if (STRATA_OK != st) goto out;
-        double ag = base_now() - t0;
-        size_t agb = blk_bytes(u->npad * esz), gb = blk_bytes(u->npad * sizeof(float));
-        if (gb > agb) agb = gb;   /* its gradient takes as much from B(u) */
-        int idx;
-        st = sched_record_unit(x->prog, u->name, agb, &idx, err, sizeof err);
-        if (STRATA_OK != st) { st = base_error(ctx, st, "%s", err); goto out; }
-        fsdp_free_saves(u);
-        strata_unit_call_t c = { .unit = u, .backward = 0, .training = 1, .in = &m->acts[ui],
-                                 .out = &m->acts[ui + 1], .mode = CALL_SIZING };
-        t0 = base_now();
-        st = fsdp_run_callback(&c);
-        double f = base_now() - t0;
-        if (STRATA_OK != st) goto out;
-        x->soff[ui + 1] = x->soff[ui] + u->nsaves;
-        for (int i = 0; i < u->nsaves; i++) {
-            st = sched_record_save(x->prog, u->saves[i].name, blk_bytes(u->saves[i].buf.bytes),
-                                   err, sizeof err);
-            if (STRATA_OK != st) { st = base_error(ctx, st, "unit '%s': %s", u->name, err); goto out; }
-            if (nsaves == cap) {
-                cap = cap ? 2 * cap : 64;
-                size_t *nb = realloc(x->ubytes, cap * sizeof *nb);
-                if (!nb) { st = base_error(ctx, STRATA_ERR_NOMEM, "program"); goto out; }
-                x->ubytes = nb;
-            }
-            x->ubytes[nsaves++] = u->saves[i].buf.bytes;
-            if (blk_bytes(u->saves[i].buf.bytes) > x->max_save)
-                x->max_save = blk_bytes(u->saves[i].buf.bytes);
-        }
-        fsdp_free_saves(u);
-        fsdp_buf_free(&m->acts[ui]);
-        fsdp_gather_release(u);
-        size_t ab = blk_bytes(m->acts[ui + 1].bytes);
-        x->acts_bytes += ab;
-        if (ab > x->max_act) x->max_act = ab;
-        x->grads_bytes += gb;
-        if (agb > x->max_ag) x->max_ag = agb;
-        sched_record_cost(x->prog, idx, SCHED_COST_FWD, f, NULL, 0);
-        sched_record_cost(x->prog, idx, SCHED_COST_BWD, 2 * f, NULL, 0);
-        sched_record_cost(x->prog, idx, SCHED_COST_AG, ag, NULL, 0);
-        sched_record_cost(x->prog, idx, SCHED_COST_RS, ag, NULL, 0);
     }
     fsdp_buf_free(&m->acts[L]);
-    {
-        strata_tier_usage_t ud;
-        strata_tier_usage(ctx, STRATA_TIER_DEVICE, &ud);
-        /* forward workspace, and the backward's at least one activation's worth */
-        x->ws_bytes = ud.peak_by_tag[STRATA_TAG_WORKSPACE] + x->max_act;
-    }
+    strata_tier_usage_t ud;
+    strata_tier_usage(ctx, STRATA_TIER_DEVICE, &ud);
+    /* forward workspace, and the backward's at least one activation's worth */
+    x->ws_bytes = ud.peak_by_tag[STRATA_TAG_WORKSPACE] + x->max_act;
     st = sched_record_end(x->prog, 0, 0.0, err, sizeof err);
     if (STRATA_OK != st) st = base_error(ctx, st, "%s", err);
 out:

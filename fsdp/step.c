@@ -194,6 +194,75 @@ static strata_status_t unit_optim(strata_model_t *m, strata_unit_t *u, float sca
     return st;
 }
 
+/* The backward of unit ui: its parameters gathered (the next units'
+ * prefetched), its forward run again if it recomputes, its gradient
+ * buffers, its callback; what it consumed is freed. */
+static strata_status_t backward_unit(strata_model_t *m, int ui, int last)
+{
+    strata_unit_t *u = m->units[ui];
+    strata_status_t st = fsdp_gather_start(m, u);
+    if (STRATA_OK != st) return st;
+    prefetch(m, ui, -1);
+    st = fsdp_gather_wait(m, u);
+    if (STRATA_OK != st) return st;
+    fsdp_exec_trace_comm(m, "AG", ui, u->t_gstart, base_now(), 0);
+    /* a recomputed unit runs its forward again first; the gradient
+     * buffers come after it, which needs none of them */
+    st = fsdp_exec_recompute(m, u);
+    if (STRATA_OK != st) return st;
+    if (!u->grad.ptr) {   /* first micro-batch of the step */
+        st = fsdp_buf_alloc(m->ctx, STRATA_TIER_DEVICE, STRATA_TAG_GRAD,
+                            u->npad * sizeof(float), 1, &u->grad);
+        if (STRATA_OK != st) return st;
+    }
+    if (ui > 0) {
+        st = fsdp_buf_alloc(m->ctx, STRATA_TIER_DEVICE, STRATA_TAG_ACTIVATION,
+                            m->acts[ui].bytes, 1, &m->gacts[ui]);
+        if (STRATA_OK != st) return st;
+    }
+    st = fsdp_exec_before(m, SCHED_OP_B, ui);
+    if (STRATA_OK != st) return st;
+    strata_unit_call_t c = { .unit = u, .backward = 1, .training = 1,
+                             .in = &m->acts[ui], .out_ro = &m->acts[ui + 1],
+                             .gout = m->gacts[ui + 1].ptr ? &m->gacts[ui + 1] : NULL,
+                             .gin = ui > 0 ? &m->gacts[ui] : NULL };
+    double t0 = base_now();
+    st = fsdp_run_callback(&c);
+    if (STRATA_OK != st) return st;
+    double t1 = base_now();
+    fsdp_free_saves(u);
+    st = fsdp_exec_after(m, SCHED_OP_B, ui, t0, t1);
+    if (STRATA_OK != st) return st;
+    fsdp_buf_free(&m->gacts[ui + 1]);
+    fsdp_buf_free(&m->acts[ui + 1]);
+    /* unit 0 stays gathered for the next micro-batch's forward */
+    if ((m->opts.reshard_after_forward && !(0 == ui && !last)) || last)
+        fsdp_gather_release(u);
+    return STRATA_OK;
+}
+
+/* After the last micro-batch's backward of unit ui: its gradient's
+ * reduce-scatter starts, and the units above whose gradients arrived
+ * step (without clipping, which needs every unit's norm first). */
+static strata_status_t reduce_and_step_above(strata_model_t *m, int ui)
+{
+    strata_status_t st = fsdp_reduce_start(m, m->units[ui]);
+    if (STRATA_OK != st) return st;
+    /* hybrid: the unit above had a whole backward to reduce-scatter */
+    if (ui + 1 < m->nunits) st = fsdp_reduce_replicas(m, m->units[ui + 1]);
+    if (STRATA_OK != st) return st;
+    /* units whose gradients already arrived may step now */
+    if (0 == pthread_mutex_trylock(&m->lock)) {
+        fsdp_poll_locked(m);
+        pthread_mutex_unlock(&m->lock);
+    }
+    if (0.0f == m->opts.clip_norm)
+        for (int v = m->nunits - 1; STRATA_OK == st && v > ui; v--)
+            if (GRAD_ARRIVED == m->units[v]->rstate)
+                st = unit_optim(m, m->units[v], 1.0f / (float)m->n_micro);
+    return st;
+}
+
 strata_status_t strata_model_backward(strata_model_t *m, const void *grad_out, size_t grad_bytes)
 {
     strata_status_t st = need_ready(m, "strata_model_backward");
@@ -213,62 +282,9 @@ strata_status_t strata_model_backward(strata_model_t *m, const void *grad_out, s
         if (STRATA_OK != st) goto fail;
     }
     for (int ui = L - 1; ui >= 0; ui--) {
-        strata_unit_t *u = m->units[ui];
-        st = fsdp_gather_start(m, u);
+        st = backward_unit(m, ui, last);
+        if (STRATA_OK == st && last) st = reduce_and_step_above(m, ui);
         if (STRATA_OK != st) goto fail;
-        prefetch(m, ui, -1);
-        st = fsdp_gather_wait(m, u);
-        if (STRATA_OK != st) goto fail;
-        fsdp_exec_trace_comm(m, "AG", ui, u->t_gstart, base_now(), 0);
-        /* a recomputed unit runs its forward again first; the gradient
-         * buffers come after it, which needs none of them */
-        st = fsdp_exec_recompute(m, u);
-        if (STRATA_OK != st) goto fail;
-        if (!u->grad.ptr) {   /* first micro-batch of the step */
-            st = fsdp_buf_alloc(m->ctx, STRATA_TIER_DEVICE, STRATA_TAG_GRAD,
-                                u->npad * sizeof(float), 1, &u->grad);
-            if (STRATA_OK != st) goto fail;
-        }
-        if (ui > 0) {
-            st = fsdp_buf_alloc(m->ctx, STRATA_TIER_DEVICE, STRATA_TAG_ACTIVATION,
-                                m->acts[ui].bytes, 1, &m->gacts[ui]);
-            if (STRATA_OK != st) goto fail;
-        }
-        st = fsdp_exec_before(m, SCHED_OP_B, ui);
-        if (STRATA_OK != st) goto fail;
-        strata_unit_call_t c = { .unit = u, .backward = 1, .training = 1,
-                                 .in = &m->acts[ui], .out_ro = &m->acts[ui + 1],
-                                 .gout = m->gacts[ui + 1].ptr ? &m->gacts[ui + 1] : NULL,
-                                 .gin = ui > 0 ? &m->gacts[ui] : NULL };
-        double t0 = base_now();
-        st = fsdp_run_callback(&c);
-        if (STRATA_OK != st) goto fail;
-        double t1 = base_now();
-        fsdp_free_saves(u);
-        st = fsdp_exec_after(m, SCHED_OP_B, ui, t0, t1);
-        if (STRATA_OK != st) goto fail;
-        fsdp_buf_free(&m->gacts[ui + 1]);
-        fsdp_buf_free(&m->acts[ui + 1]);
-        /* unit 0 stays gathered for the next micro-batch's forward */
-        if ((m->opts.reshard_after_forward && !(0 == ui && !last)) || last)
-            fsdp_gather_release(u);
-        if (last) {
-            st = fsdp_reduce_start(m, u);
-            if (STRATA_OK != st) goto fail;
-            /* hybrid: the unit above had a whole backward to reduce-scatter */
-            if (ui + 1 < L) st = fsdp_reduce_replicas(m, m->units[ui + 1]);
-            if (STRATA_OK != st) goto fail;
-            /* units whose gradients already arrived may step now */
-            if (0 == pthread_mutex_trylock(&m->lock)) {
-                fsdp_poll_locked(m);
-                pthread_mutex_unlock(&m->lock);
-            }
-            if (0.0f == m->opts.clip_norm)
-                for (int v = L - 1; STRATA_OK == st && v > ui; v--)
-                    if (GRAD_ARRIVED == m->units[v]->rstate)
-                        st = unit_optim(m, m->units[v], 1.0f / (float)m->n_micro);
-            if (STRATA_OK != st) goto fail;
-        }
     }
     st = fsdp_exec_micro_end(m);
     if (STRATA_OK != st) goto fail;

@@ -28,11 +28,11 @@ static int dup_name(const char *const *names, int n, const char *name)
     return 0;
 }
 
-/* The local checks; the message says which field is wrong. */
-static strata_status_t check_local(strata_context_t *ctx, int W, const strata_ckpt_layout_t *L,
-                                   const char *what)
+/* The layout's own fields: world and shard geometry, training state,
+ * configuration. */
+static strata_status_t check_header(strata_context_t *ctx, int W, const strata_ckpt_layout_t *L,
+                                    const char *what)
 {
-    if (!L) return base_error(ctx, STRATA_ERR_INVALID, "%s: layout is NULL", what);
     if (L->world_size != W)
         return base_error(ctx, STRATA_ERR_INVALID, "%s: layout world_size %d but the communicator has %d ranks",
                           what, L->world_size, W);
@@ -60,6 +60,89 @@ static strata_status_t check_local(strata_context_t *ctx, int W, const strata_ck
                               "%s: config entry %d: key must be a name without '/' and value a string of at most 4096 bytes",
                               what, i);
     }
+    return STRATA_OK;
+}
+
+/* A unit's parameters: distinct names, valid shapes, inside the unit's
+ * padded elements and not overlapping one another. */
+static strata_status_t check_params(strata_context_t *ctx, const strata_ckpt_unit_t *U, const char *what)
+{
+    const char *pn[U->nparams];
+    for (int p = 0; p < U->nparams; p++) {
+        const strata_ckpt_param_t *P = &U->params[p];
+        uint64_t numel, end;
+        if (!ckpt_name_ok(P->name) || dup_name(pn, p, P->name))
+            return base_error(ctx, STRATA_ERR_INVALID,
+                              "%s: unit %s: parameter %d has a bad or repeated name", what, U->name, p);
+        pn[p] = P->name;
+        if (ckpt_numel(P->ndims, P->dims, &numel) || 0 == numel)
+            return base_error(ctx, STRATA_ERR_INVALID,
+                              "%s: %s/%s: ndims %d must be 1..%d and every dim positive",
+                              what, U->name, P->name, P->ndims, STRATA_CKPT_MAX_DIMS);
+        if (__builtin_add_overflow(P->offset, numel, &end) || end > U->npad)
+            return base_error(ctx, STRATA_ERR_INVALID,
+                              "%s: %s/%s: elements [%llu, +%llu) lie outside the unit's %llu padded elements",
+                              what, U->name, P->name, (unsigned long long)P->offset,
+                              (unsigned long long)numel, (unsigned long long)U->npad);
+        for (int q = 0; q < p; q++) {
+            const strata_ckpt_param_t *Q = &U->params[q];
+            uint64_t qn, lo, hi;
+            ckpt_numel(Q->ndims, Q->dims, &qn);
+            if (ckpt_overlap(P->offset, end, Q->offset, Q->offset + qn, &lo, &hi))
+                return base_error(ctx, STRATA_ERR_INVALID, "%s: %s: parameters %s and %s overlap in the flat vector",
+                                  what, U->name, Q->name, P->name);
+        }
+    }
+    return STRATA_OK;
+}
+
+/* A unit's optimizer states (each with a shard) and scalars: distinct names. */
+static strata_status_t check_optimizer(strata_context_t *ctx, const strata_ckpt_unit_t *U, const char *what)
+{
+    const char *sn[U->nstates > 0 ? U->nstates : 1];
+    for (int k = 0; k < U->nstates; k++) {
+        if (!ckpt_name_ok(U->states[k].name) || dup_name(sn, k, U->states[k].name) || !U->states[k].shard)
+            return base_error(ctx, STRATA_ERR_INVALID,
+                              "%s: unit %s: optimizer state %d has a bad or repeated name or no shard",
+                              what, U->name, k);
+        sn[k] = U->states[k].name;
+    }
+    const char *cn[U->nscalars > 0 ? U->nscalars : 1];
+    for (int k = 0; k < U->nscalars; k++) {
+        if (!ckpt_name_ok(U->scalars[k].name) || dup_name(cn, k, U->scalars[k].name))
+            return base_error(ctx, STRATA_ERR_INVALID,
+                              "%s: unit %s: optimizer scalar %d has a bad or repeated name", what, U->name, k);
+        cn[k] = U->scalars[k].name;
+    }
+    return STRATA_OK;
+}
+
+/* One unit (its name already checked distinct from those before it). */
+static strata_status_t check_unit(strata_context_t *ctx, const strata_ckpt_layout_t *L,
+                                  const strata_ckpt_unit_t *U, const char *what)
+{
+    if (0 == U->npad || U->npad % (uint64_t)L->shard_size)
+        return base_error(ctx, STRATA_ERR_INVALID,
+                          "%s: unit %s: npad %llu must be a positive multiple of the shard size %d",
+                          what, U->name, (unsigned long long)U->npad, L->shard_size);
+    if (!U->shard)
+        return base_error(ctx, STRATA_ERR_INVALID, "%s: unit %s: shard is NULL", what, U->name);
+    if (U->nparams < 1 || !U->params)
+        return base_error(ctx, STRATA_ERR_INVALID, "%s: unit %s has no parameters", what, U->name);
+    if (U->nstates < 0 || (U->nstates && !U->states) || U->nscalars < 0 || (U->nscalars && !U->scalars))
+        return base_error(ctx, STRATA_ERR_INVALID, "%s: unit %s: states or scalars array missing",
+                          what, U->name);
+    strata_status_t st = check_params(ctx, U, what);
+    return STRATA_OK == st ? check_optimizer(ctx, U, what) : st;
+}
+
+/* The local checks; the message says which field is wrong. */
+static strata_status_t check_local(strata_context_t *ctx, int W, const strata_ckpt_layout_t *L,
+                                   const char *what)
+{
+    if (!L) return base_error(ctx, STRATA_ERR_INVALID, "%s: layout is NULL", what);
+    strata_status_t st = check_header(ctx, W, L, what);
+    if (STRATA_OK != st) return st;
     const char *unames[L->nunits];
     for (int u = 0; u < L->nunits; u++) {
         const strata_ckpt_unit_t *U = &L->units[u];
@@ -70,58 +153,8 @@ static strata_status_t check_local(strata_context_t *ctx, int W, const strata_ck
         if (dup_name(unames, u, U->name))
             return base_error(ctx, STRATA_ERR_INVALID, "%s: unit name %s appears twice", what, U->name);
         unames[u] = U->name;
-        if (0 == U->npad || U->npad % (uint64_t)L->shard_size)
-            return base_error(ctx, STRATA_ERR_INVALID,
-                              "%s: unit %s: npad %llu must be a positive multiple of the shard size %d",
-                              what, U->name, (unsigned long long)U->npad, L->shard_size);
-        if (!U->shard)
-            return base_error(ctx, STRATA_ERR_INVALID, "%s: unit %s: shard is NULL", what, U->name);
-        if (U->nparams < 1 || !U->params)
-            return base_error(ctx, STRATA_ERR_INVALID, "%s: unit %s has no parameters", what, U->name);
-        if (U->nstates < 0 || (U->nstates && !U->states) || U->nscalars < 0 || (U->nscalars && !U->scalars))
-            return base_error(ctx, STRATA_ERR_INVALID, "%s: unit %s: states or scalars array missing",
-                              what, U->name);
-        const char *pn[U->nparams];
-        for (int p = 0; p < U->nparams; p++) {
-            const strata_ckpt_param_t *P = &U->params[p];
-            uint64_t numel, end;
-            if (!ckpt_name_ok(P->name) || dup_name(pn, p, P->name))
-                return base_error(ctx, STRATA_ERR_INVALID,
-                                  "%s: unit %s: parameter %d has a bad or repeated name", what, U->name, p);
-            pn[p] = P->name;
-            if (ckpt_numel(P->ndims, P->dims, &numel) || 0 == numel)
-                return base_error(ctx, STRATA_ERR_INVALID,
-                                  "%s: %s/%s: ndims %d must be 1..%d and every dim positive",
-                                  what, U->name, P->name, P->ndims, STRATA_CKPT_MAX_DIMS);
-            if (__builtin_add_overflow(P->offset, numel, &end) || end > U->npad)
-                return base_error(ctx, STRATA_ERR_INVALID,
-                                  "%s: %s/%s: elements [%llu, +%llu) lie outside the unit's %llu padded elements",
-                                  what, U->name, P->name, (unsigned long long)P->offset,
-                                  (unsigned long long)numel, (unsigned long long)U->npad);
-            for (int q = 0; q < p; q++) {
-                const strata_ckpt_param_t *Q = &U->params[q];
-                uint64_t qn, lo, hi;
-                ckpt_numel(Q->ndims, Q->dims, &qn);
-                if (ckpt_overlap(P->offset, end, Q->offset, Q->offset + qn, &lo, &hi))
-                    return base_error(ctx, STRATA_ERR_INVALID, "%s: %s: parameters %s and %s overlap in the flat vector",
-                                      what, U->name, Q->name, P->name);
-            }
-        }
-        const char *sn[U->nstates > 0 ? U->nstates : 1];
-        for (int k = 0; k < U->nstates; k++) {
-            if (!ckpt_name_ok(U->states[k].name) || dup_name(sn, k, U->states[k].name) || !U->states[k].shard)
-                return base_error(ctx, STRATA_ERR_INVALID,
-                                  "%s: unit %s: optimizer state %d has a bad or repeated name or no shard",
-                                  what, U->name, k);
-            sn[k] = U->states[k].name;
-        }
-        const char *cn[U->nscalars > 0 ? U->nscalars : 1];
-        for (int k = 0; k < U->nscalars; k++) {
-            if (!ckpt_name_ok(U->scalars[k].name) || dup_name(cn, k, U->scalars[k].name))
-                return base_error(ctx, STRATA_ERR_INVALID,
-                                  "%s: unit %s: optimizer scalar %d has a bad or repeated name", what, U->name, k);
-            cn[k] = U->scalars[k].name;
-        }
+        st = check_unit(ctx, L, U, what);
+        if (STRATA_OK != st) return st;
     }
     return STRATA_OK;
 }

@@ -218,6 +218,94 @@ static void chain_and_enqueue(strata_block_t *blk, tiers_op_t *op)
     tiers_enqueue(blk->ts, engine_for(op->src, op->dst), op);
 }
 
+/* A move to where the block already is (or is going) completes with the
+ * block's last op; with none, at once. NULL when out of memory. */
+static strata_event_t *event_of_last_op_locked(strata_block_t *blk)
+{
+    strata_event_t *ev = blk->last_ev;
+    if (ev) {
+        ev->refs++;
+    } else {
+        ev = tiers_event_new(blk->ts);
+        if (ev) tiers_event_complete_locked(ev, STRATA_OK);
+    }
+    return ev;
+}
+
+/* The route: one leg from the nearest copy (*mid_p = STRATA_TIER_COUNT),
+ * or two through the host. */
+static void route_of(const strata_block_t *blk, strata_tier_t dst, strata_tier_t *src_p, strata_tier_t *mid_p)
+{
+    const strata_tier_t H = STRATA_TIER_PINNED_HOST;
+    *mid_p = STRATA_TIER_COUNT;
+    if (H == dst) {
+        *src_p = (blk->lres & BIT(STRATA_TIER_DEVICE)) ? STRATA_TIER_DEVICE : STRATA_TIER_STORAGE;
+    } else if (blk->lres & BIT(H)) {
+        *src_p = H;
+    } else {
+        *src_p = STRATA_TIER_DEVICE == dst ? STRATA_TIER_STORAGE : STRATA_TIER_DEVICE;
+        *mid_p = H;
+    }
+}
+
+/* The space a move writes into: the destination's, then the host's on a
+ * two-leg route. Each is taken fresh, or reclaimed from an op queued to
+ * release it. */
+typedef struct {
+    strata_tier_t need[2];
+    int nneed;
+    int fresh[2], reclaim[2];
+} move_space_t;
+
+static void free_fresh_space_locked(strata_block_t *blk, const move_space_t *sp, int n)
+{
+    for (int j = 0; j < n; j++)
+        if (sp->fresh[j]) tiers_block_free_space_locked(blk, sp->need[j]);
+}
+
+/* Fresh allocations now (they can fail: nothing is then left taken);
+ * reclaims are only marked, and made once the legs exist. */
+static strata_status_t take_move_space_locked(strata_block_t *blk, move_space_t *sp)
+{
+    for (int i = 0; i < sp->nneed; i++) {
+        tiers_slot_t *s = &blk->slot[sp->need[i]];
+        if (s->has_space) {
+            sp->reclaim[i] = NULL != s->releasing_op;
+            continue;
+        }
+        strata_status_t st = take_space(blk, sp->need[i]);
+        if (STRATA_OK != st) {
+            free_fresh_space_locked(blk, sp, i);
+            return st;
+        }
+        sp->fresh[i] = 1;
+    }
+    return STRATA_OK;
+}
+
+/* The legs' releases: reclaimed space is taken back from the op that was
+ * to release it (a leg into it then needs no copy); the last leg frees
+ * every other copy on a move (release_src) and always the intermediate
+ * host copy. */
+static void set_releases_locked(strata_block_t *blk, const move_space_t *sp, tiers_op_t *a, tiers_op_t *b,
+                                strata_tier_t dst, strata_tier_t mid, int release_src)
+{
+    tiers_op_t *last = b ? b : a;
+    for (int i = 0; i < sp->nneed; i++) {
+        if (!sp->reclaim[i]) continue;
+        tiers_slot_t *s = &blk->slot[sp->need[i]];
+        s->releasing_op->release_mask &= ~BIT(sp->need[i]);
+        s->releasing_op = NULL;
+        (0 == i ? last : a)->nocopy = 1;
+    }
+    unsigned rel = release_src ? (blk->lres & ~BIT(dst)) : 0;
+    if (b) rel |= BIT(mid);
+    last->release_mask = rel;
+    for (int t = 0; t < STRATA_TIER_COUNT; t++)
+        if (rel & BIT(t)) blk->slot[t].releasing_op = last;
+    blk->lres = (blk->lres | BIT(dst)) & ~(release_src ? rel : 0);
+}
+
 strata_status_t strata_block_move(strata_block_t *blk, strata_tier_t dst, int release_src,
                                   strata_event_t *wait_for, strata_event_t **ev_p)
 {
@@ -236,14 +324,7 @@ strata_status_t strata_block_move(strata_block_t *blk, strata_tier_t dst, int re
         return base_error(ctx, STRATA_ERR_CANCELLED, "strata_block_move: tiers shut down");
     }
     if (blk->lres & BIT(dst)) {
-        /* already there (or on its way): the event of the block's last op */
-        strata_event_t *ev = blk->last_ev;
-        if (ev) {
-            ev->refs++;
-        } else {
-            ev = tiers_event_new(ts);
-            if (ev) tiers_event_complete_locked(ev, STRATA_OK);
-        }
+        strata_event_t *ev = event_of_last_op_locked(blk);
         tiers_unlock(ts);
         if (!ev) return base_error(ctx, STRATA_ERR_NOMEM, "strata_block_move: out of memory");
         if (ev_p) *ev_p = ev;
@@ -251,40 +332,18 @@ strata_status_t strata_block_move(strata_block_t *blk, strata_tier_t dst, int re
         return STRATA_OK;
     }
 
-    /* the route: one leg from the nearest copy, or two through the host */
-    const strata_tier_t H = STRATA_TIER_PINNED_HOST;
-    strata_tier_t src, mid = STRATA_TIER_COUNT;
-    if (STRATA_TIER_PINNED_HOST == dst) {
-        src = (blk->lres & BIT(STRATA_TIER_DEVICE)) ? STRATA_TIER_DEVICE : STRATA_TIER_STORAGE;
-    } else if (blk->lres & BIT(H)) {
-        src = H;
-    } else {
-        src = STRATA_TIER_DEVICE == dst ? STRATA_TIER_STORAGE : STRATA_TIER_DEVICE;
-        mid = H;
-    }
+    strata_tier_t src, mid;
+    route_of(blk, dst, &src, &mid);
     if (!(blk->lres & BIT(src))) {
         tiers_unlock(ts);
         return base_error(ctx, STRATA_ERR_STATE, "strata_block_move: the block has no copy "
                           "to move from (an earlier failed op is still unwinding)");
     }
-
-    /* space: fresh allocations first (they can fail), reclaims after */
-    strata_tier_t need[2] = { dst, mid };
-    int nneed = STRATA_TIER_COUNT == mid ? 1 : 2;
-    int fresh[2] = { 0, 0 }, reclaim[2] = { 0, 0 };
-    for (int i = 0; i < nneed; i++) {
-        tiers_slot_t *s = &blk->slot[need[i]];
-        if (s->has_space) {
-            reclaim[i] = NULL != s->releasing_op;
-            continue;
-        }
-        st = take_space(blk, need[i]);
-        if (STRATA_OK != st) {
-            for (int j = 0; j < i; j++) if (fresh[j]) tiers_block_free_space_locked(blk, need[j]);
-            tiers_unlock(ts);
-            return st;
-        }
-        fresh[i] = 1;
+    move_space_t sp = { { dst, mid }, STRATA_TIER_COUNT == mid ? 1 : 2, { 0, 0 }, { 0, 0 } };
+    st = take_move_space_locked(blk, &sp);
+    if (STRATA_OK != st) {
+        tiers_unlock(ts);
+        return st;
     }
 
     tiers_op_t *a = NULL, *b = NULL;
@@ -295,31 +354,16 @@ strata_status_t strata_block_move(strata_block_t *blk, strata_tier_t dst, int re
         b = new_leg(blk, mid, dst, NULL);
     }
     if (!a || (STRATA_TIER_COUNT != mid && !b)) {
-        for (int i = 0; i < nneed; i++) if (fresh[i]) tiers_block_free_space_locked(blk, need[i]);
+        free_fresh_space_locked(blk, &sp, sp.nneed);
         if (a) { tiers_event_unref_locked(a->ev); tiers_event_unref_locked(a->wait_for); free(a); }
         if (b) { tiers_event_unref_locked(b->ev); free(b); }
         tiers_unlock(ts);
         return base_error(ctx, STRATA_ERR_NOMEM, "strata_block_move: out of memory");
     }
-    tiers_op_t *last = b ? b : a;
-    for (int i = 0; i < nneed; i++) {
-        if (!reclaim[i]) continue;
-        tiers_slot_t *s = &blk->slot[need[i]];
-        s->releasing_op->release_mask &= ~BIT(need[i]);
-        s->releasing_op = NULL;
-        (0 == i ? last : a)->nocopy = 1;
-    }
-    /* a move frees every other copy; the intermediate host copy always goes */
-    unsigned rel = release_src ? (blk->lres & ~BIT(dst)) : 0;
-    if (b) rel |= BIT(mid);
-    last->release_mask = rel;
-    for (int t = 0; t < STRATA_TIER_COUNT; t++)
-        if (rel & BIT(t)) blk->slot[t].releasing_op = last;
-    blk->lres = (blk->lres | BIT(dst)) & ~(release_src ? rel : 0);
-
+    set_releases_locked(blk, &sp, a, b, dst, mid, release_src);
     chain_and_enqueue(blk, a);
     if (b) chain_and_enqueue(blk, b);
-    strata_event_t *ev = last->ev;
+    strata_event_t *ev = (b ? b : a)->ev;
     if (ev_p) ev->refs++;
     tiers_unlock(ts);
     if (ev_p) *ev_p = ev;
