@@ -60,6 +60,17 @@ static void compute_stream_destroy(strata_context_t *ctx)
     ctx->compute_stream = NULL;
 }
 
+/* A zeroed context with its locks; NULL when out of memory. */
+static strata_context_t *context_new(void)
+{
+    strata_context_t *ctx = calloc(1, sizeof *ctx);
+    if (ctx) {
+        pthread_mutex_init(&ctx->mpi_lock, NULL);
+        pthread_mutex_init(&ctx->err_lock, NULL);
+    }
+    return ctx;
+}
+
 /* The caller's configuration, or the defaults with the STRATA_*
  * environment applied. */
 static strata_status_t read_config(strata_context_t *ctx, const strata_config_t *cfg)
@@ -113,10 +124,8 @@ strata_status_t strata_init(MPI_Comm comm, const strata_config_t *cfg,
         return STRATA_ERR_STATE;
     }
 
-    strata_context_t *ctx = calloc(1, sizeof *ctx);
+    strata_context_t *ctx = context_new();
     if (!ctx) return STRATA_ERR_NOMEM;
-    pthread_mutex_init(&ctx->mpi_lock, NULL);
-    pthread_mutex_init(&ctx->err_lock, NULL);
 
     st = read_config(ctx, cfg);
     if (STRATA_OK != st) goto err_free;

@@ -58,7 +58,7 @@ typedef struct {
     int *fwd_pos;        /* position of F(u) */
     int *recompute_pos;  /* position of RECOMPUTE(u), -1 if none */
     int *bwd_pos;        /* position of B(u) */
-    int *consume_pos;    /* first position that reads u's saves back */
+    int *consume_pos;    /* the op that reads u's saves: RECOMPUTE(u), else B(u) */
     int *recomputes;     /* 1 if a save of u is recomputed */
     int *save_off;       /* first global save of unit u; [nunits] = nsaves */
     /* per parameter use */

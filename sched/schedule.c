@@ -2,7 +2,7 @@
  * schedule.c - from a step program, a policy and a device budget, the
  * static issue order of every engine and the dependencies between ops.
  *
- * Compute runs, in positions 0..P-1:
+ * Compute runs, in positions 0..P-1 (P = the layout's npos, L its nunits):
  *     F(0) .. F(L-1), then for u = L-1 .. 0: [RECOMPUTE(u)] B(u), then OPTIM.
  * Parameters have 2L uses (F(u), then the backward of u); the all-gather of
  * use j may start once use j-p-1 has finished (p = prefetch), and the comm
@@ -20,8 +20,9 @@
  *   grads of B(u)     [b(u), first(j+p+1)]    (RS sits before that AG on comm)
  *   keep save         [f(u), b(u)]
  *   recompute save    [f(u), f(u)] + [r(u), b(u)]
- *   offloaded save    [f(u), dl] on device until its D2H; each prefetched
- *                     chunk [g, b(u)], where H2D waits for compute op g-1
+ *   offloaded save    [f(u), dl] on device until its D2H (dl: its drain_pos);
+ *                     each prefetched chunk [g, b(u)] (g: its h2d_gate),
+ *                     where H2D waits for compute op g-1
  *                     (a chunk counted once where the two meet: its H2D
  *                     waits for its own D2H)
  *
