@@ -21,6 +21,7 @@
 #include "config.h"
 #include "comm/comm.h"
 #include "comm/recorder_impl.h"
+#include "base/wait.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -249,13 +250,6 @@ void rec_watchdog_stop(comm_recorder_t *r)
     r->running = 0;
 }
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
-
 strata_status_t comm_wait_backoff(strata_context_t *ctx, MPI_Request *req, const char *what)
 {
     return comm_wait_spin(ctx, req, what, ctx->cfg.spin_time);
@@ -270,25 +264,19 @@ strata_status_t comm_wait_spin(strata_context_t *ctx, MPI_Request *req, const ch
 strata_status_t comm_wait_all(strata_context_t *ctx, MPI_Request *reqs, int n, const char *what,
                               double spin)
 {
-    double t0 = base_now();
     if (spin < ctx->cfg.spin_time) spin = ctx->cfg.spin_time;
-    long delay_ns = 0;
-    for (unsigned i = 0;; i++) {
+    /* a few hundred tests cost microseconds: short collectives finish
+     * inside them, as they did in MPI_Wait; then 1 us sleeps doubling to
+     * 100 us, so a long wait costs no core */
+    base_waiter_t w;
+    base_waiter_init(&w, spin, 256, 1000, 100000);
+    for (;;) {
         int done = 0;
         comm_lock(ctx);
         int rc = MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE);
         comm_unlock(ctx);
         if (MPI_SUCCESS != rc) return base_mpi_error(ctx, rc, what);
         if (done) return STRATA_OK;
-        /* a few hundred tests cost microseconds: short collectives finish
-         * inside them, as they did in MPI_Wait */
-        if (i < 256 || base_now() - t0 < spin) {
-            cpu_relax();
-            continue;
-        }
-        delay_ns = delay_ns ? delay_ns * 2 : 1000;
-        if (delay_ns > 100000) delay_ns = 100000;
-        struct timespec ts = { 0, delay_ns };
-        nanosleep(&ts, NULL);
+        base_waiter_pause(&w);
     }
 }
