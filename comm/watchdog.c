@@ -33,7 +33,11 @@
 #include <time.h>
 #include <unistd.h>
 
-/* the signal handlers' view: one recorder per process (the newest context) */
+/* The signal handlers' view, process-global because signals are: one
+ * recorder per process takes SIGTERM and SIGUSR2, the newest context's
+ * (the handlers are installed by the first, restored when the newest
+ * stops). An older context alive beside it writes no record on a signal.
+ * The only process-global state of comm/. */
 static comm_recorder_t *volatile sig_rec;
 static volatile sig_atomic_t sig_term, sig_usr2;
 static struct sigaction old_term, old_usr2;
