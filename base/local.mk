@@ -10,6 +10,8 @@ libstrata_core_la_SOURCES += \
     base/wait.c \
     base/shard.h \
     base/shard.c \
+    base/agree.h \
+    base/agree.c \
     base/h5lock.c \
     base/test_fault.h \
     base/nvtx.h \

@@ -21,7 +21,7 @@
 #include "config.h"
 #include "comm/comm.h"
 #include "comm/recorder_impl.h"
-#include "base/wait.h"
+#include "base/agree.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -268,19 +268,6 @@ strata_status_t comm_wait_spin(strata_context_t *ctx, MPI_Request *req, const ch
 strata_status_t comm_wait_all(strata_context_t *ctx, MPI_Request *reqs, int n, const char *what,
                               double spin)
 {
-    if (spin < ctx->cfg.spin_time) spin = ctx->cfg.spin_time;
-    /* a few hundred tests cost microseconds: short collectives finish
-     * inside them, as they did in MPI_Wait; then 1 us sleeps doubling to
-     * 100 us, so a long wait costs no core */
-    base_waiter_t w;
-    base_waiter_init(&w, spin, 256, 1000, 100000);
-    for (;;) {
-        int done = 0;
-        comm_lock(ctx);
-        int rc = MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE);
-        comm_unlock(ctx);
-        if (MPI_SUCCESS != rc) return base_mpi_error(ctx, rc, what);
-        if (done) return STRATA_OK;
-        base_waiter_pause(&w);
-    }
+    int rc = base_mpi_wait(ctx, reqs, n, spin);
+    return MPI_SUCCESS == rc ? STRATA_OK : base_mpi_error(ctx, rc, what);
 }

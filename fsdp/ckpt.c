@@ -6,6 +6,7 @@
 #include "config.h"
 #include "fsdp.h"
 #include "base/test_fault.h"
+#include "comm/comm.h"
 #include "dev.h"
 
 #include <stdio.h>
@@ -190,7 +191,8 @@ static strata_status_t stage_fill(strata_model_t *m, layout_store_t *ls, int to_
 }
 
 /* stage_fill, agreed over all ranks: a rank that could not stage fails
- * the save or load everywhere before its collective starts. */
+ * the save or load everywhere, with its message, before its collective
+ * starts. */
 static strata_status_t stage_begin(strata_model_t *m, layout_store_t *ls, int to_host,
                                    stage_t *sg)
 {
@@ -198,14 +200,10 @@ static strata_status_t stage_begin(strata_model_t *m, layout_store_t *ls, int to
     sg->on = fsdp_dev_on(m->ctx) || 0 != test_fault_arg("ckpt_stage");
     if (!sg->on) return STRATA_OK;
     strata_status_t st = stage_fill(m, ls, to_host, sg);
-    float mine = STRATA_OK == st ? 0.0f : 1.0f, all = 0.0f;
     pthread_mutex_lock(&m->lock);
-    strata_status_t cst = strata_allreduce(m->ctx->world, &mine, &all, 1, STRATA_F32, STRATA_SUM);
+    st = comm_agree_status(m->ctx->world, st);
     pthread_mutex_unlock(&m->lock);
-    if (STRATA_OK != st || STRATA_OK != cst) return STRATA_OK != st ? st : cst;
-    return all > 0.0f ? base_error(m->ctx, STRATA_ERR_STATE, "checkpoint: staging the shards "
-                                   "through the host failed on %d other rank(s); see their "
-                                   "message", (int)all) : STRATA_OK;
+    return st;
 }
 
 /* With to_shards, the copies' values go into the shards; then they are freed. */

@@ -1,7 +1,7 @@
 /*
  * ckpt_h5.c - HDF5 plumbing shared by checkpoint save, load and the
  * inspectors: quiet error stacks, validated attributes, the header check,
- * the checksum tables, status agreement across ranks.
+ * the checksum tables. Ranks agree on a status with base_agree (base/agree.h).
  *
  * Everything read from a file is untrusted: types, shapes and sizes are
  * checked before anything is allocated or read.
@@ -63,24 +63,6 @@ uint64_t ckpt_rec_begin(strata_context_t *ctx, base_op_kind_t kind)
 void ckpt_rec_end(strata_context_t *ctx, uint64_t op, strata_status_t st)
 {
     if (ctx->op_end && op) ctx->op_end(ctx, op, st);
-}
-
-strata_status_t ckpt_agree(strata_context_t *ctx, MPI_Comm comm, strata_status_t st)
-{
-    struct { int st, rank; } in, out;
-    int rank;
-    MPI_Comm_rank(comm, &rank);
-    in.st = (int)st;
-    in.rank = rank;
-    if (MPI_SUCCESS != MPI_Allreduce(&in, &out, 1, MPI_2INT, MPI_MINLOC, comm))
-        return base_error(ctx, STRATA_ERR_MPI, "checkpoint: MPI_Allreduce failed while agreeing on a status");
-    if (out.st >= 0) return STRATA_OK;
-    char msg[STRATA_ERRMSG_LEN] = "";
-    if (rank == out.rank && ctx) snprintf(msg, sizeof msg, "%s", ctx->errmsg);
-    MPI_Bcast(msg, (int)sizeof msg, MPI_CHAR, out.rank, comm);
-    msg[sizeof msg - 1] = '\0';
-    if (rank != out.rank && ctx) base_error(ctx, (strata_status_t)out.st, "%s", msg);
-    return (strata_status_t)out.st;
 }
 
 /* -------------------------------------------------------- attributes --- */

@@ -402,7 +402,7 @@ static strata_status_t plan_unit(loader_t *ld, strata_ckpt_unit_t *U, ckpt_sumta
     if (STRATA_OK == st) *tabp = tab;
     if (STRATA_OK == st && zero_rc)
         st = base_error(ctx, STRATA_ERR_NOMEM, "%s: no memory to plan the reads of unit %s", ld->file, U->name);
-    st = ckpt_agree(ctx, ld->comm, st);
+    st = base_agree(ctx, ld->comm, st);
     if (STRATA_OK != st) return st;
 
     char path[3 * STRATA_CKPT_MAX_NAME + 32];
@@ -486,7 +486,7 @@ static strata_status_t load_file(strata_context_t *ctx, strata_ckpt_layout_t *la
     strata_status_t st = STRATA_OK;
     if (!path || !path[0])
         st = base_error(ctx, STRATA_ERR_INVALID, "strata_ckpt_load: path is NULL or empty");
-    st = ckpt_agree(ctx, ctx->comm, st);
+    st = base_agree(ctx, ctx->comm, st);
     if (STRATA_OK != st) return st;
     double t_start = base_now(), t_open = 0, t_close = 0;
     st = ckpt_layout_check(ctx, ctx->comm, layout, path);
@@ -504,7 +504,7 @@ static strata_status_t load_file(strata_context_t *ctx, strata_ckpt_layout_t *la
         st = base_error(ctx, STRATA_ERR_IO, "checkpoint %s: cannot open it for reading: %s", path, strerror(errno));
     if (STRATA_OK == st && ld.direct && !(ld.hash = ckpt_hash_new()))
         st = base_error(ctx, STRATA_ERR_NOMEM, "checkpoint %s: no memory for a hash state", path);
-    st = ckpt_agree(ctx, ctx->comm, st);
+    st = base_agree(ctx, ctx->comm, st);
     if (STRATA_OK != st) {
         if (ld.fid >= 0) H5Fclose(ld.fid);
         goto out;
@@ -526,7 +526,7 @@ static strata_status_t load_file(strata_context_t *ctx, strata_ckpt_layout_t *la
     ld.pieces = calloc(ntensors ? ntensors : 1, sizeof *ld.pieces);
     if (STRATA_OK == st && (!tabs || !ld.pieces))
         st = base_error(ctx, STRATA_ERR_NOMEM, "%s: no memory to plan the reads", path);
-    st = ckpt_agree(ctx, ctx->comm, st);
+    st = base_agree(ctx, ctx->comm, st);
     double t0 = base_now();
     for (int u = 0; STRATA_OK == st && u < layout->nunits; u++)
         st = plan_unit(&ld, &layout->units[u], &tabs[u]);
@@ -535,7 +535,7 @@ static strata_status_t load_file(strata_context_t *ctx, strata_ckpt_layout_t *la
     if (ld.pieces) read_pieces(&ld);
     if (STRATA_OK == st) st = ld.local;
     t0 = base_now();
-    st = ckpt_agree(ctx, ctx->comm, st);
+    st = base_agree(ctx, ctx->comm, st);
     ld.times.sync += base_now() - t0;
     for (int u = 0; tabs && u < layout->nunits; u++) ckpt_sumtab_free(&tabs[u]);
     free(tabs);
@@ -556,7 +556,7 @@ out:
                  base_now() - t_start, t_open, ld.times.meta, ld.times.read,
                  (unsigned long long)ld.times.direct_bytes, (unsigned long long)ld.times.hdf5_bytes,
                  ld.times.hash, ld.times.sync, t_close);
-    return ckpt_agree(ctx, ctx->comm, st);
+    return base_agree(ctx, ctx->comm, st);
 }
 
 /* One recorded operation under ckpt_timeout, HDF5's collectives inside it. */
