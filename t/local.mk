@@ -15,7 +15,8 @@ check_PROGRAMS += \
     t/unit_wait.t \
     t/comm_coll \
     t/comm_rs \
-    t/comm_errors
+    t/comm_errors \
+    t/base_agree
 
 t_unit_config_t_SOURCES = t/unit_config.t.c
 t_unit_dtype_t_SOURCES = t/unit_dtype.t.c
@@ -30,11 +31,14 @@ t_comm_coll_LDADD = $(TEST_LDADD)
 t_comm_rs_SOURCES = t/comm_rs.c
 t_comm_rs_LDADD = $(TEST_INTERNAL_LDADD)
 t_comm_errors_LDADD = $(TEST_LDADD)
+t_base_agree_SOURCES = t/base_agree.c
+t_base_agree_LDADD = $(TEST_INTERNAL_LDADD)
 
 dist_check_SCRIPTS += \
     t/launch \
     t/comm-np1.t t/comm-np2.t t/comm-np3.t t/comm-np4.t t/comm-np8.t t/comm-np128.t \
-    t/comm-ucx.t t/comm-errors.t t/comm-rs-np2.t t/comm-rs-np4.t t/comm-rs-np6.t
+    t/comm-ucx.t t/comm-errors.t t/comm-rs-np2.t t/comm-rs-np4.t t/comm-rs-np6.t \
+    t/agree-np3.t
 
 TESTS += \
     t/unit_config.t \
@@ -44,6 +48,7 @@ TESTS += \
     t/comm-errors.t \
     t/comm-np1.t t/comm-np2.t t/comm-np3.t t/comm-np4.t t/comm-np8.t \
     t/comm-rs-np2.t t/comm-rs-np4.t t/comm-rs-np6.t \
+    t/agree-np3.t \
     t/comm-ucx.t \
     t/comm-np128.t
 
