@@ -14,7 +14,9 @@
  * failed, else the status of the failing rank that wins (the lowest status,
  * then the lowest rank) with that rank's message, which becomes every
  * rank's last error. Collective over comm; waits as base_mpi_wait does.
- * ctx may be NULL (then only the status is agreed). */
+ * ctx may be NULL (then only the status is agreed). It records nothing for
+ * the flight recorder: its callers do (io/ inside a checkpoint's recorded
+ * operation or the lock's, comm_agree_status as a check of its group). */
 strata_status_t base_agree(strata_context_t *ctx, MPI_Comm comm, strata_status_t st);
 
 /* Wait for n MPI requests: MPI_Testall under ctx's MPI lock (below
