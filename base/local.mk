@@ -8,6 +8,10 @@ libstrata_core_la_SOURCES += \
     base/rs.c \
     base/wait.h \
     base/wait.c \
+    base/shard.h \
+    base/shard.c \
+    base/agree.h \
+    base/agree.c \
     base/h5lock.c \
     base/test_fault.h \
     base/nvtx.h \

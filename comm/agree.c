@@ -1,5 +1,7 @@
 /*
- * agree.c - do all ranks of a group hold the same list? Each rank hashes
+ * agree.c - agreement over a group. On an error: comm_agree_status, the
+ * one helper of base/agree.h on the group, recorded. On a list: do all
+ * ranks of a group hold the same list? Each rank hashes
  * its entries (a step program's units and saves, a plan); one small
  * allreduce compares the hashes. Only on a mismatch do two more find the
  * first entry that differs, and an allgather of its descriptions names it
@@ -7,6 +9,7 @@
  */
 #include "config.h"
 #include "comm/comm.h"
+#include "base/agree.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,4 +109,15 @@ strata_status_t comm_agree_entries(strata_group_t *g, const char *what, const ui
     free(lo);
     if (STRATA_OK != st) return st;
     return name_difference(g, what, first, h, n, desc);
+}
+
+strata_status_t comm_agree_status(strata_group_t *g, strata_status_t st)
+{
+    strata_context_t *ctx = g->ctx;
+    rec_op_t rop = comm_rec_begin(ctx, g, REC_CHECK, 2 * sizeof(int), STRATA_F32);
+    comm_rec_waiting(ctx, rop);
+    st = base_agree(ctx, g->comm, st);
+    /* an agreed failure is the ranks' answer, not a failure of the check */
+    comm_rec_end(ctx, rop, STRATA_ERR_MPI == st ? st : STRATA_OK);
+    return st;
 }

@@ -137,6 +137,10 @@ int comm_group_layout(int world, int shard_size, int rank, comm_layout_t *out);
 strata_status_t comm_agree_entries(strata_group_t *g, const char *what, const uint64_t *h,
                                    int n, const char *const *desc);
 uint64_t comm_hash_text(const char *s);
+/* agree.c: base_agree over g (every rank returns the winning failure's
+ * status and message, or STRATA_OK), recorded as one check of g for the
+ * flight recorder. Collective over g. */
+strata_status_t comm_agree_status(strata_group_t *g, strata_status_t st);
 
 /* Serialise MPI calls when the granted level is below THREAD_MULTIPLE. */
 static inline void comm_lock(strata_context_t *ctx)

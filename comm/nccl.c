@@ -33,11 +33,10 @@
  */
 #include "config.h"
 #include "nccl_backend.h"
+#include "base/wait.h"
 
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 typedef struct {
     ncclComm_t      comm;
@@ -121,11 +120,12 @@ static strata_status_t group_prepare(strata_group_t *g, nccl_group_t *ng)
 static ncclResult_t settle(ncclComm_t comm)
 {
     ncclResult_t async = ncclInProgress;
-    struct timespec nap = { 0, 50000 };
+    base_waiter_t w;   /* no spinning: 50 us naps */
+    base_waiter_init(&w, 0, 0, 50000, 50000);
     while (ncclInProgress == async) {
         ncclResult_t r = ncclCommGetAsyncError(comm, &async);
         if (ncclSuccess != r) return r;
-        if (ncclInProgress == async) nanosleep(&nap, NULL);
+        if (ncclInProgress == async) base_waiter_pause(&w);
     }
     return async;
 }
@@ -462,13 +462,17 @@ strata_status_t comm_nccl_async_error(strata_group_t *g)
     return STRATA_OK;
 }
 
+/* As the MPI waits (comm_wait_all): spin, then sleep with back-off, so a
+ * rank waiting on a long collective gives its core away. */
 static strata_status_t nccl_wait(strata_request_t *req)
 {
+    base_waiter_t w;
+    base_waiter_init(&w, req->group->ctx->cfg.spin_time, 256, 1000, 100000);
     for (;;) {
         int done = 0;
         strata_status_t st = nccl_test(req, &done);
         if (STRATA_OK != st || done) return st;
-        sched_yield();
+        base_waiter_pause(&w);
     }
 }
 

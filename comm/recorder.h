@@ -58,9 +58,9 @@ void comm_rec_end(strata_context_t *ctx, rec_op_t op, strata_status_t st);
 /* The rank now blocks until op completes (a wait, or a blocking call). */
 void comm_rec_waiting(strata_context_t *ctx, rec_op_t op);
 
-/* Wait for an MPI request with the recorder's back-off: MPI_Test spins for
- * spin_time, then sleeps doubling up to 100 us between tests, so a rank
- * waiting on a stalled peer does not hold a core. */
+/* Wait for an MPI request with the recorder's back-off (base_mpi_wait):
+ * MPI_Test spins for spin_time, then sleeps doubling up to 100 us between
+ * tests, so a rank waiting on a stalled peer does not hold a core. */
 strata_status_t comm_wait_backoff(strata_context_t *ctx, MPI_Request *req, const char *what);
 /* The same with its own spin time (seconds, at least spin_time's). */
 strata_status_t comm_wait_spin(strata_context_t *ctx, MPI_Request *req, const char *what,

@@ -21,6 +21,7 @@
 #include "config.h"
 #include "comm/comm.h"
 #include "comm/recorder_impl.h"
+#include "base/agree.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -32,7 +33,11 @@
 #include <time.h>
 #include <unistd.h>
 
-/* the signal handlers' view: one recorder per process (the newest context) */
+/* The signal handlers' view, process-global because signals are: one
+ * recorder per process takes SIGTERM and SIGUSR2, the newest context's
+ * (the handlers are installed by the first, restored when the newest
+ * stops). An older context alive beside it writes no record on a signal.
+ * The only process-global state of comm/. */
 static comm_recorder_t *volatile sig_rec;
 static volatile sig_atomic_t sig_term, sig_usr2;
 static struct sigaction old_term, old_usr2;
@@ -249,13 +254,6 @@ void rec_watchdog_stop(comm_recorder_t *r)
     r->running = 0;
 }
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
-
 strata_status_t comm_wait_backoff(strata_context_t *ctx, MPI_Request *req, const char *what)
 {
     return comm_wait_spin(ctx, req, what, ctx->cfg.spin_time);
@@ -270,25 +268,6 @@ strata_status_t comm_wait_spin(strata_context_t *ctx, MPI_Request *req, const ch
 strata_status_t comm_wait_all(strata_context_t *ctx, MPI_Request *reqs, int n, const char *what,
                               double spin)
 {
-    double t0 = base_now();
-    if (spin < ctx->cfg.spin_time) spin = ctx->cfg.spin_time;
-    long delay_ns = 0;
-    for (unsigned i = 0;; i++) {
-        int done = 0;
-        comm_lock(ctx);
-        int rc = MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE);
-        comm_unlock(ctx);
-        if (MPI_SUCCESS != rc) return base_mpi_error(ctx, rc, what);
-        if (done) return STRATA_OK;
-        /* a few hundred tests cost microseconds: short collectives finish
-         * inside them, as they did in MPI_Wait */
-        if (i < 256 || base_now() - t0 < spin) {
-            cpu_relax();
-            continue;
-        }
-        delay_ns = delay_ns ? delay_ns * 2 : 1000;
-        if (delay_ns > 100000) delay_ns = 100000;
-        struct timespec ts = { 0, delay_ns };
-        nanosleep(&ts, NULL);
-    }
+    int rc = base_mpi_wait(ctx, reqs, n, spin);
+    return MPI_SUCCESS == rc ? STRATA_OK : base_mpi_error(ctx, rc, what);
 }

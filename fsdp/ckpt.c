@@ -6,6 +6,7 @@
 #include "config.h"
 #include "fsdp.h"
 #include "base/test_fault.h"
+#include "comm/comm.h"
 #include "dev.h"
 
 #include <stdio.h>
@@ -13,11 +14,44 @@
 #include <string.h>
 
 /* Optimizer scalars, stored as attributes of every unit (the io layer keeps
- * scalars per unit); on load they are read back from unit 0. */
-static const char *const scalar_names[] = {
-    "step", "lr", "beta1", "beta2", "eps", "weight_decay", "momentum", "optimizer"
+ * scalars per unit); on load they are read back from unit 0. The names
+ * are the file's attribute names; the order is the layout's. */
+enum {
+    SC_STEP, SC_LR, SC_BETA1, SC_BETA2, SC_EPS, SC_WEIGHT_DECAY, SC_MOMENTUM, SC_OPTIMIZER,
+    NSCALARS
 };
-#define NSCALARS ((int)(sizeof scalar_names / sizeof scalar_names[0]))
+static const char *const scalar_names[NSCALARS] = {
+    [SC_STEP] = "step",                 [SC_LR] = "lr",
+    [SC_BETA1] = "beta1",               [SC_BETA2] = "beta2",
+    [SC_EPS] = "eps",                   [SC_WEIGHT_DECAY] = "weight_decay",
+    [SC_MOMENTUM] = "momentum",         [SC_OPTIMIZER] = "optimizer",
+};
+
+static void scalars_to_values(const fsdp_scalars_t *sc, double v[NSCALARS])
+{
+    v[SC_STEP] = sc->step;
+    v[SC_LR] = sc->lr;
+    v[SC_BETA1] = sc->beta1;
+    v[SC_BETA2] = sc->beta2;
+    v[SC_EPS] = sc->eps;
+    v[SC_WEIGHT_DECAY] = sc->weight_decay;
+    v[SC_MOMENTUM] = sc->momentum;
+    v[SC_OPTIMIZER] = sc->optimizer;
+}
+
+static void scalars_from_layout(const strata_ckpt_scalar_t s[NSCALARS], fsdp_scalars_t *sc)
+{
+    *sc = (fsdp_scalars_t){
+        .step = (int)s[SC_STEP].value,
+        .lr = (float)s[SC_LR].value,
+        .beta1 = (float)s[SC_BETA1].value,
+        .beta2 = (float)s[SC_BETA2].value,
+        .eps = (float)s[SC_EPS].value,
+        .weight_decay = (float)s[SC_WEIGHT_DECAY].value,
+        .momentum = (float)s[SC_MOMENTUM].value,
+        .optimizer = (int)s[SC_OPTIMIZER].value,
+    };
+}
 
 typedef struct {
     strata_ckpt_layout_t  layout;
@@ -56,8 +90,8 @@ static strata_status_t build_layout(strata_model_t *m, const strata_model_ckpt_t
     }
     fsdp_scalars_t sc;
     fsdp_model_scalars(m, &sc);
-    const double values[NSCALARS] = { sc.step, sc.lr, sc.beta1, sc.beta2, sc.eps,
-                                      sc.weight_decay, sc.momentum, sc.optimizer };
+    double values[NSCALARS];
+    scalars_to_values(&sc, values);
     int pi = 0;
     for (int u = 0; u < m->nunits; u++) {
         strata_unit_t *un = m->units[u];
@@ -157,7 +191,8 @@ static strata_status_t stage_fill(strata_model_t *m, layout_store_t *ls, int to_
 }
 
 /* stage_fill, agreed over all ranks: a rank that could not stage fails
- * the save or load everywhere before its collective starts. */
+ * the save or load everywhere, with its message, before its collective
+ * starts. */
 static strata_status_t stage_begin(strata_model_t *m, layout_store_t *ls, int to_host,
                                    stage_t *sg)
 {
@@ -165,14 +200,10 @@ static strata_status_t stage_begin(strata_model_t *m, layout_store_t *ls, int to
     sg->on = fsdp_dev_on(m->ctx) || 0 != test_fault_arg("ckpt_stage");
     if (!sg->on) return STRATA_OK;
     strata_status_t st = stage_fill(m, ls, to_host, sg);
-    float mine = STRATA_OK == st ? 0.0f : 1.0f, all = 0.0f;
     pthread_mutex_lock(&m->lock);
-    strata_status_t cst = strata_allreduce(m->ctx->world, &mine, &all, 1, STRATA_F32, STRATA_SUM);
+    st = comm_agree_status(m->ctx->world, st);
     pthread_mutex_unlock(&m->lock);
-    if (STRATA_OK != st || STRATA_OK != cst) return STRATA_OK != st ? st : cst;
-    return all > 0.0f ? base_error(m->ctx, STRATA_ERR_STATE, "checkpoint: staging the shards "
-                                   "through the host failed on %d other rank(s); see their "
-                                   "message", (int)all) : STRATA_OK;
+    return st;
 }
 
 /* With to_shards, the copies' values go into the shards; then they are freed. */
@@ -229,17 +260,16 @@ strata_status_t strata_model_load(strata_model_t *m, const char *path, strata_mo
     stage_t sg;
     st = stage_begin(m, &ls, 0, &sg);
     if (STRATA_OK == st) st = strata_ckpt_load(m->ctx, &ls.layout, path);  /* one recorded operation */
-    /* a load that failed leaves the shards as they were */
+    /* A load that failed sets no scalar. Its shards: staged copies reach
+     * them only after a load that succeeded, but unstaged (the host
+     * backend) the io layer reads into them in place, and a load that
+     * fails part way leaves them partly overwritten (strata_ckpt_load:
+     * "the shards may hold partial data"). */
     strata_status_t se = stage_end(m, &sg, STRATA_OK == st);
     if (STRATA_OK == st) st = se;
     if (STRATA_OK == st) {
-        const strata_ckpt_scalar_t *s = ls.units[0].scalars;
-        fsdp_scalars_t sc = {
-            .step = (int)s[0].value, .lr = (float)s[1].value, .beta1 = (float)s[2].value,
-            .beta2 = (float)s[3].value, .eps = (float)s[4].value,
-            .weight_decay = (float)s[5].value, .momentum = (float)s[6].value,
-            .optimizer = (int)s[7].value,
-        };
+        fsdp_scalars_t sc;
+        scalars_from_layout(ls.units[0].scalars, &sc);
         if ((int)m->opts.optimizer != sc.optimizer) {
             st = base_error(m->ctx, STRATA_ERR_MISMATCH, "%s: written with optimizer %d, the "
                             "model uses optimizer %d", path, sc.optimizer, (int)m->opts.optimizer);

@@ -30,6 +30,7 @@
  */
 #include "config.h"
 #include "exec_impl.h"
+#include "comm/comm.h"
 #include "tiers/tiers.h"
 #include "dev.h"
 
@@ -67,18 +68,14 @@ static size_t left(size_t budget, size_t used)
     return budget > used ? budget - used : 1;
 }
 
-/* Agree over all ranks: a plan that fails anywhere fails everywhere, so no
- * rank walks into a collective that another has left. */
+/* Agree over all ranks: a plan that fails anywhere fails everywhere, with
+ * the failing rank's message, so no rank walks into a collective that
+ * another has left. */
 strata_status_t fsdp_exec_agree(strata_model_t *m, strata_status_t st)
 {
-    float mine = STRATA_OK == st ? 0.0f : 1.0f, all = 0.0f;
     pthread_mutex_lock(&m->lock);
-    strata_status_t cst = strata_allreduce(m->ctx->world, &mine, &all, 1, STRATA_F32, STRATA_SUM);
+    st = comm_agree_status(m->ctx->world, st);
     pthread_mutex_unlock(&m->lock);
-    if (STRATA_OK != cst) return cst;
-    if (STRATA_OK == st && all > 0.0f)
-        return base_error(m->ctx, STRATA_ERR_STATE, "the activation plan failed on %d other "
-                          "rank(s); see their message", (int)all);
     return st;
 }
 

@@ -9,6 +9,7 @@
 #define STRATA_FSDP_INTERNAL_H
 
 #include "base/base.h"
+#include "base/shard.h"
 #include "comm/recorder.h"
 #include "sched/sched.h"
 
@@ -21,17 +22,8 @@
 
 /* ---- geometry (geometry.c; pure) ------------------------------------------ */
 
-/* Npad = ceil(N/S)*S. Returns -1 on S <= 0 or overflow. */
-int fsdp_padded(size_t n, int s, size_t *npad_p);
-/* Shard-rank s of S holds [s*Npad/S, (s+1)*Npad/S) of the padded flat
- * vector: *offset_p and *len_p (len = Npad/S, the same for every s).
- * Returns -1 on bad arguments. The checkpoint code uses the same function. */
-int fsdp_shard_range(size_t n, int s_count, int s, size_t *offset_p, size_t *len_p);
-/* The part of a parameter [p_off, p_off+p_len) of the flat vector that lies
- * in the shard [sh_off, sh_off+sh_len): *lo_p, *hi_p in flat coordinates
- * (lo == hi when they do not intersect). */
-void fsdp_intersect(size_t p_off, size_t p_len, size_t sh_off, size_t sh_len,
-                    size_t *lo_p, size_t *hi_p);
+/* The shard geometry of flat parameters is base/shard.h's, shared with
+ * the checkpoints. */
 
 /* Deterministic N(0,1) for element i of a stream (counter-based). */
 float fsdp_normal(uint64_t seed, uint64_t stream, uint64_t i);

@@ -1,41 +1,9 @@
-/* geometry.c - shard geometry of flat parameters and counter-based init
- * noise. Pure functions: tested without MPI (t/unit_fsdp_geometry.t). */
+/* geometry.c - counter-based init noise (the shard geometry is base/shard.h).
+ * Pure functions: tested without MPI (t/unit_fsdp_geometry.t). */
 #include "config.h"
 #include "fsdp.h"
 
 #include <math.h>
-
-int fsdp_padded(size_t n, int s, size_t *npad_p)
-{
-    if (s <= 0 || !npad_p) return -1;
-    size_t q = n / (size_t)s + (0 != n % (size_t)s);
-    size_t np;
-    if (strata_mul_size(q, (size_t)s, &np)) return -1;
-    *npad_p = np;
-    return 0;
-}
-
-int fsdp_shard_range(size_t n, int s_count, int s, size_t *offset_p, size_t *len_p)
-{
-    size_t npad;
-    if (s < 0 || s >= s_count || !offset_p || !len_p) return -1;
-    if (fsdp_padded(n, s_count, &npad)) return -1;
-    size_t len = npad / (size_t)s_count;
-    *offset_p = (size_t)s * len;
-    *len_p = len;
-    return 0;
-}
-
-void fsdp_intersect(size_t p_off, size_t p_len, size_t sh_off, size_t sh_len,
-                    size_t *lo_p, size_t *hi_p)
-{
-    size_t lo = p_off > sh_off ? p_off : sh_off;
-    size_t a = p_off + p_len, b = sh_off + sh_len;
-    size_t hi = a < b ? a : b;
-    if (hi < lo) hi = lo;
-    *lo_p = lo;
-    *hi_p = hi;
-}
 
 static uint64_t splitmix(uint64_t x)
 {

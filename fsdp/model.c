@@ -213,7 +213,7 @@ static strata_status_t init_param(strata_model_t *m, strata_unit_t *u, int pi, f
 {
     fsdp_param_t *p = &u->params[pi];
     size_t lo, hi;
-    fsdp_intersect(p->offset, p->numel, u->shard_off, u->shard_len, &lo, &hi);
+    base_shard_intersect(p->offset, p->numel, u->shard_off, u->shard_len, &lo, &hi);
     if (STRATA_INIT_USER == p->init.kind) {
         /* the user fills the full tensor on every rank; keep our slice */
         float *full = malloc(p->numel * sizeof *full);
@@ -283,8 +283,8 @@ strata_status_t strata_model_commit(strata_model_t *m)
                 return base_error(ctx, STRATA_ERR_OVERFLOW, "unit '%s' is too large", u->name);
         }
         u->n = n;
-        if (fsdp_padded(n, m->S, &u->npad) ||
-            fsdp_shard_range(n, m->S, m->shard_rank, &u->shard_off, &u->shard_len) ||
+        if (base_shard_padded(n, m->S, &u->npad) ||
+            base_shard_range(u->npad, m->S, m->shard_rank, &u->shard_off, &u->shard_len) ||
             u->npad > SIZE_MAX / 4)
             return base_error(ctx, STRATA_ERR_OVERFLOW, "unit '%s': %zu elements overflow",
                               u->name, n);

@@ -39,27 +39,29 @@
 #include "dev.h"
 #include "comm/comm.h"
 #include "base/nvtx.h"
+#include "base/wait.h"
 
 #include <errno.h>
 #include <string.h>
-#include <time.h>
 
 #define PROGRESS_US 200  /* progress thread: poll interval while something is in flight */
 #define WAIT_US     20   /* a blocked wait tests, then sleeps this long with the lock released */
+#define SPIN_TESTS  64   /* ... after this many rounds that only let go of the lock */
 
-/* One round of a blocked wait, called with m->lock held: the first
- * SPIN_TESTS rounds only let go of the lock (a collective about to finish
- * is caught within microseconds); later ones sleep with the lock released,
- * so on an oversubscribed machine the other ranks get the core instead of
- * a spinning MPI_Wait. */
-#define SPIN_TESTS 64
-static void nap(strata_model_t *m, int *round)
+/* A blocked wait: the first SPIN_TESTS rounds only let go of the lock (a
+ * collective about to finish is caught within microseconds); later ones
+ * sleep WAIT_US with the lock released, so on an oversubscribed machine
+ * the other ranks get the core instead of a spinning MPI_Wait. */
+static void nap_init(base_waiter_t *w)
+{
+    base_waiter_init(w, 0, SPIN_TESTS, WAIT_US * 1000L, WAIT_US * 1000L);
+}
+
+/* One round of a blocked wait, called with m->lock held. */
+static void nap(strata_model_t *m, base_waiter_t *w)
 {
     pthread_mutex_unlock(&m->lock);
-    if (++*round > SPIN_TESTS) {
-        struct timespec ts = { 0, WAIT_US * 1000L };
-        nanosleep(&ts, NULL);
-    }
+    base_waiter_pause(w);
     pthread_mutex_lock(&m->lock);
 }
 
@@ -169,6 +171,8 @@ static void wake_progress(strata_model_t *m)
 static void *progress_main(void *arg)
 {
     strata_model_t *m = arg;
+    base_waiter_t poll;   /* no spinning: every poll sleeps PROGRESS_US */
+    base_waiter_init(&poll, 0, 0, PROGRESS_US * 1000L, PROGRESS_US * 1000L);
     pthread_mutex_lock(&m->lock);
     while (!m->progress_stop) {
         if (!m->inflight || m->self_progress) {
@@ -177,8 +181,7 @@ static void *progress_main(void *arg)
         }
         fsdp_poll_locked(m);   /* errors surface again when the owner waits */
         pthread_mutex_unlock(&m->lock);
-        struct timespec ts = { 0, PROGRESS_US * 1000L };
-        nanosleep(&ts, NULL);
+        base_waiter_pause(&poll);
         pthread_mutex_lock(&m->lock);
     }
     pthread_mutex_unlock(&m->lock);
@@ -280,10 +283,11 @@ strata_status_t fsdp_gather_wait(strata_model_t *m, strata_unit_t *u)
     }
     /* the state, not the request, is tested after every nap: the progress
      * thread may have completed and released the request meanwhile */
-    int round = 0;
+    base_waiter_t w;
+    nap_init(&w);
     while (STRATA_OK == st && GATHER_INFLIGHT == u->gstate) {
         st = gather_advance(m, u, 0);
-        if (STRATA_OK == st && GATHER_INFLIGHT == u->gstate) nap(m, &round);
+        if (STRATA_OK == st && GATHER_INFLIGHT == u->gstate) nap(m, &w);
     }
     pthread_mutex_unlock(&m->lock);
     m->exposed_s += base_now() - t0;
@@ -366,10 +370,11 @@ strata_status_t fsdp_reduce_replicas(strata_model_t *m, strata_unit_t *u)
                           "started", u->name);
     double t0 = base_now();
     pthread_mutex_lock(&m->lock);
-    int round = 0;
+    base_waiter_t w;
+    nap_init(&w);
     while (STRATA_OK == st && GRAD_RS == u->rstate) {
         st = grad_advance(m, u, 0);
-        if (STRATA_OK == st && GRAD_RS == u->rstate) nap(m, &round);
+        if (STRATA_OK == st && GRAD_RS == u->rstate) nap(m, &w);
     }
     if (STRATA_OK == st && GRAD_RS_DONE == u->rstate) {
         void *buf = reduce_wide(m) ? u->rs_recv.ptr : u->grad_shard.ptr;
@@ -393,10 +398,11 @@ strata_status_t fsdp_reduce_wait(strata_model_t *m, strata_unit_t *u)
     if (STRATA_OK != st || GRAD_ARRIVED <= u->rstate) return st;
     double t0 = base_now();
     pthread_mutex_lock(&m->lock);
-    int round = 0;
+    base_waiter_t w;
+    nap_init(&w);
     while (STRATA_OK == st && (GRAD_RS == u->rstate || GRAD_AR == u->rstate)) {
         st = grad_advance(m, u, 0);
-        if (STRATA_OK == st && (GRAD_RS == u->rstate || GRAD_AR == u->rstate)) nap(m, &round);
+        if (STRATA_OK == st && (GRAD_RS == u->rstate || GRAD_AR == u->rstate)) nap(m, &w);
     }
     pthread_mutex_unlock(&m->lock);
     m->exposed_s += base_now() - t0;

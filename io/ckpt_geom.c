@@ -4,6 +4,7 @@
  */
 #include "config.h"
 #include "io/io.h"
+#include "base/shard.h"
 
 #include <string.h>
 
@@ -86,11 +87,11 @@ int ckpt_range_boxes(int ndims, const uint64_t *dims, uint64_t a, uint64_t b,
 strata_status_t strata_ckpt_shard_range(uint64_t npad, int shard_size, int shard_rank,
                                         uint64_t *begin_p, uint64_t *end_p)
 {
-    if (shard_size < 1 || shard_rank < 0 || shard_rank >= shard_size || !begin_p || !end_p)
+    size_t off, len;
+    if (!begin_p || !end_p || (uint64_t)(size_t)npad != npad ||
+        base_shard_range((size_t)npad, shard_size, shard_rank, &off, &len))
         return STRATA_ERR_INVALID;
-    if (npad % (uint64_t)shard_size) return STRATA_ERR_INVALID;
-    uint64_t len = npad / (uint64_t)shard_size;
-    *begin_p = len * (uint64_t)shard_rank;
-    *end_p = len * ((uint64_t)shard_rank + 1);
+    *begin_p = off;
+    *end_p = (uint64_t)off + len;
     return STRATA_OK;
 }

@@ -1,7 +1,7 @@
 /*
  * ckpt_h5.c - HDF5 plumbing shared by checkpoint save, load and the
  * inspectors: quiet error stacks, validated attributes, the header check,
- * the checksum tables, status agreement across ranks.
+ * the checksum tables. Ranks agree on a status with base_agree (base/agree.h).
  *
  * Everything read from a file is untrusted: types, shapes and sizes are
  * checked before anything is allocated or read.
@@ -63,24 +63,6 @@ uint64_t ckpt_rec_begin(strata_context_t *ctx, base_op_kind_t kind)
 void ckpt_rec_end(strata_context_t *ctx, uint64_t op, strata_status_t st)
 {
     if (ctx->op_end && op) ctx->op_end(ctx, op, st);
-}
-
-strata_status_t ckpt_agree(strata_context_t *ctx, MPI_Comm comm, strata_status_t st)
-{
-    struct { int st, rank; } in, out;
-    int rank;
-    MPI_Comm_rank(comm, &rank);
-    in.st = (int)st;
-    in.rank = rank;
-    if (MPI_SUCCESS != MPI_Allreduce(&in, &out, 1, MPI_2INT, MPI_MINLOC, comm))
-        return base_error(ctx, STRATA_ERR_MPI, "checkpoint: MPI_Allreduce failed while agreeing on a status");
-    if (out.st >= 0) return STRATA_OK;
-    char msg[STRATA_ERRMSG_LEN] = "";
-    if (rank == out.rank && ctx) snprintf(msg, sizeof msg, "%s", ctx->errmsg);
-    MPI_Bcast(msg, (int)sizeof msg, MPI_CHAR, out.rank, comm);
-    msg[sizeof msg - 1] = '\0';
-    if (rank != out.rank && ctx) base_error(ctx, (strata_status_t)out.st, "%s", msg);
-    return (strata_status_t)out.st;
 }
 
 /* -------------------------------------------------------- attributes --- */
@@ -225,8 +207,10 @@ static strata_status_t attr_error(strata_context_t *ctx, const char *file, const
                       file, name, obj, -1 == rc ? "missing" : "of the wrong type or size", want);
 }
 
-strata_status_t ckpt_open(strata_context_t *ctx, const char *path, MPI_Comm comm,
-                          hid_t *file_p, ckpt_header_t *hdr)
+/* Open path read-only (over comm's ranks unless MPI_COMM_NULL) after the
+ * checks that name what is wrong with a file that is not one. */
+static strata_status_t open_hdf5(strata_context_t *ctx, const char *path, MPI_Comm comm,
+                                 hid_t *fid_p)
 {
     struct stat sb;
     char h5msg[256];
@@ -256,59 +240,63 @@ strata_status_t ckpt_open(strata_context_t *ctx, const char *path, MPI_Comm comm
                           "checkpoint %s cannot be opened by HDF5 (%s); the file is damaged or truncated "
                           "(%zu bytes on disk)", path, h5msg, (size_t)sb.st_size);
     }
+    *fid_p = fid;
+    return STRATA_OK;
+}
 
-    ckpt_header_t h;
-    memset(&h, 0, sizeof h);
-    strata_status_t st = STRATA_OK;
+/* The header's attributes: format, version, world and shard size (checked),
+ * the informational ones, and /train's step. */
+static strata_status_t read_header(strata_context_t *ctx, const char *path, hid_t fid,
+                                   ckpt_header_t *h)
+{
     int rc;
-    if ((rc = ckpt_attr_get_str(fid, "format", h.format, sizeof h.format))) {
-        st = attr_error(ctx, path, "/", "format", rc, "the string \"" STRATA_CKPT_FORMAT "\"");
-        goto err;
-    }
-    if (strcmp(h.format, STRATA_CKPT_FORMAT)) {
-        st = base_error(ctx, STRATA_ERR_FORMAT, "%s: format is \"%s\", not \"%s\": not a strata checkpoint",
-                        path, h.format, STRATA_CKPT_FORMAT);
-        goto err;
-    }
-    if ((rc = ckpt_attr_get_i64(fid, "format_version", &h.version))) {
-        st = attr_error(ctx, path, "/", "format_version", rc, "an integer");
-        goto err;
-    }
-    if (STRATA_CKPT_VERSION != h.version) {
-        st = base_error(ctx, STRATA_ERR_FORMAT,
-                        "%s: unknown checkpoint format version %lld (this strata %s reads version %d)",
-                        path, (long long)h.version, strata_version_string(), STRATA_CKPT_VERSION);
-        goto err;
-    }
-    if ((rc = ckpt_attr_get_i64(fid, "world_size", &h.world_size)) || h.world_size < 1) {
-        st = attr_error(ctx, path, "/", "world_size", rc ? rc : -2, "a positive integer");
-        goto err;
-    }
-    if ((rc = ckpt_attr_get_i64(fid, "shard_size", &h.shard_size)) || h.shard_size < 1 ||
-        h.shard_size > h.world_size) {
-        st = attr_error(ctx, path, "/", "shard_size", rc ? rc : -2, "an integer in 1..world_size");
-        goto err;
-    }
+    memset(h, 0, sizeof *h);
+    if ((rc = ckpt_attr_get_str(fid, "format", h->format, sizeof h->format)))
+        return attr_error(ctx, path, "/", "format", rc, "the string \"" STRATA_CKPT_FORMAT "\"");
+    if (strcmp(h->format, STRATA_CKPT_FORMAT))
+        return base_error(ctx, STRATA_ERR_FORMAT, "%s: format is \"%s\", not \"%s\": not a strata checkpoint",
+                          path, h->format, STRATA_CKPT_FORMAT);
+    if ((rc = ckpt_attr_get_i64(fid, "format_version", &h->version)))
+        return attr_error(ctx, path, "/", "format_version", rc, "an integer");
+    if (STRATA_CKPT_VERSION != h->version)
+        return base_error(ctx, STRATA_ERR_FORMAT,
+                          "%s: unknown checkpoint format version %lld (this strata %s reads version %d)",
+                          path, (long long)h->version, strata_version_string(), STRATA_CKPT_VERSION);
+    if ((rc = ckpt_attr_get_i64(fid, "world_size", &h->world_size)) || h->world_size < 1)
+        return attr_error(ctx, path, "/", "world_size", rc ? rc : -2, "a positive integer");
+    if ((rc = ckpt_attr_get_i64(fid, "shard_size", &h->shard_size)) || h->shard_size < 1 ||
+        h->shard_size > h->world_size)
+        return attr_error(ctx, path, "/", "shard_size", rc ? rc : -2, "an integer in 1..world_size");
     /* informational: absent values do not stop a load */
-    ckpt_attr_get_str(fid, "strata_version", h.strata_version, sizeof h.strata_version);
-    ckpt_attr_get_str(fid, "created", h.created, sizeof h.created);
+    ckpt_attr_get_str(fid, "strata_version", h->strata_version, sizeof h->strata_version);
+    ckpt_attr_get_str(fid, "created", h->created, sizeof h->created);
 
     hid_t tr = H5Gopen2(fid, "/train", H5P_DEFAULT);
     int64_t step = -1;
-    if (tr < 0 || (rc = ckpt_attr_get_i64(tr, "step", &step)) || step < 0) {
-        if (tr >= 0) H5Gclose(tr);
-        st = base_error(ctx, STRATA_ERR_FORMAT, "%s: /train or its attribute step is missing or invalid", path);
-        goto err;
+    rc = tr < 0 ? -1 : ckpt_attr_get_i64(tr, "step", &step);
+    if (tr >= 0) H5Gclose(tr);
+    if (rc || step < 0)
+        return base_error(ctx, STRATA_ERR_FORMAT, "%s: /train or its attribute step is missing or invalid", path);
+    h->step = (uint64_t)step;
+    return STRATA_OK;
+}
+
+strata_status_t ckpt_open(strata_context_t *ctx, const char *path, MPI_Comm comm,
+                          hid_t *file_p, ckpt_header_t *hdr)
+{
+    hid_t fid = H5I_INVALID_HID;
+    strata_status_t st = open_hdf5(ctx, path, comm, &fid);
+    if (STRATA_OK != st) return st;
+    ckpt_header_t h;
+    st = read_header(ctx, path, fid, &h);
+    if (STRATA_OK != st) {
+        H5Fclose(fid);
+        return st;
     }
-    H5Gclose(tr);
-    h.step = (uint64_t)step;
     H5Eclear2(H5E_DEFAULT);
     if (hdr) *hdr = h;
     *file_p = fid;
     return STRATA_OK;
-err:
-    H5Fclose(fid);
-    return st;
 }
 
 /* ------------------------------------------------------- checksums --- */
@@ -345,16 +333,104 @@ static int region_cmp(const void *x, const void *y)
     return (a->off > b->off) - (a->off < b->off);
 }
 
+/* The table's shape: (writers, tensors, 3) 64-bit integers, within the
+ * bounds above. */
+static strata_status_t sumtab_shape(strata_context_t *ctx, const char *file, const char *dpath,
+                                    hid_t d, int *nw_p, int *nt_p)
+{
+    hsize_t dims[3];
+    hid_t t = H5Dget_type(d), sp = H5Dget_space(d);
+    int good = t >= 0 && sp >= 0 && H5T_INTEGER == H5Tget_class(t) && 8 == H5Tget_size(t) &&
+               3 == H5Sget_simple_extent_ndims(sp) && H5Sget_simple_extent_dims(sp, dims, NULL) >= 0 &&
+               dims[0] >= 1 && dims[0] <= SUMTAB_MAX_WRITERS && dims[1] >= 1 &&
+               dims[1] <= SUMTAB_MAX_TENSORS && 3 == dims[2] && dims[0] * dims[1] <= SUMTAB_MAX_ENTRIES;
+    if (sp >= 0) H5Sclose(sp);
+    if (t >= 0) H5Tclose(t);
+    if (!good)
+        return base_error(ctx, STRATA_ERR_FORMAT,
+                          "%s: %s is not a (writers, tensors, 3) table of 64-bit integers", file, dpath);
+    *nw_p = (int)dims[0];
+    *nt_p = (int)dims[1];
+    return STRATA_OK;
+}
+
+/* The table's tensor names, its attribute "tensors" of nt fixed-length
+ * strings: *names_p, nt strings of *stride_p bytes each, NUL-terminated. */
+static strata_status_t sumtab_names(strata_context_t *ctx, const char *file, const char *dpath,
+                                    hid_t d, int nt, char **names_p, size_t *stride_p)
+{
+    strata_status_t st = STRATA_OK;
+    hid_t a = H5I_INVALID_HID, at = H5I_INVALID_HID, asp = H5I_INVALID_HID, mt = H5I_INVALID_HID;
+    size_t slen = 0;
+    char *raw = NULL, *names = NULL;
+    if (H5Aexists(d, "tensors") <= 0 || (a = H5Aopen(d, "tensors", H5P_DEFAULT)) < 0 ||
+        (at = H5Aget_type(a)) < 0 || H5T_STRING != H5Tget_class(at) || H5Tis_variable_str(at) ||
+        (slen = H5Tget_size(at)) < 2 || slen > SUMTAB_MAX_PATH || (asp = H5Aget_space(a)) < 0 ||
+        1 != H5Sget_simple_extent_ndims(asp) || H5Sget_simple_extent_npoints(asp) != nt) {
+        H5Eclear2(H5E_DEFAULT);
+        st = base_error(ctx, STRATA_ERR_FORMAT,
+                        "%s: attribute tensors of %s is missing or does not list %d names", file, dpath, nt);
+        goto out;
+    }
+    names = calloc((size_t)nt, slen + 1);
+    raw = malloc((size_t)nt * slen);
+    if (!names || !raw) {
+        st = base_error(ctx, STRATA_ERR_NOMEM, "%s: no memory for the tensor names of %s (%d)",
+                        file, dpath, nt);
+        goto out;
+    }
+    mt = H5Tcopy(H5T_C_S1);
+    H5Tset_size(mt, slen);
+    if (H5Aread(a, mt, raw) < 0) {
+        st = base_error(ctx, STRATA_ERR_HDF5, "%s: cannot read the tensor names of %s (%s)", file, dpath,
+                        ckpt_h5_msg((char[256]){ 0 }, 256));
+        goto out;
+    }
+    for (int i = 0; i < nt; i++) memcpy(names + (size_t)i * (slen + 1), raw + (size_t)i * slen, slen);
+    *names_p = names;
+    *stride_p = slen + 1;
+    names = NULL;
+out:
+    if (mt >= 0) H5Tclose(mt);
+    if (asp >= 0) H5Sclose(asp);
+    if (at >= 0) H5Tclose(at);
+    if (a >= 0) H5Aclose(a);
+    free(raw);
+    free(names);
+    return st;
+}
+
+/* Entry i of the table from its rows: the regions of every writer that
+ * wrote any, in file order. -1 without memory. */
+static int sumtab_entry(ckpt_sumtab_entry_t *e, const char *path, const uint64_t *rows,
+                        int i, int nw, int nt)
+{
+    e->path = strdup(path);
+    e->regions = calloc((size_t)nw, sizeof(ckpt_region_t));
+    if (!e->path || !e->regions) return -1;
+    for (int w = 0; w < nw; w++) {
+        const uint64_t *r = rows + ((size_t)w * (size_t)nt + (size_t)i) * 3;
+        if (0 == r[1]) continue;
+        ckpt_region_t *g = &e->regions[e->nregions++];
+        g->off = r[0];
+        g->len = r[1];
+        g->hash = r[2];
+        g->writer = w;
+    }
+    qsort(e->regions, (size_t)e->nregions, sizeof(ckpt_region_t), region_cmp);
+    return 0;
+}
+
 strata_status_t ckpt_sumtab_read(strata_context_t *ctx, const char *file, hid_t fid,
                                  const char *unit, hid_t dxpl, ckpt_sumtab_t *tab)
 {
     char dpath[STRATA_CKPT_MAX_NAME + 32];
     snprintf(dpath, sizeof dpath, "/checksums/%s", unit);
-    strata_status_t st = STRATA_OK;
-    hid_t d = H5I_INVALID_HID, sp = H5I_INVALID_HID, t = H5I_INVALID_HID;
-    hid_t a = H5I_INVALID_HID, at = H5I_INVALID_HID, asp = H5I_INVALID_HID, mt = H5I_INVALID_HID;
+    hid_t d = H5I_INVALID_HID;
     uint64_t *rows = NULL;
     char *names = NULL;
+    size_t stride = 0;
+    int nw = 0, nt = 0;
     memset(tab, 0, sizeof *tab);
 
     if (H5Lexists(fid, "/checksums", H5P_DEFAULT) <= 0 || H5Lexists(fid, dpath, H5P_DEFAULT) <= 0 ||
@@ -362,87 +438,28 @@ strata_status_t ckpt_sumtab_read(strata_context_t *ctx, const char *file, hid_t 
         H5Eclear2(H5E_DEFAULT);
         return base_error(ctx, STRATA_ERR_FORMAT, "%s: checksum table %s is missing", file, dpath);
     }
-    hsize_t dims[3];
-    t = H5Dget_type(d);
-    sp = H5Dget_space(d);
-    if (t < 0 || sp < 0 || H5T_INTEGER != H5Tget_class(t) || 8 != H5Tget_size(t) ||
-        3 != H5Sget_simple_extent_ndims(sp) || H5Sget_simple_extent_dims(sp, dims, NULL) < 0 ||
-        dims[0] < 1 || dims[0] > SUMTAB_MAX_WRITERS || dims[1] < 1 || dims[1] > SUMTAB_MAX_TENSORS ||
-        3 != dims[2] || dims[0] * dims[1] > SUMTAB_MAX_ENTRIES) {
-        st = base_error(ctx, STRATA_ERR_FORMAT,
-                        "%s: %s is not a (writers, tensors, 3) table of 64-bit integers", file, dpath);
-        goto out;
-    }
-    int nw = (int)dims[0], nt = (int)dims[1];
-
-    /* tensor names: attribute "tensors", nt fixed-length strings */
-    hssize_t npts;
-    size_t slen;
-    if (H5Aexists(d, "tensors") <= 0 || (a = H5Aopen(d, "tensors", H5P_DEFAULT)) < 0 ||
-        (at = H5Aget_type(a)) < 0 || H5T_STRING != H5Tget_class(at) || H5Tis_variable_str(at) ||
-        (slen = H5Tget_size(at)) < 2 || slen > SUMTAB_MAX_PATH || (asp = H5Aget_space(a)) < 0 ||
-        1 != H5Sget_simple_extent_ndims(asp) || (npts = H5Sget_simple_extent_npoints(asp)) != nt) {
-        H5Eclear2(H5E_DEFAULT);
-        st = base_error(ctx, STRATA_ERR_FORMAT,
-                        "%s: attribute tensors of %s is missing or does not list %d names", file, dpath, nt);
-        goto out;
-    }
-    names = calloc((size_t)nt, slen + 1);
+    strata_status_t st = sumtab_shape(ctx, file, dpath, d, &nw, &nt);
+    if (STRATA_OK == st) st = sumtab_names(ctx, file, dpath, d, nt, &names, &stride);
+    if (STRATA_OK != st) goto out;
     rows = malloc((size_t)nw * (size_t)nt * 3 * sizeof *rows);
     tab->t = calloc((size_t)nt, sizeof *tab->t);
-    if (!names || !rows || !tab->t) {
+    if (!rows || !tab->t) {
         st = base_error(ctx, STRATA_ERR_NOMEM, "%s: no memory for the checksum table %s (%d x %d)",
                         file, dpath, nw, nt);
         goto out;
     }
-    mt = H5Tcopy(H5T_C_S1);
-    H5Tset_size(mt, slen);
-    char *raw = malloc((size_t)nt * slen);
-    if (!raw || H5Aread(a, mt, raw) < 0) {
-        free(raw);
-        st = base_error(ctx, STRATA_ERR_HDF5, "%s: cannot read the tensor names of %s (%s)", file, dpath,
-                        ckpt_h5_msg((char[256]){ 0 }, 256));
-        goto out;
-    }
     if (H5Dread(d, H5T_NATIVE_UINT64, H5S_ALL, H5S_ALL, dxpl, rows) < 0) {
-        free(raw);
         st = base_error(ctx, STRATA_ERR_HDF5, "%s: cannot read %s (%s)", file, dpath,
                         ckpt_h5_msg((char[256]){ 0 }, 256));
         goto out;
     }
     tab->ntensors = nt;
-    for (int i = 0; i < nt; i++) {
-        char *nm = names + (size_t)i * (slen + 1);
-        memcpy(nm, raw + (size_t)i * slen, slen);
-        nm[slen] = '\0';
-        tab->t[i].path = strdup(nm);
-        tab->t[i].regions = calloc((size_t)nw, sizeof(ckpt_region_t));
-        if (!tab->t[i].path || !tab->t[i].regions) {
-            free(raw);
+    for (int i = 0; STRATA_OK == st && i < nt; i++)
+        if (sumtab_entry(&tab->t[i], names + (size_t)i * stride, rows, i, nw, nt))
             st = base_error(ctx, STRATA_ERR_NOMEM, "%s: no memory for the checksum table %s", file, dpath);
-            goto out;
-        }
-        for (int w = 0; w < nw; w++) {
-            const uint64_t *r = rows + ((size_t)w * (size_t)nt + (size_t)i) * 3;
-            if (0 == r[1]) continue;
-            ckpt_region_t *g = &tab->t[i].regions[tab->t[i].nregions++];
-            g->off = r[0];
-            g->len = r[1];
-            g->hash = r[2];
-            g->writer = w;
-        }
-        qsort(tab->t[i].regions, (size_t)tab->t[i].nregions, sizeof(ckpt_region_t), region_cmp);
-    }
-    free(raw);
 out:
     H5Eclear2(H5E_DEFAULT);
-    if (mt >= 0) H5Tclose(mt);
-    if (asp >= 0) H5Sclose(asp);
-    if (at >= 0) H5Tclose(at);
-    if (a >= 0) H5Aclose(a);
-    if (sp >= 0) H5Sclose(sp);
-    if (t >= 0) H5Tclose(t);
-    if (d >= 0) H5Dclose(d);
+    H5Dclose(d);
     free(rows);
     free(names);
     if (STRATA_OK != st) ckpt_sumtab_free(tab);

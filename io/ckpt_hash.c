@@ -25,11 +25,14 @@ uint64_t ckpt_xxh3_avx2_64(const void *p, size_t n);
 #define HAVE_AVX2_BUILD 0
 #endif
 
-/* 1 when the AVX2 build is used; decided once (the same in every call, so
- * a hash started one way is finished the same way). */
+/* 1 when the AVX2 build is used; decided once per process (the same in
+ * every call, so a hash started one way is finished the same way). The one
+ * process-global of io/: a fact of the CPU and the environment, not of a
+ * context; threads that race to decide it decide the same. */
 static int avx2(void)
 {
-    static int v = -1;
+    static int decided = -1;
+    int v = __atomic_load_n(&decided, __ATOMIC_RELAXED);
     if (v < 0) {
         const char *e = getenv(CKPT_HASH_TEST_ENV);
         int want = !e || strcmp(e, "generic");
@@ -39,6 +42,7 @@ static int avx2(void)
 #else
         v = 0 * want;
 #endif
+        __atomic_store_n(&decided, v, __ATOMIC_RELAXED);
     }
     return v;
 }

@@ -198,7 +198,7 @@ strata_status_t ckpt_layout_check(strata_context_t *ctx, MPI_Comm comm,
     MPI_Comm_size(comm, &W);
     MPI_Comm_rank(comm, &rank);
     strata_status_t st = check_local(ctx, W, layout, what);
-    st = ckpt_agree(ctx, comm, st);
+    st = base_agree(ctx, comm, st);
     if (STRATA_OK != st) return st;
 
     /* same structure everywhere, and each (replica, shard rank) exactly once */

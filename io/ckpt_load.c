@@ -25,9 +25,6 @@
 #include <string.h>
 #include <unistd.h>
 
-/* where a load spends its time (debug log) */
-static double t_read, t_hash, t_sync, t_meta;
-static uint64_t n_direct, n_hdf5;       /* bytes read each way */
 
 /* A tensor part read directly once its unit's datasets are checked:
  * elements [ta, te) at file offset foff (of element 0) into buf; regions
@@ -59,6 +56,10 @@ typedef struct loader {
      * reading, and the ranks agree once per unit: no barrier per tensor,
      * so one rank's slow read does not hold up the others' next one. */
     strata_status_t local;
+    struct {                   /* where the load spends its time (debug log) */
+        double   read, hash, sync, meta;
+        uint64_t direct_bytes, hdf5_bytes;   /* bytes read each way */
+    } times;
 } loader_t;
 
 static strata_status_t checksum_error(loader_t *ld, const ckpt_sumtab_entry_t *e, const ckpt_region_t *g,
@@ -72,6 +73,97 @@ static strata_status_t checksum_error(loader_t *ld, const ckpt_sumtab_entry_t *e
                       (unsigned long long)g->hash, (unsigned long long)h);
 }
 
+/* The dataset at path and its entry in the checksum table, checked
+ * against P: a structural error, the same on every rank (all read the same
+ * metadata). *ds_p is the dataset (or -1) even on failure. */
+static strata_status_t open_tensor(loader_t *ld, const char *path, const strata_ckpt_param_t *P,
+                                   const ckpt_sumtab_t *tab, uint64_t numel, hid_t *ds_p,
+                                   const ckpt_sumtab_entry_t **e_p)
+{
+    strata_context_t *ctx = ld->ctx;
+    strata_status_t st = STRATA_OK;
+    hid_t ds = -1;
+    if (H5Lexists(ld->fid, path, H5P_DEFAULT) <= 0 || (ds = H5Dopen2(ld->fid, path, H5P_DEFAULT)) < 0) {
+        H5Eclear2(H5E_DEFAULT);
+        st = base_error(ctx, STRATA_ERR_NOT_FOUND, "%s: dataset %s is missing", ld->file, path);
+    }
+    *ds_p = ds;
+    if (STRATA_OK == st) st = ckpt_check_dataset(ctx, ld->file, path, ds, P->ndims, P->dims);
+    const ckpt_sumtab_entry_t *e = NULL;
+    if (STRATA_OK == st && !(e = ckpt_sumtab_find(tab, path)))
+        st = base_error(ctx, STRATA_ERR_FORMAT, "%s: %s has no entry in its unit's checksum table", ld->file, path);
+    if (STRATA_OK == st) st = ckpt_regions_check(ctx, ld->file, e, numel);
+    *e_p = e;
+    return st;
+}
+
+/* Which part of the tensor (P, entry e) this rank reads for its shard
+ * [sa, sb): elements [ta, tb) land in the shard; the regions r0..r1-1, those
+ * that start inside [ta, tb) (replica 0 only), are verified, which may
+ * extend the read to te. Nothing (ta = tb = te) once this rank has failed. */
+static void tensor_part(const loader_t *ld, const strata_ckpt_param_t *P, uint64_t numel,
+                        const ckpt_sumtab_entry_t *e, uint64_t sa, uint64_t sb, rpiece_t *pc)
+{
+    uint64_t lo, hi;
+    *pc = (rpiece_t){ .e = e };
+    if (STRATA_OK == ld->local && ckpt_overlap(sa, sb, P->offset, P->offset + numel, &lo, &hi)) {
+        pc->ta = lo - P->offset;
+        pc->tb = hi - P->offset;
+    }
+    pc->te = pc->tb;
+    if (0 != ld->L->replica || pc->tb <= pc->ta) return;
+    while (pc->r0 < e->nregions && e->regions[pc->r0].off < pc->ta) pc->r0++;
+    pc->r1 = pc->r0;
+    while (pc->r1 < e->nregions && e->regions[pc->r1].off < pc->tb) pc->r1++;
+    if (pc->r1 > pc->r0) {
+        const ckpt_region_t *last = &e->regions[pc->r1 - 1];
+        if (last->off + last->len > pc->te) pc->te = last->off + last->len;
+    }
+}
+
+/* Read [ta, te) of the dataset through HDF5 into pc->buf and verify the
+ * regions r0..r1-1; with a temporary buffer, [ta, tb) goes to pc->dst after.
+ * Every rank calls it (the transfer may be collective), also one with
+ * nothing to read. Returns this rank's own failure. */
+static strata_status_t read_hdf5(loader_t *ld, hid_t ds, const char *path,
+                                 const strata_ckpt_param_t *P, const rpiece_t *pc)
+{
+    strata_context_t *ctx = ld->ctx;
+    strata_status_t st = STRATA_OK;
+    hsize_t n = pc->te - pc->ta, mdim = n ? n : 1;
+    float dummy[1];
+    hid_t fs = H5Dget_space(ds), ms = H5Screate_simple(1, &mdim, NULL);
+    if (fs < 0 || ms < 0 || ckpt_select_range(fs, P->ndims, P->dims, pc->ta, pc->te) < 0 ||
+        (0 == n && H5Sselect_none(ms) < 0)) {
+        st = base_error(ctx, STRATA_ERR_HDF5, "%s: cannot select the part of %s to read", ld->file, path);
+        n = 0;
+        H5Sselect_none(fs);
+        H5Sselect_none(ms);
+    }
+    double t0 = base_now();
+    herr_t rrc = H5Dread(ds, H5T_NATIVE_FLOAT, ms, fs, ld->dxpl, n ? (void *)pc->buf : (void *)dummy);
+    ld->times.read += base_now() - t0;
+    ld->times.hdf5_bytes += n * sizeof(float);
+    if (rrc < 0 && STRATA_OK == st) {
+        char m[256];
+        st = base_error(ctx, STRATA_ERR_HDF5, "%s: reading elements [%llu, %llu) of %s failed (%s)",
+                        ld->file, (unsigned long long)pc->ta, (unsigned long long)pc->te, path,
+                        ckpt_h5_msg(m, sizeof m));
+    }
+    t0 = base_now();
+    for (int r = pc->r0; STRATA_OK == st && r < pc->r1; r++) {
+        const ckpt_region_t *g = &pc->e->regions[r];
+        uint64_t h = ckpt_hash64(pc->buf + (g->off - pc->ta), (size_t)g->len * sizeof(float));
+        if (h != g->hash) st = checksum_error(ld, pc->e, g, h);
+    }
+    if (STRATA_OK == st && pc->tmp && pc->tb > pc->ta)
+        memcpy(pc->dst, pc->tmp, (size_t)(pc->tb - pc->ta) * sizeof(float));
+    ld->times.hash += base_now() - t0;
+    if (ms >= 0) H5Sclose(ms);
+    if (fs >= 0) H5Sclose(fs);
+    return st;
+}
+
 /* Read one tensor's part of this rank's shard, verifying the regions this
  * rank owns: queued as a direct read when the dataset is a plain byte
  * range of fp32 (ld->pieces; read by read_pieces), else read now with
@@ -81,100 +173,44 @@ static strata_status_t checksum_error(loader_t *ld, const ckpt_sumtab_entry_t *e
 static strata_status_t read_tensor(loader_t *ld, const char *path, const strata_ckpt_param_t *P,
                                    const ckpt_sumtab_t *tab, uint64_t sa, uint64_t sb, float *shard)
 {
-    strata_context_t *ctx = ld->ctx;
-    strata_status_t st = STRATA_OK;
-    hid_t ds = -1, fs = -1, ms = -1;
-    float *tmp = NULL;
-    double t0;
-    uint64_t numel, lo, hi, ta = 0, tb = 0;
-    ckpt_numel(P->ndims, P->dims, &numel);
-
-    /* structure: the same answer on every rank (same metadata) */
-    if (H5Lexists(ld->fid, path, H5P_DEFAULT) <= 0 || (ds = H5Dopen2(ld->fid, path, H5P_DEFAULT)) < 0) {
-        H5Eclear2(H5E_DEFAULT);
-        st = base_error(ctx, STRATA_ERR_NOT_FOUND, "%s: dataset %s is missing", ld->file, path);
-    }
-    if (STRATA_OK == st) st = ckpt_check_dataset(ctx, ld->file, path, ds, P->ndims, P->dims);
+    hid_t ds = -1;
     const ckpt_sumtab_entry_t *e = NULL;
-    if (STRATA_OK == st && !(e = ckpt_sumtab_find(tab, path)))
-        st = base_error(ctx, STRATA_ERR_FORMAT, "%s: %s has no entry in its unit's checksum table", ld->file, path);
-    if (STRATA_OK == st) st = ckpt_regions_check(ctx, ld->file, e, numel);
-    if (STRATA_OK != st) goto out;
+    uint64_t numel;
+    ckpt_numel(P->ndims, P->dims, &numel);
+    strata_status_t st = open_tensor(ld, path, P, tab, numel, &ds, &e);
+    if (STRATA_OK != st) {
+        if (ds >= 0) H5Dclose(ds);
+        return st;
+    }
     /* metadata only, so the same choice on every rank */
     uint64_t foff = ld->direct ? ckpt_raw_offset(ds, H5T_NATIVE_FLOAT, numel * sizeof(float)) : UINT64_MAX;
-
-    if (STRATA_OK == ld->local && ckpt_overlap(sa, sb, P->offset, P->offset + numel, &lo, &hi)) {
-        ta = lo - P->offset;
-        tb = hi - P->offset;
+    rpiece_t pc;
+    tensor_part(ld, P, numel, e, sa, sb, &pc);
+    pc.foff = foff;
+    pc.dst = pc.tb > pc.ta ? shard + (P->offset + pc.ta - sa) : NULL;
+    pc.buf = pc.dst;
+    if (pc.te > pc.tb) {
+        pc.tmp = malloc((size_t)(pc.te - pc.ta) * sizeof(float));
+        if (!pc.tmp)
+            st = base_error(ld->ctx, STRATA_ERR_NOMEM, "%s: no memory to verify %s (%llu elements)",
+                            ld->file, path, (unsigned long long)(pc.te - pc.ta));
+        else pc.buf = pc.tmp;
     }
-    /* regions to verify: those that start inside [ta, tb) (replica 0 only) */
-    int r0 = 0, r1 = 0;
-    uint64_t te = tb;
-    if (0 == ld->L->replica && tb > ta) {
-        while (r0 < e->nregions && e->regions[r0].off < ta) r0++;
-        r1 = r0;
-        while (r1 < e->nregions && e->regions[r1].off < tb) r1++;
-        if (r1 > r0) {
-            const ckpt_region_t *last = &e->regions[r1 - 1];
-            if (last->off + last->len > te) te = last->off + last->len;
-        }
+    if (STRATA_OK != st) {            /* still take part in the collective read */
+        pc.te = pc.ta = pc.tb = 0;
+        pc.r0 = pc.r1 = 0;
     }
-    float *dst = tb > ta ? shard + (P->offset + ta - sa) : NULL;
-    float *buf = dst;
-    if (te > tb) {
-        tmp = malloc((size_t)(te - ta) * sizeof(float));
-        if (!tmp)
-            st = base_error(ctx, STRATA_ERR_NOMEM, "%s: no memory to verify %s (%llu elements)",
-                            ld->file, path, (unsigned long long)(te - ta));
-        else buf = tmp;
+    if (UINT64_MAX == foff) {
+        strata_status_t rs = read_hdf5(ld, ds, path, P, &pc);
+        if (STRATA_OK == st) st = rs;
+    } else if (pc.te > pc.ta) {
+        ld->pieces[ld->npieces++] = pc;
+        pc.tmp = NULL;                       /* the piece owns it */
     }
-    if (STRATA_OK != st) te = ta = tb = 0;   /* still take part in the collective read */
-
-    if (UINT64_MAX != foff) {
-        if (te > ta)
-            ld->pieces[ld->npieces++] = (rpiece_t){ foff, ta, tb, te, buf, tmp, dst, e, r0, r1 };
-        tmp = NULL;                          /* the piece owns it */
-        goto done;
-    }
-    hsize_t n = te - ta, mdim = n ? n : 1;
-    static float dummy[1];
-    fs = H5Dget_space(ds);
-    ms = H5Screate_simple(1, &mdim, NULL);
-    if (fs < 0 || ms < 0 || ckpt_select_range(fs, P->ndims, P->dims, ta, te) < 0 ||
-        (0 == n && H5Sselect_none(ms) < 0)) {
-        st = base_error(ctx, STRATA_ERR_HDF5, "%s: cannot select the part of %s to read", ld->file, path);
-        n = 0;
-        H5Sselect_none(fs);
-        H5Sselect_none(ms);
-    }
-    t0 = base_now();
-    herr_t rrc = H5Dread(ds, H5T_NATIVE_FLOAT, ms, fs, ld->dxpl, n ? (void *)buf : (void *)dummy);
-    t_read += base_now() - t0;
-    n_hdf5 += n * sizeof(float);
-    if (rrc < 0 &&
-        STRATA_OK == st) {
-        char m[256];
-        st = base_error(ctx, STRATA_ERR_HDF5, "%s: reading elements [%llu, %llu) of %s failed (%s)",
-                        ld->file, (unsigned long long)ta, (unsigned long long)te, path,
-                        ckpt_h5_msg(m, sizeof m));
-    }
-    t0 = base_now();
-    for (int r = r0; STRATA_OK == st && r < r1; r++) {
-        const ckpt_region_t *g = &e->regions[r];
-        uint64_t h = ckpt_hash64(buf + (g->off - ta), (size_t)g->len * sizeof(float));
-        if (h != g->hash) st = checksum_error(ld, e, g, h);
-    }
-    if (STRATA_OK == st && tmp && tb > ta) memcpy(dst, tmp, (size_t)(tb - ta) * sizeof(float));
-    t_hash += base_now() - t0;
-done:
     if (STRATA_OK != st && STRATA_OK == ld->local) ld->local = st;
-    st = STRATA_OK;
-out:
-    free(tmp);
-    if (ms >= 0) H5Sclose(ms);
-    if (fs >= 0) H5Sclose(fs);
-    if (ds >= 0) H5Dclose(ds);
-    return st;
+    free(pc.tmp);
+    H5Dclose(ds);
+    return STRATA_OK;
 }
 
 /*
@@ -267,7 +303,7 @@ static void read_pieces(loader_t *ld)
             uint64_t end = chunk_end(pc, at);
             double t0 = base_now();
             int err = await_chunk(&rd, threaded, pc, at, k);
-            t_read += base_now() - t0;
+            ld->times.read += base_now() - t0;
             if (err) {
                 st = base_error(ld->ctx, STRATA_ERR_IO, "%s: reading elements [%llu, %llu) of %s at offset %llu failed: %s",
                                 ld->file, (unsigned long long)at, (unsigned long long)end, e->path,
@@ -275,7 +311,7 @@ static void read_pieces(loader_t *ld)
                                 err < 0 ? "the file ends before them (truncated?)" : strerror(err));
                 break;
             }
-            n_direct += (end - at) * sizeof(float);
+            ld->times.direct_bytes += (end - at) * sizeof(float);
             /* hash the parts of the regions being verified that just arrived */
             t0 = base_now();
             for (uint64_t h = at; r < pc->r1;) {
@@ -294,7 +330,7 @@ static void read_pieces(loader_t *ld)
                 h = gend;
                 r++;
             }
-            t_hash += base_now() - t0;
+            ld->times.hash += base_now() - t0;
             at = end;
         }
         if (STRATA_OK == st && pc->tmp && pc->tb > pc->ta)
@@ -366,7 +402,7 @@ static strata_status_t plan_unit(loader_t *ld, strata_ckpt_unit_t *U, ckpt_sumta
     if (STRATA_OK == st) *tabp = tab;
     if (STRATA_OK == st && zero_rc)
         st = base_error(ctx, STRATA_ERR_NOMEM, "%s: no memory to plan the reads of unit %s", ld->file, U->name);
-    st = ckpt_agree(ctx, ld->comm, st);
+    st = base_agree(ctx, ld->comm, st);
     if (STRATA_OK != st) return st;
 
     char path[3 * STRATA_CKPT_MAX_NAME + 32];
@@ -450,7 +486,7 @@ static strata_status_t load_file(strata_context_t *ctx, strata_ckpt_layout_t *la
     strata_status_t st = STRATA_OK;
     if (!path || !path[0])
         st = base_error(ctx, STRATA_ERR_INVALID, "strata_ckpt_load: path is NULL or empty");
-    st = ckpt_agree(ctx, ctx->comm, st);
+    st = base_agree(ctx, ctx->comm, st);
     if (STRATA_OK != st) return st;
     double t_start = base_now(), t_open = 0, t_close = 0;
     st = ckpt_layout_check(ctx, ctx->comm, layout, path);
@@ -458,8 +494,6 @@ static strata_status_t load_file(strata_context_t *ctx, strata_ckpt_layout_t *la
 
     ckpt_h5quiet_t quiet;
     ckpt_h5_quiet(&quiet);
-    t_read = t_hash = t_sync = t_meta = 0;
-    n_direct = n_hdf5 = 0;
     loader_t ld = { .ctx = ctx, .L = layout, .file = path, .fid = -1, .dxpl = -1, .comm = ctx->comm,
                     .direct = ckpt_direct_enabled(ctx), .fd = -1, .local = STRATA_OK };
     ckpt_header_t hdr;
@@ -470,7 +504,7 @@ static strata_status_t load_file(strata_context_t *ctx, strata_ckpt_layout_t *la
         st = base_error(ctx, STRATA_ERR_IO, "checkpoint %s: cannot open it for reading: %s", path, strerror(errno));
     if (STRATA_OK == st && ld.direct && !(ld.hash = ckpt_hash_new()))
         st = base_error(ctx, STRATA_ERR_NOMEM, "checkpoint %s: no memory for a hash state", path);
-    st = ckpt_agree(ctx, ctx->comm, st);
+    st = base_agree(ctx, ctx->comm, st);
     if (STRATA_OK != st) {
         if (ld.fid >= 0) H5Fclose(ld.fid);
         goto out;
@@ -492,17 +526,17 @@ static strata_status_t load_file(strata_context_t *ctx, strata_ckpt_layout_t *la
     ld.pieces = calloc(ntensors ? ntensors : 1, sizeof *ld.pieces);
     if (STRATA_OK == st && (!tabs || !ld.pieces))
         st = base_error(ctx, STRATA_ERR_NOMEM, "%s: no memory to plan the reads", path);
-    st = ckpt_agree(ctx, ctx->comm, st);
+    st = base_agree(ctx, ctx->comm, st);
     double t0 = base_now();
     for (int u = 0; STRATA_OK == st && u < layout->nunits; u++)
         st = plan_unit(&ld, &layout->units[u], &tabs[u]);
-    t_meta = base_now() - t0;
+    ld.times.meta = base_now() - t0;
     if (STRATA_OK != st && STRATA_OK == ld.local) ld.local = st;   /* skips the reads */
     if (ld.pieces) read_pieces(&ld);
     if (STRATA_OK == st) st = ld.local;
     t0 = base_now();
-    st = ckpt_agree(ctx, ctx->comm, st);
-    t_sync += base_now() - t0;
+    st = base_agree(ctx, ctx->comm, st);
+    ld.times.sync += base_now() - t0;
     for (int u = 0; tabs && u < layout->nunits; u++) ckpt_sumtab_free(&tabs[u]);
     free(tabs);
     free(ld.pieces);
@@ -519,9 +553,10 @@ out:
     ckpt_h5_restore(&quiet);
     strata_debug(ctx, "load %s: %.3f s in all: %.3f s opening, %.3f s metadata, %.3f s reading (%llu bytes directly, "
                  "%llu through HDF5), %.3f s hashing, %.3f s waiting for other ranks, %.3f s closing", path,
-                 base_now() - t_start, t_open, t_meta, t_read, (unsigned long long)n_direct,
-                 (unsigned long long)n_hdf5, t_hash, t_sync, t_close);
-    return ckpt_agree(ctx, ctx->comm, st);
+                 base_now() - t_start, t_open, ld.times.meta, ld.times.read,
+                 (unsigned long long)ld.times.direct_bytes, (unsigned long long)ld.times.hdf5_bytes,
+                 ld.times.hash, ld.times.sync, t_close);
+    return base_agree(ctx, ctx->comm, st);
 }
 
 /* One recorded operation under ckpt_timeout, HDF5's collectives inside it. */

@@ -154,7 +154,7 @@ strata_status_t strata_ckpt_dir_lock(strata_context_t *ctx, const char *dir)
     if (STRATA_OK == st && 0 == ctx->rank) st = take(ctx, dir);
     if (STRATA_OK == st && 0 == ctx->rank) remove_tmp(dir);
     uint64_t op = ckpt_rec_begin(ctx, BASE_OP_MPI);     /* the agreement has a deadline too */
-    st = ckpt_agree(ctx, ctx->comm, st);
+    st = base_agree(ctx, ctx->comm, st);
     ckpt_rec_end(ctx, op, st);
     return st;
 }

@@ -25,6 +25,7 @@
 #include <hdf5.h>
 
 #include "base/base.h"
+#include "base/agree.h"
 
 /* ======================================================================== */
 /* Checkpoints (io/ckpt_*.c)                                                 */
@@ -152,9 +153,6 @@ int ckpt_select_range(hid_t space, int ndims, const uint64_t *dims, uint64_t a, 
 strata_status_t ckpt_check_dataset(strata_context_t *ctx, const char *file, const char *path,
                                    hid_t dset, int ndims, const uint64_t *dims);
 
-/* Every rank leaves with the same status and message: the first failing
- * rank's (lowest status, then lowest rank). Collective over comm. */
-strata_status_t ckpt_agree(strata_context_t *ctx, MPI_Comm comm, strata_status_t st);
 
 /* Begin one operation of the flight recorder (through ctx->op_begin, which
  * comm/ sets): a checkpoint save or load under ckpt_timeout, another MPI

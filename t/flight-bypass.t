@@ -11,7 +11,6 @@ calls='MPI_(Allreduce|Allgather|Allgatherv|Bcast|Barrier|Reduce|Reduce_scatter_b
 # file: reason (a call there is allowed only with a reason)
 cat > "$tmp/allowed" <<'LIST'
 fsdp/context.c: MPI set-up and tear-down, before the recorder exists and after it is gone
-io/ckpt_h5.c: runs inside a checkpoint save or load (strata_ckpt_save/write/load are each one recorded operation under ckpt_timeout) or the lock's agreement (one under collective_timeout)
 io/ckpt_layout.c: runs inside a checkpoint save or load, one recorded operation under ckpt_timeout
 io/ckpt_save.c: runs inside a checkpoint save, one recorded operation under ckpt_timeout
 examples/gpt/train_gpt.c: the program's own MPI set-up and tear-down around the library

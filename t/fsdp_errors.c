@@ -239,14 +239,15 @@ int main(int argc, char **argv)
     float w[F];
     strata_unit_t *u0 = strata_model_unit(m, 0);
 
-    /* the checkpoint view: the master shard is the slice fsdp_shard_range names */
+    /* the checkpoint view: the master shard is the slice base_shard_range names */
     fsdp_geom_t g;
     fsdp_scalars_t sc;
-    size_t soff, slen;
+    size_t soff, slen, fpad = 0;
     fsdp_model_geom(m, &g);
     fsdp_model_scalars(m, &sc);
     int geo = STRATA_OK == strata_unit_read_param(u0, 0, w, F) &&
-              0 == fsdp_shard_range(F, g.S, g.shard_rank, &soff, &slen) && g.S == W &&
+              0 == base_shard_padded(F, g.S, &fpad) &&
+              0 == base_shard_range(fpad, g.S, g.shard_rank, &soff, &slen) && g.S == W &&
               g.n_replicas == 1 && 0 == g.replica_index;
     const float *ms = fsdp_unit_master(u0);
     for (size_t i = 0; geo && i < slen; i++)

@@ -12,34 +12,43 @@ check_PROGRAMS += \
     t/unit_config.t \
     t/unit_dtype.t \
     t/unit_group.t \
+    t/unit_wait.t \
     t/comm_coll \
     t/comm_rs \
-    t/comm_errors
+    t/comm_errors \
+    t/base_agree
 
 t_unit_config_t_SOURCES = t/unit_config.t.c
 t_unit_dtype_t_SOURCES = t/unit_dtype.t.c
 t_unit_group_t_SOURCES = t/unit_group.t.c
+t_unit_wait_t_SOURCES = t/unit_wait.t.c
 t_unit_config_t_LDADD = $(TEST_LDADD)
 t_unit_dtype_t_LDADD = $(TEST_LDADD)
 t_unit_group_t_LDADD = $(TEST_INTERNAL_LDADD)
+t_unit_wait_t_LDADD = $(TEST_INTERNAL_LDADD)
 t_comm_coll_SOURCES = t/comm_coll.c t/comm_gen.h
 t_comm_coll_LDADD = $(TEST_LDADD)
 t_comm_rs_SOURCES = t/comm_rs.c
 t_comm_rs_LDADD = $(TEST_INTERNAL_LDADD)
 t_comm_errors_LDADD = $(TEST_LDADD)
+t_base_agree_SOURCES = t/base_agree.c
+t_base_agree_LDADD = $(TEST_INTERNAL_LDADD)
 
 dist_check_SCRIPTS += \
     t/launch \
     t/comm-np1.t t/comm-np2.t t/comm-np3.t t/comm-np4.t t/comm-np8.t t/comm-np128.t \
-    t/comm-ucx.t t/comm-errors.t t/comm-rs-np2.t t/comm-rs-np4.t t/comm-rs-np6.t
+    t/comm-ucx.t t/comm-errors.t t/comm-rs-np2.t t/comm-rs-np4.t t/comm-rs-np6.t \
+    t/agree-np3.t
 
 TESTS += \
     t/unit_config.t \
     t/unit_dtype.t \
     t/unit_group.t \
+    t/unit_wait.t \
     t/comm-errors.t \
     t/comm-np1.t t/comm-np2.t t/comm-np3.t t/comm-np4.t t/comm-np8.t \
     t/comm-rs-np2.t t/comm-rs-np4.t t/comm-rs-np6.t \
+    t/agree-np3.t \
     t/comm-ucx.t \
     t/comm-np128.t
 

@@ -19,10 +19,10 @@ static void test_ranges(void)
     };
     for (int t = 0; tab[t].s; t++) {
         size_t npad = 0, covered = 0, prev_end = 0;
-        int good = 0 == fsdp_padded(tab[t].n, tab[t].s, &npad) && npad == tab[t].npad;
+        int good = 0 == base_shard_padded(tab[t].n, tab[t].s, &npad) && npad == tab[t].npad;
         for (int s = 0; s < tab[t].s; s++) {
             size_t off, len;
-            if (fsdp_shard_range(tab[t].n, tab[t].s, s, &off, &len)) { good = 0; break; }
+            if (base_shard_range(npad, tab[t].s, s, &off, &len)) { good = 0; break; }
             /* the formula the checkpoint code relies on */
             good &= off == (size_t)s * npad / tab[t].s && off + len == (size_t)(s + 1) * npad / tab[t].s;
             good &= off == prev_end;
@@ -33,20 +33,20 @@ static void test_ranges(void)
            tab[t].n, tab[t].s, tab[t].npad);
     }
     size_t off, len;
-    ok(-1 == fsdp_shard_range(10, 4, 4, &off, &len), "shard rank S is out of range");
-    ok(-1 == fsdp_shard_range(10, 4, -1, &off, &len), "negative shard rank is refused");
-    ok(-1 == fsdp_shard_range(10, 0, 0, &off, &len), "S = 0 is refused");
-    ok(-1 == fsdp_padded(SIZE_MAX, 2, &off), "padding that overflows size_t is refused");
+    ok(-1 == base_shard_range(12, 4, 4, &off, &len), "shard rank S is out of range");
+    ok(-1 == base_shard_range(12, 4, -1, &off, &len), "negative shard rank is refused");
+    ok(-1 == base_shard_range(10, 0, 0, &off, &len), "S = 0 is refused");
+    ok(-1 == base_shard_padded(SIZE_MAX, 2, &off), "padding that overflows size_t is refused");
 }
 
 static void test_intersect(void)
 {
     size_t lo, hi;
-    fsdp_intersect(5, 10, 0, 8, &lo, &hi);
+    base_shard_intersect(5, 10, 0, 8, &lo, &hi);
     ok(5 == lo && 8 == hi, "param [5,15) in shard [0,8) -> [5,8)");
-    fsdp_intersect(5, 10, 12, 8, &lo, &hi);
+    base_shard_intersect(5, 10, 12, 8, &lo, &hi);
     ok(12 == lo && 15 == hi, "param [5,15) in shard [12,20) -> [12,15)");
-    fsdp_intersect(5, 2, 8, 8, &lo, &hi);
+    base_shard_intersect(5, 2, 8, 8, &lo, &hi);
     ok(lo == hi, "disjoint param and shard intersect empty");
 }
 

@@ -147,7 +147,8 @@ size_t arena_total_free(const arena_t *a)
     return a->capacity - a->acct.used;
 }
 
-/* A zero-byte allocation uses no space; its handle is this marker. */
+/* A zero-byte allocation uses no space; its handle is this marker (only
+ * its address is used: never written, so shared by every context). */
 static arena_span_t zero_span;
 
 strata_status_t arena_alloc(arena_t *a, const char *tier_name, size_t bytes,

@@ -14,10 +14,10 @@
  */
 #include "config.h"
 #include "tiers/tiers.h"
+#include "base/wait.h"
 
 #include <cuda_runtime_api.h>
 #include <stdlib.h>
-#include <time.h>
 
 static strata_status_t cuda_fail(tiers_state_t *ts, cudaError_t e, const char *what)
 {
@@ -68,9 +68,10 @@ typedef struct {
 static cudaError_t event_wait(cudaEvent_t ev)
 {
     cudaError_t e;
-    struct timespec nap = { 0, 20000 };
+    base_waiter_t w;   /* no spinning: 20 us naps */
+    base_waiter_init(&w, 0, 0, 20000, 20000);
     while (cudaErrorNotReady == (e = cudaEventQuery(ev)))
-        nanosleep(&nap, NULL);
+        base_waiter_pause(&w);
     return e;
 }
 

@@ -40,6 +40,7 @@
 #include "config.h"
 #include "tiers/tiers.h"
 #include "base/nvtx.h"
+#include "base/wait.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -47,15 +48,6 @@
 #include <time.h>
 
 /* ---- spinning ----------------------------------------------------------- */
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
 
 static inline int load_int(const int *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 
@@ -70,22 +62,20 @@ static inline void bump_gen(tiers_state_t *ts)
 static void spin_on_event(tiers_state_t *ts, strata_event_t *ev)
 {
     if (ts->spin <= 0) return;
-    double t0 = base_now();
-    for (unsigned i = 1; !load_int(&ev->done); i++) {
-        cpu_relax();
-        if (0 == (i & 31) && base_now() - t0 > ts->spin) return;
-    }
+    base_waiter_t w;
+    base_waiter_init(&w, ts->spin, 0, 0, 0);
+    while (!load_int(&ev->done) && base_waiter_spin(&w)) { }
 }
 
 /* An idle engine polls for new work (lock not held); 1 if something changed. */
 static int spin_for_work(tiers_state_t *ts, unsigned gen)
 {
-    double t0 = base_now();
-    for (unsigned i = 1;; i++) {
+    base_waiter_t w;
+    base_waiter_init(&w, ts->spin, 0, 0, 0);
+    do {
         if (__atomic_load_n(&ts->gen, __ATOMIC_ACQUIRE) != gen) return 1;
-        cpu_relax();
-        if (0 == (i & 31) && base_now() - t0 > ts->spin) return 0;
-    }
+    } while (base_waiter_spin(&w));
+    return 0;
 }
 
 /* ---- events ------------------------------------------------------------- */

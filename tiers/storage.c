@@ -190,9 +190,9 @@ strata_status_t tiers_storage_chunk(tiers_state_t *ts, tiers_op_t *op, size_t of
             if (STRATA_OK != st) {
                 /* the cause at the default level: the transfer's own error
                  * names only the block */
-                static volatile int said;       /* once per process, not per block */
-                if (!said) strata_log(ts->ctx, STRATA_LOG_ERROR, "%s", msg);
-                said = 1;
+                if (!ts->spill_error_said)    /* once per context, not per block */
+                    strata_log(ts->ctx, STRATA_LOG_ERROR, "%s", msg);
+                ts->spill_error_said = 1;
                 return base_error(ts->ctx, st, "%s; the block stays in the host tier", msg);
             }
         } else {

@@ -245,6 +245,7 @@ typedef struct tiers_state {
     /* storage */
     tier_acct_t             storage_acct;
     struct spill_file      *spill;            /* NULL until the first spill */
+    int                     spill_error_said; /* a failed spill write was logged (once) */
     spill_ds_t             *ds_free;          /* free datasets */
     spill_ds_t             *ds_all;
     int                     spill_open;       /* the HDF5 file is created and open */

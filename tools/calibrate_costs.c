@@ -13,6 +13,7 @@
 #include <mpi.h>
 
 #include "base/base.h"
+#include "base/wait.h"
 #include "tools/calibrate.h"
 
 /* sgemm at --shape on the team; c is NULL (and nothing held) where
@@ -159,22 +160,21 @@ static double compute_cost_of(const ovl_t *v, int mask, double t_table)
  * (fsdp/progress.c). */
 static void wait_check(MPI_Request *req, double spin)
 {
-    double t0 = calib_now();
-    long ns = 0;
-    int done = 0;
-    for (unsigned i = 0;; i++) {
+    base_waiter_t w;
+    base_waiter_init(&w, spin, 256, 1000, 100000);
+    for (;;) {
+        int done = 0;
         MPI_Test(req, &done, MPI_STATUS_IGNORE);
         if (done) return;
-        if (i < 256 || calib_now() - t0 < spin) continue;
-        ns = ns ? (ns * 2 > 100000 ? 100000 : ns * 2) : 1000;
-        nanosleep(&(struct timespec){ 0, ns }, NULL);
+        base_waiter_pause(&w);
     }
 }
 
 static void wait_unit(inflight_t *f)
 {
-    for (int i = 0; !inflight_test(f); i++)
-        if (i >= 64) nanosleep(&(struct timespec){ 0, 20000 }, NULL);
+    base_waiter_t w;
+    base_waiter_init(&w, 0, 64, 20000, 20000);
+    while (!inflight_test(f)) base_waiter_pause(&w);
     inflight_end(f);
 }
 
