@@ -1,11 +1,12 @@
 /* context.c - strata_init / strata_finalize: MPI set-up, configuration,
  * backend choice, and the layers below assembled into one context (comm/,
- * tiers/). It lives in fsdp/, the top of the library, because it includes
- * those layers; base/ stays below everything. */
+ * the device layer of dev.h, tiers/). It lives in fsdp/, the top of the
+ * library, because it includes those layers; base/ stays below everything. */
 #include "config.h"
 #include "base/base.h"
 #include "comm/comm.h"
 #include "tiers/tiers.h"
+#include "dev.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -29,35 +30,6 @@ static int cuda_device_count(void)
 #else
     return 0;
 #endif
-}
-
-/* The cuda backend's compute stream, on which callbacks queue their device
- * work (strata_call_stream); non-blocking, so it never serialises with the
- * legacy default stream. None on the host backend. */
-static strata_status_t compute_stream_create(strata_context_t *ctx)
-{
-    ctx->compute_stream = NULL;
-#ifdef HAVE_CUDA
-    if (0 == strcmp(ctx->backend_name, "cuda")) {
-        cudaStream_t s;
-        cudaError_t e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
-        if (cudaSuccess != e)
-            return base_error(ctx, STRATA_ERR_UNSUPPORTED,
-                              "cudaStreamCreateWithFlags (the compute stream): %s",
-                              cudaGetErrorString(e));
-        ctx->compute_stream = (void *)s;
-    }
-#endif
-    return STRATA_OK;
-}
-
-static void compute_stream_destroy(strata_context_t *ctx)
-{
-#ifdef HAVE_CUDA
-    if (NULL != ctx->compute_stream)
-        (void)cudaStreamDestroy((cudaStream_t)ctx->compute_stream);
-#endif
-    ctx->compute_stream = NULL;
 }
 
 strata_status_t strata_init(MPI_Comm comm, const strata_config_t *cfg,
@@ -143,7 +115,7 @@ strata_status_t strata_init(MPI_Comm comm, const strata_config_t *cfg,
      * it by node-local rank): the compute stream and the tiers follow */
     st = comm_init(ctx);
     if (STRATA_OK != st) goto err_comm;
-    st = compute_stream_create(ctx);
+    st = fsdp_dev_init(ctx);   /* the compute stream (cuda) */
     if (STRATA_OK != st) {
         comm_cleanup(ctx);
         goto err_comm;
@@ -160,7 +132,7 @@ strata_status_t strata_init(MPI_Comm comm, const strata_config_t *cfg,
     return STRATA_OK;
 
 err_stream:
-    compute_stream_destroy(ctx);
+    fsdp_dev_cleanup(ctx);
 err_comm:
     MPI_Comm_free(&ctx->comm);
 err_mpi:
@@ -177,7 +149,7 @@ strata_status_t strata_finalize(strata_context_t *ctx)
     if (!ctx) return STRATA_OK;
     tiers_cleanup(ctx);
     comm_cleanup(ctx);
-    compute_stream_destroy(ctx);
+    fsdp_dev_cleanup(ctx);
     MPI_Comm_free(&ctx->comm);
     int owns = ctx->owns_mpi;
     pthread_mutex_destroy(&ctx->mpi_lock);
