@@ -11,27 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef HAVE_CUDA
-#include <cuda_runtime_api.h>
-#endif
-
-/* Whether a CUDA device answers. Only the runtime API is used (never the
- * driver library directly), so a CUDA build runs on machines without a GPU
- * or driver: cudaGetDeviceCount then fails and we use the host backend. */
-static int cuda_device_count(void)
-{
-#ifdef HAVE_CUDA
-    int n = 0;
-    if (cudaSuccess != cudaGetDeviceCount(&n)) {
-        (void)cudaGetLastError();
-        return 0;
-    }
-    return n;
-#else
-    return 0;
-#endif
-}
-
 strata_status_t strata_init(MPI_Comm comm, const strata_config_t *cfg,
                             strata_context_t **ctx_p)
 {
@@ -85,19 +64,14 @@ strata_status_t strata_init(MPI_Comm comm, const strata_config_t *cfg,
                     ctx->thread_level);
     }
 
-    int ndev = cuda_device_count();
+    int ndev = fsdp_dev_devices("cuda");
     switch (ctx->cfg.backend) {
     case STRATA_BACKEND_CUDA:
         if (0 == ndev) {
             strata_log(ctx, STRATA_LOG_ERROR,
                        "backend=cuda requested but no CUDA device answers%s; "
-                       "use backend=host or auto",
-#ifdef HAVE_CUDA
-                       ""
-#else
-                       " (this build has no CUDA: configure --with-cuda)"
-#endif
-                       );
+                       "use backend=host or auto", fsdp_dev_has("cuda") ? "" :
+                       " (this build has no CUDA: configure --with-cuda)");
             st = STRATA_ERR_UNSUPPORTED;
             goto err_comm;
         }

@@ -15,11 +15,27 @@ static const fsdp_dev_ops_t *const backends[] = {
     &fsdp_dev_host_ops,
 };
 
+static const fsdp_dev_ops_t *find(const char *name)
+{
+    for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++)
+        if (0 == strcmp(backends[i]->name, name)) return backends[i];
+    return NULL;
+}
+
+int fsdp_dev_has(const char *name)
+{
+    return NULL != find(name);
+}
+
+int fsdp_dev_devices(const char *name)
+{
+    const fsdp_dev_ops_t *ops = find(name);
+    return ops && ops->devices ? ops->devices() : 0;
+}
+
 strata_status_t fsdp_dev_init(strata_context_t *ctx)
 {
-    const fsdp_dev_ops_t *ops = NULL;
-    for (size_t i = 0; i < sizeof backends / sizeof backends[0] && !ops; i++)
-        if (0 == strcmp(backends[i]->name, ctx->backend_name)) ops = backends[i];
+    const fsdp_dev_ops_t *ops = find(ctx->backend_name);
     if (!ops)
         return base_error(ctx, STRATA_ERR_UNSUPPORTED, "backend %s: this build has no device "
                           "layer for it (configure --with-cuda)", ctx->backend_name);

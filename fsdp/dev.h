@@ -29,6 +29,8 @@
  * whose init succeeded; init and cleanup may be NULL. */
 typedef struct fsdp_dev_ops {
     const char *name;
+    /* Devices that answer (NULL: none to count). */
+    int             (*devices)(void);
     /* The compute stream (ctx->compute_stream) and the backend's state
      * (ctx->dev_state); cleanup after the tiers' (blocks still pending
      * went with them). */
@@ -51,6 +53,11 @@ typedef struct fsdp_dev_ops {
 
 extern const fsdp_dev_ops_t fsdp_dev_host_ops;
 extern const fsdp_dev_ops_t fsdp_dev_cuda_ops;   /* defined in CUDA builds only */
+
+/* 1 when this build has the backend called name ("host", "cuda"); the
+ * devices of that backend that answer here (0 without one). */
+int fsdp_dev_has(const char *name);
+int fsdp_dev_devices(const char *name);
 
 /* Choose the backend for ctx->backend_name ("cuda": dev_cuda.c, else the
  * host's) and set it up; fsdp_dev_cleanup undoes it (NULL-safe, once). */

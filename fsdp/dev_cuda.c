@@ -49,7 +49,20 @@ static void poll_start(base_waiter_t *w)
     base_waiter_init(w, POLL_SPIN_S, 0, POLL_NAP_NS, POLL_NAP_MAX);
 }
 
-/* ---- the compute stream and the state ------------------------------------------------ */
+/* ---- the devices, the compute stream and the state ----------------------------------- */
+
+/* Only the runtime API is used (never the driver library directly), so a
+ * CUDA build runs on machines without a GPU or driver: cudaGetDeviceCount
+ * then fails and strata_init uses the host backend. */
+static int cuda_devices(void)
+{
+    int n = 0;
+    if (cudaSuccess != cudaGetDeviceCount(&n)) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return n;
+}
 
 /* The compute stream, on which callbacks queue their device work
  * (strata_call_stream); non-blocking, so it never serialises with the
@@ -256,6 +269,7 @@ static strata_status_t cuda_global_sqnorm(strata_model_t *m, float *total_p)
 
 const fsdp_dev_ops_t fsdp_dev_cuda_ops = {
     .name = "cuda",
+    .devices = cuda_devices,
     .init = cuda_init,
     .cleanup = cuda_cleanup,
     .fill = cuda_fill,
