@@ -8,7 +8,8 @@
  *
  * Plain C arithmetic only: no library call, no allocation, nothing from
  * strata.h (nvcc compiles this header without MPI). Not included by
- * strata.h: include it where it is used.
+ * strata.h, whose functions are the exported ones (these are inline, in
+ * the caller): include it where it is used.
  */
 #ifndef STRATA_ELEM_H
 #define STRATA_ELEM_H
