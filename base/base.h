@@ -86,6 +86,8 @@ struct strata_context {
     uint64_t (*op_begin)(strata_context_t *ctx, base_op_kind_t kind);
     void     (*op_end)(strata_context_t *ctx, uint64_t op, strata_status_t st);
     void            *compute_stream; /* cuda backend: the callbacks' cudaStream_t; else NULL */
+    const struct fsdp_dev_ops *dev_ops; /* where fsdp/ runs its arithmetic (fsdp/dev.h) */
+    void            *dev_state;      /* that backend's own (cuda: releases pending on the stream) */
     pthread_mutex_t  mpi_lock;       /* serialises MPI below THREAD_MULTIPLE */
     pthread_mutex_t  err_lock;
     char             errmsg[STRATA_ERRMSG_LEN];

@@ -9,7 +9,7 @@
  * The 16-bit rule is the MPI backend's (comm.c): a bf16/f16 reduction is
  * widened to f32, reduced in f32 on the wire, and rounded once into the
  * caller's buffer. Here the widening and the rounding run on the device
- * (nccl_convert.cu, bit-identical rounding to base/dtype.c) in f32
+ * (base/dtype_cuda.cu, bit-identical rounding to base/dtype.c) in f32
  * staging allocated and freed on the group's stream (cudaMallocAsync /
  * cudaFreeAsync, the device's default pool; this memory is not yet counted
  * against the device tier's budget), so nothing waits on the host.
@@ -368,7 +368,7 @@ static strata_status_t nccl_reduce_wide(strata_group_t *g, coll_kind_t kind, con
     const char *fn = kind_name[kind];
     ncclRedOp_t o;
     size_t bytes;
-    int fmt = STRATA_BF16 == dtype ? COMM_CVT_BF16 : STRATA_F16 == dtype ? COMM_CVT_F16 : 0;
+    int fmt = STRATA_BF16 == dtype ? BASE_CVT_BF16 : STRATA_F16 == dtype ? BASE_CVT_F16 : 0;
     if (!fmt) return bad_dtype(g, kind, dtype);
     if (comm_nccl_op(op, &o)) {
         return base_error(ctx, STRATA_ERR_INVALID, "%s: reduction %d has no NCCL op", fn, (int)op);
@@ -391,7 +391,7 @@ static strata_status_t nccl_reduce_wide(strata_group_t *g, coll_kind_t kind, con
         return finish(g, req, STRATA_ERR_CUDA);
     }
     float *out = COLL_REDUCE_SCATTER == kind ? stage + in_count : stage;
-    e = comm_cuda_widen(send, stage, in_count, fmt, ng->stream);
+    e = base_cuda_widen(send, stage, in_count, fmt, ng->stream);
     if (cudaSuccess != e) {
         st = cuda_fail(ctx, e, "widening kernel (16-bit to f32)");
     } else {
@@ -402,7 +402,7 @@ static strata_status_t nccl_reduce_wide(strata_group_t *g, coll_kind_t kind, con
             st = nccl_fail(ctx, r, ng->comm, COLL_REDUCE_SCATTER == kind ? "ncclReduceScatter"
                                                                           : "ncclAllReduce");
         } else {
-            e = comm_cuda_round(out, recv, count, fmt, ng->stream);
+            e = base_cuda_round(out, recv, count, fmt, ng->stream);
             if (cudaSuccess != e) st = cuda_fail(ctx, e, "rounding kernel (f32 to 16-bit)");
         }
     }

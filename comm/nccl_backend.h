@@ -1,7 +1,7 @@
 /*
  * nccl_backend.h - internal interface of the NCCL backend (nccl.c):
  * its pure mappings and bookkeeping (nccl_map.c, testable without a GPU)
- * and the f32 conversion kernels it launches (nccl_convert.cu).
+ * and the f32 conversion kernels it launches (base/dtype_cuda.cu).
  * Compiled only where configure found CUDA, NCCL and nvcc (HAVE_NCCL).
  */
 #ifndef STRATA_COMM_NCCL_BACKEND_H
@@ -14,7 +14,7 @@
 #pragma GCC diagnostic pop
 
 #include "comm/comm.h"
-#include "comm/nccl_convert.h"
+#include "base/dtype_cuda.h"
 
 /* strata element type -> NCCL type. bf16/f16 only travel as themselves
  * (allgather, broadcast); reductions always run on ncclFloat32.

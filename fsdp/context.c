@@ -1,64 +1,15 @@
 /* context.c - strata_init / strata_finalize: MPI set-up, configuration,
  * backend choice, and the layers below assembled into one context (comm/,
- * tiers/). It lives in fsdp/, the top of the library, because it includes
- * those layers; base/ stays below everything. */
+ * the device layer of dev.h, tiers/). It lives in fsdp/, the top of the
+ * library, because it includes those layers; base/ stays below everything. */
 #include "config.h"
 #include "base/base.h"
 #include "comm/comm.h"
 #include "tiers/tiers.h"
+#include "dev.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-#ifdef HAVE_CUDA
-#include <cuda_runtime_api.h>
-#endif
-
-/* Whether a CUDA device answers. Only the runtime API is used (never the
- * driver library directly), so a CUDA build runs on machines without a GPU
- * or driver: cudaGetDeviceCount then fails and we use the host backend. */
-static int cuda_device_count(void)
-{
-#ifdef HAVE_CUDA
-    int n = 0;
-    if (cudaSuccess != cudaGetDeviceCount(&n)) {
-        (void)cudaGetLastError();
-        return 0;
-    }
-    return n;
-#else
-    return 0;
-#endif
-}
-
-/* The cuda backend's compute stream, on which callbacks queue their device
- * work (strata_call_stream); non-blocking, so it never serialises with the
- * legacy default stream. None on the host backend. */
-static strata_status_t compute_stream_create(strata_context_t *ctx)
-{
-    ctx->compute_stream = NULL;
-#ifdef HAVE_CUDA
-    if (0 == strcmp(ctx->backend_name, "cuda")) {
-        cudaStream_t s;
-        cudaError_t e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
-        if (cudaSuccess != e)
-            return base_error(ctx, STRATA_ERR_UNSUPPORTED,
-                              "cudaStreamCreateWithFlags (the compute stream): %s",
-                              cudaGetErrorString(e));
-        ctx->compute_stream = (void *)s;
-    }
-#endif
-    return STRATA_OK;
-}
-
-static void compute_stream_destroy(strata_context_t *ctx)
-{
-#ifdef HAVE_CUDA
-    if (NULL != ctx->compute_stream)
-        (void)cudaStreamDestroy((cudaStream_t)ctx->compute_stream);
-#endif
-    ctx->compute_stream = NULL;
-}
 
 /* A zeroed context with its locks; NULL when out of memory. */
 static strata_context_t *context_new(void)
@@ -137,19 +88,14 @@ strata_status_t strata_init(MPI_Comm comm, const strata_config_t *cfg,
                     ctx->thread_level);
     }
 
-    int ndev = cuda_device_count();
+    int ndev = fsdp_dev_devices("cuda");
     switch (ctx->cfg.backend) {
     case STRATA_BACKEND_CUDA:
         if (0 == ndev) {
             strata_log(ctx, STRATA_LOG_ERROR,
                        "backend=cuda requested but no CUDA device answers%s; "
-                       "use backend=host or auto",
-#ifdef HAVE_CUDA
-                       ""
-#else
-                       " (this build has no CUDA: configure --with-cuda)"
-#endif
-                       );
+                       "use backend=host or auto", fsdp_dev_has("cuda") ? "" :
+                       " (this build has no CUDA: configure --with-cuda)");
             st = STRATA_ERR_UNSUPPORTED;
             goto err_comm;
         }
@@ -167,7 +113,7 @@ strata_status_t strata_init(MPI_Comm comm, const strata_config_t *cfg,
      * it by node-local rank): the compute stream and the tiers follow */
     st = comm_init(ctx);
     if (STRATA_OK != st) goto err_comm;
-    st = compute_stream_create(ctx);
+    st = fsdp_dev_init(ctx);   /* the compute stream (cuda) */
     if (STRATA_OK != st) {
         comm_cleanup(ctx);
         goto err_comm;
@@ -184,7 +130,7 @@ strata_status_t strata_init(MPI_Comm comm, const strata_config_t *cfg,
     return STRATA_OK;
 
 err_stream:
-    compute_stream_destroy(ctx);
+    fsdp_dev_cleanup(ctx);
 err_comm:
     MPI_Comm_free(&ctx->comm);
 err_mpi:
@@ -201,7 +147,7 @@ strata_status_t strata_finalize(strata_context_t *ctx)
     if (!ctx) return STRATA_OK;
     tiers_cleanup(ctx);
     comm_cleanup(ctx);
-    compute_stream_destroy(ctx);
+    fsdp_dev_cleanup(ctx);
     MPI_Comm_free(&ctx->comm);
     int owns = ctx->owns_mpi;
     pthread_mutex_destroy(&ctx->mpi_lock);

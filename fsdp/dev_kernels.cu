@@ -1,10 +1,10 @@
 /*
  * dev_kernels.cu - the runtime's device kernels (dev_kernels.h): one
- * thread per element with optim.c's per-element arithmetic, and a
- * deterministic two-pass squared norm.
+ * thread per element with the per-element arithmetic of optim.c
+ * (strata/elem.h), and a deterministic two-pass squared norm.
  */
 #include "fsdp/dev_kernels.h"
-#include "fsdp/optim_elem.h"
+#include "strata/elem.h"
 
 #define THREADS 256
 #define CHUNK   4096
@@ -20,7 +20,7 @@ __global__ void k_adamw(float *p, const float *g, float *m, float *v, size_t n, 
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
-        fsdp_adamw_elem(p + i, g[i], m + i, v + i, b1, b2, step, rbc2, eps, decay);
+        strata_elem_adamw(p + i, g[i], m + i, v + i, b1, b2, step, rbc2, eps, decay);
 }
 
 __global__ void k_sgd(float *p, const float *g, float *buf, size_t n, float lr, float wd,
@@ -28,12 +28,8 @@ __global__ void k_sgd(float *p, const float *g, float *buf, size_t n, float lr, 
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
-        float gi = g[i] + wd * p[i];
-        if (buf) {
-            gi = mu * buf[i] + gi;
-            buf[i] = gi;
-        }
-        p[i] -= lr * gi;
+        if (buf) strata_elem_sgd_momentum(p + i, g[i], buf + i, lr, wd, mu);
+        else strata_elem_sgd(p + i, g[i], lr, wd);
     }
 }
 

@@ -6,16 +6,21 @@
  *
  * Who calls whom in fsdp/: each file only files below it, so no circle.
  *
+ *   context.c                 strata_init: the layers assembled, the device backend chosen
  *   ckpt.c                    checkpoint glue (model.c, progress.c)
  *   step.c model.c            the step; the model's life
  *   exec_step.c               the policy, planning at a step's begin and end, API
  *   exec_plan.c               the sizing pass and the plan
  *   exec_run.c exec_costs.c   following a schedule; the costs a step measures
+ *   exec_check.c exec_rec.c   the cross-rank checks; transfer waits as recorded ops
  *   call.c                    what a callback sees
  *   progress.c                the collectives and what drives them
  *   mem.c                     the one door for memory; reaches up only through
  *                             the room hook exec_step.c registers (m->room)
- *   geometry.c optim.c        pure
+ *   dev.c                     the device layer (dev.h): calls go to the context's backend,
+ *   dev_host.c dev_cuda.c     which frees blocks through tiers/, never through mem.c
+ *   geometry.c optim.c        shard geometry (pure); the optimizer's loops
+ *   pool.c                    the threads those loops run on
  */
 #ifndef STRATA_FSDP_EXEC_IMPL_H
 #define STRATA_FSDP_EXEC_IMPL_H

@@ -317,6 +317,11 @@ void fsdp_pool_run(void (*fn)(void *arg, size_t lo, size_t hi), void *arg, size_
  * depend on the thread count. */
 double fsdp_sqnorm(const float *x, size_t n, int threads);
 void fsdp_scale(float *x, size_t n, float s, int threads);
+/* AdamW's per-step constants for strata_elem_adamw (strata/elem.h), computed
+ * once for the host loops and the device kernel alike: step = lr/(1-b1^t),
+ * rbc2 = 1/sqrt(1-b2^t), decay = 1 - lr*wd. */
+typedef struct { float step, rbc2, decay; } fsdp_adamw_k;
+void fsdp_adamw_consts(const strata_model_opts_t *o, int t, fsdp_adamw_k *k);
 /* One optimizer step on a shard; scalars from opts, t = step number (1-based). */
 void fsdp_optim_step(const strata_model_opts_t *o, int t, float *param, const float *grad,
                      float *s0, float *s1, size_t n, int threads);

@@ -8,7 +8,7 @@ libstrata_core_la_SOURCES += \
     fsdp/mem.c \
     fsdp/dev.h \
     fsdp/dev.c \
-    fsdp/optim_elem.h \
+    fsdp/dev_host.c \
     fsdp/pool.c \
     fsdp/ckpt.c \
     fsdp/call.c \
@@ -30,10 +30,10 @@ noinst_LTLIBRARIES += libstrata_optim.la
 libstrata_optim_la_SOURCES = fsdp/optim.c
 libstrata_optim_la_CFLAGS = $(AM_CFLAGS) $(OPTIM_CFLAGS)
 libstrata_core_la_LIBADD += libstrata_optim.la
-# the runtime's own device kernels (optimizer, norms) on the cuda backend
-FSDP_CUDA_SOURCES = fsdp/dev_kernels.h fsdp/dev_kernels.cu
+# the device layer's cuda backend and its kernels (optimizer, norms)
+FSDP_CUDA_SOURCES = fsdp/dev_cuda.c fsdp/dev_kernels.h fsdp/dev_kernels.cu
 if HAVE_CUDA
 libstrata_core_la_SOURCES += $(FSDP_CUDA_SOURCES)
 endif
 EXTRA_DIST += $(FSDP_CUDA_SOURCES)
-fsdp/dev_kernels.lo: fsdp/dev_kernels.h fsdp/optim_elem.h
+fsdp/dev_kernels.lo: fsdp/dev_kernels.h include/strata/elem.h

@@ -14,7 +14,7 @@
 #define _GNU_SOURCE 1   /* sched_getaffinity, CPU_COUNT */
 #include "config.h"
 #include "fsdp.h"
-#include "optim_elem.h"
+#include "strata/elem.h"
 
 #include <math.h>
 #include <sched.h>
@@ -45,15 +45,24 @@ typedef struct {
     int    byte;
 } job_t;
 
+void fsdp_adamw_consts(const strata_model_opts_t *o, int t, fsdp_adamw_k *k)
+{
+    const float bc1 = 1.0f - powf(o->beta1, (float)t), bc2 = 1.0f - powf(o->beta2, (float)t);
+    k->step = o->lr / bc1;
+    k->rbc2 = 1.0f / sqrtf(bc2);
+    k->decay = 1.0f - o->lr * o->weight_decay;
+}
+
 CLONES static void adamw(const strata_model_opts_t *o, int t, float *restrict p,
                   const float *restrict g, float *restrict m, float *restrict v,
                   size_t lo, size_t hi)
 {
-    const float b1 = o->beta1, b2 = o->beta2, lr = o->lr, eps = o->eps;
-    const float bc1 = 1.0f - powf(b1, (float)t), bc2 = 1.0f - powf(b2, (float)t);
-    const float step = lr / bc1, rbc2 = 1.0f / sqrtf(bc2), decay = 1.0f - lr * o->weight_decay;
+    const float b1 = o->beta1, b2 = o->beta2, eps = o->eps;
+    fsdp_adamw_k k;
+    fsdp_adamw_consts(o, t, &k);
+    const float step = k.step, rbc2 = k.rbc2, decay = k.decay;
     for (size_t i = lo; i < hi; i++)
-        fsdp_adamw_elem(p + i, g[i], m + i, v + i, b1, b2, step, rbc2, eps, decay);
+        strata_elem_adamw(p + i, g[i], m + i, v + i, b1, b2, step, rbc2, eps, decay);
 }
 
 CLONES static void sgd(const strata_model_opts_t *o, float *restrict p, const float *restrict g,
@@ -61,14 +70,9 @@ CLONES static void sgd(const strata_model_opts_t *o, float *restrict p, const fl
 {
     const float lr = o->lr, wd = o->weight_decay, mu = o->momentum;
     if (buf) {
-        for (size_t i = lo; i < hi; i++) {
-            float gi = g[i] + wd * p[i];
-            float bi = mu * buf[i] + gi;
-            buf[i] = bi;
-            p[i] -= lr * bi;
-        }
+        for (size_t i = lo; i < hi; i++) strata_elem_sgd_momentum(p + i, g[i], buf + i, lr, wd, mu);
     } else {
-        for (size_t i = lo; i < hi; i++) p[i] -= lr * (g[i] + wd * p[i]);
+        for (size_t i = lo; i < hi; i++) strata_elem_sgd(p + i, g[i], lr, wd);
     }
 }
 

@@ -1,7 +1,7 @@
 /*
  * unit_fsdp_optim.t.c - the optimizer loops of fsdp/optim.c (vectorised,
  * one clone per x86-64 level) give bitwise the plain element-by-element
- * result of optim_elem.h for any length, offset and thread count; and the
+ * result of strata/elem.h for any length, offset and thread count; and the
  * norm's fixed chunks make it independent of the threads.
  */
 #include <math.h>
@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "fsdp/fsdp.h"
-#include "fsdp/optim_elem.h"
+#include "strata/elem.h"
 #include "tap.h"
 
 /* The reference: one element at a time, as this test's flags compile it. */
@@ -20,7 +20,7 @@ static void adamw_ref(const strata_model_opts_t *o, int t, float *p, const float
     const float bc1 = 1.0f - powf(b1, (float)t), bc2 = 1.0f - powf(b2, (float)t);
     const float step = o->lr / bc1, rbc2 = 1.0f / sqrtf(bc2), decay = 1.0f - o->lr * o->weight_decay;
     for (size_t i = 0; i < n; i++)
-        fsdp_adamw_elem(p + i, g[i], m + i, v + i, b1, b2, step, rbc2, o->eps, decay);
+        strata_elem_adamw(p + i, g[i], m + i, v + i, b1, b2, step, rbc2, o->eps, decay);
 }
 
 static float val(unsigned *s)

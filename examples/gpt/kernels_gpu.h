@@ -6,14 +6,16 @@
  * C compiler and runs every index in a loop, so the device maths is checked
  * against the CPU kernels (kernels.c) where there is no GPU.
  *
- * Also here, because kernels_scalar.h has no row or element form of them yet:
- * the cross-entropy row, the AdamW element and the bf16 rounding, written as
- * kernels.c, fsdp/optim.c and base/dtype.c compute them.
+ * Also here, because kernels_scalar.h has no row form of it yet: the
+ * cross-entropy row, as kernels.c computes it. The AdamW element and the
+ * bf16 rounding are the library's own (strata/elem.h), so the device
+ * computes them as fsdp/optim.c and base/dtype.c do.
  */
 #ifndef STRATA_EXAMPLES_GPT_KERNELS_GPU_H
 #define STRATA_EXAMPLES_GPT_KERNELS_GPU_H
 
 #include "examples/gpt/kernels_scalar.h"
+#include "strata/elem.h"
 
 /* Cross-entropy of one row of V logits with target tg >= 0: the loss, and
  * the row's gradient (softmax - onehot) * scale in di unless NULL (di may
@@ -41,34 +43,6 @@ static inline STRATA_HD double gpt_s_ce_row(float *di, const float *li, int32_t 
 typedef struct {
     float b1, b2, step, rbc2, eps, decay;
 } gpt_adamw_k;
-
-/* One AdamW element (decoupled weight decay), as fsdp/optim.c. */
-static inline STRATA_HD void gpt_s_adamw(float *p, float g, float *m, float *v,
-                                         const gpt_adamw_k *k)
-{
-    float mi = k->b1 * *m + (1.0f - k->b1) * g;
-    float vi = k->b2 * *v + (1.0f - k->b2) * g * g;
-    *m = mi;
-    *v = vi;
-    *p = *p * k->decay - k->step * mi / (sqrtf(vi) * k->rbc2 + k->eps);
-}
-
-/* f32 -> bf16, round to nearest even, NaN kept quiet; bf16 -> f32. */
-static inline STRATA_HD uint16_t gpt_s_bf16(float f)
-{
-    union { float f; uint32_t u; } t;
-    t.f = f;
-    if ((t.u & 0x7fffffffu) > 0x7f800000u)
-        return (uint16_t)((t.u >> 16) | 0x0040u);
-    return (uint16_t)((t.u + 0x7fffu + ((t.u >> 16) & 1u)) >> 16);
-}
-
-static inline STRATA_HD float gpt_s_f32(uint16_t h)
-{
-    union { float f; uint32_t u; } t;
-    t.u = (uint32_t)h << 16;
-    return t.f;
-}
 
 /* ------------------------------------------------ per-index kernel bodies --- */
 
@@ -156,18 +130,18 @@ static inline STRATA_HD void gpt_k_crossentropy(size_t r, double *loss, float *d
 static inline STRATA_HD void gpt_k_adamw(size_t i, float *p, const float *g, float *m, float *v,
                                          gpt_adamw_k k)
 {
-    gpt_s_adamw(p + i, g[i], m + i, v + i, &k);
+    strata_elem_adamw(p + i, g[i], m + i, v + i, k.b1, k.b2, k.step, k.rbc2, k.eps, k.decay);
 }
 
 /* The casts of the gathered copy. */
 static inline STRATA_HD void gpt_k_to_bf16(size_t i, uint16_t *dst, const float *src)
 {
-    dst[i] = gpt_s_bf16(src[i]);
+    dst[i] = strata_elem_f32_to_bf16(src[i]);
 }
 
 static inline STRATA_HD void gpt_k_to_f32(size_t i, float *dst, const uint16_t *src)
 {
-    dst[i] = gpt_s_f32(src[i]);
+    dst[i] = strata_elem_bf16_to_f32(src[i]);
 }
 
 #endif

@@ -42,7 +42,7 @@ endif
 
 # the GPT's kernels on a CUDA device (kernels_gpu.cu: per-index bodies from
 # kernels_gpu.h, GEMMs through cuBLAS); nvcc compiles them by the .cu.lo rule
-# of comm/local.mk. Their maths is tested on the host by t/gpu_kernels_host.t.
+# of base/local.mk. Their maths is tested on the host by t/gpu_kernels_host.t.
 EXTRA_DIST += examples/gpt/kernels_gpu.cu
 if HAVE_NCCL
 noinst_LTLIBRARIES += examples/gpt/libgpt_cuda.la
@@ -50,6 +50,6 @@ examples_gpt_libgpt_cuda_la_SOURCES =
 examples_gpt_libgpt_cuda_la_LIBADD = examples/gpt/kernels_gpu.lo
 EXTRA_examples_gpt_libgpt_cuda_la_DEPENDENCIES = examples/gpt/kernels_gpu.lo
 examples/gpt/kernels_gpu.lo: examples/gpt/kernels_gpu.h examples/gpt/kernels_scalar.h \
-    examples/gpt/gpt_cuda.h
+    examples/gpt/gpt_cuda.h include/strata/elem.h
 GPT_CUDA_LIBS = examples/gpt/libgpt_cuda.la $(CUDA_LIBS) -lcublas
 endif
