@@ -166,7 +166,7 @@ TESTS += t/act-np1.t t/act-np2.t t/act-np4.t
 dist_check_SCRIPTS += t/layers-includes.t
 TESTS += t/layers-includes.t
 
-# the benchmarks at a tiny size: --json output is JSON objects with the fields README.md documents
+# the benchmarks at a tiny size: --json output is JSON objects with the fields docs/benchmarks.md documents
 dist_check_SCRIPTS += t/bench-json.t
 TESTS += t/bench-json.t
 # checkpoints staged through the host, as on the cuda backend (test fault ckpt_stage)
@@ -176,7 +176,7 @@ TESTS += t/ckpt-stage.t
 dist_check_SCRIPTS += t/copy-bw.t
 TESTS += t/copy-bw.t
 
-# README.md's option table against `strata config -v`
+# docs/options.md's option table against `strata config -v`
 dist_check_SCRIPTS += t/readme-options.t
 TESTS += t/readme-options.t
 
