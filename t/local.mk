@@ -169,6 +169,9 @@ TESTS += t/layers-includes.t
 # the benchmarks at a tiny size: --json output is JSON objects with the fields docs/benchmarks.md documents
 dist_check_SCRIPTS += t/bench-json.t
 TESTS += t/bench-json.t
+# bench/run NAME --report: the dated report with machine, build and the table as printed
+dist_check_SCRIPTS += t/bench-report.t
+TESTS += t/bench-report.t
 # checkpoints staged through the host, as on the cuda backend (test fault ckpt_stage)
 dist_check_SCRIPTS += t/ckpt-stage.t
 TESTS += t/ckpt-stage.t
