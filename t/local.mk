@@ -182,6 +182,9 @@ TESTS += t/copy-bw.t
 # docs/options.md's option table against `strata config -v`
 dist_check_SCRIPTS += t/readme-options.t
 TESTS += t/readme-options.t
+# README.md's library example (and docs/api.md's copy) compiles with -Werror and trains
+dist_check_SCRIPTS += t/readme-example.t
+TESTS += t/readme-example.t
 
 # the GPT example (examples/gpt/, built only where CBLAS is): its kernels'
 # gradients, the reference trainer, the data, and train_gpt under mpirun
