@@ -175,9 +175,12 @@ TESTS += t/act-np1.t t/act-np2.t t/act-np4.t
 dist_check_SCRIPTS += t/layers-includes.t
 TESTS += t/layers-includes.t
 
-# the benchmarks at a tiny size: --json output is JSON objects with the fields README.md documents
+# the benchmarks at a tiny size: --json output is JSON objects with the fields docs/benchmarks.md documents
 dist_check_SCRIPTS += t/bench-json.t
 TESTS += t/bench-json.t
+# bench/run NAME --report: the dated report with machine, build and the table as printed
+dist_check_SCRIPTS += t/bench-report.t
+TESTS += t/bench-report.t
 # checkpoints staged through the host, as on the cuda backend (test fault ckpt_stage)
 dist_check_SCRIPTS += t/ckpt-stage.t
 TESTS += t/ckpt-stage.t
@@ -185,9 +188,12 @@ TESTS += t/ckpt-stage.t
 dist_check_SCRIPTS += t/copy-bw.t
 TESTS += t/copy-bw.t
 
-# README.md's option table against `strata config -v`
+# docs/options.md's option table against `strata config -v`
 dist_check_SCRIPTS += t/readme-options.t
 TESTS += t/readme-options.t
+# README.md's library example (and docs/api.md's copy) compiles with -Werror and trains
+dist_check_SCRIPTS += t/readme-example.t
+TESTS += t/readme-example.t
 
 # the GPT example (examples/gpt/, built only where CBLAS is): its kernels'
 # gradients, the reference trainer, the data, and train_gpt under mpirun

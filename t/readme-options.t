@@ -1,10 +1,10 @@
 #!/bin/sh
-# readme-options.t - README.md's option table against the option table
-# itself (`strata config -v`, from base/config.c): every option has exactly
-# one README row with the same default, and every row is an option, so the
-# two cannot drift apart.
+# readme-options.t - the documented option table (docs/options.md, which
+# README.md links to) against the option table itself (`strata config -v`,
+# from base/config.c): every option has exactly one row with the same
+# default, and every row is an option, so the two cannot drift apart.
 strata="$top_builddir/tools/strata"
-readme="$top_srcdir/README.md"
+readme="$top_srcdir/docs/options.md"
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 
@@ -17,7 +17,7 @@ fi
 awk '/^# .*\[default .*, env STRATA_[A-Z0-9_]+\]$/ {
          d = $0; sub(/.*\[default /, "", d); sub(/, env STRATA_[A-Z0-9_]+\]$/, "", d); have = 1; next }
      have && /^[a-z0-9_]+ +=/ { print $1 "\t" d; have = 0 }' "$tmp/cfg" > "$tmp/opts"
-# NAME<TAB>DEFAULT per README row, from the table headed "| option | default | meaning |";
+# NAME<TAB>DEFAULT per documented row, from the table headed "| option | default | meaning |";
 # backticks dropped, "(empty)" is the empty string
 awk -F'|' '/^\| option \| default \| meaning \|$/ { t = 1; next }
      t && /^\|---/ { next }
@@ -36,14 +36,14 @@ while IFS="$tab" read -r name dflt; do
     rows=$(awk -F'\t' -v o="$name" '$1 == o' "$tmp/readme")
     count=$(awk -F'\t' -v o="$name" '$1 == o' "$tmp/readme" | wc -l)
     if [ "$count" -eq 1 ] && [ "$rows" = "$name$tab$dflt" ]; then
-        echo "ok $n - README row for $name, default '$dflt'"
+        echo "ok $n - docs/options.md row for $name, default '$dflt'"
     elif [ "$count" -eq 0 ]; then
-        echo "not ok $n - README.md's option table has no row for $name (default '$dflt')"
+        echo "not ok $n - docs/options.md's option table has no row for $name (default '$dflt')"
     else
-        echo "not ok $n - README.md says $(echo "$rows" | tr '\t\n' '= '); strata config: $name=$dflt"
+        echo "not ok $n - docs/options.md says $(echo "$rows" | tr '\t\n' '= '); strata config: $name=$dflt"
     fi
 done < "$tmp/opts"
 n=$((n + 1))
 extra=$(cut -f1 "$tmp/readme" | while read -r r; do cut -f1 "$tmp/opts" | grep -qx -- "$r" || echo "$r"; done)
-if [ -z "$extra" ]; then echo "ok $n - every README row is an option"
-else echo "not ok $n - README rows that are not options: $extra"; fi
+if [ -z "$extra" ]; then echo "ok $n - every docs/options.md row is an option"
+else echo "not ok $n - docs/options.md rows that are not options: $extra"; fi

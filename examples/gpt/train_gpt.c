@@ -10,7 +10,7 @@
  * (gpt_fsdp.c); each rank trains on its own rows of every global batch
  * (rows are pure functions of seed, step and global row index, so a run
  * on any number of ranks with the same global batch sees the same data).
- * See usage() for the options and README.md for the output formats.
+ * See usage() for the options and docs/train_gpt.md for the output formats.
  */
 #include "config.h"
 #include "examples/gpt/train_gpt.h"

@@ -78,7 +78,7 @@ void train_usage(FILE *f)
 "\n"
 "Output and evaluation:\n"
 "  --json            JSON lines instead of progress lines: one object per step and\n"
-"                    a final one with param_hash (see README)\n"
+"                    a final one with param_hash (docs/train_gpt.md)\n"
 "  --trace FILE      per-rank Chrome trace (Perfetto): FILE.<rank>.json, a\n"
 "                    trailing .json of FILE dropped first; 'strata trace' merges\n"
 "  --data FILE       train on FILE at byte level\n"

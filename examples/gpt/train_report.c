@@ -1,7 +1,7 @@
 /*
  * train_report.c - what train_gpt prints: a banner, a progress line per
  * step (or a JSON object per step with --json), the stop note and the
- * summary (README.md describes the formats).
+ * summary (docs/train_gpt.md describes the formats).
  */
 #include "config.h"
 #include "examples/gpt/train_gpt.h"
