@@ -8,6 +8,8 @@ libstrata_core_la_SOURCES += \
     base/rs.c \
     base/wait.h \
     base/wait.c \
+    base/grow.h \
+    base/grow.c \
     base/h5lock.c \
     base/test_fault.h \
     base/nvtx.h \

@@ -6,15 +6,28 @@
 #include "config.h"
 #include "fsdp.h"
 #include "dev.h"
+#include "base/grow.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-void strata_model_opts_default(strata_model_opts_t *o)
+/* Every version's size is a field boundary of the later ones (strata.h) */
+_Static_assert(0 == sizeof(strata_model_opts_t) % 8, "strata_model_opts_t: pad to 8 bytes");
+_Static_assert(0 == sizeof(strata_model_stats_t) % 8, "strata_model_stats_t: pad to 8 bytes");
+
+static const base_grow_t opts_grow = {
+    "strata_model_opts_t", "strata_model_opts_default(&opts)", sizeof(strata_model_opts_t)
+};
+static const base_grow_t stats_grow = {
+    "strata_model_stats_t", "strata_model_stats_t stats = STRATA_MODEL_STATS_INIT",
+    sizeof(strata_model_stats_t)
+};
+
+static void opts_defaults(strata_model_opts_t *o)
 {
-    if (!o) return;
     memset(o, 0, sizeof *o);
+    o->size = sizeof *o;
     o->optimizer = STRATA_OPTIM_ADAMW;
     o->lr = 1e-3f;
     o->beta1 = 0.9f;
@@ -26,6 +39,13 @@ void strata_model_opts_default(strata_model_opts_t *o)
     o->reshard_after_forward = 1;
     o->progress_thread = 1;
     o->seed = 1234;
+}
+
+strata_status_t strata_model_opts_init(strata_model_opts_t *opts, size_t size)
+{
+    strata_model_opts_t d;
+    opts_defaults(&d);
+    return base_grow_init(&opts_grow, opts, size, &d);
 }
 
 static strata_status_t check_opts(strata_context_t *ctx, const strata_model_opts_t *o)
@@ -56,10 +76,11 @@ strata_status_t strata_model_create(strata_context_t *ctx, const strata_model_op
     strata_model_t *m = calloc(1, sizeof *m);
     if (!m) return base_error(ctx, STRATA_ERR_NOMEM, "cannot allocate a model");
     m->ctx = ctx;
+    m->stats.size = sizeof m->stats;
     m->stats.grad_nonfinite_unit = -1;
-    if (opts) m->opts = *opts;
-    else strata_model_opts_default(&m->opts);
-    st = check_opts(ctx, &m->opts);
+    opts_defaults(&m->opts);
+    st = opts ? base_grow_in(ctx, &opts_grow, &m->opts, opts) : STRATA_OK;
+    if (STRATA_OK == st) st = check_opts(ctx, &m->opts);
     if (STRATA_OK != st) goto err;
     m->W = ctx->size;
     m->S = ctx->cfg.shard_size > 0 ? ctx->cfg.shard_size : ctx->size;
@@ -379,14 +400,16 @@ strata_status_t strata_unit_read_param(strata_unit_t *u, int i, float *dst, size
 
 strata_status_t strata_model_stats(const strata_model_t *m, strata_model_stats_t *s)
 {
-    if (!m || !s) return STRATA_ERR_INVALID;
+    if (!m || !s)
+        return base_error(m ? m->ctx : NULL, STRATA_ERR_INVALID, "strata_model_stats: NULL "
+                          "argument");
     fsdp_mem_stats_t ms;
-    *s = m->stats;
+    strata_model_stats_t all = m->stats;
     fsdp_mem_stats(m->ctx, &ms);
-    s->peak_device_bytes = ms.peak[STRATA_TIER_DEVICE];
-    s->peak_host_bytes = ms.peak[STRATA_TIER_PINNED_HOST];
-    s->peak_storage_bytes = ms.peak[STRATA_TIER_STORAGE];
-    return STRATA_OK;
+    all.peak_device_bytes = ms.peak[STRATA_TIER_DEVICE];
+    all.peak_host_bytes = ms.peak[STRATA_TIER_PINNED_HOST];
+    all.peak_storage_bytes = ms.peak[STRATA_TIER_STORAGE];
+    return base_grow_out(m->ctx, &stats_grow, s, &all);
 }
 
 strata_status_t strata_model_set_lr(strata_model_t *m, float lr)

@@ -218,6 +218,12 @@ dist_check_SCRIPTS += t/plan-model-cli.t t/calibrate-cmd.t t/calibrate-mfu.t
 TESTS += t/plan_model.t t/plan-model-cli.t t/calibrate-cmd.t t/calibrate-mfu.t
 endif
 
+# the growable public structures, as older and newer programs use them
+check_PROGRAMS += t/abi_grow.t
+t_abi_grow_t_SOURCES = t/abi_grow.t.c
+t_abi_grow_t_LDADD = $(TEST_LDADD)
+TESTS += t/abi_grow.t
+
 # the shared library exports only the public API; the installed package
 # builds an out-of-tree program through pkg-config
 AM_TESTS_ENVIRONMENT += CC='$(CC)' MAKE='$(MAKE)' PKG_CONFIG='$(PKG_CONFIG)'; export CC MAKE PKG_CONFIG;

@@ -70,7 +70,10 @@ typedef enum {
     STRATA_OPTIM_SGD   = 1    /* state "momentum" (none if momentum == 0) */
 } strata_optim_kind_t;
 
+/* A growable structure (strata.h): set it up with strata_model_opts_default,
+ * then change fields. */
 typedef struct strata_model_opts {
+    size_t   size;                  /* set by strata_model_opts_default */
     strata_optim_kind_t optimizer;
     float    lr;                    /* default 1e-3 */
     float    beta1, beta2, eps;     /* AdamW: 0.9, 0.999, 1e-8 */
@@ -87,8 +90,15 @@ typedef struct strata_model_opts {
     uint64_t seed;                  /* parameter initialisation; independent of W and S */
 } strata_model_opts_t;
 
-/* Fill *opts with the defaults above (AdamW, lr 1e-3, seed 1234). */
-void strata_model_opts_default(strata_model_opts_t *opts);
+/* Fill *opts, whose size is `size` bytes, with the defaults above (AdamW,
+ * lr 1e-3, seed 1234) and set opts->size. Call it through the macro, which
+ * passes the size the program was compiled with:
+ *     strata_model_opts_t opts;
+ *     strata_model_opts_default(&opts);
+ *     opts.lr = 3e-4f;
+ * STRATA_ERR_INVALID for NULL or a size no version of the struct has. */
+strata_status_t strata_model_opts_init(strata_model_opts_t *opts, size_t size);
+#define strata_model_opts_default(opts) strata_model_opts_init((opts), sizeof *(opts))
 
 /* ---- parameter initialisers ------------------------------------------------ */
 
@@ -210,7 +220,8 @@ strata_status_t strata_unit_param_info(const strata_unit_t *unit, int index, con
  * on every rank. Collective over the context's ranks. */
 strata_status_t strata_unit_read_param(strata_unit_t *unit, int index, float *dst, size_t numel);
 
-typedef struct {
+typedef struct strata_model_stats {
+    size_t  size;               /* set by STRATA_MODEL_STATS_INIT */
     int     steps;              /* optimizer steps taken */
     double  step_s;             /* last step, wall time from step_begin to step_end */
     double  compute_s;          /* inside callbacks */
@@ -234,6 +245,11 @@ typedef struct {
     size_t  offload_bytes;      /* bytes moved off the device in the step */
     double  predicted_step_s;   /* the plan's predicted step time (0 without a plan) */
 } strata_model_stats_t;
+/* The initialiser: the program's size, every field 0. */
+#define STRATA_MODEL_STATS_INIT { .size = sizeof(strata_model_stats_t) }
+/* Fill *stats_p as far as stats_p->size reaches (set it with
+ * STRATA_MODEL_STATS_INIT: strata_model_stats_t ms = STRATA_MODEL_STATS_INIT;).
+ * Local: no communication. */
 strata_status_t strata_model_stats(const strata_model_t *model, strata_model_stats_t *stats_p);
 
 /* ---- activation policies, the step program, the trace (fsdp/exec_*.c) ------- */
@@ -325,7 +341,12 @@ strata_status_t strata_model_save(strata_model_t *model, const char *dir,
  * (same units and parameter shapes), restoring the optimizer state and step
  * count; info->data_pos and info->rng (rng_len bytes, must match the file)
  * are filled when info is not NULL. Collective; only between steps. On
- * failure the model's values are unspecified: load again or rebuild it. */
+ * failure the step count and optimizer settings (lr, betas, ...) are those
+ * of before, but the shards are only on the cuda backend, which reads the
+ * file into host copies and moves them to the device after a complete
+ * read: the host backend reads into the master and optimizer-state shards
+ * in place, and a failure part-way leaves some of them holding the file's
+ * values. Load again or rebuild the model before training on. */
 strata_status_t strata_model_load(strata_model_t *model, const char *path,
                                   strata_model_ckpt_t *info);
 
