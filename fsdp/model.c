@@ -353,9 +353,10 @@ strata_status_t strata_unit_param_info(const strata_unit_t *u, int i, const char
     return STRATA_OK;
 }
 
-/* cuda: gather the masters into a device buffer (NCCL, after the
+/* cuda: gather the shards into a device buffer (NCCL, after the
  * optimizer's work on the compute stream), then copy the param down. */
-static strata_status_t read_param_dev(strata_unit_t *u, int i, float *dst, size_t numel)
+static strata_status_t read_flat_dev(strata_unit_t *u, const float *shard, int i, float *dst,
+                                     size_t numel)
 {
     strata_model_t *m = u->model;
     fsdp_buf_t full = { 0 };
@@ -364,7 +365,7 @@ static strata_status_t read_param_dev(strata_unit_t *u, int i, float *dst, size_
     if (STRATA_OK == st) st = fsdp_dev_wait(m->ctx);
     if (STRATA_OK == st) {
         pthread_mutex_lock(&m->lock);
-        st = strata_allgather(m->shard, u->master.ptr, full.ptr, u->shard_len, STRATA_F32);
+        st = strata_allgather(m->shard, shard, full.ptr, u->shard_len, STRATA_F32);
         pthread_mutex_unlock(&m->lock);
     }
     if (STRATA_OK == st)
@@ -375,9 +376,11 @@ static strata_status_t read_param_dev(strata_unit_t *u, int i, float *dst, size_
     return st;
 }
 
-strata_status_t strata_unit_read_param(strata_unit_t *u, int i, float *dst, size_t numel)
+/* Parameter i's full values from the shards `shard` (the master or the
+ * reduced gradient) of every rank. Collective. */
+static strata_status_t read_flat(strata_unit_t *u, const float *shard, int i, float *dst,
+                                 size_t numel)
 {
-    if (!u) return STRATA_ERR_INVALID;
     strata_model_t *m = u->model;
     if (MODEL_READY != m->state)
         return base_error(m->ctx, STRATA_ERR_STATE, "read_param: the model is not committed");
@@ -387,15 +390,25 @@ strata_status_t strata_unit_read_param(strata_unit_t *u, int i, float *dst, size
     if (PHASE_IDLE != m->phase)
         return base_error(m->ctx, STRATA_ERR_STATE, "read_param inside a step; call it "
                           "between strata_model_step_end and the next step_begin");
-    if (fsdp_dev_on(m->ctx)) return read_param_dev(u, i, dst, numel);
+    if (fsdp_dev_on(m->ctx)) return read_flat_dev(u, shard, i, dst, numel);
     float *full = malloc(u->npad * sizeof *full + 1);
     if (!full) return base_error(m->ctx, STRATA_ERR_NOMEM, "read_param: %zu floats", u->npad);
     pthread_mutex_lock(&m->lock);
-    strata_status_t st = strata_allgather(m->shard, u->master.ptr, full, u->shard_len, STRATA_F32);
+    strata_status_t st = strata_allgather(m->shard, shard, full, u->shard_len, STRATA_F32);
     pthread_mutex_unlock(&m->lock);
     if (STRATA_OK == st) memcpy(dst, full + u->params[i].offset, numel * sizeof *dst);
     free(full);
     return st;
+}
+
+strata_status_t strata_unit_read_param(strata_unit_t *u, int i, float *dst, size_t numel)
+{
+    return u ? read_flat(u, u->master.ptr, i, dst, numel) : STRATA_ERR_INVALID;
+}
+
+strata_status_t fsdp_unit_read_grad(strata_unit_t *u, int i, float *dst, size_t numel)
+{
+    return read_flat(u, u->grad_shard.ptr, i, dst, numel);
 }
 
 strata_status_t strata_model_stats(const strata_model_t *m, strata_model_stats_t *s)

@@ -224,6 +224,13 @@ t_abi_grow_t_SOURCES = t/abi_grow.t.c
 t_abi_grow_t_LDADD = $(TEST_LDADD)
 TESTS += t/abi_grow.t
 
+# strata_unit_gradcheck: a unit's backward against its forward's differences
+check_PROGRAMS += t/gradcheck_units
+t_gradcheck_units_SOURCES = t/gradcheck_units.c
+t_gradcheck_units_LDADD = $(MLP_LIBS) $(TEST_LDADD) -lm
+dist_check_SCRIPTS += t/gradcheck-np2.t
+TESTS += t/gradcheck-np2.t
+
 # the shared library exports only the public API; the installed package
 # builds an out-of-tree program through pkg-config
 AM_TESTS_ENVIRONMENT += CC='$(CC)' MAKE='$(MAKE)' PKG_CONFIG='$(PKG_CONFIG)'; export CC MAKE PKG_CONFIG;
