@@ -230,6 +230,9 @@ t_gradcheck_units_SOURCES = t/gradcheck_units.c
 t_gradcheck_units_LDADD = $(MLP_LIBS) $(TEST_LDADD) -lm
 dist_check_SCRIPTS += t/gradcheck-np2.t
 TESTS += t/gradcheck-np2.t
+# examples/mlp/train_mlp on 1, 2 and 4 ranks: checkpoints, policies, the hash
+dist_check_SCRIPTS += t/mlp-ranks.t
+TESTS += t/mlp-ranks.t
 
 # the shared library exports only the public API; the installed package
 # builds an out-of-tree program through pkg-config

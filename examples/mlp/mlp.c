@@ -7,7 +7,10 @@
  *
  * Every rank takes its own slice of each global batch; parameters,
  * gradients and optimizer state are sharded over --shard ranks (default:
- * all) and replicated over the W/S shard groups.
+ * all) and replicated over the W/S shard groups. train_mlp.c, next to it,
+ * trains the same model as a real program does: checkpoints and resume,
+ * held-out evaluation, an activation policy under a device budget, the
+ * model hash, and a gradient check of its units.
  */
 #include "config.h"
 #include "mlp_model.h"
