@@ -3,13 +3,13 @@ libstrata_core_la_SOURCES += \
     base/status.c \
     base/dtype.c \
     base/config.c \
+    base/grow.h \
+    base/grow.c \
     base/log.c \
     base/node.c \
     base/rs.c \
     base/wait.h \
     base/wait.c \
-    base/grow.h \
-    base/grow.c \
     base/h5lock.c \
     base/test_fault.h \
     base/nvtx.h \
