@@ -24,7 +24,8 @@ static strata_status_t bad_size(strata_context_t *ctx, const base_grow_t *g, siz
 strata_status_t base_grow_init(const base_grow_t *g, void *caller, size_t caller_size,
                                const void *defaults)
 {
-    if (!caller || !base_grow_size_ok(caller_size)) return bad_size(NULL, g, caller_size);
+    if (!caller) return base_error(NULL, STRATA_ERR_INVALID, "%s: NULL pointer", g->init);
+    if (!base_grow_size_ok(caller_size)) return bad_size(NULL, g, caller_size);
     memset(caller, 0, caller_size);
     memcpy(caller, defaults, min_size(caller_size, g->size));
     memcpy(caller, &caller_size, sizeof caller_size);

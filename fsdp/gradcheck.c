@@ -102,6 +102,8 @@ static strata_status_t build(gc_t *g)
         st = strata_unit_add_param(g->u, p->name, p->ndims, p->dims, STRATA_F32, init, NULL);
     }
     if (STRATA_OK == st) st = strata_model_commit(g->m);
+    /* the trace option names the caller's files: this model traces nothing */
+    if (STRATA_OK == st) st = strata_model_trace(g->m, NULL);
     return st;
 }
 
