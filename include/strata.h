@@ -19,10 +19,11 @@
  *    the caller never frees it. Static strings (strata_strerror, the
  *    *_name functions of enums) live as long as the process;
  *  - structures the library reads or fills (strata_model_opts_t,
- *    strata_model_stats_t, strata_ckpt_save_opts_t) start with `size_t
- *    size`, the sizeof the program was compiled with, set by their
- *    initialiser (strata_model_opts_default, STRATA_MODEL_STATS_INIT,
- *    strata_ckpt_save_opts_default). Later versions only append fields
+ *    strata_model_stats_t, strata_ckpt_save_opts_t, strata_gradcheck_t)
+ *    start with `size_t size`, the sizeof the program was compiled with,
+ *    set by their initialiser (strata_model_opts_default,
+ *    STRATA_MODEL_STATS_INIT, strata_ckpt_save_opts_default,
+ *    STRATA_GRADCHECK_INIT). Later versions only append fields
  *    and keep the size a multiple of 8, so the library knows which fields
  *    a program has: it reads only those of an options struct (the others
  *    take their defaults) and fills a statistics struct only as far as its
