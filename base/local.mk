@@ -3,6 +3,8 @@ libstrata_core_la_SOURCES += \
     base/status.c \
     base/dtype.c \
     base/config.c \
+    base/grow.h \
+    base/grow.c \
     base/log.c \
     base/node.c \
     base/rs.c \

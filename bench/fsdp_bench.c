@@ -91,7 +91,7 @@ static int run(setup_t *s, int k, int measure, int W, int R)
             return -1;
         }
         if (!measure) continue;
-        strata_model_stats_t ms;
+        strata_model_stats_t ms = STRATA_MODEL_STATS_INIT;
         strata_model_stats(s->model, &ms);
         double v[4] = { ms.step_s, ms.compute_s, ms.exposed_comm_s, ms.optim_s }, r[4];
         MPI_Allreduce(v, r, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);

@@ -233,7 +233,8 @@ strata_status_t strata_model_save(strata_model_t *m, const char *dir,
     layout_store_t ls;
     strata_status_t st = build_layout(m, info, &ls);
     if (STRATA_OK != st) return st;
-    strata_ckpt_save_opts_t opts = { 0 };
+    strata_ckpt_save_opts_t opts;
+    strata_ckpt_save_opts_default(&opts);
     if (info) {
         opts.half_copy = info->half_copy;
         opts.keep = info->keep;

@@ -367,6 +367,9 @@ strata_status_t fsdp_model_set_scalars(strata_model_t *m, const fsdp_scalars_t *
 /* Master shard and optimizer-state shards of unit u (float[shard_len]);
  * writable between steps (a checkpoint load writes them). */
 float *fsdp_unit_master(strata_unit_t *u);
+/* Parameter i's reduced gradient as the last step's optimizer used it
+ * (the grad shards of every rank), numel elements. Collective. */
+strata_status_t fsdp_unit_read_grad(strata_unit_t *u, int i, float *dst, size_t numel);
 float *fsdp_unit_state(strata_unit_t *u, int i);     /* NULL if i out of range */
 
 #endif

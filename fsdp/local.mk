@@ -21,7 +21,8 @@ libstrata_core_la_SOURCES += \
     fsdp/exec_rec.c \
     fsdp/exec_check.c \
     fsdp/exec_plan.c \
-    fsdp/exec_costs.c
+    fsdp/exec_costs.c \
+    fsdp/gradcheck.c
 # The optimizer's loops are vectorised with sqrtf inline (errno would keep
 # it a call, and the loop scalar) and no contraction into FMA, so each
 # element rounds as the plain loop does in every clone of optim.c, on any

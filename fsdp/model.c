@@ -6,15 +6,28 @@
 #include "config.h"
 #include "fsdp.h"
 #include "dev.h"
+#include "base/grow.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-void strata_model_opts_default(strata_model_opts_t *o)
+/* Every version's size is a field boundary of the later ones (strata.h) */
+_Static_assert(0 == sizeof(strata_model_opts_t) % 8, "strata_model_opts_t: pad to 8 bytes");
+_Static_assert(0 == sizeof(strata_model_stats_t) % 8, "strata_model_stats_t: pad to 8 bytes");
+
+static const base_grow_t opts_grow = {
+    "strata_model_opts_t", "strata_model_opts_default(&opts)", sizeof(strata_model_opts_t)
+};
+static const base_grow_t stats_grow = {
+    "strata_model_stats_t", "strata_model_stats_t stats = STRATA_MODEL_STATS_INIT",
+    sizeof(strata_model_stats_t)
+};
+
+static void opts_defaults(strata_model_opts_t *o)
 {
-    if (!o) return;
     memset(o, 0, sizeof *o);
+    o->size = sizeof *o;
     o->optimizer = STRATA_OPTIM_ADAMW;
     o->lr = 1e-3f;
     o->beta1 = 0.9f;
@@ -26,6 +39,13 @@ void strata_model_opts_default(strata_model_opts_t *o)
     o->reshard_after_forward = 1;
     o->progress_thread = 1;
     o->seed = 1234;
+}
+
+strata_status_t strata_model_opts_init(strata_model_opts_t *opts, size_t size)
+{
+    strata_model_opts_t d;
+    opts_defaults(&d);
+    return base_grow_init(&opts_grow, opts, size, &d);
 }
 
 static strata_status_t check_opts(strata_context_t *ctx, const strata_model_opts_t *o)
@@ -56,10 +76,11 @@ strata_status_t strata_model_create(strata_context_t *ctx, const strata_model_op
     strata_model_t *m = calloc(1, sizeof *m);
     if (!m) return base_error(ctx, STRATA_ERR_NOMEM, "cannot allocate a model");
     m->ctx = ctx;
+    m->stats.size = sizeof m->stats;
     m->stats.grad_nonfinite_unit = -1;
-    if (opts) m->opts = *opts;
-    else strata_model_opts_default(&m->opts);
-    st = check_opts(ctx, &m->opts);
+    opts_defaults(&m->opts);
+    st = opts ? base_grow_in(ctx, &opts_grow, &m->opts, opts) : STRATA_OK;
+    if (STRATA_OK == st) st = check_opts(ctx, &m->opts);
     if (STRATA_OK != st) goto err;
     m->W = ctx->size;
     m->S = ctx->cfg.shard_size > 0 ? ctx->cfg.shard_size : ctx->size;
@@ -332,9 +353,10 @@ strata_status_t strata_unit_param_info(const strata_unit_t *u, int i, const char
     return STRATA_OK;
 }
 
-/* cuda: gather the masters into a device buffer (NCCL, after the
+/* cuda: gather the shards into a device buffer (NCCL, after the
  * optimizer's work on the compute stream), then copy the param down. */
-static strata_status_t read_param_dev(strata_unit_t *u, int i, float *dst, size_t numel)
+static strata_status_t read_flat_dev(strata_unit_t *u, const float *shard, int i, float *dst,
+                                     size_t numel)
 {
     strata_model_t *m = u->model;
     fsdp_buf_t full = { 0 };
@@ -343,7 +365,7 @@ static strata_status_t read_param_dev(strata_unit_t *u, int i, float *dst, size_
     if (STRATA_OK == st) st = fsdp_dev_wait(m->ctx);
     if (STRATA_OK == st) {
         pthread_mutex_lock(&m->lock);
-        st = strata_allgather(m->shard, u->master.ptr, full.ptr, u->shard_len, STRATA_F32);
+        st = strata_allgather(m->shard, shard, full.ptr, u->shard_len, STRATA_F32);
         pthread_mutex_unlock(&m->lock);
     }
     if (STRATA_OK == st)
@@ -354,9 +376,11 @@ static strata_status_t read_param_dev(strata_unit_t *u, int i, float *dst, size_
     return st;
 }
 
-strata_status_t strata_unit_read_param(strata_unit_t *u, int i, float *dst, size_t numel)
+/* Parameter i's full values from the shards `shard` (the master or the
+ * reduced gradient) of every rank. Collective. */
+static strata_status_t read_flat(strata_unit_t *u, const float *shard, int i, float *dst,
+                                 size_t numel)
 {
-    if (!u) return STRATA_ERR_INVALID;
     strata_model_t *m = u->model;
     if (MODEL_READY != m->state)
         return base_error(m->ctx, STRATA_ERR_STATE, "read_param: the model is not committed");
@@ -366,27 +390,39 @@ strata_status_t strata_unit_read_param(strata_unit_t *u, int i, float *dst, size
     if (PHASE_IDLE != m->phase)
         return base_error(m->ctx, STRATA_ERR_STATE, "read_param inside a step; call it "
                           "between strata_model_step_end and the next step_begin");
-    if (fsdp_dev_on(m->ctx)) return read_param_dev(u, i, dst, numel);
+    if (fsdp_dev_on(m->ctx)) return read_flat_dev(u, shard, i, dst, numel);
     float *full = malloc(u->npad * sizeof *full + 1);
     if (!full) return base_error(m->ctx, STRATA_ERR_NOMEM, "read_param: %zu floats", u->npad);
     pthread_mutex_lock(&m->lock);
-    strata_status_t st = strata_allgather(m->shard, u->master.ptr, full, u->shard_len, STRATA_F32);
+    strata_status_t st = strata_allgather(m->shard, shard, full, u->shard_len, STRATA_F32);
     pthread_mutex_unlock(&m->lock);
     if (STRATA_OK == st) memcpy(dst, full + u->params[i].offset, numel * sizeof *dst);
     free(full);
     return st;
 }
 
+strata_status_t strata_unit_read_param(strata_unit_t *u, int i, float *dst, size_t numel)
+{
+    return u ? read_flat(u, u->master.ptr, i, dst, numel) : STRATA_ERR_INVALID;
+}
+
+strata_status_t fsdp_unit_read_grad(strata_unit_t *u, int i, float *dst, size_t numel)
+{
+    return read_flat(u, u->grad_shard.ptr, i, dst, numel);
+}
+
 strata_status_t strata_model_stats(const strata_model_t *m, strata_model_stats_t *s)
 {
-    if (!m || !s) return STRATA_ERR_INVALID;
+    if (!m || !s)
+        return base_error(m ? m->ctx : NULL, STRATA_ERR_INVALID, "strata_model_stats: NULL "
+                          "argument");
     fsdp_mem_stats_t ms;
-    *s = m->stats;
+    strata_model_stats_t all = m->stats;
     fsdp_mem_stats(m->ctx, &ms);
-    s->peak_device_bytes = ms.peak[STRATA_TIER_DEVICE];
-    s->peak_host_bytes = ms.peak[STRATA_TIER_PINNED_HOST];
-    s->peak_storage_bytes = ms.peak[STRATA_TIER_STORAGE];
-    return STRATA_OK;
+    all.peak_device_bytes = ms.peak[STRATA_TIER_DEVICE];
+    all.peak_host_bytes = ms.peak[STRATA_TIER_PINNED_HOST];
+    all.peak_storage_bytes = ms.peak[STRATA_TIER_STORAGE];
+    return base_grow_out(m->ctx, &stats_grow, s, &all);
 }
 
 strata_status_t strata_model_set_lr(strata_model_t *m, float lr)

@@ -2,8 +2,14 @@
  * strata.h - public API of libstrata: MPI-distributed FSDP training with
  * memory offload tiers.
  *
- * Conventions (every function in this header):
- *  - returns strata_status_t: 0 is success, negative values are errors;
+ * Conventions (every function in this header and the ones it includes):
+ *  - a function that can fail returns strata_status_t: 0 is success,
+ *    negative values are errors. The others cannot fail and return their
+ *    answer directly: queries and accessors (strata_rank, strata_block_ptr,
+ *    the *_name functions, strata_call_batch, ...; each says what it gives
+ *    for NULL or an index out of range), releases (the *_destroy and
+ *    *_release functions: void, NULL is a no-op), printing and logging,
+ *    and the dtype conversions;
  *  - out-parameters end in _p and are written only on success;
  *  - on failure a message a person can act on is kept per context and read
  *    with strata_last_error(); functions without a context log it instead;
@@ -11,7 +17,19 @@
  *  - a pointer a function returns (not through an out-parameter the caller
  *    then owns) is borrowed: its lifetime is stated at the function, and
  *    the caller never frees it. Static strings (strata_strerror, the
- *    *_name functions of enums) live as long as the process.
+ *    *_name functions of enums) live as long as the process;
+ *  - structures the library reads or fills (strata_model_opts_t,
+ *    strata_model_stats_t, strata_ckpt_save_opts_t, strata_gradcheck_t)
+ *    start with `size_t size`, the sizeof the program was compiled with,
+ *    set by their initialiser (strata_model_opts_default,
+ *    STRATA_MODEL_STATS_INIT, strata_ckpt_save_opts_default,
+ *    STRATA_GRADCHECK_INIT). Later versions only append fields
+ *    and keep the size a multiple of 8, so the library knows which fields
+ *    a program has: it reads only those of an options struct (the others
+ *    take their defaults) and fills a statistics struct only as far as its
+ *    size reaches. A size never set (0, garbage) fails with
+ *    STRATA_ERR_INVALID naming the initialiser; so does a struct from a
+ *    newer strata.h that sets a field this library does not have.
  */
 #ifndef STRATA_H
 #define STRATA_H

@@ -18,6 +18,7 @@
 #define _GNU_SOURCE             /* sync_file_range, fallocate */
 #include "config.h"
 #include "base/base.h"
+#include "base/grow.h"
 #include "base/test_fault.h"
 #include "io/io.h"
 
@@ -680,12 +681,13 @@ static void writer_cleanup(writer_t *w)
     free(w->half_buf);
 }
 
+/* opts: this library's own struct (save_opts_in), never NULL */
 static strata_status_t write_file(strata_context_t *ctx, const strata_ckpt_layout_t *layout,
                                   const char *path, const strata_ckpt_save_opts_t *opts)
 {
     if (!ctx) return STRATA_ERR_INVALID;
     MPI_Comm comm = ctx->comm;
-    strata_dtype_t half = opts ? opts->half_copy : STRATA_F32;
+    strata_dtype_t half = opts->half_copy;
     strata_status_t st = STRATA_OK;
     if (!path || !path[0] || strlen(path) > 4000)
         st = base_error(ctx, STRATA_ERR_INVALID, "strata_ckpt_write: path is NULL, empty or too long");
@@ -828,7 +830,7 @@ static strata_status_t save_dir(strata_context_t *ctx, const strata_ckpt_layout_
     if (STRATA_OK != st) return st;
     if (0 == ctx->rank) {
         st = write_latest(ctx, dir, name);
-        int keep = opts && opts->keep ? opts->keep : ctx->cfg.ckpt_keep;
+        int keep = opts->keep ? opts->keep : ctx->cfg.ckpt_keep;
         if (STRATA_OK == st && keep > 0) prune(ctx, dir, keep, (long long)layout->train.step);
     }
     st = base_agree(ctx, ctx->comm, st);
@@ -839,6 +841,29 @@ static strata_status_t save_dir(strata_context_t *ctx, const strata_ckpt_layout_
     return st;
 }
 
+_Static_assert(0 == sizeof(strata_ckpt_save_opts_t) % 8, "strata_ckpt_save_opts_t: pad to 8");
+
+static const base_grow_t save_opts_grow = {
+    "strata_ckpt_save_opts_t", "strata_ckpt_save_opts_default(&opts)",
+    sizeof(strata_ckpt_save_opts_t)
+};
+
+strata_status_t strata_ckpt_save_opts_init(strata_ckpt_save_opts_t *opts, size_t size)
+{
+    const strata_ckpt_save_opts_t d = { .size = sizeof d, .half_copy = STRATA_F32, .keep = 0 };
+    return base_grow_init(&save_opts_grow, opts, size, &d);
+}
+
+/* The caller's options (NULL: the defaults) as this library's struct,
+ * agreed: a rank whose struct is refused fails the save on every rank. */
+static strata_status_t save_opts_in(strata_context_t *ctx, const strata_ckpt_save_opts_t *opts,
+                                    strata_ckpt_save_opts_t *o)
+{
+    strata_ckpt_save_opts_init(o, sizeof *o);
+    strata_status_t st = opts ? base_grow_in(ctx, &save_opts_grow, o, opts) : STRATA_OK;
+    return ckpt_agree(ctx, ctx->comm, st);
+}
+
 /* The public entry points: each whole save is one recorded operation under
  * ckpt_timeout, with HDF5's collectives and ours inside it (the recorder
  * gives them its deadline), however the caller got here. */
@@ -847,7 +872,9 @@ strata_status_t strata_ckpt_write(strata_context_t *ctx, const strata_ckpt_layou
 {
     if (!ctx) return STRATA_ERR_INVALID;
     uint64_t op = ckpt_rec_begin(ctx, BASE_OP_CKPT_SAVE);
-    strata_status_t st = write_file(ctx, layout, path, opts);
+    strata_ckpt_save_opts_t o;
+    strata_status_t st = save_opts_in(ctx, opts, &o);
+    if (STRATA_OK == st) st = write_file(ctx, layout, path, &o);
     ckpt_rec_end(ctx, op, st);
     return st;
 }
@@ -858,7 +885,9 @@ strata_status_t strata_ckpt_save(strata_context_t *ctx, const strata_ckpt_layout
 {
     if (!ctx) return STRATA_ERR_INVALID;
     uint64_t op = ckpt_rec_begin(ctx, BASE_OP_CKPT_SAVE);
-    strata_status_t st = save_dir(ctx, layout, dir, opts, path_p, len);
+    strata_ckpt_save_opts_t o;
+    strata_status_t st = save_opts_in(ctx, opts, &o);
+    if (STRATA_OK == st) st = save_dir(ctx, layout, dir, &o, path_p, len);
     ckpt_rec_end(ctx, op, st);
     return st;
 }

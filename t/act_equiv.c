@@ -101,7 +101,7 @@ static void run(const run_t *r, result_t *res)
                           .data_seed = 7, .data_rank = R, .data_ranks = W, .first_step = s };
         st = mlp_train(model, &mlp, &a, NULL);
         if (STRATA_OK != st) break;
-        strata_model_stats_t ms;
+        strata_model_stats_t ms = STRATA_MODEL_STATS_INIT;
         strata_model_stats(model, &ms);
         res->steps_done = ms.steps;
         if (ms.peak_device_bytes > res->max_peak) res->max_peak = ms.peak_device_bytes;
@@ -112,7 +112,7 @@ static void run(const run_t *r, result_t *res)
     if (STRATA_OK != st) {
         res->st = st;
         snprintf(res->msg, sizeof res->msg, "%s", strata_last_error(ctx));
-        strata_model_stats_t ms;
+        strata_model_stats_t ms = STRATA_MODEL_STATS_INIT;
         if (model && STRATA_OK == strata_model_stats(model, &ms)) res->steps_done = ms.steps;
         if (r->deviate && model) {
             /* record again and train the changed step */

@@ -241,7 +241,9 @@ static strata_status_t save(const char *d, uint64_t step, int keep)
     synth_t s;
     if (synth_init(&s, W, W, R, step, 0)) bail_out("no memory");
     synth_fill(&s);
-    strata_ckpt_save_opts_t o = { STRATA_F32, keep };
+    strata_ckpt_save_opts_t o;
+    strata_ckpt_save_opts_default(&o);
+    o.keep = keep;
     strata_status_t st = strata_ckpt_save(ctx, &s.L, d, &o, NULL, 0);
     synth_free(&s);
     return st;
@@ -374,7 +376,9 @@ int main(int argc, char **argv)
     s.L.shard_size = 3;
     is_int(strata_ckpt_write(ctx, &s.L, path, NULL), STRATA_ERR_INVALID, "a shard size not dividing W is refused");
     s.L.shard_size = W;
-    strata_ckpt_save_opts_t o = { (strata_dtype_t)7, 0 };
+    strata_ckpt_save_opts_t o;
+    strata_ckpt_save_opts_default(&o);
+    o.half_copy = (strata_dtype_t)7;
     is_int(strata_ckpt_write(ctx, &s.L, path, &o), STRATA_ERR_INVALID, "an unknown half_copy dtype is refused");
     strata_status_t st = strata_ckpt_write(ctx, &s.L, "/proc/strata-no-such-dir/x.h5", NULL);
     ok(STRATA_ERR_HDF5 == st || STRATA_ERR_IO == st, "an unwritable directory fails cleanly (%s)", strata_strerror(st));

@@ -24,7 +24,10 @@ static int save_step(const char *dir, uint64_t step, int S, strata_dtype_t half,
     synth_t s;
     if (synth_init(&s, W, S, R, step, 0)) bail_out("no memory");
     synth_fill(&s);
-    strata_ckpt_save_opts_t o = { half, keep };
+    strata_ckpt_save_opts_t o;
+    strata_ckpt_save_opts_default(&o);
+    o.half_copy = half;
+    o.keep = keep;
     strata_status_t st = strata_ckpt_save(ctx, &s.L, dir, &o, path, len);
     if (STRATA_OK != st && 0 == R) diag("save: %s: %s", strata_strerror(st), strata_last_error(ctx));
     synth_free(&s);

@@ -1,40 +1,45 @@
 #!/bin/sh
 # The installed package is usable from outside the tree: make install into
 # a temporary prefix (prefix= given to make install, as packagers do), then
-# t/install_prog.c compiled by the plain C compiler (not the MPI wrapper)
-# with nothing but `pkg-config --cflags --libs strata`, and run on 1 rank.
+# t/install_prog.c compiled by the plain C compiler (not the MPI wrapper,
+# with -Wall -Wextra -Werror: the public headers and their initialisers
+# compile cleanly) with nothing but `pkg-config --cflags --libs strata`,
+# and run without LD_LIBRARY_PATH: the .pc's rpath finds libstrata.so in
+# whatever prefix it was installed to.
 set -u
+. "$top_srcdir/t/tap.sh"
 pc=${PKG_CONFIG:-pkg-config}
 hostcc=${STRATA_TEST_CC:-cc}
 for tool in "$pc" "$hostcc"; do
     command -v "$tool" >/dev/null || { echo "1..0 # SKIP $tool not found"; exit 0; }
 done
-d=$(mktemp -d "$top_builddir/t/install-pkgconfig.XXXXXX") || exit 1
-trap 'rm -rf "$d"' EXIT
-echo "1..6"
-n=0
-check() {   # check DESCRIPTION COMMAND...
-    desc=$1; shift
-    n=$((n + 1))
-    if "$@" > "$d/out.log" 2>&1; then echo "ok $n - $desc"
-    else echo "not ok $n - $desc"; tail -n 40 "$d/out.log" | sed 's/^/# /'; fi
+tap_tmp install-pkgconfig
+echo "1..8"
+# logged CMD...: CMD's output shown as diagnostics when it fails
+logged() {
+    "$@" > "$tmp/out.log" 2>&1 && return 0
+    tail -n 40 "$tmp/out.log" | sed 's/^/# /'
+    return 1
 }
-p="$d/prefix"
-check "make install prefix=$p" ${MAKE:-make} -C "$top_builddir" install prefix="$p"
+p="$tmp/prefix"
+check "make install prefix=$p" logged ${MAKE:-make} -C "$top_builddir" install prefix="$p"
 pcdir=$(dirname "$(find "$p" -name strata.pc | head -n 1)")
 PKG_CONFIG_PATH="$pcdir"; export PKG_CONFIG_PATH
 check "the installed strata.pc names the prefix it was installed to" \
     test "$("$pc" --variable=prefix strata)" = "$p"
-check "pkg-config --cflags --libs strata" "$pc" --cflags --libs strata
-printf '#include <strata.h>\n' > "$d/inc.c"
+check "pkg-config --cflags --libs strata" logged "$pc" --cflags --libs strata
+libdir=$("$pc" --variable=libdir strata)
+check "its link flags carry an rpath to the installed libdir ($libdir)" \
+    sh -c '"$1" --libs strata | grep -q -- "-Wl,-rpath,$2"' sh "$pc" "$libdir"
+printf '#include <strata.h>\n' > "$tmp/inc.c"
 # shellcheck disable=SC2046
 check "strata.h and the mpi.h it includes compile with the .pc's --cflags alone" \
-    "$hostcc" -E $("$pc" --cflags strata) "$d/inc.c" -o "$d/inc.i"
+    logged "$hostcc" -E $("$pc" --cflags strata) "$tmp/inc.c" -o "$tmp/inc.i"
 flags=$("$pc" --cflags --libs strata)
 # shellcheck disable=SC2086
-check "$hostcc builds t/install_prog.c with \`pkg-config --cflags --libs strata\`" \
-    "$hostcc" -o "$d/prog" "$top_srcdir/t/install_prog.c" $flags
-libdir=$("$pc" --variable=libdir strata)
-check "it runs on 1 rank against the installed libstrata.so" \
-    env LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-    sh -c '"$1"/t/launch 1 "$2" && ldd "$2" | grep -q "$3/libstrata.so"' sh "$top_srcdir" "$d/prog" "$libdir"
+check "$hostcc -Wall -Wextra -Werror builds t/install_prog.c with \`pkg-config --cflags --libs strata\`" \
+    logged "$hostcc" -Wall -Wextra -Werror -o "$tmp/prog" "$top_srcdir/t/install_prog.c" $flags
+check "with LD_LIBRARY_PATH unset it loads libstrata.so from $libdir" \
+    sh -c 'env -u LD_LIBRARY_PATH ldd "$1" | grep -q "libstrata.so.* => $2/libstrata.so"' \
+    sh "$tmp/prog" "$libdir"
+check "and runs on 1 rank" logged env -u LD_LIBRARY_PATH "$top_srcdir/t/launch" 1 "$tmp/prog"

@@ -21,6 +21,16 @@ int main(void)
         strata_finalize(ctx);
         return 1;
     }
+    /* the initialisers of the public structures, as a program writes them */
+    strata_model_opts_t opts;
+    strata_model_stats_t stats = STRATA_MODEL_STATS_INIT;
+    strata_init_t init = STRATA_PARAM_NORMAL(0.02f);
+    if (strata_model_opts_default(&opts) != STRATA_OK || stats.size != sizeof stats ||
+        init.kind != STRATA_INIT_NORMAL) {
+        fprintf(stderr, "the initialisers do not initialise\n");
+        strata_finalize(ctx);
+        return 1;
+    }
     if (strata_rank(ctx) == 0)
         printf("strata %s: allreduce over %d rank(s) = %g\n", strata_version_string(), size, sum);
     return strata_finalize(ctx) == STRATA_OK ? 0 : 1;

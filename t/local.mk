@@ -149,6 +149,22 @@ t_fsdp_ckpt_LDADD = $(MLP_LIBS) $(TEST_LDADD)
 dist_check_SCRIPTS += t/fsdp-ckpt.t
 TESTS += t/fsdp-ckpt.t
 
+# the growable public structures, as older and newer programs use them
+check_PROGRAMS += t/abi_grow.t
+t_abi_grow_t_SOURCES = t/abi_grow.t.c
+t_abi_grow_t_LDADD = $(TEST_LDADD)
+TESTS += t/abi_grow.t
+
+# strata_unit_gradcheck: a unit's backward against its forward's differences
+check_PROGRAMS += t/gradcheck_units
+t_gradcheck_units_SOURCES = t/gradcheck_units.c
+t_gradcheck_units_LDADD = $(MLP_LIBS) $(TEST_LDADD) -lm
+dist_check_SCRIPTS += t/gradcheck-np2.t
+TESTS += t/gradcheck-np2.t
+# examples/mlp/train_mlp on 1, 2 and 4 ranks: checkpoints, policies, the hash
+dist_check_SCRIPTS += t/mlp-ranks.t
+TESTS += t/mlp-ranks.t
+
 # sched (the pure half): the step program, policies, the scheduler and
 # its simulator, the automatic plan, the trace format; no MPI needed.
 check_PROGRAMS += t/sched_program.t t/sched_policy.t t/sched_schedule.t t/sched_trace.t

@@ -107,7 +107,7 @@ int main(int argc, char **argv)
     float x[N] = { 1, 2, 3, 4, 5, 6, 7, 8 };
     strata_status_t st = STRATA_OK;
     for (int step = 0; step < 2 && STRATA_OK == st; step++) st = one_step(m, x);
-    strata_model_stats_t ms;
+    strata_model_stats_t ms = STRATA_MODEL_STATS_INIT;
     strata_model_stats(m, &ms);
     ok(STRATA_OK == st && ms.offload_bytes >= 2 * sizeof x, "two naive steps with a=keep,b=host,*=recompute "
        "(%zu bytes offloaded): %s", ms.offload_bytes, STRATA_OK == st ? "ok" : strata_last_error(ctx));

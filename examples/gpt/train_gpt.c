@@ -564,7 +564,7 @@ static step_report train_step(trainer *t, int step)
      * the mean over every token of the global batch */
     sum_all(r, &cnt, 1);
     float scale = (float)((double)r->W * M / (0 < cnt ? cnt : 1));
-    step_report s = { .done = step + 1, .lr = lr_at(o, step) };
+    step_report s = { .done = step + 1, .lr = lr_at(o, step), .ms = STRATA_MODEL_STATS_INIT };
     CHECK(r, "set_lr", strata_model_set_lr(r->model, (float)s.lr));
     CHECK(r, "step_begin", strata_model_step_begin(r->model, M));
     double lsum = 0;

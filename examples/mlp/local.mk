@@ -8,3 +8,9 @@ MLP_LIBS = examples/mlp/libmlp.a
 noinst_PROGRAMS += examples/mlp/mlp
 examples_mlp_mlp_SOURCES = examples/mlp/mlp.c
 examples_mlp_mlp_LDADD = $(MLP_LIBS) libstrata.la
+
+# the same model trained as a real program does: checkpoints and resume,
+# held-out evaluation, an activation policy under a budget, the model hash
+noinst_PROGRAMS += examples/mlp/train_mlp
+examples_mlp_train_mlp_SOURCES = examples/mlp/train_mlp.c
+examples_mlp_train_mlp_LDADD = $(MLP_LIBS) libstrata.la

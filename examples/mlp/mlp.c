@@ -7,7 +7,10 @@
  *
  * Every rank takes its own slice of each global batch; parameters,
  * gradients and optimizer state are sharded over --shard ranks (default:
- * all) and replicated over the W/S shard groups.
+ * all) and replicated over the W/S shard groups. train_mlp.c, next to it,
+ * trains the same model as a real program does: checkpoints and resume,
+ * held-out evaluation, an activation policy under a device budget, the
+ * model hash, and a gradient check of its units.
  */
 #include "config.h"
 #include "mlp_model.h"
@@ -118,7 +121,7 @@ int main(int argc, char **argv)
         a.data_seed = seed + (uint64_t)s * 7919u;
         if (STRATA_OK != (st = mlp_train(model, &mlp, &a, &loss))) goto fail;
         MPI_Allreduce(&loss, &mean, 1, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-        strata_model_stats_t ms;
+        strata_model_stats_t ms = STRATA_MODEL_STATS_INIT;
         strata_model_stats(model, &ms);
         if (0 == rank && (0 == s % 10 || s == steps - 1))
             printf("step %4d  loss %.6f  step %.2f ms (compute %.2f, exposed comm %.2f, "

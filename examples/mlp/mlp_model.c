@@ -124,11 +124,12 @@ strata_status_t mlp_build(strata_model_t *model, mlp_t *mlp, int layers, int wid
                                                       &mlp->layer[i], &u)))
             return st;
         size_t wd[2] = { (size_t)width, (size_t)width }, bd[1] = { (size_t)width };
-        strata_init_t wi = { .kind = STRATA_INIT_NORMAL, .std = 1.0f / sqrtf((float)width) };
-        strata_init_t bi = { .kind = STRATA_INIT_ZEROS };
-        if (STRATA_OK != (st = strata_unit_add_param(u, "weight", 2, wd, STRATA_F32, wi, NULL)))
+        const float std = 1.0f / sqrtf((float)width);
+        if (STRATA_OK != (st = strata_unit_add_param(u, "weight", 2, wd, STRATA_F32,
+                                                     STRATA_PARAM_NORMAL(std), NULL)))
             return st;
-        if (STRATA_OK != (st = strata_unit_add_param(u, "bias", 1, bd, STRATA_F32, bi, NULL)))
+        if (STRATA_OK != (st = strata_unit_add_param(u, "bias", 1, bd, STRATA_F32,
+                                                     STRATA_PARAM_ZEROS, NULL)))
             return st;
     }
     return STRATA_OK;

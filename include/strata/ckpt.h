@@ -1,5 +1,6 @@
 /*
- * strata/ckpt.h - HDF5 checkpoints of sharded models (included by strata.h).
+ * strata/ckpt.h - HDF5 checkpoints of sharded models.
+ * Included by strata.h; do not include directly.
  *
  * A checkpoint is one HDF5 file that holds every tensor in its full logical
  * shape (the file format is in docs/checkpoint-format.md). It is written by
@@ -20,15 +21,16 @@
  *     geometry as the parameter shard.
  * A shard may span several parameters and partial rows.
  *
- * Every function returns a strata_status_t; the detailed message (naming the
- * file and dataset) is kept on the context (strata_last_error). Collective
- * functions return the same status and message on every rank.
+ * Every function but strata_ckpt_lock_holder (a query) returns a
+ * strata_status_t; the detailed message (naming the file and dataset) is
+ * kept on the context (strata_last_error). Collective functions return the
+ * same status and message on every rank.
  */
 #ifndef STRATA_CKPT_H
 #define STRATA_CKPT_H
 
-#ifdef __cplusplus
-extern "C" {
+#ifndef STRATA_H
+#error "include strata.h, not strata/ckpt.h"
 #endif
 
 #define STRATA_CKPT_FORMAT      "strata-checkpoint"
@@ -103,7 +105,10 @@ typedef struct strata_ckpt_layout {
     const strata_ckpt_kv_t *config;
 } strata_ckpt_layout_t;
 
+/* Options of a save; a growable structure (strata.h): set it up
+ * with strata_ckpt_save_opts_default, then change fields. */
 typedef struct strata_ckpt_save_opts {
+    size_t size;            /* set by strata_ckpt_save_opts_default */
     /* STRATA_F32 (the default, 0): no extra copy. STRATA_BF16 or STRATA_F16:
      * also write the parameters rounded to 16 bits under /model_bf16 or
      * /model_f16, for inference-size exports. */
@@ -112,6 +117,12 @@ typedef struct strata_ckpt_save_opts {
      * 0 takes the ckpt_keep option (default 3), < 0 keeps all. */
     int keep;
 } strata_ckpt_save_opts_t;
+
+/* Fill *opts (size bytes) with the defaults (no half copy, keep 0) and set
+ * opts->size; call it through the macro, which passes the program's size.
+ * STRATA_ERR_INVALID for NULL or a size no version of the struct has. */
+strata_status_t strata_ckpt_save_opts_init(strata_ckpt_save_opts_t *opts, size_t size);
+#define strata_ckpt_save_opts_default(opts) strata_ckpt_save_opts_init((opts), sizeof *(opts))
 
 /* The elements [begin, end) of the flat vector held by shard rank s. */
 strata_status_t strata_ckpt_shard_range(uint64_t npad, int shard_size, int shard_rank,
@@ -195,9 +206,5 @@ strata_status_t strata_ckpt_info(strata_context_t *ctx, const char *path, FILE *
  * on either side or has another shape. One process. ctx may be NULL. */
 strata_status_t strata_ckpt_diff(strata_context_t *ctx, const char *a, const char *b,
                                  FILE *out, int *differs_p);
-
-#ifdef __cplusplus
-}
-#endif
 
 #endif /* STRATA_CKPT_H */

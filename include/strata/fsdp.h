@@ -70,7 +70,10 @@ typedef enum {
     STRATA_OPTIM_SGD   = 1    /* state "momentum" (none if momentum == 0) */
 } strata_optim_kind_t;
 
+/* A growable structure (strata.h): set it up with strata_model_opts_default,
+ * then change fields. */
 typedef struct strata_model_opts {
+    size_t   size;                  /* set by strata_model_opts_default */
     strata_optim_kind_t optimizer;
     float    lr;                    /* default 1e-3 */
     float    beta1, beta2, eps;     /* AdamW: 0.9, 0.999, 1e-8 */
@@ -87,8 +90,15 @@ typedef struct strata_model_opts {
     uint64_t seed;                  /* parameter initialisation; independent of W and S */
 } strata_model_opts_t;
 
-/* Fill *opts with the defaults above (AdamW, lr 1e-3, seed 1234). */
-void strata_model_opts_default(strata_model_opts_t *opts);
+/* Fill *opts, whose size is `size` bytes, with the defaults above (AdamW,
+ * lr 1e-3, seed 1234) and set opts->size. Call it through the macro, which
+ * passes the size the program was compiled with:
+ *     strata_model_opts_t opts;
+ *     strata_model_opts_default(&opts);
+ *     opts.lr = 3e-4f;
+ * STRATA_ERR_INVALID for NULL or a size no version of the struct has. */
+strata_status_t strata_model_opts_init(strata_model_opts_t *opts, size_t size);
+#define strata_model_opts_default(opts) strata_model_opts_init((opts), sizeof *(opts))
 
 /* ---- parameter initialisers ------------------------------------------------ */
 
@@ -110,6 +120,13 @@ typedef struct {
     strata_init_fn     fn;       /* USER */
     void              *user;     /* USER: passed to fn */
 } strata_init_t;
+
+/* Initialisers as expressions, for strata_unit_add_param's argument:
+ *     strata_unit_add_param(u, "w", 2, dims, STRATA_F32, STRATA_PARAM_NORMAL(0.02f), NULL); */
+#define STRATA_PARAM_ZEROS        ((strata_init_t){ .kind = STRATA_INIT_ZEROS })
+#define STRATA_PARAM_ONES         ((strata_init_t){ .kind = STRATA_INIT_ONES })
+#define STRATA_PARAM_NORMAL(sd)   ((strata_init_t){ .kind = STRATA_INIT_NORMAL, .std = (sd) })
+#define STRATA_PARAM_USER(f, u)   ((strata_init_t){ .kind = STRATA_INIT_USER, .fn = (f), .user = (u) })
 
 /* ---- callbacks ---------------------------------------------------------------- */
 
@@ -210,7 +227,8 @@ strata_status_t strata_unit_param_info(const strata_unit_t *unit, int index, con
  * on every rank. Collective over the context's ranks. */
 strata_status_t strata_unit_read_param(strata_unit_t *unit, int index, float *dst, size_t numel);
 
-typedef struct {
+typedef struct strata_model_stats {
+    size_t  size;               /* set by STRATA_MODEL_STATS_INIT */
     int     steps;              /* optimizer steps taken */
     double  step_s;             /* last step, wall time from step_begin to step_end */
     double  compute_s;          /* inside callbacks */
@@ -234,6 +252,11 @@ typedef struct {
     size_t  offload_bytes;      /* bytes moved off the device in the step */
     double  predicted_step_s;   /* the plan's predicted step time (0 without a plan) */
 } strata_model_stats_t;
+/* The initialiser: the program's size, every field 0. */
+#define STRATA_MODEL_STATS_INIT { .size = sizeof(strata_model_stats_t) }
+/* Fill *stats_p as far as stats_p->size reaches (set it with
+ * STRATA_MODEL_STATS_INIT: strata_model_stats_t ms = STRATA_MODEL_STATS_INIT;).
+ * Local: no communication. */
 strata_status_t strata_model_stats(const strata_model_t *model, strata_model_stats_t *stats_p);
 
 /* ---- activation policies, the step program, the trace (fsdp/exec_*.c) ------- */
@@ -325,9 +348,58 @@ strata_status_t strata_model_save(strata_model_t *model, const char *dir,
  * (same units and parameter shapes), restoring the optimizer state and step
  * count; info->data_pos and info->rng (rng_len bytes, must match the file)
  * are filled when info is not NULL. Collective; only between steps. On
- * failure the model's values are unspecified: load again or rebuild it. */
+ * failure the step count and optimizer settings (lr, betas, ...) stay
+ * those of before. So do the shards on the cuda backend, which reads the
+ * file into host copies and moves them to the device only after a
+ * complete read; the host backend reads into the master and optimizer-
+ * state shards in place, so a failure part-way can leave some of them
+ * holding the file's values. Load again or rebuild the model before
+ * training on. */
 strata_status_t strata_model_load(strata_model_t *model, const char *path,
                                   strata_model_ckpt_t *info);
+
+/* ---- checking a unit's backward (fsdp/gradcheck.c) ------------------------------ */
+
+/* What strata_unit_gradcheck found; a growable structure (strata.h). */
+typedef struct strata_gradcheck {
+    size_t size;              /* set by STRATA_GRADCHECK_INIT */
+    int    nprobed;           /* parameter elements probed */
+    int    worst_param;       /* where the error was largest: the parameter (its index */
+    double max_rel_err;       /* in the unit) and element; the largest error */
+    size_t worst_element;
+    double worst_analytic;    /* there: d(L)/d(element) from the unit's backward */
+    double worst_numeric;     /* and the central difference of L from its forward */
+} strata_gradcheck_t;
+#define STRATA_GRADCHECK_INIT { .size = sizeof(strata_gradcheck_t) }
+
+/*
+ * Check a unit's backward against its forward, as a unit test of a hand-
+ * written backward: on the unit's current parameters and `input` (in_bytes,
+ * host memory; batch is handed to the callbacks as in strata_model_forward),
+ * with L = sum_i r_i * out_i for a fixed pseudo-random r in [-1, 1] over
+ * the unit's output (read as f32), the backward's d(L)/d(p) is compared
+ * with (L(p + eps) - L(p - eps)) / 2eps for nprobe elements p spread evenly
+ * over the unit's flat parameter vector (all of them when it has fewer).
+ * report_p->max_rel_err is the largest |analytic - numeric| / max(|analytic|,
+ * |numeric|, 1e-6) with where it was. The forward runs in f32, so with eps
+ * about 1e-3 a right backward typically gives 1e-4 ... 1e-2 and a wrong one
+ * 0.1 or more; a forward that is not smooth at the point (ReLU at 0, max)
+ * can give a large error at an element that moves across the kink.
+ *
+ * The unit runs in a private one-unit model on the model's context (its
+ * callbacks and user data, a copy of its parameters, f32 compute, no
+ * optimizer update), so its callbacks see unit index 0, n_micro 1, and
+ * strata_call_training 0 in the central differences: a forward that
+ * behaves differently in training (dropout) cannot be checked. The model
+ * and its parameters are not changed. Collective over the context's ranks,
+ * every rank with the same input; only between steps; needs device room
+ * for a second copy of the unit. Errors: STRATA_ERR_INVALID (bad argument,
+ * unit of another model, no backward, report size unset), _STATE, _MISMATCH
+ * (output not f32), and whatever the unit's callbacks return.
+ */
+strata_status_t strata_unit_gradcheck(strata_model_t *model, strata_unit_t *unit,
+                                      const void *input, size_t in_bytes, void *batch,
+                                      int nprobe, double eps, strata_gradcheck_t *report_p);
 
 /* ---- inside a callback ------------------------------------------------------------ */
 
