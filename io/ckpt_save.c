@@ -861,7 +861,7 @@ static strata_status_t save_opts_in(strata_context_t *ctx, const strata_ckpt_sav
 {
     strata_ckpt_save_opts_init(o, sizeof *o);
     strata_status_t st = opts ? base_grow_in(ctx, &save_opts_grow, o, opts) : STRATA_OK;
-    return ckpt_agree(ctx, ctx->comm, st);
+    return base_agree(ctx, ctx->comm, st);
 }
 
 /* The public entry points: each whole save is one recorded operation under
