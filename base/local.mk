@@ -5,7 +5,6 @@ libstrata_core_la_SOURCES += \
     base/config.c \
     base/log.c \
     base/node.c \
-    base/rs.c \
     base/wait.h \
     base/wait.c \
     base/h5lock.c \
