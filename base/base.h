@@ -146,31 +146,6 @@ int base_node_oversubscribed(MPI_Comm comm);
  * strata calibrate's rounds that measure it. */
 #define BASE_CHECK_SPIN_S 1e-3
 
-/* rs.c: a nonblocking reduce-scatter (f32 sum, then / div unless div is
- * 0) of p blocks of count floats over comm, by point-to-point messages:
- * the MPI backend's and strata calibrate's (rs.c says why not
- * MPI_Ireduce_scatter_block; its results are bit for bit the same). No
- * locking: callers below MPI_THREAD_MULTIPLE serialise start and test.
- * start returns an MPI error code (MPI_ERR_NO_MEM without memory);
- * test sets *done_p once every message has arrived, and then the caller
- * runs finish (the sum, outside any MPI lock) once; release always. */
-typedef struct {
-    MPI_Request  *reqs;
-    int           nreq, p, rank, finished;
-    float        *tmp;          /* the peers' blocks, (p-1) x count */
-    const float **v;            /* the sum tree's operands */
-    const float  *send;
-    float        *recv;
-    size_t        count;
-    float         div;
-} base_rs_t;
-int base_rs_start(base_rs_t *rs, MPI_Comm comm, int tag, const float *send, float *recv,
-                  size_t count, float div);
-int base_rs_test(base_rs_t *rs, int *done_p);
-void base_rs_finish(base_rs_t *rs);
-int base_rs_done(const base_rs_t *rs);
-void base_rs_release(base_rs_t *rs);
-
 /* The process-wide HDF5 lock (h5lock.c), recursive: Debian's HDF5 is not
  * thread-safe, so every HDF5 call of the library holds it (io/io.h says who
  * takes it where). trylock: 1 when taken (for tests). */

@@ -7,7 +7,6 @@ libstrata_core_la_SOURCES += \
     base/grow.c \
     base/log.c \
     base/node.c \
-    base/rs.c \
     base/wait.h \
     base/wait.c \
     base/shard.h \

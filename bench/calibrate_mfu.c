@@ -38,7 +38,7 @@
 #include "base/base.h"
 #include "bench/stats.h"
 #include "examples/gpt/gpt.h"
-#include "sched/planner.h"
+#include "plan/plan.h"
 
 /* Blocks the loop cycles through: each call's weights and activations
  * were last touched a few blocks ago, as in a step, not a call ago. */

@@ -26,9 +26,10 @@ bench_sgemm_bench_LDADD = $(BLAS_LIBS)
 noinst_PROGRAMS += bench/calibrate_mfu
 bench_calibrate_mfu_SOURCES = bench/calibrate_mfu.c bench/stats.h
 bench_calibrate_mfu_CPPFLAGS = $(AM_CPPFLAGS) $(JANSSON_CFLAGS)
-# the convenience library, not libstrata.la: the planner's plan_units is internal
-bench_calibrate_mfu_LDADD = examples/gpt/libgpt.a libstrata_core.la $(BLAS_LIBS) $(DNNL_LIBS) \
-    $(OPENMP_CFLAGS) $(JANSSON_LIBS) -lm
+# the convenience library, not libstrata.la: base_now and the planner's
+# calls into sched/ are internal
+bench_calibrate_mfu_LDADD = examples/gpt/libgpt.a $(PLAN_LIBS) libstrata_core.la $(BLAS_LIBS) $(DNNL_LIBS) \
+    $(OPENMP_CFLAGS) -lm
 endif
 
 # the cuda backend's copy engines against cudaMemcpyAsync (t/gpu/device-check.sh

@@ -142,6 +142,31 @@ uint64_t comm_hash_text(const char *s);
  * flight recorder. Collective over g. */
 strata_status_t comm_agree_status(strata_group_t *g, strata_status_t st);
 
+/* rs.c: a nonblocking reduce-scatter (f32 sum, then / div unless div is
+ * 0) of p blocks of count floats over comm, by point-to-point messages:
+ * the MPI backend's (mpi.c) and strata calibrate's (rs.c says why not
+ * MPI_Ireduce_scatter_block; its results are bit for bit the same). No
+ * locking: callers below MPI_THREAD_MULTIPLE serialise start and test.
+ * start returns an MPI error code (MPI_ERR_NO_MEM without memory);
+ * test sets *done_p once every message has arrived, and then the caller
+ * runs finish (the sum, outside any MPI lock) once; release always. */
+typedef struct {
+    MPI_Request  *reqs;
+    int           nreq, p, rank, finished;
+    float        *tmp;          /* the peers' blocks, (p-1) x count */
+    const float **v;            /* the sum tree's operands */
+    const float  *send;
+    float        *recv;
+    size_t        count;
+    float         div;
+} comm_rs_t;
+int comm_rs_start(comm_rs_t *rs, MPI_Comm comm, int tag, const float *send, float *recv,
+                  size_t count, float div);
+int comm_rs_test(comm_rs_t *rs, int *done_p);
+void comm_rs_finish(comm_rs_t *rs);
+int comm_rs_done(const comm_rs_t *rs);
+void comm_rs_release(comm_rs_t *rs);
+
 /* Serialise MPI calls when the granted level is below THREAD_MULTIPLE. */
 static inline void comm_lock(strata_context_t *ctx)
 {

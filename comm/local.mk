@@ -7,7 +7,8 @@ libstrata_core_la_SOURCES += \
     comm/recorder_impl.h \
     comm/recorder.c \
     comm/watchdog.c \
-    comm/agree.c
+    comm/agree.c \
+    comm/rs.c
 NCCL_SOURCES = \
     comm/nccl_backend.h \
     comm/nccl_map.c \

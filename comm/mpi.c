@@ -35,7 +35,7 @@ static strata_status_t mpi_allgather(strata_group_t *g, const void *send, void *
     return STRATA_OK;
 }
 
-/* Nonblocking: base/rs.c's point-to-point reduce-scatter (it says why not
+/* Nonblocking: comm/rs.c's point-to-point reduce-scatter (it says why not
  * MPI_Ireduce_scatter_block), which also averages in its summing pass.
  * Blocking (large messages, comm.c): Open MPI's tuned blocking one. */
 static strata_status_t mpi_reduce_scatter(strata_group_t *g, const float *send, float *recv,
@@ -47,12 +47,12 @@ static strata_status_t mpi_reduce_scatter(strata_group_t *g, const float *send, 
         req->div_pending = STRATA_AVG == op;
         return STRATA_OK;
     }
-    base_rs_t *rs = malloc(sizeof *rs);
+    comm_rs_t *rs = malloc(sizeof *rs);
     if (!rs) return base_error(g->ctx, STRATA_ERR_NOMEM, "reduce-scatter: cannot allocate its state");
     /* tags 1..32000 in turn: MPI guarantees tags up to 32767 */
     int tag = 1 + (int)(g->rs_seq++ % 32000u);
     comm_lock(g->ctx);
-    int rc = base_rs_start(rs, g->comm, tag, send, recv, count,
+    int rc = comm_rs_start(rs, g->comm, tag, send, recv, count,
                            STRATA_AVG == op ? (float)g->size : 0.0f);
     comm_unlock(g->ctx);
     req->backend_data = rs;   /* released with the request, also after a failed start */
@@ -95,7 +95,7 @@ static strata_status_t mpi_barrier(strata_group_t *g, strata_request_t *req)
     return STRATA_OK;
 }
 
-static base_rs_t *rs_of(strata_request_t *req)
+static comm_rs_t *rs_of(strata_request_t *req)
 {
     return COLL_REDUCE_SCATTER == req->kind ? req->backend_data : NULL;
 }
@@ -103,12 +103,12 @@ static base_rs_t *rs_of(strata_request_t *req)
 static strata_status_t mpi_test(strata_request_t *req, int *done_p)
 {
     int flag = 0, rc;
-    base_rs_t *rs = rs_of(req);
+    comm_rs_t *rs = rs_of(req);
     comm_lock(req->group->ctx);
-    rc = rs ? base_rs_test(rs, &flag) : MPI_Test(&req->mpi_req, &flag, MPI_STATUS_IGNORE);
+    rc = rs ? comm_rs_test(rs, &flag) : MPI_Test(&req->mpi_req, &flag, MPI_STATUS_IGNORE);
     comm_unlock(req->group->ctx);
     if (MPI_SUCCESS != rc) return base_mpi_error(req->group->ctx, rc, "MPI_Test");
-    if (flag && rs) base_rs_finish(rs);      /* the sum, with the MPI lock free */
+    if (flag && rs) comm_rs_finish(rs);      /* the sum, with the MPI lock free */
     *done_p = flag;
     return STRATA_OK;
 }
@@ -119,20 +119,20 @@ static strata_status_t mpi_test(strata_request_t *req, int *done_p)
  * MPI calls are not starved. */
 static strata_status_t mpi_wait(strata_request_t *req)
 {
-    base_rs_t *rs = rs_of(req);
+    comm_rs_t *rs = rs_of(req);
     strata_context_t *ctx = req->group->ctx;
     if (!rs) return comm_wait_backoff(ctx, &req->mpi_req, "MPI_Wait");
     strata_status_t st = rs->finished || 0 == rs->nreq ? STRATA_OK
         : comm_wait_all(ctx, rs->reqs, rs->nreq, "MPI_Waitall (reduce-scatter)", ctx->cfg.spin_time);
-    if (STRATA_OK == st) base_rs_finish(rs);
+    if (STRATA_OK == st) comm_rs_finish(rs);
     return st;
 }
 
 static void mpi_request_release(strata_request_t *req)
 {
-    base_rs_t *rs = rs_of(req);
+    comm_rs_t *rs = rs_of(req);
     if (!rs) return;
-    base_rs_release(rs);
+    comm_rs_release(rs);
     free(rs);
     req->backend_data = NULL;
 }

@@ -1,3 +1,3 @@
 #!/bin/sh
-# The point-to-point reduce-scatter (base/rs.c) against MPI's, bit for bit, on 4 ranks.
+# The point-to-point reduce-scatter (comm/rs.c) against MPI's, bit for bit, on 4 ranks.
 exec "$top_srcdir/t/launch" 4 "$top_builddir/t/comm_rs"

@@ -1,5 +1,5 @@
 /*
- * comm_rs.c - base/rs.c's point-to-point reduce-scatter against Open MPI's
+ * comm_rs.c - comm/rs.c's point-to-point reduce-scatter against Open MPI's
  * MPI_Ireduce_scatter_block (libnbc), bit for bit, on floats whose sums round
  * differently in different orders; several in flight at once, completed
  * in reverse order; averages; empty and odd-sized blocks. Run on N ranks
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/base.h"
+#include "comm/comm.h"
 #include "tap.h"
 
 #define INFLIGHT 3
@@ -58,16 +58,16 @@ int main(int argc, char **argv)
         for (int k = 0; k < INFLIGHT; k++)
             for (size_t j = 0; j < (size_t)W * n; j++) send[k][j] = val(R, j, 10 * c + k);
         /* INFLIGHT reduce-scatters started back to back, finished last first */
-        base_rs_t rs[INFLIGHT];
+        comm_rs_t rs[INFLIGHT];
         int started = 1, same = 1, same_avg = 1;
         for (int k = 0; k < INFLIGHT; k++)
-            started &= MPI_SUCCESS == base_rs_start(&rs[k], MPI_COMM_WORLD, 1 + k, send[k], mine[k],
+            started &= MPI_SUCCESS == comm_rs_start(&rs[k], MPI_COMM_WORLD, 1 + k, send[k], mine[k],
                                                     n, 0.0f);
         for (int k = INFLIGHT - 1; k >= 0; k--) {
             int done = 0;
-            while (started && !done) started &= MPI_SUCCESS == base_rs_test(&rs[k], &done);
-            base_rs_finish(&rs[k]);
-            base_rs_release(&rs[k]);
+            while (started && !done) started &= MPI_SUCCESS == comm_rs_test(&rs[k], &done);
+            comm_rs_finish(&rs[k]);
+            comm_rs_release(&rs[k]);
         }
         for (int k = 0; k < INFLIGHT; k++) {
             mpi_rs(send[k], ref, n);
@@ -84,10 +84,10 @@ int main(int argc, char **argv)
         ok(same, "%d ranks, %zu floats: the sums are MPI_Ireduce_scatter_block's, bit for bit", W, n);
         /* the average: MPI's sum divided by the group size */
         int done = 0;
-        started = MPI_SUCCESS == base_rs_start(&rs[0], MPI_COMM_WORLD, 7, send[0], mine[0], n, (float)W);
-        while (started && !done) started &= MPI_SUCCESS == base_rs_test(&rs[0], &done);
-        base_rs_finish(&rs[0]);
-        base_rs_release(&rs[0]);
+        started = MPI_SUCCESS == comm_rs_start(&rs[0], MPI_COMM_WORLD, 7, send[0], mine[0], n, (float)W);
+        while (started && !done) started &= MPI_SUCCESS == comm_rs_test(&rs[0], &done);
+        comm_rs_finish(&rs[0]);
+        comm_rs_release(&rs[0]);
         mpi_rs(send[0], ref, n);
         for (size_t j = 0; j < n; j++) same_avg &= ref[j] / (float)W == mine[0][j];
         ok(started && same_avg, "%d ranks, %zu floats: the average is MPI's sum / %d", W, n, W);
@@ -100,11 +100,11 @@ int main(int argc, char **argv)
     else
         ok(0 == all, "%d ranks: the tree is rank order, the same bits", W);
     /* a block count MPI cannot send is refused before any message */
-    base_rs_t big;
-    ok(MPI_SUCCESS != base_rs_start(&big, MPI_COMM_WORLD, 9, send[0], mine[0],
+    comm_rs_t big;
+    ok(MPI_SUCCESS != comm_rs_start(&big, MPI_COMM_WORLD, 9, send[0], mine[0],
                                     (size_t)INT32_MAX + 1, 0.0f),
        "a block of 2^31 floats is refused with an error");
-    base_rs_release(&big);
+    comm_rs_release(&big);
     for (int k = 0; k < INFLIGHT; k++) { free(send[k]); free(mine[k]); }
     free(ref);
     int rc = done_testing();

@@ -4,9 +4,8 @@
 # below it. The checker is first shown a folder that breaks the rule, so it
 # cannot pass by finding nothing.
 set -u
-src="${top_srcdir:-.}"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/layers.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
+. "$top_srcdir/t/tap.sh"
+tap_tmp layers
 # the strata folders named by DIR's #include "x/y.h" lines that are not
 # in ALLOWED (DIR's own folder always is), one a line
 extra() {
@@ -14,30 +13,30 @@ extra() {
     for f in "$dir"/*.c "$dir"/*.h; do [ -f "$f" ] && cat "$f"; done |
         sed -n 's/^[ \t]*#[ \t]*include[ \t]*"\([a-z_]*\)\/.*/\1/p' | sort -u |
         while read -r d; do
-            case " base comm tiers io sched fsdp tools bench examples t " in *" $d "*) ;; *) continue ;; esac
+            case " base comm tiers io sched fsdp plan tools bench examples t " in *" $d "*) ;; *) continue ;; esac
             case "$allowed" in *" $d "*) ;; *) echo "$d" ;; esac
         done
 }
-echo "1..11"
+# layer FOLDER ALLOWED...: one test line
+layer() {
+    dir=$1; shift
+    bad=$(extra "$top_srcdir/$dir" "$*" "${dir%%/*}" | tr '\n' ' ')
+    check "$dir includes only: ${*:-nothing of strata}${bad:+ (also: $bad)}" test -z "$bad"
+}
+echo "1..12"
 mkdir "$tmp/base"
 printf '#include "base/base.h"\n#include "comm/comm.h"\n#include "strata/tiers.h"\n' > "$tmp/base/x.c"
 got=$(extra "$tmp/base" base)
-[ "$got" = comm ] && echo "ok 1 - the checker finds a folder that includes a layer above it" ||
-    echo "not ok 1 - the checker finds a folder that includes a layer above it (got '$got')"
-n=1
-check() {   # check FOLDER ALLOWED...
-    n=$((n + 1)); dir=$1; shift
-    bad=$(extra "$src/$dir" "$*" "${dir%%/*}" | tr '\n' ' ')
-    [ -z "$bad" ] && echo "ok $n - $dir includes only: ${*:-nothing of strata}" ||
-        echo "not ok $n - $dir includes only: ${*:-nothing of strata} (also: $bad)"
-}
-check base
-check comm base
-check tiers base
-check io base
-check sched base
-check fsdp base comm tiers sched
-check tools base sched
-check examples/mlp
-check examples/gpt
-check bench base comm tiers io sched fsdp examples
+check "the checker finds a folder that includes a layer above it" test "$got" = comm
+[ "$got" = comm ] || echo "# it named: '$got'"
+layer base
+layer comm base
+layer tiers base
+layer io base
+layer sched base
+layer fsdp base comm tiers sched
+layer plan base sched
+layer tools base comm sched plan
+layer examples/mlp
+layer examples/gpt
+layer bench base comm tiers io sched fsdp plan examples

@@ -244,17 +244,18 @@ TESTS += t/gpt-train-damaged.t t/gpt-train-lock.t t/gpt-train-settings.t t/gpt-t
 # docs/planner.md (checks the example GPT against examples/gpt's own sizes)
 check_PROGRAMS += t/plan_model.t
 t_plan_model_t_SOURCES = t/plan_model.t.c
-t_plan_model_t_LDADD = examples/gpt/libgpt.a $(TEST_INTERNAL_LDADD) $(BLAS_LIBS) $(DNNL_LIBS) $(OPENMP_CFLAGS)
+t_plan_model_t_LDADD = examples/gpt/libgpt.a $(PLAN_LIBS) $(TEST_INTERNAL_LDADD) $(BLAS_LIBS) $(DNNL_LIBS) $(OPENMP_CFLAGS)
 dist_check_SCRIPTS += t/plan-model-cli.t t/calibrate-cmd.t t/calibrate-mfu.t
 TESTS += t/plan_model.t t/plan-model-cli.t t/calibrate-cmd.t t/calibrate-mfu.t
 endif
 
-# the shared library exports only the public API; the installed package
-# builds an out-of-tree program through pkg-config
+# the shared library exports only the public API and needs nothing of the
+# tools (jansson, the planner, the build tree's paths); the installed
+# package builds an out-of-tree program through pkg-config
 AM_TESTS_ENVIRONMENT += CC='$(CC)' MAKE='$(MAKE)' PKG_CONFIG='$(PKG_CONFIG)'; export CC MAKE PKG_CONFIG;
-dist_check_SCRIPTS += t/lib-symbols.t t/install-pkgconfig.t
+dist_check_SCRIPTS += t/lib-symbols.t t/lib-deps.t t/install-pkgconfig.t
 EXTRA_DIST += t/install_prog.c
-TESTS += t/lib-symbols.t t/install-pkgconfig.t
+TESTS += t/lib-symbols.t t/lib-deps.t t/install-pkgconfig.t
 
 # python/ (Debian's /usr/bin/python3, t/py-env.sh; each skips with a reason
 # where its modules do not import) and strata trace --merge/--plot (the

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "strata.h"
-#include "sched/planner.h"
+#include "plan/plan.h"
 #include "examples/gpt/gpt.h"
 #include "tap.h"
 

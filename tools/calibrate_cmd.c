@@ -23,6 +23,7 @@
 
 #include "strata.h"
 #include "base/base.h"
+#include "comm/comm.h"
 #include "tools/calibrate.h"
 #include "tools/cmds.h"
 
@@ -82,7 +83,7 @@ static int disk_bw(const char *dir, size_t bytes, double *w_p, double *r_p)
 
 /* busbw of collective k over comm for a message of S bytes (the full
  * size): the nonblocking calls the runtime starts (comm/mpi.c; its
- * reduce-scatter is base/rs.c's point-to-point one), waited for at once;
+ * reduce-scatter is comm/rs.c's point-to-point one), waited for at once;
  * Open MPI runs them by other algorithms than the blocking ones (measured
  * here: a 1 MiB all-gather on 2 ranks 0.23 ms against 0.09) */
 static double coll_busbw(int k, MPI_Comm comm, size_t S)
@@ -97,13 +98,13 @@ static double coll_busbw(int k, MPI_Comm comm, size_t S)
         double t0 = calib_now();
         MPI_Request q;
         if (0 == k) MPI_Iallgather(in, (int)per, MPI_BYTE, out, (int)per, MPI_BYTE, comm, &q);
-        else if (1 == k) {   /* the runtime's reduce-scatter (base/rs.c) */
-            base_rs_t rs;
+        else if (1 == k) {   /* the runtime's reduce-scatter (comm/rs.c) */
+            comm_rs_t rs;
             int done = 0;
-            base_rs_start(&rs, comm, 1 + r, (const float *)in, (float *)out, per / 4, 0.0f);
-            while (!done) base_rs_test(&rs, &done);
-            base_rs_finish(&rs);
-            base_rs_release(&rs);
+            comm_rs_start(&rs, comm, 1 + r, (const float *)in, (float *)out, per / 4, 0.0f);
+            while (!done) comm_rs_test(&rs, &done);
+            comm_rs_finish(&rs);
+            comm_rs_release(&rs);
             q = MPI_REQUEST_NULL;
         }
         else if (2 == k) MPI_Ialltoall(in, (int)per, MPI_BYTE, out, (int)per, MPI_BYTE, comm, &q);

@@ -14,6 +14,7 @@
 
 #include "base/base.h"
 #include "base/wait.h"
+#include "comm/comm.h"
 #include "tools/calibrate.h"
 
 /* sgemm at --shape on the team; c is NULL (and nothing held) where
@@ -44,18 +45,18 @@ typedef struct {
 } ovl_t;
 
 /* The collectives of a unit in flight: the all-gather and the runtime's
- * reduce-scatter (base/rs.c, point-to-point messages; not
+ * reduce-scatter (comm/rs.c, point-to-point messages; not
  * MPI_Ireduce_scatter_block, which the runtime does not call) */
 typedef struct {
     MPI_Request ag;
-    base_rs_t   rs;
+    comm_rs_t   rs;
     int         rs_on, rs_done;
 } inflight_t;
 
 static void inflight_add_rs(const ovl_t *v, inflight_t *f)
 {
     static unsigned tag;
-    base_rs_start(&f->rs, MPI_COMM_WORLD, 1 + (int)(tag++ % 32000u), v->rs_in, v->rs_out,
+    comm_rs_start(&f->rs, MPI_COMM_WORLD, 1 + (int)(tag++ % 32000u), v->rs_in, v->rs_out,
                   (size_t)v->per / 4, 0.0f);
     f->rs_on = 1;
     f->rs_done = 0;
@@ -76,9 +77,9 @@ static int inflight_test(inflight_t *f)
     int ag = 1, rs = 1;
     MPI_Test(&f->ag, &ag, MPI_STATUS_IGNORE);
     if (!f->rs_done) {
-        base_rs_test(&f->rs, &rs);
+        comm_rs_test(&f->rs, &rs);
         if (rs) {
-            base_rs_finish(&f->rs);
+            comm_rs_finish(&f->rs);
             f->rs_done = 1;
         }
     }
@@ -87,7 +88,7 @@ static int inflight_test(inflight_t *f)
 
 static void inflight_end(inflight_t *f)
 {
-    if (f->rs_on) base_rs_release(&f->rs);
+    if (f->rs_on) comm_rs_release(&f->rs);
     f->rs_on = 0;
 }
 

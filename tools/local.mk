@@ -12,7 +12,7 @@ tools_strata_CPPFLAGS = $(AM_CPPFLAGS) $(BLAS_CFLAGS) $(JANSSON_CFLAGS)
 # OpenMP: calibrate runs its split products in an OpenMP team, as the
 # GPT's kernels do (calibrate_team.c)
 tools_strata_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS)
-tools_strata_LDADD = $(TRACE_LIBS) libstrata_core.la $(JANSSON_LIBS) $(BLAS_LIBS) $(OPENMP_CFLAGS)
+tools_strata_LDADD = $(TRACE_LIBS) $(PLAN_LIBS) libstrata_core.la $(BLAS_LIBS) $(OPENMP_CFLAGS)
 
 # reading traces back and their per-step analysis, for `strata trace` and
 # the tests; jansson parses the JSON

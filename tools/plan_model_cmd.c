@@ -13,7 +13,7 @@
 #include <jansson.h>
 
 #include "strata.h"
-#include "sched/planner.h"
+#include "plan/plan.h"
 #include "tools/cmds.h"
 
 typedef struct {

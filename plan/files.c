@@ -1,5 +1,5 @@
 /*
- * plan_files.c - reading the planner's model and hardware files (JSON,
+ * files.c - reading the planner's model and hardware files (JSON,
  * with jansson) and finding shipped ones by name. Every error names the
  * file, the field (dotted path) and what was expected.
  */
@@ -14,8 +14,7 @@
 
 #include <jansson.h>
 
-#include "sched/planner.h"
-#include "sched/sched_impl.h"
+#include "plan/plan.h"
 
 typedef struct {
     const char *label;

@@ -1,17 +1,21 @@
 /*
- * planner.h - from a model file and a hardware file to the step program
- * that sched/ schedules: the units, their named saves with bytes and the
- * FLOPs of the ops that produce them, gathered parameter bytes, costs in
- * seconds, and the per-device memory that is not in the program (shards,
- * optimizer state, workspace). Time is never modelled here: the program
+ * plan.h - the planner: from a model file and a hardware file to the
+ * step program that sched/ schedules: the units, their named saves with
+ * bytes and the FLOPs of the ops that produce them, gathered parameter
+ * bytes, costs in seconds, and the per-device memory that is not in the
+ * program (shards, optimizer state, workspace). Time is never modelled here: the program
  * goes to the same sched_build and sched_simulate the runtime uses.
- * Internal (not installed); formulas and assumptions in docs/planner.md.
+ *
+ * plan/libplan.a, for strata plan-model, strata calibrate, the benchmarks
+ * and the tests; not part of libstrata, whose runtime schedules a program
+ * (sched/) but never reads model or hardware files. Internal (not
+ * installed); formulas and assumptions in docs/planner.md.
  *
  * Error convention as in sched.h: a status, and a message naming the file,
  * the field and what was expected in (err, errlen).
  */
-#ifndef STRATA_SCHED_PLANNER_H
-#define STRATA_SCHED_PLANNER_H
+#ifndef STRATA_PLAN_PLAN_H
+#define STRATA_PLAN_PLAN_H
 
 #include <stddef.h>
 

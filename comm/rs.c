@@ -25,14 +25,14 @@
  * start's sends; the caller's tag (a sequence number) makes that explicit.
  */
 #include "config.h"
-#include "base.h"
+#include "comm.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-static int slot_of(const base_rs_t *rs, int j) { return j < rs->rank ? j : j - 1; }
+static int slot_of(const comm_rs_t *rs, int j) { return j < rs->rank ? j : j - 1; }
 
-int base_rs_start(base_rs_t *rs, MPI_Comm comm, int tag, const float *send, float *recv,
+int comm_rs_start(comm_rs_t *rs, MPI_Comm comm, int tag, const float *send, float *recv,
                   size_t count, float div)
 {
     int p = 1, rank = 0, rc = MPI_SUCCESS;
@@ -100,7 +100,7 @@ static void add_into(float *out, const float *a, const float *b, size_t n, float
     for (; i < n; i++) out[i] = a[i] + b[i];
 }
 
-void base_rs_finish(base_rs_t *rs)
+void comm_rs_finish(comm_rs_t *rs)
 {
     if (rs->finished) return;
     rs->finished = 1;
@@ -132,7 +132,7 @@ void base_rs_finish(base_rs_t *rs)
     rs->tmp = NULL;
 }
 
-int base_rs_test(base_rs_t *rs, int *done_p)
+int comm_rs_test(comm_rs_t *rs, int *done_p)
 {
     int flag = 1, rc = MPI_SUCCESS;
     if (!rs->finished && rs->nreq > 0) rc = MPI_Testall(rs->nreq, rs->reqs, &flag, MPI_STATUSES_IGNORE);
@@ -140,17 +140,17 @@ int base_rs_test(base_rs_t *rs, int *done_p)
     return rc;
 }
 
-int base_rs_done(const base_rs_t *rs)
+int comm_rs_done(const comm_rs_t *rs)
 {
     for (int i = 0; i < rs->nreq; i++)
         if (MPI_REQUEST_NULL != rs->reqs[i]) return 0;
     return 1;
 }
 
-void base_rs_release(base_rs_t *rs)
+void comm_rs_release(comm_rs_t *rs)
 {
     /* a buffer MPI may still write into (an abandoned wait) is left, not freed */
-    if (base_rs_done(rs)) free(rs->tmp);
+    if (comm_rs_done(rs)) free(rs->tmp);
     free(rs->reqs);
     free(rs->v);
     rs->tmp = NULL;

@@ -1,5 +1,5 @@
 /*
- * plan_eval.c - the planner's step program (sched_program_t) from the
+ * eval.c - the planner's step program (sched_program_t) from the
  * units, with costs in seconds from the hardware file, and its evaluation
  * by sched_build + sched_simulate, the code the runtime schedules with.
  */
@@ -10,8 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched/planner.h"
-#include "sched/sched_impl.h"
+#include "plan/plan.h"
 
 double plan_compute_time(const plan_hw_t *hw, double flops, double mem_bytes)
 {
@@ -215,8 +214,8 @@ static double *copy_costs(plan_t *p, sched_t *s)
         saved[2 * u] = p->prog->units[u].cost_s[SCHED_COST_FWD];
         saved[2 * u + 1] = p->prog->units[u].cost_s[SCHED_COST_BWD];
     }
-    for (int i = 0; i < s->nops; i++) {
-        const sched_op_t *op = &s->ops[i];
+    for (int i = 0, nops = sched_nops(s); i < nops; i++) {
+        const sched_op_t *op = sched_op(s, i);
         if (op->unit < 0) continue;
         double *c = p->prog->units[op->unit].cost_s;
         if (SCHED_OP_D2H == op->kind) c[SCHED_COST_FWD] += y * op->seconds;

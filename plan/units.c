@@ -1,5 +1,5 @@
 /*
- * plan_units.c - a model file's units: per layer the named activations
+ * units.c - a model file's units: per layer the named activations
  * with their bytes and the FLOPs of the op that produces each, the
  * parameters (gathered or expert-local), and the memory outside the step
  * program. Formulas in docs/planner.md; n = micro x seq tokens, h hidden,
@@ -16,8 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched/planner.h"
-#include "sched/sched_impl.h"
+#include "plan/plan.h"
 
 static void add_save(plan_unit_t *u, const char *name, double bytes, double flops)
 {
