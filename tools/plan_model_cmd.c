@@ -2,7 +2,7 @@
  * plan_model_cmd.c - `strata plan --model M --hw H ...`: a model file and a
  * hardware file to the per-device memory, per-host bytes, step time,
  * tokens/s and TFLOP/s per device of each activation policy, with the
- * step timed by sched_build + sched_simulate (sched/planner.h).
+ * step timed by sched_build + sched_simulate (plan/plan.h).
  */
 #include "config.h"
 
