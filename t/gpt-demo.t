@@ -6,13 +6,11 @@
 # recipe, each ending at >= 90% held-out accuracy. The three runs go side by
 # side (about 30 s of one core each); a bad DEMO_RANKS is refused.
 set -u
+. "$top_srcdir/t/tap.sh"
 demo="$top_srcdir/examples/gpt/demo"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpt-demo.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
+tap_tmp gpt-demo
 export top_builddir
 echo "1..7"
-n=0
-check() { n=$((n + 1)); d=$1; shift; if "$@"; then echo "ok $n - $d"; else echo "not ok $n - $d"; fi; }
 
 seeds="1 2 3"
 # the bound is for a machine shared with other jobs, where mpirun may wait

@@ -8,9 +8,9 @@
 # --device cuda where no CUDA device answers (exit 2; skipped with one); --help exits 0 and documents the stop
 # signal.
 set -u
-L="$top_srcdir/t/launch"; P="$top_builddir/examples/gpt/train_gpt"
+. "$top_srcdir/t/tap.sh"
+P="$top_builddir/examples/gpt/train_gpt"
 echo "1..13"
-n=0
 # refuses "description" "regex the output must match" ARGS...
 refuses() {
     n=$((n + 1)); d=$1; re=$2; shift 2

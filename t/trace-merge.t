@@ -7,14 +7,11 @@
 # through gnuplot and says so clearly where gnuplot is missing; bad input;
 # bench/offload --plot's drawing (bench/offload-plot) from a table.
 set -u
+. "$top_srcdir/t/tap.sh"
 . "$top_srcdir/t/py-env.sh"
-S="$top_builddir/tools/strata"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/trace-merge.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
+tap_tmp trace-merge
 echo "1..8"
-n=0
-check() { n=$((n + 1)); d=$1; shift; if "$@"; then echo "ok $n - $d"; else echo "not ok $n - $d"; fi; }
-"$top_srcdir/t/launch" 2 "$top_builddir/examples/gpt/train_gpt" --threads 1 --layers 2 --dim 32 \
+"$L" 2 "$top_builddir/examples/gpt/train_gpt" --threads 1 --layers 2 --dim 32 \
     --heads 4 --batch 4 --steps 3 --eval-n 8 --spill-dir "$tmp" \
     --act-policy "mlp_up=host,qkv=storage,*=keep" --schedule naive --trace "$tmp/tr.json" > "$tmp/out" 2>&1 ||
     { echo "Bail out! train_gpt --trace failed"; sed 's/^/# /' "$tmp/out" | tail -5; exit 1; }
