@@ -25,7 +25,7 @@ if [ -x "$PY" ]; then
     check "the merged trace follows the Trace Event Format (t/trace_check.py)" \
         sh -c 'test "$1" -eq 0 && grep -q "^1\.\.7" "$2" && ! grep -q "^not ok" "$2"' _ $rc "$tmp/chk"
 else
-    n=$((n + 1)); echo "ok $n - the merged trace follows the Trace Event Format # SKIP no $PY"
+    skip "the merged trace follows the Trace Event Format" "no $PY"
 fi
 cp "$tmp/tr.0.json" "$tmp/dup.json"
 "$S" trace --merge "$tmp/x.json" "$tmp/tr.0.json" "$tmp/dup.json" > "$tmp/e" 2>&1; rc=$?
@@ -41,7 +41,7 @@ if command -v gnuplot > /dev/null; then
     check "--plot draws the last step as a PNG" \
         sh -c 'test "$1" -eq 0 && test "$(head -c 4 "$2" | od -An -c | tr -d " ")" = "211PNG"' _ $rc "$tmp/step.png"
 else
-    n=$((n + 1)); echo "ok $n - --plot draws the last step as a PNG # SKIP gnuplot not installed (gnuplot-nox)"
+    skip "--plot draws the last step as a PNG" "gnuplot not installed (gnuplot-nox)"
 fi
 STRATA_GNUPLOT=/nonexistent/gnuplot "$S" trace --plot "$tmp/n.png" "$tmp"/tr.[01].json > "$tmp/e" 2>&1; rc=$?
 check "--plot without gnuplot: exit 1 and says to install it" \
@@ -56,5 +56,5 @@ if command -v gnuplot > /dev/null; then
     check "bench/offload-plot draws tokens/s and peak memory per tier as a PNG" \
         sh -c 'test "$1" -eq 0 && test "$(head -c 4 "$2" | od -An -c | tr -d " ")" = "211PNG"' _ $rc "$tmp/off.png"
 else
-    n=$((n + 1)); echo "ok $n - bench/offload-plot draws a PNG # SKIP gnuplot not installed (gnuplot-nox)"
+    skip "bench/offload-plot draws a PNG" "gnuplot not installed (gnuplot-nox)"
 fi
