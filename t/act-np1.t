@@ -3,8 +3,8 @@
 # train bitwise alike within a device budget, on 1 rank(s); the trace reads back
 # with strata trace.
 set -e
-dir=$(mktemp -d "${TMPDIR:-/tmp}/act-np1.XXXXXX")
-trap 'rm -rf "$dir"' EXIT
-"$top_srcdir/t/launch" 1 "$top_builddir/t/act_equiv" --trace "$dir/tr"
+. "$top_srcdir/t/tap.sh"
+tap_tmp act-np1
+"$L" 1 "$top_builddir/t/act_equiv" --trace "$tmp/tr"
 # the command-line reader takes the files too
-"$top_builddir/tools/strata" trace "$dir"/tr-host.*.json > "$dir/report" || { echo "not ok # strata trace failed"; cat "$dir/report"; exit 1; }
+"$S" trace "$tmp"/tr-host.*.json > "$tmp/report" || { echo "not ok # strata trace failed"; cat "$tmp/report"; exit 1; }

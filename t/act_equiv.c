@@ -162,6 +162,183 @@ static size_t number_after(const char *msg, const char *key)
 
 static size_t named_budget(const char *msg) { return number_after(msg, "device_mem="); }
 
+/* What the reference runs establish, for the tests after them. */
+typedef struct {
+    result_t ref, traced;   /* keep, plain and with the program recorded */
+    size_t budget, any;     /* where every policy fits; the smallest plan */
+    char tpath[512];        /* the keep run's trace prefix */
+} ctx_t;
+
+/* reference: keep, nothing recorded */
+static void test_reference(ctx_t *x)
+{
+    run(&(run_t){ "*=keep", "lhs", 0, NULL, K, 0, 0 }, &x->ref);
+    ok(STRATA_OK == x->ref.st && x->ref.params, "keep trains %d steps (%s)", K, x->ref.msg);
+    run(&(run_t){ "*=keep", "lhs", 0, x->tpath, K, 0, 0 }, &x->traced);
+    ok(STRATA_OK == x->traced.st && same(x->ref.params, x->traced.params),
+       "a traced keep run (program recorded) is bitwise the plain keep run (%s)", x->traced.msg);
+
+    /* what each policy needs, from the recorded program */
+    size_t keep = x->traced.need[0];
+    x->any = x->traced.any;
+    x->budget = 0;
+    for (int p = 1; p < 5; p++) if (x->traced.need[p] > x->budget) x->budget = x->traced.need[p];
+    if (x->any > x->budget) x->budget = x->any;
+    if (0 == R)
+        diag("device need: keep %zu, host %zu, storage %zu, recompute %zu, mix %zu, any %zu",
+             keep, x->traced.need[1], x->traced.need[2], x->traced.need[3], x->traced.need[4], x->any);
+    ok(keep > 0 && x->any > 0 && x->any < keep, "the smallest plan needs less device memory than keep");
+    ok(x->budget > 0 && x->budget < x->ref.max_peak, "a budget (%zu) where every offload/recompute policy "
+       "fits, below what keep uses (%zu)", x->budget, x->ref.max_peak);
+}
+
+/* keep at that budget: plain keep (nothing recorded) runs out of device
+ * memory in its first step; keep with a program fails before it */
+static void test_keep_at_budget(const ctx_t *x)
+{
+    result_t kf;
+    run(&(run_t){ "*=keep", "lhs", x->budget, NULL, K, 0, 0 }, &kf);
+    ok(STRATA_ERR_TIER_FULL == kf.st && 0 == kf.steps_done, "keep at %zu bytes: %s, no step "
+       "taken", x->budget, strata_strerror(kf.st));
+    run(&(run_t){ "*=keep", "lhs", x->budget, x->tpath, K, 0, 0 }, &kf);
+    ok(STRATA_ERR_TIER_FULL == kf.st && 0 == kf.steps_done, "traced keep at %zu bytes fails "
+       "before its first step", x->budget);
+    ok(named_budget(kf.msg) == x->any, "the message names the smallest budget %zu", x->any);
+    ok(NULL != strstr(kf.msg, "needs device_mem >="), "and what keep needs");
+    if (0 == R) diag("%s", kf.msg);
+}
+
+/* every policy and schedule at the budget: bitwise keep, peak within budget */
+static void test_policies_at_budget(const ctx_t *x)
+{
+    static const char *const pols[] = { "*=host", "*=storage", "*=recompute", "auto",
+                                        "pre_a=host,pre_b=recompute,pre_c=storage" };
+    static const char *const modes[] = { "lhs", "naive" };
+    for (int p = 0; p < 5; p++)
+        for (int mo = 0; mo < 2; mo++) {
+            result_t r;
+            run(&(run_t){ pols[p], modes[mo], x->budget, NULL, K, 0, 0 }, &r);
+            ok(STRATA_OK == r.st && same(x->ref.params, r.params) && r.max_peak <= x->budget,
+               "%s %s at %zu bytes: bitwise keep after %d steps, device peak %zu (%s)", pols[p],
+               modes[mo], x->budget, K, r.max_peak, r.msg);
+            if (1 == mo || 3 == p) { free(r.params); continue; }
+            ok(r.transfer_s >= 0 && r.overlap >= 0 && r.overlap <= 1 && r.exposed_s <= r.transfer_s + 1e-9,
+               "%s %s: transfer %.6f s, exposed %.6f s, overlap %.3f", pols[p], modes[mo],
+               r.transfer_s, r.exposed_s, r.overlap);
+            free(r.params);
+        }
+}
+
+/* auto below the smallest budget, then at it */
+static void test_auto_at_smallest(const ctx_t *x)
+{
+    result_t af, aok;
+    run(&(run_t){ "auto", "lhs", x->any - 4096, NULL, K, 0, 0 }, &af);
+    ok(STRATA_ERR_TIER_FULL == af.st && 0 == af.steps_done,
+       "auto at %zu bytes fails before the first step", x->any - 4096);
+    ok(named_budget(af.msg) == x->any, "naming the smallest budget %zu", x->any);
+    if (0 == R) diag("%s", af.msg);
+    run(&(run_t){ "auto", "lhs", x->any, NULL, K, 0, 0 }, &aok);
+    ok(STRATA_OK == aok.st && same(x->ref.params, aok.params) && aok.max_peak <= x->any,
+       "auto at exactly that budget trains bitwise like keep, peak %zu (%s)", aok.max_peak, aok.msg);
+    run(&(run_t){ "*=recompute", "naive", x->any, NULL, K, 0, 0 }, &aok);
+    ok(STRATA_OK == aok.st && same(x->ref.params, aok.params) && aok.max_peak <= x->any,
+       "so does recompute, naive, peak %zu (%s)", aok.max_peak, aok.msg);
+    free(aok.params);
+}
+
+/* two micro-batches per step: the schedule runs per micro-batch (host
+ * lhs at the budget its refusal names: with room lhs moves nothing) */
+static void test_micro_batches(const ctx_t *x)
+{
+    result_t k2, h2, r2;
+    run(&(run_t){ "*=keep", "lhs", 0, NULL, K, 0, 2 }, &k2);
+    run(&(run_t){ "*=host", "lhs", x->budget, NULL, K, 0, 2 }, &h2);   /* refused, naming its need */
+    size_t need2 = number_after(h2.msg, "needs device_mem >= ");
+    free(h2.params);
+    run(&(run_t){ "*=host", "lhs", need2, NULL, K, 0, 2 }, &h2);
+    run(&(run_t){ "pre_a=recompute,pre_b=storage,*=host", "naive", 0, NULL, K, 0, 2 }, &r2);
+    ok(need2 > 0 && STRATA_OK == h2.st && same(k2.params, h2.params) && h2.transfer_s > 0,
+       "2 micro-batches: host lhs at %zu bytes is bitwise keep (%s)", need2, h2.msg);
+    ok(STRATA_OK == r2.st && same(k2.params, r2.params), "and a mix, naive (%s)", r2.msg);
+    free(k2.params); free(h2.params); free(r2.params);
+}
+
+/* the policy through the API */
+static void test_api_policy(const ctx_t *x)
+{
+    result_t ap;
+    run(&(run_t){ "api:pre_a=host,pre_b=storage,*=recompute", "lhs", x->budget, NULL, K, 0, 0 }, &ap);
+    ok(STRATA_OK == ap.st && same(x->ref.params, ap.params) && ap.max_peak <= x->budget,
+       "strata_model_set_act_policy: bitwise keep within budget (%s)", ap.msg);
+    ok(STRATA_OK != ap.api_bad_st && strstr(ap.api_bad_msg, "nope") &&
+       strstr(ap.api_bad_msg, "pre_c"), "an unknown name fails at once: %s", ap.api_bad_msg);
+    free(ap.params);
+}
+
+/* unknown names */
+static void test_unknown_names(void)
+{
+    result_t un;
+    run(&(run_t){ "qkv=host,*=keep", "lhs", 0, NULL, 1, 0, 0 }, &un);
+    ok(STRATA_OK != un.st && 0 == un.steps_done, "an unknown name fails the first step");
+    ok(strstr(un.msg, "qkv") && strstr(un.msg, "pre_a") && strstr(un.msg, "pre_b") &&
+       strstr(un.msg, "pre_c"), "naming it and the saved names: %s", un.msg);
+    result_t bad;
+    run(&(run_t){ "pre_a=elsewhere", "lhs", 0, NULL, 1, 0, 0 }, &bad);
+    ok(STRATA_OK != bad.st, "a bad action is an error: %s", bad.msg);
+}
+
+/* deviation on step 3 */
+static void test_deviation(void)
+{
+    result_t dv;
+    run(&(run_t){ "*=host", "lhs", 0, NULL, K > 3 ? K : 3, 1, 0 }, &dv);
+    is_int(dv.st, STRATA_ERR_MISMATCH, "another save size on step 3 fails with MISMATCH");
+    is_int(dv.steps_done, 2, "after two good steps");
+    ok(strstr(dv.msg, "fc0") && strstr(dv.msg, "pre_a") && strstr(dv.msg, "replan"),
+       "naming the unit and the save: %s", dv.msg);
+    is_int(dv.replan_st, STRATA_OK, "after strata_model_replan the changed step trains");
+    result_t dn;
+    run(&(run_t){ "*=recompute", "naive", 0, NULL, 3, 1, 0 }, &dn);
+    is_int(dn.st, STRATA_ERR_MISMATCH, "so with recompute and naive");
+    is_int(dn.replan_st, STRATA_OK, "and replan");
+}
+
+/* a traced host-lhs run with the link model: the file reads back */
+static void test_trace_reads_back(const ctx_t *x)
+{
+    char hp[512], file[600];
+    snprintf(hp, sizeof hp, "%s-host", trace_prefix ? trace_prefix : "act_equiv_trace");
+    result_t th;
+    run(&(run_t){ "*=host", "lhs", x->budget, hp, K, 0, 0 }, &th);
+    ok(STRATA_OK == th.st && same(x->ref.params, th.params), "traced host lhs run (%s)", th.msg);
+    free(th.params);
+    snprintf(file, sizeof file, "%s.%d.json", hp, R);
+    sched_trace_events_t evs = { 0 };
+    char err[256] = "";
+    sched_trace_step_t *steps = NULL;
+    int nsteps = 0;
+    strata_status_t st = sched_trace_read(file, &evs, err, sizeof err);
+    if (STRATA_OK == st) st = sched_trace_analyze(&evs, &steps, &nsteps, err, sizeof err);
+    ok(STRATA_OK == st, "the trace %s reads back (%s)", file, err);
+    is_int(nsteps, K, "with one step per training step");
+    int d2h = 0, h2d = 0, comp = 0;
+    for (int i = 0; i < evs.nevents; i++) {
+        if ('X' != evs.ev[i].ph) continue;
+        if (SCHED_D2H == evs.ev[i].engine) d2h++;
+        if (SCHED_H2D == evs.ev[i].engine) h2d++;
+        if (SCHED_COMPUTE == evs.ev[i].engine) comp++;
+    }
+    ok(d2h > 0 && d2h == h2d && comp >= 2 * K * L, "ops on the d2h, h2d and compute tracks "
+       "(%d, %d, %d)", d2h, h2d, comp);
+    double tr = 0;
+    for (int s = 0; s < nsteps; s++) tr += steps[s].transfer_s;
+    ok(nsteps > 0 && tr > 0, "with transfer time in its steps (%.6f s)", tr);
+    free(steps);
+    sched_trace_events_free(&evs);
+}
+
 int main(int argc, char **argv)
 {
     static const struct option lo[] = {
@@ -182,158 +359,19 @@ int main(int argc, char **argv)
     tap_use_comm(MPI_COMM_WORLD);
     plan(44);
 
-    char tpath[512];
-    snprintf(tpath, sizeof tpath, "%s-keep", trace_prefix ? trace_prefix : "act_equiv_trace");
-
-    /* reference: keep, nothing recorded */
-    result_t ref, traced;
-    run(&(run_t){ "*=keep", "lhs", 0, NULL, K, 0, 0 }, &ref);
-    ok(STRATA_OK == ref.st && ref.params, "keep trains %d steps (%s)", K, ref.msg);
-    run(&(run_t){ "*=keep", "lhs", 0, tpath, K, 0, 0 }, &traced);
-    ok(STRATA_OK == traced.st && same(ref.params, traced.params),
-       "a traced keep run (program recorded) is bitwise the plain keep run (%s)", traced.msg);
-
-    /* what each policy needs, from the recorded program */
-    size_t keep = traced.need[0], any = traced.any, budget = 0;
-    for (int p = 1; p < 5; p++) if (traced.need[p] > budget) budget = traced.need[p];
-    if (any > budget) budget = any;
-    if (0 == R)
-        diag("device need: keep %zu, host %zu, storage %zu, recompute %zu, mix %zu, any %zu",
-             keep, traced.need[1], traced.need[2], traced.need[3], traced.need[4], any);
-    ok(keep > 0 && any > 0 && any < keep, "the smallest plan needs less device memory than keep");
-    ok(budget > 0 && budget < ref.max_peak, "a budget (%zu) where every offload/recompute policy "
-       "fits, below what keep uses (%zu)", budget, ref.max_peak);
-
-    /* keep at that budget: plain keep (nothing recorded) runs out of device
-     * memory in its first step; keep with a program fails before it */
-    result_t kf;
-    run(&(run_t){ "*=keep", "lhs", budget, NULL, K, 0, 0 }, &kf);
-    ok(STRATA_ERR_TIER_FULL == kf.st && 0 == kf.steps_done, "keep at %zu bytes: %s, no step "
-       "taken", budget, strata_strerror(kf.st));
-    run(&(run_t){ "*=keep", "lhs", budget, tpath, K, 0, 0 }, &kf);
-    ok(STRATA_ERR_TIER_FULL == kf.st && 0 == kf.steps_done, "traced keep at %zu bytes fails "
-       "before its first step", budget);
-    ok(named_budget(kf.msg) == any, "the message names the smallest budget %zu", any);
-    ok(NULL != strstr(kf.msg, "needs device_mem >="), "and what keep needs");
-    if (0 == R) diag("%s", kf.msg);
-
-    /* every policy and schedule at the budget: bitwise keep, peak within budget */
-    static const char *const pols[] = { "*=host", "*=storage", "*=recompute", "auto",
-                                        "pre_a=host,pre_b=recompute,pre_c=storage" };
-    static const char *const modes[] = { "lhs", "naive" };
-    for (int p = 0; p < 5; p++)
-        for (int mo = 0; mo < 2; mo++) {
-            result_t r;
-            run(&(run_t){ pols[p], modes[mo], budget, NULL, K, 0, 0 }, &r);
-            ok(STRATA_OK == r.st && same(ref.params, r.params) && r.max_peak <= budget,
-               "%s %s at %zu bytes: bitwise keep after %d steps, device peak %zu (%s)", pols[p],
-               modes[mo], budget, K, r.max_peak, r.msg);
-            if (1 == mo || 3 == p) { free(r.params); continue; }
-            ok(r.transfer_s >= 0 && r.overlap >= 0 && r.overlap <= 1 && r.exposed_s <= r.transfer_s + 1e-9,
-               "%s %s: transfer %.6f s, exposed %.6f s, overlap %.3f", pols[p], modes[mo],
-               r.transfer_s, r.exposed_s, r.overlap);
-            free(r.params);
-        }
-
-    /* auto below the smallest budget, then at it */
-    result_t af, aok;
-    run(&(run_t){ "auto", "lhs", any - 4096, NULL, K, 0, 0 }, &af);
-    ok(STRATA_ERR_TIER_FULL == af.st && 0 == af.steps_done,
-       "auto at %zu bytes fails before the first step", any - 4096);
-    ok(named_budget(af.msg) == any, "naming the smallest budget %zu", any);
-    if (0 == R) diag("%s", af.msg);
-    run(&(run_t){ "auto", "lhs", any, NULL, K, 0, 0 }, &aok);
-    ok(STRATA_OK == aok.st && same(ref.params, aok.params) && aok.max_peak <= any,
-       "auto at exactly that budget trains bitwise like keep, peak %zu (%s)", aok.max_peak, aok.msg);
-    run(&(run_t){ "*=recompute", "naive", any, NULL, K, 0, 0 }, &aok);
-    ok(STRATA_OK == aok.st && same(ref.params, aok.params) && aok.max_peak <= any,
-       "so does recompute, naive, peak %zu (%s)", aok.max_peak, aok.msg);
-    free(aok.params);
-
-    /* two micro-batches per step: the schedule runs per micro-batch (host
-     * lhs at the budget its refusal names: with room lhs moves nothing) */
-    {
-        result_t k2, h2, r2;
-        run(&(run_t){ "*=keep", "lhs", 0, NULL, K, 0, 2 }, &k2);
-        run(&(run_t){ "*=host", "lhs", budget, NULL, K, 0, 2 }, &h2);   /* refused, naming its need */
-        size_t need2 = number_after(h2.msg, "needs device_mem >= ");
-        free(h2.params);
-        run(&(run_t){ "*=host", "lhs", need2, NULL, K, 0, 2 }, &h2);
-        run(&(run_t){ "pre_a=recompute,pre_b=storage,*=host", "naive", 0, NULL, K, 0, 2 }, &r2);
-        ok(need2 > 0 && STRATA_OK == h2.st && same(k2.params, h2.params) && h2.transfer_s > 0,
-           "2 micro-batches: host lhs at %zu bytes is bitwise keep (%s)", need2, h2.msg);
-        ok(STRATA_OK == r2.st && same(k2.params, r2.params), "and a mix, naive (%s)", r2.msg);
-        free(k2.params); free(h2.params); free(r2.params);
-    }
-
-    /* the policy through the API */
-    {
-        result_t ap;
-        run(&(run_t){ "api:pre_a=host,pre_b=storage,*=recompute", "lhs", budget, NULL, K, 0, 0 }, &ap);
-        ok(STRATA_OK == ap.st && same(ref.params, ap.params) && ap.max_peak <= budget,
-           "strata_model_set_act_policy: bitwise keep within budget (%s)", ap.msg);
-        ok(STRATA_OK != ap.api_bad_st && strstr(ap.api_bad_msg, "nope") &&
-           strstr(ap.api_bad_msg, "pre_c"), "an unknown name fails at once: %s", ap.api_bad_msg);
-        free(ap.params);
-    }
-
-    /* unknown names */
-    result_t un;
-    run(&(run_t){ "qkv=host,*=keep", "lhs", 0, NULL, 1, 0, 0 }, &un);
-    ok(STRATA_OK != un.st && 0 == un.steps_done, "an unknown name fails the first step");
-    ok(strstr(un.msg, "qkv") && strstr(un.msg, "pre_a") && strstr(un.msg, "pre_b") &&
-       strstr(un.msg, "pre_c"), "naming it and the saved names: %s", un.msg);
-    result_t bad;
-    run(&(run_t){ "pre_a=elsewhere", "lhs", 0, NULL, 1, 0, 0 }, &bad);
-    ok(STRATA_OK != bad.st, "a bad action is an error: %s", bad.msg);
-
-    /* deviation on step 3 */
-    result_t dv;
-    run(&(run_t){ "*=host", "lhs", 0, NULL, K > 3 ? K : 3, 1, 0 }, &dv);
-    is_int(dv.st, STRATA_ERR_MISMATCH, "another save size on step 3 fails with MISMATCH");
-    is_int(dv.steps_done, 2, "after two good steps");
-    ok(strstr(dv.msg, "fc0") && strstr(dv.msg, "pre_a") && strstr(dv.msg, "replan"),
-       "naming the unit and the save: %s", dv.msg);
-    is_int(dv.replan_st, STRATA_OK, "after strata_model_replan the changed step trains");
-    result_t dn;
-    run(&(run_t){ "*=recompute", "naive", 0, NULL, 3, 1, 0 }, &dn);
-    is_int(dn.st, STRATA_ERR_MISMATCH, "so with recompute and naive");
-    is_int(dn.replan_st, STRATA_OK, "and replan");
-
-    /* a traced host-lhs run with the link model: the file reads back */
-    {
-        char hp[512], file[600];
-        snprintf(hp, sizeof hp, "%s-host", trace_prefix ? trace_prefix : "act_equiv_trace");
-        result_t th;
-        run(&(run_t){ "*=host", "lhs", budget, hp, K, 0, 0 }, &th);
-        ok(STRATA_OK == th.st && same(ref.params, th.params), "traced host lhs run (%s)", th.msg);
-        free(th.params);
-        snprintf(file, sizeof file, "%s.%d.json", hp, R);
-        sched_trace_events_t evs = { 0 };
-        char err[256] = "";
-        sched_trace_step_t *steps = NULL;
-        int nsteps = 0;
-        strata_status_t st = sched_trace_read(file, &evs, err, sizeof err);
-        if (STRATA_OK == st) st = sched_trace_analyze(&evs, &steps, &nsteps, err, sizeof err);
-        ok(STRATA_OK == st, "the trace %s reads back (%s)", file, err);
-        is_int(nsteps, K, "with one step per training step");
-        int d2h = 0, h2d = 0, comp = 0;
-        for (int i = 0; i < evs.nevents; i++) {
-            if ('X' != evs.ev[i].ph) continue;
-            if (SCHED_D2H == evs.ev[i].engine) d2h++;
-            if (SCHED_H2D == evs.ev[i].engine) h2d++;
-            if (SCHED_COMPUTE == evs.ev[i].engine) comp++;
-        }
-        ok(d2h > 0 && d2h == h2d && comp >= 2 * K * L, "ops on the d2h, h2d and compute tracks "
-           "(%d, %d, %d)", d2h, h2d, comp);
-        double tr = 0;
-        for (int s = 0; s < nsteps; s++) tr += steps[s].transfer_s;
-        ok(nsteps > 0 && tr > 0, "with transfer time in its steps (%.6f s)", tr);
-        free(steps);
-        sched_trace_events_free(&evs);
-    }
-    free(ref.params);
-    free(traced.params);
+    ctx_t x = { 0 };
+    snprintf(x.tpath, sizeof x.tpath, "%s-keep", trace_prefix ? trace_prefix : "act_equiv_trace");
+    test_reference(&x);
+    test_keep_at_budget(&x);
+    test_policies_at_budget(&x);
+    test_auto_at_smallest(&x);
+    test_micro_batches(&x);
+    test_api_policy(&x);
+    test_unknown_names();
+    test_deviation();
+    test_trace_reads_back(&x);
+    free(x.ref.params);
+    free(x.traced.params);
     done_testing();
     MPI_Finalize();
     return 0;

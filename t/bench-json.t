@@ -3,22 +3,17 @@
 # standard output is nothing but JSON objects, one per line, carrying the
 # fields README.md documents (people pipe it into jq and dashboards). Timings
 # are not checked here: they live in bench/ and are measured as ratios.
+. "$top_srcdir/t/tap.sh"
 run="$top_srcdir/bench/run"
-tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT
-if ! command -v jq > /dev/null 2>&1; then echo "1..0 # SKIP jq is not installed"; exit 0; fi
+command -v jq > /dev/null 2>&1 || tap_skip_all "jq is not installed"
+tap_tmp bench-json
 export STRATA_BUILDDIR="$top_builddir"
-n=0
 # the offload and kernels benchmarks run train_gpt, which a build without
 # CBLAS does not have: their checks are skipped there, and said so
 gpt="$top_builddir/examples/gpt/train_gpt"
 skip=""
-check() {   # check DESCRIPTION COMMAND...: ok when COMMAND succeeds (skipped while $skip is set)
-    desc=$1; shift
-    n=$((n + 1))
-    if [ -n "$skip" ]; then echo "ok $n - $desc # SKIP $skip"; return; fi
-    if "$@"; then echo "ok $n - $desc"; else echo "not ok $n - $desc"; sed 's/^/# /' "$tmp/err" | tail -5; fi
-}
+# check, or a SKIP line while $skip is set; a failure shows the benchmark's stderr
+bench_check() { if [ -n "$skip" ]; then skip "$1" "$skip"; else check "$@" || sed 's/^/# /' "$tmp/err" | tail -5; fi; }
 # only_objects FILE: every line a JSON object, and at least one line
 only_objects() { [ -s "$1" ] && jq -e -s 'length > 0 and all(.[]; type == "object")' "$1" > /dev/null 2>&1; }
 # rows_have FILE SELECT FIELDS...: every object that SELECT keeps has FIELDS, and there is one
@@ -32,45 +27,45 @@ rows_have() {
 echo 1..20
 
 "$run" comm --json --ranks 2 --max 64K --repeats 2 > "$tmp/comm" 2> "$tmp/err"
-check "comm: exit 0" test $? -eq 0
+bench_check "comm: exit 0" test $? -eq 0
 comm_ok() { only_objects "$tmp/comm" && rows_have "$tmp/comm" 'true' op ranks bytes_per_rank ratio; }
-check "comm: --json prints only JSON objects with op, ranks, ratio" comm_ok
+bench_check "comm: --json prints only JSON objects with op, ranks, ratio" comm_ok
 
 "$run" tiers --json --max 1M --repeats 1 --storage-budget 4M --dir "$tmp" > "$tmp/tiers" 2> "$tmp/err"
-check "tiers: exit 0" test $? -eq 0
+bench_check "tiers: exit 0" test $? -eq 0
 tiers_ok() { only_objects "$tmp/tiers" && rows_have "$tmp/tiers" 'has("path")' path bytes gbs ref_gbs ratio; }
-check "tiers: --json prints only JSON objects with path, bytes, gbs, ratio" tiers_ok
+bench_check "tiers: --json prints only JSON objects with path, bytes, gbs, ratio" tiers_ok
 
 "$run" fsdp --json --ranks "1 2" --rounds 2 > "$tmp/fsdp" 2> "$tmp/err"
-check "fsdp: exit 0" test $? -eq 0
+bench_check "fsdp: exit 0" test $? -eq 0
 fsdp_ok() {
     only_objects "$tmp/fsdp" &&
         rows_have "$tmp/fsdp" 'has("prefetch")' ranks prefetch recorder step_s compute_s exposed_comm_s optim_s &&
         rows_have "$tmp/fsdp" 'has("compare")' ranks pairs step_ratio half_iqr &&
         jq -e -s '[.[] | select(has("prefetch"))] | length == 6 and all(.[]; (.prefetch | type == "boolean") and (.recorder | type == "boolean"))' "$tmp/fsdp" > /dev/null
 }
-check "fsdp: --json prints only JSON objects, one per (ranks, prefetch, recorder), booleans, and the recorder on/off ratio" fsdp_ok
+bench_check "fsdp: --json prints only JSON objects, one per (ranks, prefetch, recorder), booleans, and the recorder on/off ratio" fsdp_ok
 
 "$run" ckpt --json --ranks 2 --bytes 16M --repeats 2 --dir "$tmp" > "$tmp/ckpt" 2> "$tmp/err"
-check "ckpt: exit 0" test $? -eq 0
+bench_check "ckpt: exit 0" test $? -eq 0
 ckpt_ok() {
     only_objects "$tmp/ckpt" &&
         rows_have "$tmp/ckpt" 'true' ranks bytes save_gbs raw_write_gbs save_ratio load_gbs raw_read_gbs load_ratio
 }
-check "ckpt: --json prints only JSON objects with the save and load ratios" ckpt_ok
+bench_check "ckpt: --json prints only JSON objects with the save and load ratios" ckpt_ok
 
 [ -x "$gpt" ] || skip="train_gpt is not built (configure found no CBLAS)"
 # the rows that need no budget search: keep@m runs, keep@4m ends oom
 [ -n "$skip" ] || "$run" offload --json --layers 2 --steps 3 --skip 1 --rounds 1 --rows "keep@m keep@4m" > "$tmp/off" 2> "$tmp/err"
-check "offload: exit 0" test $? -eq 0
-check "offload: --json prints only JSON objects" only_objects "$tmp/off"
+bench_check "offload: exit 0" test $? -eq 0
+bench_check "offload: --json prints only JSON objects" only_objects "$tmp/off"
 off_ok() {
     rows_have "$tmp/off" 'has("config")' config status micro_batch step_s tokens_per_s peak_device_bytes \
         peak_host_bytes peak_storage_bytes transfer_s exposed_transfer_s overlap_frac link_gbs &&
         jq -e -s 'any(.[]; .config == "keep@m" and .status == "ok") and
                   any(.[]; .config == "keep@4m" and .status == "oom")' "$tmp/off" > /dev/null
 }
-check "offload: keep@m ok and keep@4m oom, with the documented fields" off_ok
+bench_check "offload: keep@m ok and keep@4m oom, with the documented fields" off_ok
 # its own seq-64 workload (nothing outside the repository), and the ideal
 # line: keep@m and keep@4m unbounded measured, host-lhs@4m (not run) null
 ideal_ok() {
@@ -81,7 +76,7 @@ ideal_ok() {
                        has("host_lhs_over_keep_4m_unbounded") and has("host_lhs_over_recompute"))' \
         "$tmp/off" > /dev/null
 }
-check "offload: a generated seq-64 workload, and the ideal line" ideal_ok
+bench_check "offload: a generated seq-64 workload, and the ideal line" ideal_ok
 # with a core left to the copy engines (ranks: cores - 1, 1..4), then 4
 # ranks where that was not 4 already; every line says which
 cores=$(nproc 2>/dev/null || echo 1)
@@ -92,7 +87,7 @@ placements_ok() {
         '[.[] | select(.kind == "setup") | .ranks] == $want and
          all(.[]; (.ranks | type == "number") and .cores == $cores)' "$tmp/off" > /dev/null
 }
-check "offload: ranks $want on $cores cores (a core left to the copy engines, then 4), on every line" placements_ok
+bench_check "offload: ranks $want on $cores cores (a core left to the copy engines, then 4), on every line" placements_ok
 skip=""
 
 # peers without PyTorch (a torch that fails to import stands in for none):
@@ -101,27 +96,27 @@ mkdir -p "$tmp/notorch/torch"
 echo 'raise ImportError("no torch in this test")' > "$tmp/notorch/torch/__init__.py"
 PYTHONPATH="$tmp/notorch" "$run" peers --json > "$tmp/peers" 2> "$tmp/err"
 rc=$?
-check "peers: skips with exit 0 when torch does not import" test $rc -eq 0
-check "peers: the skip says why and how to install torch, stdout stays empty" \
+bench_check "peers: skips with exit 0 when torch does not import" test $rc -eq 0
+bench_check "peers: the skip says why and how to install torch, stdout stays empty" \
     sh -c "[ ! -s '$tmp/peers' ] && grep -q 'no torch in this test' '$tmp/err' && grep -q 'pip install torch' '$tmp/err'"
 "$run" peers --rounds 0 > /dev/null 2> "$tmp/err"
 rc=$?
-check "peers: --rounds 0 is refused with a message" sh -c "[ $rc -eq 2 ] && grep -q -- '--rounds' '$tmp/err'"
+bench_check "peers: --rounds 0 is refused with a message" sh -c "[ $rc -eq 2 ] && grep -q -- '--rounds' '$tmp/err'"
 "$run" peers --configs "small huge" > /dev/null 2> "$tmp/err"
 rc=$?
-check "peers: an unknown config is refused, named" sh -c "[ $rc -eq 2 ] && grep -q huge '$tmp/err'"
+bench_check "peers: an unknown config is refused, named" sh -c "[ $rc -eq 2 ] && grep -q huge '$tmp/err'"
 
 [ -x "$gpt" ] || skip="train_gpt is not built (configure found no CBLAS)"
 [ -n "$skip" ] || "$run" kernels --json --configs tiny --steps 2 > "$tmp/kern" 2> "$tmp/err"
-check "kernels: exit 0" test $? -eq 0
+bench_check "kernels: exit 0" test $? -eq 0
 kern_ok() {
     only_objects "$tmp/kern" &&
         rows_have "$tmp/kern" 'true' config ranks threads dtype tokens_per_s model_gflops sgemm_gflops ratio &&
         jq -e -s 'length == 3 and all(.[]; .tokens_per_s > 0 and .sgemm_gflops > 0)' "$tmp/kern" > /dev/null
 }
-check "kernels: --json prints only JSON objects, one per setup, with the ratio" kern_ok
+bench_check "kernels: --json prints only JSON objects, one per setup, with the ratio" kern_ok
 skip=""
 
 "$run" nonesuch > "$tmp/out" 2> "$tmp/err"
 rc=$?
-check "an unknown benchmark fails and says so" sh -c "[ $rc -ne 0 ] && grep -q nonesuch '$tmp/err'"
+bench_check "an unknown benchmark fails and says so" sh -c "[ $rc -ne 0 ] && grep -q nonesuch '$tmp/err'"

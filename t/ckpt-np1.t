@@ -1,7 +1,5 @@
 #!/bin/sh
 # Checkpoint round trip on 1 rank(s): save, load back, every element checked.
-d=$(mktemp -d "$top_builddir/t/ckpt-np1.XXXXXX") || exit 1
-"$top_srcdir/t/launch" 1 "$top_builddir/t/ckpt_rt" roundtrip "$d"
-rc=$?
-rm -rf "$d"
-exit $rc
+. "$top_srcdir/t/tap.sh"
+tap_tmp ckpt-np1 "$top_builddir/t"
+"$L" 1 "$top_builddir/t/ckpt_rt" roundtrip "$tmp"

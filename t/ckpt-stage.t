@@ -12,7 +12,7 @@ set -u
 . "$top_srcdir/t/tap.sh"
 tap_need_hooks
 P="$top_builddir/examples/gpt/train_gpt"
-[ -x "$P" ] || { echo "1..0 # SKIP train_gpt is not built (configure found no CBLAS)"; exit 0; }
+[ -x "$P" ] || tap_skip_all "train_gpt is not built (configure found no CBLAS)"
 tap_tmp ckpt-stage
 echo "1..5"
 small="--threads 1 --layers 2 --dim 32 --heads 4 --batch 4 --json --eval-n 8 --device host"

@@ -256,21 +256,9 @@ static int file_exists(const char *d, const char *name)
     return 0 == access(p, F_OK);
 }
 
-int main(int argc, char **argv)
+/* the good file every case starts from */
+static void test_good_file(void)
 {
-    int provided;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    MPI_Comm_size(MPI_COMM_WORLD, &W);
-    MPI_Comm_rank(MPI_COMM_WORLD, &R);
-    tap_use_comm(MPI_COMM_WORLD);
-    if (argc < 2) bail_out("usage: ckpt_bad DIR");
-    dir = argv[1];
-    if (strata_init(MPI_COMM_WORLD, NULL, &ctx)) bail_out("strata_init failed");
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    if (W < 2) bail_out("ckpt_bad needs at least 2 ranks");
-    plan(65);
-
-    /* the good file every case starts from */
     synth_t s;
     if (synth_init(&s, W, W, R, 11, 0)) bail_out("no memory");
     synth_fill(&s);
@@ -279,8 +267,11 @@ int main(int argc, char **argv)
     synth_free(&s);
     is_int(try_load(good, 0, 0), STRATA_OK, "the good file loads");
     is_int(verify0(good), STRATA_OK, "the good file verifies");
+}
 
-    /* missing, not HDF5, truncated */
+/* missing, not HDF5, truncated */
+static void test_unreadable(void)
+{
     char missing[4400];
     snprintf(missing, sizeof missing, "%s/nope.h5", dir);
     expect_fail(missing, 0, 0, STRATA_ERR_NOT_FOUND, "nope.h5", "No such file", "missing file");
@@ -291,9 +282,12 @@ int main(int argc, char **argv)
     truncate_half(p);
     expect_fail(p, 0, 0, STRATA_ERR_HDF5, "truncated.h5", "truncated", "file truncated to half");
     ok(STRATA_OK != verify0(p), "truncated: verify fails");
+}
 
-    /* flipped bytes in tensor data */
-    p = make_case("flip-model.h5");
+/* flipped bytes in tensor data */
+static void test_flipped_bytes(void)
+{
+    const char *p = make_case("flip-model.h5");
     flip_bytes(p, "/model/block.0/qkv", 4 * 100);
     expect_fail(p, 0, 0, STRATA_ERR_CHECKSUM, "flip-model.h5", "/model/block.0/qkv", "bytes flipped in a parameter");
     is_int(verify0(p), STRATA_ERR_CHECKSUM, "flipped parameter: verify reports a checksum mismatch");
@@ -302,9 +296,12 @@ int main(int argc, char **argv)
     expect_fail(p, 0, 0, STRATA_ERR_CHECKSUM, "flip-optim.h5", "/optim/embed/g/exp_avg_sq",
                 "bytes flipped in optimizer state");
     is_int(verify0(p), STRATA_ERR_CHECKSUM, "flipped state: verify reports a checksum mismatch");
+}
 
-    /* a dataset deleted */
-    p = make_case("deleted.h5");
+/* a dataset deleted */
+static void test_deleted(void)
+{
+    const char *p = make_case("deleted.h5");
     delete_link(p, "/model/embed/b");
     expect_fail(p, 0, 0, STRATA_ERR_NOT_FOUND, "deleted.h5", "/model/embed/b", "dataset deleted (H5Ldelete)");
     is_int(verify0(p), STRATA_ERR_NOT_FOUND, "deleted dataset: verify reports it missing");
@@ -312,9 +309,12 @@ int main(int argc, char **argv)
     delete_link(p, "/checksums/head");
     expect_fail(p, 0, 0, STRATA_ERR_FORMAT, "deleted-sums.h5", "/checksums/head", "checksum table deleted");
     ok(STRATA_OK != verify0(p), "deleted checksum table: verify finds tensors without checksums");
+}
 
-    /* attributes changed */
-    p = make_case("version.h5");
+/* attributes changed */
+static void test_attributes(void)
+{
+    const char *p = make_case("version.h5");
     set_root_attr(p, "format_version", 'i', 99, NULL);
     expect_fail(p, 0, 0, STRATA_ERR_FORMAT, "version.h5", "version 99", "unknown format version");
     is_int(verify0(p), STRATA_ERR_FORMAT, "unknown version: verify refuses it");
@@ -327,19 +327,25 @@ int main(int argc, char **argv)
     p = make_case("scalar.h5");
     delete_attr(p, "/optim/head", "lr");
     expect_fail(p, 0, 0, STRATA_ERR_NOT_FOUND, "scalar.h5", "lr", "optimizer scalar deleted");
+}
 
-    /* shapes and dtypes that do not match the registered model */
+/* shapes and dtypes that do not match the registered model */
+static void test_mismatch(void)
+{
     expect_fail(good, 1, 0, STRATA_ERR_MISMATCH, "good.h5", "/model/embed/w", "layout with another shape");
     ok(has("[5, 7]") && has("[6, 7]"), "shape mismatch: message gives both shapes");
-    p = make_case("dtype.h5");
+    const char *p = make_case("dtype.h5");
     retype_dataset(p, "/model/head/v");
     expect_fail(p, 0, 0, STRATA_ERR_MISMATCH, "dtype.h5", "/model/head/v", "dataset rewritten as f64");
     expect_fail(good, 0, 16, STRATA_ERR_MISMATCH, "good.h5", "/train/rng", "RNG state of another size");
+}
 
-    /* files from outside: layouts that are no plain byte range of fp32
-     * load through HDF5, with the same values */
+/* files from outside: layouts that are no plain byte range of fp32
+ * load through HDF5, with the same values */
+static void test_foreign_layouts(void)
+{
     strata_status_t lst;
-    p = make_case("chunked.h5");
+    const char *p = make_case("chunked.h5");
     relayout_dataset(p, "/model/block.0/qkv", 'c');
     relayout_dataset(p, "/optim/embed/g/exp_avg", 'c');
     ok(0 == load_and_check(p, 11, &lst), "chunked, deflated datasets (another writer): load gives every element");
@@ -349,14 +355,21 @@ int main(int argc, char **argv)
     relayout_dataset(p, "/optim/block.0/qkv/exp_avg_sq", 'b');
     ok(0 == load_and_check(p, 11, &lst), "big-endian fp32 datasets: load gives every element");
     is_int(verify0(p), STRATA_OK, "big-endian fp32 datasets: verify passes");
+}
 
-    /* a damaged checksum table must not make us read out of bounds */
-    p = make_case("sumtab.h5");
+/* a damaged checksum table must not make us read out of bounds */
+static void test_damaged_sumtab(void)
+{
+    const char *p = make_case("sumtab.h5");
     damage_sumtab(p, "embed");
     expect_fail(p, 0, 0, STRATA_ERR_FORMAT, "sumtab.h5", "/model/embed/w", "checksum region length 2^62");
     is_int(verify0(p), STRATA_ERR_FORMAT, "damaged checksum table: verify reports it");
+}
 
-    /* bad arguments: refused on every rank before any file is touched */
+/* bad arguments: refused on every rank before any file is touched */
+static void test_bad_args(void)
+{
+    synth_t s;
     is_int(strata_ckpt_load(ctx, NULL, good), STRATA_ERR_INVALID, "load with a NULL layout");
     synth_init(&s, W, W, R, 1, 0);
     synth_fill(&s);
@@ -384,8 +397,12 @@ int main(int argc, char **argv)
     ok(STRATA_ERR_HDF5 == st || STRATA_ERR_IO == st, "an unwritable directory fails cleanly (%s)", strata_strerror(st));
     ok(has("/proc/strata-no-such-dir/x.h5"), "message names the file");
     synth_free(&s);
+}
 
-    /* keep-K rotation, latest pointer, find_latest */
+/* keep-K rotation, latest pointer, find_latest */
+static void test_rotation(void)
+{
+    char path[4600];
     char rot[4400], found[4400];
     snprintf(rot, sizeof rot, "%s/rot", dir);
     is_int(strata_ckpt_find_latest(ctx, rot, found, sizeof found), STRATA_ERR_NOT_FOUND,
@@ -423,6 +440,32 @@ int main(int argc, char **argv)
     MPI_Barrier(MPI_COMM_WORLD);
     is_int(strata_ckpt_find_latest(ctx, path, found, sizeof found), STRATA_ERR_NOT_FOUND,
            "find_latest in an empty directory: not found");
+}
+
+int main(int argc, char **argv)
+{
+    int provided;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_size(MPI_COMM_WORLD, &W);
+    MPI_Comm_rank(MPI_COMM_WORLD, &R);
+    tap_use_comm(MPI_COMM_WORLD);
+    if (argc < 2) bail_out("usage: ckpt_bad DIR");
+    dir = argv[1];
+    if (strata_init(MPI_COMM_WORLD, NULL, &ctx)) bail_out("strata_init failed");
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    if (W < 2) bail_out("ckpt_bad needs at least 2 ranks");
+    plan(65);
+
+    test_good_file();
+    test_unreadable();
+    test_flipped_bytes();
+    test_deleted();
+    test_attributes();
+    test_mismatch();
+    test_foreign_layouts();
+    test_damaged_sumtab();
+    test_bad_args();
+    test_rotation();
 
     strata_finalize(ctx);
     int rc = done_testing();

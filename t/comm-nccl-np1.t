@@ -1,3 +1,4 @@
 #!/bin/sh
 # NCCL collectives on device buffers, 1 rank (skips without a CUDA device).
-exec "$top_srcdir/t/launch" 1 "$top_builddir/t/comm_nccl" --max-bytes 16M --shards 1
+. "$top_srcdir/t/tap.sh"
+exec "$L" 1 "$top_builddir/t/comm_nccl" --max-bytes 16M --shards 1

@@ -1,3 +1,4 @@
 #!/bin/sh
-# Every collective on 8 ranks (per-rank contribution up to 16M, shard sizes 2,4).
-exec "$top_srcdir/t/launch" 8 "$top_builddir/t/comm_coll" --max-bytes 16M --shards 2,4
+# Every collective on 8 ranks (per-rank contribution up to 4M, shard sizes 2,4).
+. "$top_srcdir/t/tap.sh"
+exec "$L" 8 "$top_builddir/t/comm_coll" --max-bytes 4M --shards 2,4

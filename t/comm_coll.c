@@ -4,7 +4,12 @@
  * rank computes on its own. Run on N ranks by t/comm-np*.t.
  *
  *   comm_coll [--max-bytes SIZE] [--max-reduce SIZE] [--shards S1,...] [--quick]
- * --max-bytes:  the largest per-rank contribution (count x element size)
+ * --max-bytes:  the largest per-rank contribution (count x element size);
+ *               it need only be well past COMM_BLOCKING_MIN_BYTES (1 MiB),
+ *               where the blocking wrappers switch to MPI's blocking
+ *               collectives. Each rank checks W x that, so the cost grows
+ *               as W^2 x size: the scripts pass 16M up to 4 ranks, 4M on 8
+ *               (64M on 4 ranks took 10 minutes on a loaded 2-core machine)
  * --max-reduce: the same for reductions, whose send buffer is W times that
  *               (default: --max-bytes); keeps 128-rank runs within memory
  * --shards:     shard sizes to test besides the world group (divisors of W)

@@ -4,9 +4,9 @@
 # but the listed exceptions, each with its reason. The checker is first
 # shown a file that breaks the rule, so it cannot pass by finding nothing.
 set -u
+. "$top_srcdir/t/tap.sh"
 src="${top_srcdir:-.}"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/bypass.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
+tap_tmp bypass
 calls='MPI_(Allreduce|Allgather|Allgatherv|Bcast|Barrier|Reduce|Reduce_scatter_block|Alltoall|Gather|Scatter|Wait|Waitall|Send|Recv|Sendrecv|Comm_split|Comm_dup|File_open|Init_thread|Init|Finalize)\('
 # file: reason (a call there is allowed only with a reason)
 cat > "$tmp/allowed" <<'LIST'

@@ -5,12 +5,9 @@
 # timeout's), every rank inside one operation with one of them paused (and
 # an old pause that does not count), a rank waiting in nothing; bad input.
 set -u
-S="$top_builddir/tools/strata"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/flight-cmd.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
+. "$top_srcdir/t/tap.sh"
+tap_tmp flight-cmd
 echo "1..12"
-n=0
-check() { n=$((n + 1)); d=$1; shift; if "$@"; then echo "ok $n - $d"; else echo "not ok $n - $d"; fi; }
 
 # rec RANK NOW PAUSE_S PAUSE_END ENTRY... : rank's record in $tmp/c (world 4),
 # written on SIGTERM (REASON=timeout: by the rank's own watchdog)

@@ -6,15 +6,13 @@
 # and the waiting ranks do not burn their cores. First, SIGUSR2 writes a
 # rank's record without stopping the job.
 set -u
-L="$top_srcdir/t/launch"; P="$top_builddir/examples/gpt/train_gpt"; S="$top_builddir/tools/strata"
-[ -x "$P" ] || { echo "1..0 # SKIP train_gpt is not built (configure found no CBLAS)"; exit 0; }
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/flight-stop.XXXXXX") || exit 1
+. "$top_srcdir/t/tap.sh"
+P="$top_builddir/examples/gpt/train_gpt"
+[ -x "$P" ] || tap_skip_all "train_gpt is not built (configure found no CBLAS)"
+tap_tmp flight-stop
 stopped=""
-cleanup() { [ -n "$stopped" ] && kill -CONT "$stopped" 2>/dev/null && kill -9 "$stopped" 2>/dev/null; rm -rf "$tmp"; }
-trap cleanup EXIT
+tap_cleanup() { [ -n "$stopped" ] && kill -CONT "$stopped" 2>/dev/null && kill -9 "$stopped" 2>/dev/null; }
 echo "1..8"
-n=0
-check() { n=$((n + 1)); d=$1; shift; if "$@"; then echo "ok $n - $d"; else echo "not ok $n - $d"; fi; }
 T=3
 # Open MPI's launcher waits this long after SIGTERM before SIGKILL: time for
 # the ranks to write their records on a loaded machine (docs/flight.md).
@@ -72,7 +70,7 @@ skip=""
 if [ "${MPI_FLAVOUR:-}" = mpich ] && [ -n "$late" ]; then
     skip="MPICH's launcher SIGKILLed rank(s) $late before their watchdog fired (no grace time like Open MPI's odls_base_sigkill_timeout)"
 fi
-skip_or_check() { if [ -n "$skip" ]; then n=$((n + 1)); echo "ok $n # SKIP $skip"; else check "$@"; fi; }
+skip_or_check() { if [ -n "$skip" ]; then skip "$1" "$skip"; else check "$@"; fi; }
 skip_or_check "ranks 0, 1 and 3 wrote their flight records" [ -z "$late" ]
 "$S" flight "$tmp"/flight.*.json > "$tmp/fl" 2>&1; frc=$?
 sed 's/^/# /' "$tmp/fl"

@@ -1,3 +1,4 @@
 #!/bin/sh
 # Bad use of the FSDP API on 2 ranks: clear statuses, no crash, no hang.
-exec "$top_srcdir/t/launch" 2 "$top_builddir/t/fsdp_errors"
+. "$top_srcdir/t/tap.sh"
+exec "$L" 2 "$top_builddir/t/fsdp_errors"

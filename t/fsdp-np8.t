@@ -1,3 +1,4 @@
 #!/bin/sh
 # FSDP training on 8 ranks (S = 8) equals one process on the same global batch.
-exec "$top_srcdir/t/launch" 8 "$top_builddir/t/fsdp_equiv" --shard 8
+. "$top_srcdir/t/tap.sh"
+exec "$L" 8 "$top_builddir/t/fsdp_equiv" --shard 8

@@ -67,6 +67,83 @@ static float *read_all(strata_model_t *m, size_t *n_p)
     return all;
 }
 
+/* The path of the checkpoint and the parameter dump beside it. */
+static char path[4096], bin[4200];
+
+/* resume: 3 steps, a save, 3 more; a second model loads the save and
+ * trains the same 3 steps bitwise */
+static void test_resume(strata_context_t *ctx, const char *dir)
+{
+    mlp_t mlp_a, mlp_b;
+    size_t n, nb;
+    plan(6);
+    strata_model_t *a = make_model(ctx, &mlp_a);
+    ok(STRATA_OK == train(a, &mlp_a, 0, 3), "3 steps");
+    uint32_t rng_in = 0xfeedbeef, rng_out = 0;
+    strata_model_ckpt_t info = { .data_pos = 12345, .rng = &rng_in, .rng_len = sizeof rng_in };
+    ok(STRATA_OK == strata_model_save(a, dir, &info, path, sizeof path) &&
+       strstr(path, "step-00000003.h5"), "saved %s", path);
+    float *at_save = read_all(a, &n);
+    ok(STRATA_OK == train(a, &mlp_a, 3, 3), "3 more steps");
+    float *uninterrupted = read_all(a, &n);
+
+    strata_model_t *b = make_model(ctx, &mlp_b);
+    strata_model_ckpt_t got = { .rng = &rng_out, .rng_len = sizeof rng_out };
+    strata_status_t st = strata_model_load(b, path, &got);
+    float *loaded = read_all(b, &nb);
+    ok(STRATA_OK == st && nb == n && !memcmp(loaded, at_save, n * sizeof *loaded) &&
+       12345 == got.data_pos && 0xfeedbeef == rng_out,
+       "load restores parameters bitwise, data position and RNG state: %s",
+       STRATA_OK == st ? "ok" : strata_last_error(ctx));
+    ok(STRATA_OK == train(b, &mlp_b, 3, 3), "resumed model trains 3 steps");
+    float *resumed = read_all(b, &nb);
+    ok(!memcmp(resumed, uninterrupted, n * sizeof *resumed),
+       "resumed run is bitwise identical to the uninterrupted one");
+    free(at_save); free(uninterrupted); free(loaded); free(resumed);
+    strata_model_destroy(a);
+    strata_model_destroy(b);
+}
+
+/* save: 3 steps on W ranks, the checkpoint and rank 0's parameter dump */
+static void test_save(strata_context_t *ctx, const char *dir)
+{
+    mlp_t mlp_a;
+    size_t n;
+    plan(2);
+    strata_model_t *a = make_model(ctx, &mlp_a);
+    ok(STRATA_OK == train(a, &mlp_a, 0, 3), "3 steps on %d ranks", W);
+    float *p = read_all(a, &n);
+    int good = STRATA_OK == strata_model_save(a, dir, NULL, path, sizeof path);
+    if (good && 0 == R) {
+        FILE *f = fopen(bin, "wb");
+        good = f && n == fwrite(p, sizeof *p, n, f);
+        if (f) fclose(f);
+    }
+    ok(good, "saved %s and %s", path, bin);
+    free(p);
+    strata_model_destroy(a);
+}
+
+/* load: the latest checkpoint on this rank count, resharded bitwise */
+static void test_load(strata_context_t *ctx, const char *dir)
+{
+    mlp_t mlp_b;
+    size_t n;
+    plan(3);
+    strata_model_t *b = make_model(ctx, &mlp_b);
+    strata_status_t st = strata_ckpt_find_latest(ctx, dir, path, sizeof path);
+    if (STRATA_OK == st) st = strata_model_load(b, path, NULL);
+    ok(STRATA_OK == st, "load on %d ranks: %s", W, STRATA_OK == st ? path : strata_last_error(ctx));
+    float *p = read_all(b, &n), *want = malloc(n * sizeof *want);
+    FILE *f = fopen(bin, "rb");
+    int good = f && want && n == fread(want, sizeof *want, n, f);
+    if (f) fclose(f);
+    ok(good && !memcmp(p, want, n * sizeof *p), "parameters resharded bitwise");
+    ok(STRATA_OK == train(b, &mlp_b, 3, 1), "one more step after resharding");
+    free(p); free(want);
+    strata_model_destroy(b);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3) { fprintf(stderr, "usage: fsdp_ckpt resume|save|load DIR\n"); return 2; }
@@ -83,67 +160,10 @@ int main(int argc, char **argv)
     strata_context_t *ctx;
     if (strata_init(MPI_COMM_WORLD, cfg, &ctx)) bail_out("strata_init failed");
     strata_config_destroy(cfg);   /* the context holds a copy */
-    mlp_t mlp_a, mlp_b;
-    char path[4096], bin[4200];
     snprintf(bin, sizeof bin, "%s/params.bin", dir);
-    size_t n, nb;
-
-    if (!strcmp(mode, "resume")) {
-        plan(6);
-        strata_model_t *a = make_model(ctx, &mlp_a);
-        ok(STRATA_OK == train(a, &mlp_a, 0, 3), "3 steps");
-        uint32_t rng_in = 0xfeedbeef, rng_out = 0;
-        strata_model_ckpt_t info = { .data_pos = 12345, .rng = &rng_in, .rng_len = sizeof rng_in };
-        ok(STRATA_OK == strata_model_save(a, dir, &info, path, sizeof path) &&
-           strstr(path, "step-00000003.h5"), "saved %s", path);
-        float *at_save = read_all(a, &n);
-        ok(STRATA_OK == train(a, &mlp_a, 3, 3), "3 more steps");
-        float *uninterrupted = read_all(a, &n);
-
-        strata_model_t *b = make_model(ctx, &mlp_b);
-        strata_model_ckpt_t got = { .rng = &rng_out, .rng_len = sizeof rng_out };
-        strata_status_t st = strata_model_load(b, path, &got);
-        float *loaded = read_all(b, &nb);
-        ok(STRATA_OK == st && nb == n && !memcmp(loaded, at_save, n * sizeof *loaded) &&
-           12345 == got.data_pos && 0xfeedbeef == rng_out,
-           "load restores parameters bitwise, data position and RNG state: %s",
-           STRATA_OK == st ? "ok" : strata_last_error(ctx));
-        ok(STRATA_OK == train(b, &mlp_b, 3, 3), "resumed model trains 3 steps");
-        float *resumed = read_all(b, &nb);
-        ok(!memcmp(resumed, uninterrupted, n * sizeof *resumed),
-           "resumed run is bitwise identical to the uninterrupted one");
-        free(at_save); free(uninterrupted); free(loaded); free(resumed);
-        strata_model_destroy(a);
-        strata_model_destroy(b);
-    } else if (!strcmp(mode, "save")) {
-        plan(2);
-        strata_model_t *a = make_model(ctx, &mlp_a);
-        ok(STRATA_OK == train(a, &mlp_a, 0, 3), "3 steps on %d ranks", W);
-        float *p = read_all(a, &n);
-        int good = STRATA_OK == strata_model_save(a, dir, NULL, path, sizeof path);
-        if (good && 0 == R) {
-            FILE *f = fopen(bin, "wb");
-            good = f && n == fwrite(p, sizeof *p, n, f);
-            if (f) fclose(f);
-        }
-        ok(good, "saved %s and %s", path, bin);
-        free(p);
-        strata_model_destroy(a);
-    } else {
-        plan(3);
-        strata_model_t *b = make_model(ctx, &mlp_b);
-        strata_status_t st = strata_ckpt_find_latest(ctx, dir, path, sizeof path);
-        if (STRATA_OK == st) st = strata_model_load(b, path, NULL);
-        ok(STRATA_OK == st, "load on %d ranks: %s", W, STRATA_OK == st ? path : strata_last_error(ctx));
-        float *p = read_all(b, &n), *want = malloc(n * sizeof *want);
-        FILE *f = fopen(bin, "rb");
-        int good = f && want && n == fread(want, sizeof *want, n, f);
-        if (f) fclose(f);
-        ok(good && !memcmp(p, want, n * sizeof *p), "parameters resharded bitwise");
-        ok(STRATA_OK == train(b, &mlp_b, 3, 1), "one more step after resharding");
-        free(p); free(want);
-        strata_model_destroy(b);
-    }
+    if (!strcmp(mode, "resume")) test_resume(ctx, dir);
+    else if (!strcmp(mode, "save")) test_save(ctx, dir);
+    else test_load(ctx, dir);
     int rc = done_testing();
     strata_finalize(ctx);
     MPI_Finalize();

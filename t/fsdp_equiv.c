@@ -120,6 +120,91 @@ static double rel_err(const float *a, const float *b)
     return worst;
 }
 
+/* Each case trained on W ranks against one process on the same global
+ * batch (rank 0 trains that one in self); returns the last case's
+ * parameters, for the bitwise reruns. */
+static float *test_cases(strata_context_t *ctx, strata_context_t *self, const run_t *cases, int ncases)
+{
+    float *first = NULL;
+    size_t n;
+    for (int i = 0; i < ncases; i++) {
+        const run_t *r = &cases[i];
+        const char *name = STRATA_OPTIM_SGD == r->optim ? "sgd+momentum" : "adamw+clip";
+        float *init, *got = train(ctx, r, B, r->accum, R, W, &init, &n);
+        float *ref = NULL, *ref_init = NULL;
+        double err = 1e30;
+        int init_same = 0;
+        if (0 == R) {
+            /* one process, one batch of all M x W micro-batches */
+            ref = train(self, r, B * W * r->accum, 1, 0, 1, &ref_init, &n);
+            if (got && ref) {
+                err = rel_err(got, ref);
+                init_same = !memcmp(init, ref_init, n * sizeof *init);
+            }
+        } else {
+            err = got ? 0 : 1e30;
+            init_same = got != NULL;
+        }
+        ok(init_same, "%s, %d micro-batches: initial parameters bitwise equal to 1 process",
+           name, r->accum);
+        ok(err <= TOL, "%s, %d micro-batches: parameters after %d steps within %g of 1 process "
+           "with a %dx batch (max rel err %.3g)", name, r->accum, K, TOL, W * r->accum, err);
+        if (i == ncases - 1) { first = got; got = NULL; }
+        free(got);
+        free(init);
+        free(ref);
+        free(ref_init);
+    }
+    return first;
+}
+
+/* The last case again, and with prefetch, resharding or the optimizer
+ * state's tier changed: bitwise the same; bf16: close (not with --quick). */
+static void test_reruns(strata_context_t *ctx, strata_config_t *cfg, const run_t *last, const float *first)
+{
+    size_t n;
+    float *again = train(ctx, last, B, last->accum, R, W, NULL, &n);
+    ok(first && again && !memcmp(first, again, n * sizeof *first),
+       "a second run with the same seed is bitwise identical");
+    if (quick) {
+        free(again);
+        return;
+    }
+    strata_config_t *c0 = NULL;
+    strata_context_t *ctx0 = NULL;
+    long long prefetch = -1;
+    strata_config_get_int(cfg, "prefetch", &prefetch);
+    float *nopf = NULL, *norsh = NULL, *bf = NULL;
+    if (STRATA_OK == strata_config_dup(cfg, &c0) &&
+        STRATA_OK == strata_config_set_int(c0, "prefetch", 0, NULL, 0) &&
+        STRATA_OK == strata_init(MPI_COMM_WORLD, c0, &ctx0))
+        nopf = train(ctx0, last, B, last->accum, R, W, NULL, &n);
+    strata_config_destroy(c0);
+    strata_finalize(ctx0);
+    ok(first && nopf && !memcmp(first, nopf, n * sizeof *first),
+       "prefetch 0 gives bitwise the same parameters as prefetch %lld", prefetch);
+    run_t nr = *last;
+    nr.reshard = 0;
+    norsh = train(ctx, &nr, B, nr.accum, R, W, NULL, &n);
+    ok(first && norsh && !memcmp(first, norsh, n * sizeof *first),
+       "reshard-after-forward off gives bitwise the same parameters");
+    run_t hst = *last;
+    hst.host = 1;
+    float *onhost = train(ctx, &hst, B, hst.accum, R, W, NULL, &n);
+    ok(first && onhost && !memcmp(first, onhost, n * sizeof *first),
+       "optimizer state in pinned host gives bitwise the same parameters");
+    free(onhost);
+    run_t b16 = *last;
+    b16.bf16 = 1;
+    bf = train(ctx, &b16, B, b16.accum, R, W, NULL, &n);
+    double e = first && bf ? rel_err(bf, first) : 1e30;
+    ok(e < 0.05, "bf16 compute and reduction stay close to f32 (max rel err %.3g < 0.05)", e);
+    free(nopf);
+    free(norsh);
+    free(bf);
+    free(again);
+}
+
 int main(int argc, char **argv)
 {
     static const struct option lo[] = {
@@ -175,78 +260,9 @@ int main(int argc, char **argv)
     strata_config_destroy(scfg);
     diag("W %d, S %d, %d layers x %d, batch %d per rank, %d steps", W, S ? S : W, L, D, B, K);
 
-    float *first = NULL;
-    size_t n;
-    for (int i = 0; i < ncases; i++) {
-        const run_t *r = &cases[i];
-        const char *name = STRATA_OPTIM_SGD == r->optim ? "sgd+momentum" : "adamw+clip";
-        float *init, *got = train(ctx, r, B, r->accum, R, W, &init, &n);
-        float *ref = NULL, *ref_init = NULL;
-        double err = 1e30;
-        int init_same = 0;
-        if (0 == R) {
-            /* one process, one batch of all M x W micro-batches */
-            ref = train(self, r, B * W * r->accum, 1, 0, 1, &ref_init, &n);
-            if (got && ref) {
-                err = rel_err(got, ref);
-                init_same = !memcmp(init, ref_init, n * sizeof *init);
-            }
-        } else {
-            err = got ? 0 : 1e30;
-            init_same = got != NULL;
-        }
-        ok(init_same, "%s, %d micro-batches: initial parameters bitwise equal to 1 process",
-           name, r->accum);
-        ok(err <= TOL, "%s, %d micro-batches: parameters after %d steps within %g of 1 process "
-           "with a %dx batch (max rel err %.3g)", name, r->accum, K, TOL, W * r->accum, err);
-        if (i == ncases - 1) { first = got; got = NULL; }
-        free(got);
-        free(init);
-        free(ref);
-        free(ref_init);
-    }
-
-    /* the same run again, and with prefetch or resharding changed: bitwise */
-    run_t last = cases[ncases - 1];
-    float *again = train(ctx, &last, B, last.accum, R, W, NULL, &n);
-    ok(first && again && !memcmp(first, again, n * sizeof *first),
-       "a second run with the same seed is bitwise identical");
-    if (!quick) {
-        strata_config_t *c0 = NULL;
-        strata_context_t *ctx0 = NULL;
-        long long prefetch = -1;
-        strata_config_get_int(cfg, "prefetch", &prefetch);
-        float *nopf = NULL, *norsh = NULL, *bf = NULL;
-        if (STRATA_OK == strata_config_dup(cfg, &c0) &&
-            STRATA_OK == strata_config_set_int(c0, "prefetch", 0, NULL, 0) &&
-            STRATA_OK == strata_init(MPI_COMM_WORLD, c0, &ctx0))
-            nopf = train(ctx0, &last, B, last.accum, R, W, NULL, &n);
-        strata_config_destroy(c0);
-        strata_finalize(ctx0);
-        ok(first && nopf && !memcmp(first, nopf, n * sizeof *first),
-           "prefetch 0 gives bitwise the same parameters as prefetch %lld", prefetch);
-        run_t nr = last;
-        nr.reshard = 0;
-        norsh = train(ctx, &nr, B, nr.accum, R, W, NULL, &n);
-        ok(first && norsh && !memcmp(first, norsh, n * sizeof *first),
-           "reshard-after-forward off gives bitwise the same parameters");
-        run_t hst = last;
-        hst.host = 1;
-        float *onhost = train(ctx, &hst, B, hst.accum, R, W, NULL, &n);
-        ok(first && onhost && !memcmp(first, onhost, n * sizeof *first),
-           "optimizer state in pinned host gives bitwise the same parameters");
-        free(onhost);
-        run_t b16 = last;
-        b16.bf16 = 1;
-        bf = train(ctx, &b16, B, b16.accum, R, W, NULL, &n);
-        double e = first && bf ? rel_err(bf, first) : 1e30;
-        ok(e < 0.05, "bf16 compute and reduction stay close to f32 (max rel err %.3g < 0.05)", e);
-        free(nopf);
-        free(norsh);
-        free(bf);
-    }
+    float *first = test_cases(ctx, self, cases, ncases);
+    test_reruns(ctx, cfg, &cases[ncases - 1], first);
     free(first);
-    free(again);
     strata_finalize(self);
     strata_finalize(ctx);
     strata_config_destroy(cfg);

@@ -5,12 +5,10 @@
 # loss; and --threads 0 on a rank bound to one core of several says so,
 # once.
 set -u
-L="$top_srcdir/t/launch"; P="$top_builddir/examples/gpt/train_gpt"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpt-threads.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
+. "$top_srcdir/t/tap.sh"
+P="$top_builddir/examples/gpt/train_gpt"
+tap_tmp gpt-threads
 echo "1..4"
-n=0
-check() { n=$((n + 1)); d=$1; shift; if "$@"; then echo "ok $n - $d"; else echo "not ok $n - $d"; fi; }
 # big enough that every kernel's loop is split (rows x width >= 16384)
 cfg="--layers 2 --dim 64 --heads 4 --seq 32 --batch 8 --steps 3 --eval-n 8 --json"
 hash() { sed -n 's/.*"param_hash":"\([0-9a-f]*\)".*/\1/p' "$tmp/$1"; }

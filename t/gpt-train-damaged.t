@@ -11,15 +11,11 @@
 # same on any rank count (the ranks agree on each file's status), and the
 # 2-rank kills and lock are t/gpt-train-lock.t.
 set -u
-P="$top_builddir/examples/gpt/train_gpt"; S="$top_builddir/tools/strata"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpt-damaged.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
+. "$top_srcdir/t/tap.sh"
+P="$top_builddir/examples/gpt/train_gpt"
+tap_tmp gpt-damaged
 echo "1..15"
-n=0
-check() { n=$((n + 1)); d=$1; shift; if "$@"; then echo "ok $n - $d"; else echo "not ok $n - $d"; fi; }
 small="--threads 1 --layers 2 --dim 32 --heads 4 --batch 4 --steps 6 --json --eval-n 8"
-hash_of() { sed -n 's/^{"final":true.*"param_hash":"\([0-9a-f]*\)".*/\1/p' "$1"; }
-ms() { date +%s%N | cut -c1-13; }
 L1() { timeout 120 "$@"; }
 
 L1 "$P" $small --ckpt-dir "$tmp/good" --ckpt-every 2 --stop-at 4 > "$tmp/good.out" 2>&1

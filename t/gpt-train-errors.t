@@ -8,9 +8,9 @@
 # --device cuda where no CUDA device answers (exit 2; skipped with one); --help exits 0 and documents the stop
 # signal.
 set -u
-L="$top_srcdir/t/launch"; P="$top_builddir/examples/gpt/train_gpt"
+. "$top_srcdir/t/tap.sh"
+P="$top_builddir/examples/gpt/train_gpt"
 echo "1..13"
-n=0
 # refuses "description" "regex the output must match" ARGS...
 refuses() {
     n=$((n + 1)); d=$1; re=$2; shift 2
@@ -33,17 +33,14 @@ refuses "a missing --data file" "nonexistent" --data /nonexistent/file.txt
 refuses "--schedule other than lhs|naive" "--schedule is lhs or naive" --schedule fast
 refuses "--device other than cuda|host|auto" "--device is cuda, host or auto, not 'gpu'" --device gpu
 if command -v nvidia-smi > /dev/null 2>&1 && nvidia-smi -L 2> /dev/null | grep -q GPU; then
-    n=$((n + 1)); echo "ok $n # SKIP a CUDA device answers here"
+    skip "--device cuda without a device: exit 2 and a message" "a CUDA device answers here"
 else
-    n=$((n + 1))
     out=$("$L" 1 "$P" --threads 1 --device cuda --steps 1 2>&1); rc=$?
     echo "$out" | grep train_gpt | sed "s/^/# /"
-    if [ "$rc" -eq 2 ] && echo "$out" | grep -q -- "--device cuda: no CUDA device answers"; then
-        echo "ok $n - --device cuda without a device: exit 2 and a message"
-    else echo "not ok $n - --device cuda without a device: exit 2 and a message (exit $rc)"; fi
+    [ "$rc" -eq 2 ] && echo "$out" | grep -q -- "--device cuda: no CUDA device answers"
+    ok $? "--device cuda without a device: exit 2 and a message" || echo "# exit $rc"
 fi
-n=$((n + 1))
 out=$("$L" 1 "$P" --help 2>&1); rc=$?
-if [ "$rc" -eq 0 ] && echo "$out" | grep -q "SIGUSR1" && echo "$out" | grep -q "odls_base_sigkill_timeout" &&
-   echo "$out" | grep -q -- "--act-policy"; then echo "ok $n - --help exits 0 and documents options and the stop signal"
-else echo "not ok $n - --help exits 0 and documents options and the stop signal"; fi
+[ "$rc" -eq 0 ] && echo "$out" | grep -q "SIGUSR1" && echo "$out" | grep -q "odls_base_sigkill_timeout" &&
+   echo "$out" | grep -q -- "--act-policy"
+ok $? "--help exits 0 and documents options and the stop signal"

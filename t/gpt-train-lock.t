@@ -12,7 +12,7 @@ set -u
 . "$top_srcdir/t/tap.sh"
 P="$top_builddir/examples/gpt/train_gpt"
 tap_tmp gpt-lock
-trap 'kill $bg 2>/dev/null; rm -rf "$tmp"' EXIT
+tap_cleanup() { kill $bg 2>/dev/null; }
 bg=
 echo "1..10"
 small="--threads 1 --layers 2 --dim 32 --heads 4 --batch 4 --steps 6 --json --eval-n 8"

@@ -5,12 +5,10 @@
 # the JSON lines have their fields; bf16 compute trains too; a text file
 # (--data) trains with periodic and final validation losses.
 set -u
-L="$top_srcdir/t/launch"; P="$top_builddir/examples/gpt/train_gpt"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpt-train.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
+. "$top_srcdir/t/tap.sh"
+P="$top_builddir/examples/gpt/train_gpt"
+tap_tmp gpt-train
 echo "1..8"
-n=0
-check() { n=$((n + 1)); d=$1; shift; if "$@"; then echo "ok $n - $d"; else echo "not ok $n - $d"; fi; }
 small="--threads 1 --layers 2 --dim 32 --heads 4 --steps 20 --lr 3e-3 --json --eval-n 20"
 run() { out=$1; shift; "$L" "$@" > "$tmp/$out" 2>&1; rc=$?; sed 's/^/# /' "$tmp/$out" | tail -4; return $rc; }
 last_loss() { awk -F'"loss":' '/^\{"step"/ { split($2, a, ","); l = a[1] } END { print l }' "$tmp/$1"; }

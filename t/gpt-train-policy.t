@@ -4,12 +4,11 @@
 # keep after a few steps on 2 ranks: where an activation lives must never
 # change the numbers.
 set -u
-L="$top_srcdir/t/launch"; P="$top_builddir/examples/gpt/train_gpt"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpt-policy.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
+. "$top_srcdir/t/tap.sh"
+P="$top_builddir/examples/gpt/train_gpt"
+tap_tmp gpt-policy
 small="--threads 1 --layers 2 --dim 32 --heads 4 --batch 4 --steps 4 --json --eval-n 8
        --spill-dir $tmp"
-hash_of() { sed -n 's/^{"final":true.*"param_hash":"\([0-9a-f]*\)".*/\1/p' "$1"; }
 run() {     # run NAME ARGS...: the param_hash of a 2-rank run, or "failed"
     out="$tmp/$1"; shift
     if "$L" 2 "$P" $small "$@" > "$out" 2>&1; then hash_of "$out"; else echo failed; fi
@@ -19,7 +18,6 @@ set -- "*=keep" "mlp_up=host,mlp_act=host,*=keep" "*=host" "*=storage" "*=recomp
 echo "1..$(($# + 2))"
 ref=$(run ref)
 echo "# keep (default): $ref"
-n=0
 for pol in "$@"; do
     n=$((n + 1))
     h=$(run "p$n" --act-policy "$pol")

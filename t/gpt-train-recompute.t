@@ -7,9 +7,9 @@
 # attention, and every policy still gives the keep run's param_hash. The
 # counts are train_gpt's --json recompute_products and recompute_flops.
 set -u
-L="$top_srcdir/t/launch"; P="$top_builddir/examples/gpt/train_gpt"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpt-recompute.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
+. "$top_srcdir/t/tap.sh"
+P="$top_builddir/examples/gpt/train_gpt"
+tap_tmp gpt-recompute
 layers=2 dim=32 batch=4 seq=16 steps=3
 small="--threads 1 --layers $layers --dim $dim --heads 4 --batch $batch --seq $seq --steps $steps
        --json --eval-n 8 --spill-dir $tmp"
@@ -25,7 +25,6 @@ run qkv --act-policy 'qkv=host,*=recompute'
 run qkvs --act-policy 'qkv=storage,attn_probs=host,attn_out=storage,*=recompute' --schedule naive
 ref=$(field keep param_hash)
 echo "# keep: $ref"
-n=0
 for r in all qkv qkvs; do
     n=$((n + 1))
     h=$(field $r param_hash)

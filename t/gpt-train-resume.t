@@ -8,15 +8,12 @@
 #  - SIGTERM to mpirun with odls_base_sigkill_timeout raised (Open MPI only; as --help
 #    says) also stops after the step with a checkpoint.
 set -u
-L="$top_srcdir/t/launch"; P="$top_builddir/examples/gpt/train_gpt"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpt-resume.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
+. "$top_srcdir/t/tap.sh"
+P="$top_builddir/examples/gpt/train_gpt"
+tap_tmp gpt-resume
 echo "1..9"
-n=0
-check() { n=$((n + 1)); d=$1; shift; if "$@"; then echo "ok $n - $d"; else echo "not ok $n - $d"; fi; }
 small="--threads 1 --layers 2 --dim 32 --heads 4 --batch 4 --steps 10 --json --eval-n 8"
 losses() { for f in "$@"; do sed -n 's/^{"step":\([0-9]*\),"loss":\([^,]*\),.*/\1 \2/p' "$tmp/$f"; done; }
-hash_of() { sed -n 's/^{"final":true.*"param_hash":"\([0-9a-f]*\)".*/\1/p' "$tmp/$1"; }
 
 "$L" 2 "$P" $small > "$tmp/full" 2>&1
 "$L" 2 "$P" $small --ckpt-dir "$tmp/ck" --stop-at 4 > "$tmp/a" 2>&1; rc_a=$?
@@ -35,7 +32,7 @@ diff "$tmp/l_full" "$tmp/l_resumed" | sed 's/^/# /'
 check "the per-step losses of stop+resume equal the uninterrupted run's" \
     sh -c 'test "$(wc -l < "$1")" -eq 10 && cmp -s "$1" "$2"' _ "$tmp/l_full" "$tmp/l_resumed"
 check "and so does the final param_hash" \
-    sh -c 'test -n "$1" && test "$1" = "$2"' _ "$(hash_of full)" "$(hash_of b)"
+    sh -c 'test -n "$1" && test "$1" = "$2"' _ "$(hash_of "$tmp/full")" "$(hash_of "$tmp/b")"
 # the same checkpoint resumed on 1 rank (the loader reshards): it runs
 # steps 5..10 and its losses agree closely (not bitwise: the reduction
 # order differs)
@@ -78,7 +75,7 @@ if [ "${MPI_FLAVOUR:-openmpi}" = openmpi ]; then
         sh -c 'grep -q "stopped after step [0-9]* of 1000000 (SIGTERM received); checkpoint" "$1.out" &&
                test -f "$1/latest"' _ "$tmp/term"
 else
-    n=$((n + 1)); echo "ok $n # SKIP SIGTERM's grace time is Open MPI's odls_base_sigkill_timeout"
+    skip "SIGTERM to mpirun stops after a step" "SIGTERM's grace time is Open MPI's odls_base_sigkill_timeout"
     : > "$tmp/term.out"
 fi
 check "no run needed its watchdog" \

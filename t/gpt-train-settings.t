@@ -11,14 +11,12 @@
 # storage runs use the naive schedule: lhs keeps every save on device when
 # it fits, and then nothing spills. The banner names the BLAS kernels.
 set -u
-L="$top_srcdir/t/launch"; P="$top_builddir/examples/gpt/train_gpt"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpt-settings.XXXXXX") || exit 1
-trap 'kill $bg 2>/dev/null; rm -rf "$tmp"' EXIT
+. "$top_srcdir/t/tap.sh"
+P="$top_builddir/examples/gpt/train_gpt"
+tap_tmp gpt-settings
+tap_cleanup() { kill $bg 2>/dev/null; }
 bg=
 echo "1..14"
-n=0
-check() { n=$((n + 1)); d=$1; shift; if "$@"; then echo "ok $n - $d"; else echo "not ok $n - $d"; fi; }
-ms() { date +%s%N | cut -c1-13; }
 one() { timeout 120 "$P" --steps 1 --layers 1 --dim 16 "$@"; }   # MPI singleton, 1 rank
 tiny="--steps 1 --layers 1 --dim 16 --threads 1"
 

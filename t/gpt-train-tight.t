@@ -5,12 +5,11 @@
 # flight), the peak stays within the budget, and the param_hash is the one
 # of an unconstrained keep run. Also auto at the smallest budget of any plan.
 set -u
-L="$top_srcdir/t/launch"; P="$top_builddir/examples/gpt/train_gpt"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpt-tight.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
+. "$top_srcdir/t/tap.sh"
+P="$top_builddir/examples/gpt/train_gpt"
+tap_tmp gpt-tight
 small="--threads 1 --layers 2 --dim 32 --heads 4 --batch 4 --steps 4 --json --eval-n 8
        --spill-dir $tmp"
-hash_of() { sed -n 's/^{"final":true.*"param_hash":"\([0-9a-f]*\)".*/\1/p' "$1"; }
 peak_of() { sed -n 's/^{"final":true.*"peak_device_bytes":\([0-9]*\),.*/\1/p' "$1"; }
 set -- "*=host" "*=storage" "mlp_up=host,mlp_act=storage,qkv=recompute,*=keep" auto
 echo "1..$(($# + 1))"

@@ -9,9 +9,9 @@
 # 4 GiB device budget lhs keeps every offload on device (it fits, and is
 # faster so), which the last test checks, and says so once.
 set -u
-L="$top_srcdir/t/launch"; P="$top_builddir/examples/gpt/train_gpt"; S="$top_builddir/tools/strata"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpt-trace.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
+. "$top_srcdir/t/tap.sh"
+P="$top_builddir/examples/gpt/train_gpt"
+tap_tmp gpt-trace
 small="--threads 1 --layers 2 --dim 32 --heads 4 --batch 4 --steps 3 --json --eval-n 8
        --spill-dir $tmp"
 echo "1..9"

@@ -56,7 +56,7 @@ TESTS += \
 # device buffers (skips without a CUDA device; t/gpu/nccl-check.sh runs it
 # on 1 and 2 GPUs).
 dist_check_SCRIPTS += t/comm-nccl-np1.t
-EXTRA_DIST += t/gpu/nccl-check.sh t/gpu/device-check.sh t/tap.sh
+EXTRA_DIST += t/gpu/nccl-check.sh t/gpu/device-check.sh t/tap.sh t/README
 if HAVE_NCCL
 check_PROGRAMS += t/unit_nccl.t t/comm_nccl
 t_unit_nccl_t_SOURCES = t/unit_nccl.t.c

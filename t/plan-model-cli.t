@@ -8,27 +8,20 @@
 # device the step is shorter by exactly their time. The example GPT's
 # predicted peak device bytes are train_gpt's measured peak to the byte on
 # one rank (no collective timing in it), for four policies.
-strata="$top_builddir/tools/strata"
-tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT
-n=0
-check() {   # check DESCRIPTION COMMAND...: ok when COMMAND succeeds
-    desc=$1; shift
-    n=$((n + 1))
-    if "$@"; then echo "ok $n - $desc"; else echo "not ok $n - $desc"; fi
-}
+. "$top_srcdir/t/tap.sh"
+tap_tmp plan-model-cli
 has() { grep -q -- "$1" "$2"; }
 
 echo 1..19
 gpt="--model gpt-example --hw h200-hgx --fsdp 2 --micro 16 --seq 64"
 
-"$strata" plan $gpt --policy all > "$tmp/all" 2>&1
+"$S" plan $gpt --policy all > "$tmp/all" 2>&1
 check "policy all prints keep, recompute, host naive, host lhs, auto" \
     sh -c "grep -q '^keep  *lhs' '$tmp/all' && grep -q '^recompute  *lhs' '$tmp/all' && grep -q '^host  *naive' '$tmp/all' && grep -q '^host  *lhs' '$tmp/all' && grep -q '^auto  *lhs' '$tmp/all'"
 check "the breakdown names the parameter shard and optimizer state" \
     sh -c "grep -q 'parameter shard' '$tmp/all' && grep -q 'optimizer state' '$tmp/all'"
 
-"$strata" plan $gpt --policy all --json > "$tmp/json" 2>"$tmp/json.err"
+"$S" plan $gpt --policy all --json > "$tmp/json" 2>"$tmp/json.err"
 check "--json: five lines, only JSON on stdout" sh -c "test \$(grep -c '^{' '$tmp/json') -eq 5 && test \$(wc -l < '$tmp/json') -eq 5"
 ok=1
 for f in model hw fsdp ep micro_batch seq policy schedule fits device_bytes device_capacity host_bytes \
@@ -46,33 +39,33 @@ for l in open('$tmp/json'):
         sys.exit('# %s: compute %g wait %g step %g' % (d['policy'], d['compute_s'], d['comm_wait_s'], d['step_s']))
 "
 
-"$strata" plan --model "$top_srcdir/share/models/llama3-8b.json" --hw "$top_srcdir/share/hw/h100-hgx.json" \
+"$S" plan --model "$top_srcdir/share/models/llama3-8b.json" --hw "$top_srcdir/share/hw/h100-hgx.json" \
     --fsdp 8 --micro 1 --seq 4096 --policy 'qkv=host,*=recompute' --schedule both > "$tmp/path" 2>&1
 check "files by path; a policy text with --schedule both gives a naive and an lhs row" \
     sh -c "grep -q '^qkv=host,\*=recompute naive' '$tmp/path' && grep -q '^qkv=host,\*=recompute lhs' '$tmp/path'"
 
-"$strata" plan --model llama3-8b --hw h100-hgx --fsdp 8 --micro max --seq 4096 --policy '*=keep' > "$tmp/max" 2>&1
+"$S" plan --model llama3-8b --hw h100-hgx --fsdp 8 --micro max --seq 4096 --policy '*=keep' > "$tmp/max" 2>&1
 check "--micro max finds a largest micro-batch" sh -c "grep -q 'micro-batch max [1-9]' '$tmp/max'"
 
-"$strata" plan --model llama3-8b --hw h100-hgx --fsdp 8 --micro 1 --seq 4096 --policy 'bogus=host' > "$tmp/pol" 2>&1
+"$S" plan --model llama3-8b --hw h100-hgx --fsdp 8 --micro 1 --seq 4096 --policy 'bogus=host' > "$tmp/pol" 2>&1
 check "an unknown name lists the names the model saves" has "mlp_gate" "$tmp/pol"
 
-"$strata" plan --model no-such --hw h100-hgx --fsdp 8 --micro 1 --seq 4096 --policy all > "$tmp/nm" 2>&1
+"$S" plan --model no-such --hw h100-hgx --fsdp 8 --micro 1 --seq 4096 --policy all > "$tmp/nm" 2>&1
 rc=$?
 check "an unknown model name fails and says where it looked" sh -c "test $rc -ne 0 && grep -q \"no model file named 'no-such'\" '$tmp/nm'"
 
 printf '{"name":"b","family":"llama","layers":"many"}' > "$tmp/bad.json"
-"$strata" plan --model "$tmp/bad.json" --hw h100-hgx --fsdp 8 --micro 1 --seq 4096 --policy all > "$tmp/bf" 2>&1
+"$S" plan --model "$tmp/bad.json" --hw h100-hgx --fsdp 8 --micro 1 --seq 4096 --policy all > "$tmp/bf" 2>&1
 check "a bad model file: the file, the field, what is expected" has "bad.json: field 'layers': expected an integer >= 1, got \"many\"" "$tmp/bf"
 
 printf '{"name":"h","hbm":{"capacity_bytes":8e10}}' > "$tmp/badhw.json"
-"$strata" plan --model llama3-8b --hw "$tmp/badhw.json" --fsdp 8 --micro 1 --seq 4096 --policy all > "$tmp/bh" 2>&1
+"$S" plan --model llama3-8b --hw "$tmp/badhw.json" --fsdp 8 --micro 1 --seq 4096 --policy all > "$tmp/bh" 2>&1
 check "a bad hardware file names its field" has "badhw.json: field 'hbm.bandwidth'" "$tmp/bh"
 
-"$strata" plan --model llama3-8b --hw h100-hgx --fsdp 8 --ep 2 --micro 1 --seq 4096 --policy all > "$tmp/ep" 2>&1
+"$S" plan --model llama3-8b --hw h100-hgx --fsdp 8 --ep 2 --micro 1 --seq 4096 --policy all > "$tmp/ep" 2>&1
 check "--ep on a dense model is refused" has "has no experts" "$tmp/ep"
 
-"$strata" plan --model qwen3-30b-a3b --hw h100-hgx --fsdp 8 --ep 8 --micro 1 --seq 4096 --policy '*=recompute' \
+"$S" plan --model qwen3-30b-a3b --hw h100-hgx --fsdp 8 --ep 8 --micro 1 --seq 4096 --policy '*=recompute' \
     --hbm 40G > "$tmp/moe" 2>&1
 check "MoE with --ep = --fsdp and --hbm: whole expert-local weights, usable HBM as given" \
     sh -c "grep -q 'expert weights (ep-local, whole)' '$tmp/moe' && grep -q 'usable HBM 42.95 GB' '$tmp/moe'"
@@ -81,8 +74,8 @@ check "MoE with --ep = --fsdp and --hbm: whole expert-local weights, usable HBM 
 # q/k/v projections are 4 x 2 n C 3C = 100663296 FLOPs, at 989e12 x 0.4
 # FLOP/s 2.5445727e-07 s
 one="--model gpt-example --hw h200-hgx --fsdp 1 --micro 4 --seq 64 --json"
-"$strata" plan $one --policy '*=recompute' > "$tmp/rall" 2>&1
-"$strata" plan $one --policy 'qkv=host,*=recompute' > "$tmp/rqkv" 2>&1
+"$S" plan $one --policy '*=recompute' > "$tmp/rall" 2>&1
+"$S" plan $one --policy 'qkv=host,*=recompute' > "$tmp/rqkv" 2>&1
 field() { sed -n "s/.*\"$2\":\([0-9.e+-]*\).*/\1/p" "$1"; }
 fa=$(field "$tmp/rall" recompute_flops); fq=$(field "$tmp/rqkv" recompute_flops)
 sa=$(field "$tmp/rall" step_s); sq=$(field "$tmp/rqkv" step_s)
@@ -95,9 +88,9 @@ check "and its step is shorter by their 2.5445727e-07 s" \
 # predicted peak = measured peak on one rank: a 2-layer GPT, batch 2, seq 16
 printf '%s\n' '{"name":"g2","family":"gpt","layers":2,"hidden":32,"heads":4,"max_seq":16,"vocab":256}' > "$tmp/g2.json"
 for pol in '*=keep' '*=recompute' '*=host' 'qkv=host,*=recompute'; do
-    pred=$("$strata" plan --model "$tmp/g2.json" --hw h200-hgx --fsdp 1 --micro 2 --seq 16 --policy "$pol" \
+    pred=$("$S" plan --model "$tmp/g2.json" --hw h200-hgx --fsdp 1 --micro 2 --seq 16 --policy "$pol" \
            --schedule lhs --json 2>&1 | sed -n 's/.*"device_bytes":\([0-9]*\).*/\1/p')
-    meas=$("$top_srcdir/t/launch" 1 "$top_builddir/examples/gpt/train_gpt" --threads 1 --layers 2 --dim 32 --heads 4 \
+    meas=$("$L" 1 "$top_builddir/examples/gpt/train_gpt" --threads 1 --layers 2 --dim 32 --heads 4 \
            --seq 16 --batch 2 --steps 2 --eval-n 1 --spill-dir "$tmp" --json --act-policy "$pol" 2>&1 |
            sed -n 's/^{"final":true.*"peak_device_bytes":\([0-9]*\).*/\1/p')
     echo "# $pol: predicted $pred, measured $meas"

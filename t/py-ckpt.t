@@ -6,10 +6,10 @@
 # files are refused; safetensors export round-trips (skipped without the
 # safetensors module). Details in t/py_ckpt.py.
 set -u
+. "$top_srcdir/t/tap.sh"
 . "$top_srcdir/t/py-env.sh"
 py_needs numpy h5py xxhash
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/py-ckpt.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
+tap_tmp py-ckpt
 if ! py_train "$tmp"; then
     echo "Bail out! train_gpt failed:"; sed 's/^/# /' "$tmp/out" | tail -5; exit 1
 fi

@@ -5,10 +5,10 @@
 # train_gpt's within 1e-4. Skips where torch does not import (Debian's
 # python3-torch is enough). Details in t/py_torch.py.
 set -u
+. "$top_srcdir/t/tap.sh"
 . "$top_srcdir/t/py-env.sh"
 py_needs numpy h5py xxhash torch
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/py-torch.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
+tap_tmp py-torch
 if ! py_train "$tmp"; then
     echo "Bail out! train_gpt failed:"; sed 's/^/# /' "$tmp/out" | tail -5; exit 1
 fi

@@ -25,20 +25,22 @@ static sched_program_t *make(void)
     return p;
 }
 
-int main(void)
+/* a recorded program: units, names, bytes and costs */
+static void test_recorded(sched_program_t *ref)
 {
     char err[512] = "";
-    plan(46);
-
-    sched_program_t *ref = make();
     is_int(ref->nunits, 2, "two units recorded");
     is_int(ref->nnames, 2, "two distinct names (x repeats across units)");
     is_int(sched_program_name_id(ref, "y"), 1, "names keep first-seen order");
     is_int((long long)sched_program_name_bytes(ref, 0), 2048, "bytes per step of x = both units' saves");
     is_double(ref->units[0].cost_s[SCHED_COST_FWD], 0.5, 0, "cost recorded");
     ok(!strcmp(sched_program_name_list(ref, err, sizeof err), "x, y"), "name list: %s", err);
+}
 
-    /* identical recording compares equal; costs may differ */
+/* identical recording compares equal; costs may differ */
+static void test_compare(sched_program_t *ref)
+{
+    char err[512] = "";
     sched_program_t *now = make();
     now->units[1].cost_s[SCHED_COST_BWD] = 7;
     is_int(sched_program_compare(ref, now, err, sizeof err), STRATA_OK, "same structure, other costs: equal");
@@ -83,8 +85,13 @@ int main(void)
     is_int(sched_program_compare(ref, now, err, sizeof err), STRATA_ERR_MISMATCH, "resident bytes change detected");
     now->resident_bytes = 100;
     is_int(sched_program_compare(ref, now, err, sizeof err), STRATA_OK, "restored: equal again");
+    sched_program_destroy(now);
+}
 
-    /* the incremental checks a running step makes */
+/* the incremental checks a running step makes */
+static void test_incremental(sched_program_t *ref)
+{
+    char err[512] = "";
     is_int(sched_check_save(ref, 0, 0, "x", 1024, err, sizeof err), STRATA_OK, "check_save: matching save");
     is_int(sched_check_save(ref, 0, 2, "w", 8, err, sizeof err), STRATA_ERR_MISMATCH, "check_save: extra save");
     ok(strstr(err, "is extra") && strstr(err, "saved 2"), "message: %s", err);
@@ -93,8 +100,12 @@ int main(void)
     is_int(sched_check_unit(ref, 0, 2, 4096, err, sizeof err), STRATA_OK, "check_unit: matching");
     is_int(sched_check_end(ref, 2, err, sizeof err), STRATA_OK, "check_end: matching");
     is_int(sched_check_end(ref, 3, err, sizeof err), STRATA_ERR_MISMATCH, "check_end: one unit too many");
+}
 
-    /* bad recording calls */
+/* bad recording calls */
+static void test_bad_recording(void)
+{
+    char err[512] = "";
     sched_program_t *p;
     sched_program_create(&p);
     is_int(sched_record_save(p, "x", 1, err, sizeof err), STRATA_ERR_STATE, "save before begin");
@@ -110,8 +121,13 @@ int main(void)
     is_string(p->units[0].name, "u0", "unnamed unit gets u<index>");
     sched_program_destroy(p);
     sched_program_destroy(NULL);
+}
 
-    /* text description */
+/* text description */
+static void test_text(void)
+{
+    char err[512] = "";
+    sched_program_t *p;
     const char *text = "# comment\nresident 1M\noptim 0.5\n\nunit blk fwd=1 bwd=2 ag_bytes=2k repeat=3\n"
                        "save qkv 4k  # trailing\nsave mlp 8k\nunit head fwd=1\nsave logits 1k\n";
     is_int(sched_program_parse(text, &p, err, sizeof err), STRATA_OK, "parse a program");
@@ -133,8 +149,19 @@ int main(void)
         strata_status_t st = sched_program_parse(bad[i].text, &p, err, sizeof err);
         ok(STRATA_ERR_FORMAT == st && strstr(err, bad[i].needle), "bad program %d rejected: %s", i, err);
     }
+}
+
+int main(void)
+{
+    plan(46);
+
+    sched_program_t *ref = make();
+    test_recorded(ref);
+    test_compare(ref);
+    test_incremental(ref);
+    test_bad_recording();
+    test_text();
 
     sched_program_destroy(ref);
-    sched_program_destroy(now);
     return done_testing();
 }

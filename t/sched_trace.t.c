@@ -34,13 +34,12 @@ static void write_file(const char *path, const char *text)
     fclose(f);
 }
 
-int main(void)
-{
-    char err[1024] = "", dir[] = "/tmp/sched_trace.XXXXXX", path[4096], path2[4096];
-    plan(25);
-    if (!mkdtemp(dir)) bail_out("mkdtemp");
+static char dir[] = "/tmp/sched_trace.XXXXXX";   /* made by main, removed at its end */
 
-    /* ---- writer from threads, read back ---- */
+/* writer from threads, read back */
+static void test_threads_write(void)
+{
+    char err[1024] = "", path[4096];
     sched_trace_create(3, &shared);
     pthread_t th[THREADS];
     for (long t = 0; t < THREADS; t++) pthread_create(&th[t], NULL, writer, (void *)t);
@@ -69,12 +68,17 @@ int main(void)
     is_int(counters, 1, "memory counter read back");
     is_int(bad_rank, 0, "pid is the rank");
     sched_trace_events_free(&evs);
+}
 
-    /* ---- known overlap: two ranks ----
-     * rank 0, step 0 [0,10] ms: compute [0,4], comm [5,6], d2h [3,7]
-     *   -> transfer 4, hidden 2 ([3,4] and [5,6])
-     * rank 1, step 0 [0,10] ms: compute [0,10], h2d [2,6] -> transfer 4, hidden 4
-     * rank 0, step 1 [20,30] ms: io [21,23], nothing else -> hidden 0 */
+/* known overlap: two ranks
+ * rank 0, step 0 [0,10] ms: compute [0,4], comm [5,6], d2h [3,7]
+ *   -> transfer 4, hidden 2 ([3,4] and [5,6])
+ * rank 1, step 0 [0,10] ms: compute [0,10], h2d [2,6] -> transfer 4, hidden 4
+ * rank 0, step 1 [20,30] ms: io [21,23], nothing else -> hidden 0 */
+static void test_known_overlap(void)
+{
+    char err[1024] = "", path[4096], path2[4096];
+    sched_trace_events_t evs = { 0 };
     sched_trace_t *r0, *r1;
     sched_trace_create(0, &r0);
     sched_trace_create(1, &r1);
@@ -108,8 +112,13 @@ int main(void)
     is_double(st[0].exposed_s, 1.5 * MS, 1e-9, "step 0: exposed = transfer while compute idle, (3 + 0) / 2 ms");
     free(st);
     sched_trace_events_free(&evs);
+}
 
-    /* ---- bad files ---- */
+/* bad files */
+static void test_bad_files(void)
+{
+    char err[1024] = "", path[4096];
+    sched_trace_events_t evs = { 0 };
     snprintf(path, sizeof path, "%s/missing.json", dir);
     ok(STRATA_ERR_IO == sched_trace_read(path, &evs, err, sizeof err) && strstr(err, "missing.json"),
        "missing file: %s", err);
@@ -136,8 +145,16 @@ int main(void)
            "a bare array, unknown keys, foreign events and no closing bracket are tolerated%s%s", *err ? ": " : "", err);
     is_int(evs.nevents, 1, "... and only our event is kept");
     sched_trace_events_free(&evs);
+}
 
-    /* ---- a simulated schedule traces to its simulated time ---- */
+/* a simulated schedule traces to its simulated time */
+static void test_sim_trace(void)
+{
+    char err[1024] = "", path[4096];
+    sched_trace_events_t evs = { 0 };
+    sched_trace_t *r0;
+    sched_trace_step_t *st;
+    int n;
     sched_program_t *p;
     sched_opts_t o;
     sched_actions_t a;
@@ -169,6 +186,17 @@ int main(void)
     sched_trace_destroy(r0);
     sched_destroy(s);
     sched_program_destroy(p);
+}
+
+int main(void)
+{
+    plan(25);
+    if (!mkdtemp(dir)) bail_out("mkdtemp");
+
+    test_threads_write();
+    test_known_overlap();
+    test_bad_files();
+    test_sim_trace();
 
     char cmd[4200];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

@@ -14,27 +14,25 @@
 # daemons run as root here); where slurmctld is installed and the user is
 # root, daemons that do not start are a failure.
 set -u
-P="$top_builddir/examples/gpt/train_gpt"; S="$top_srcdir/examples/gpt/train_gpt.sbatch"
+. "$top_srcdir/t/tap.sh"
+P="$top_builddir/examples/gpt/train_gpt"; SB="$top_srcdir/examples/gpt/train_gpt.sbatch"
 for c in slurmctld slurmd munged sbatch srun; do
     command -v $c > /dev/null 2>&1 || PATH=$PATH:/usr/sbin:/sbin
-    command -v $c > /dev/null 2>&1 || { echo "1..0 # SKIP $c is not installed (Debian: slurm-wlm, munge)"; exit 0; }
+    command -v $c > /dev/null 2>&1 || tap_skip_all "$c is not installed (Debian: slurm-wlm, munge)"
 done
-[ "$(id -u)" -eq 0 ] || { echo "1..0 # SKIP the test's Slurm daemons run as root; this user is not"; exit 0; }
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/slurm-t.XXXXXX") || exit 1
+[ "$(id -u)" -eq 0 ] || tap_skip_all "the test's Slurm daemons run as root; this user is not"
+tap_tmp slurm-t
 chmod 700 "$tmp"
-stop_all() {
+tap_cleanup() {
     # jobs first (their steps end with them), then the daemons
     [ -f "$tmp/slurmctld.pid" ] && scancel --full --quiet $(squeue -h -o %i 2>/dev/null) 2>/dev/null
     for d in slurmd slurmctld munged; do
         [ -f "$tmp/$d.pid" ] && kill "$(cat "$tmp/$d.pid")" 2>/dev/null
     done
-    sleep 1; rm -rf "$tmp"
+    sleep 1
 }
-trap stop_all EXIT
 trap 'exit 1' INT TERM HUP
 echo "1..7"
-n=0
-check() { n=$((n + 1)); d=$1; shift; if "$@"; then echo "ok $n - $d"; else echo "not ok $n - $d"; fi; }
 show() { for f in "$@"; do [ -f "$f" ] && sed 's/^/# /' "$f" | tail -n 20; done; }
 
 # A requeued job may start again cred_expire seconds after its last run
@@ -113,7 +111,7 @@ finished() {  # finished JOB SECONDS: wait until the job left the queue
 }
 
 # 1. the script as it is, 4 tasks, to the end
-j1=$(STRATA_CKPT_DIR="$tmp/ck1" sbatch --parsable -n 4 -o "$tmp/run1.out" -D "$tmp" "$S" $small --steps 10 --log-every 5)
+j1=$(STRATA_CKPT_DIR="$tmp/ck1" sbatch --parsable -n 4 -o "$tmp/run1.out" -D "$tmp" "$SB" $small --steps 10 --log-every 5)
 finished "$j1" 120
 show "$tmp/run1.out"
 check "sbatch -n 4 train_gpt.sbatch: 4 ranks, 10 steps" \
@@ -121,7 +119,7 @@ check "sbatch -n 4 train_gpt.sbatch: 4 ranks, 10 steps" \
 check "and the job COMPLETED (job completion log)" test "$(state "$j1")" = COMPLETED
 
 # 2. a signal before the end: checkpoint, requeue, resume, COMPLETED
-j2=$(STRATA_CKPT_DIR="$tmp/ck" sbatch --parsable -n 4 -o "$tmp/run2.out" -D "$tmp" "$S" \
+j2=$(STRATA_CKPT_DIR="$tmp/ck" sbatch --parsable -n 4 -o "$tmp/run2.out" -D "$tmp" "$SB" \
      $small --steps 4000 --log-every 10)
 i=0
 while [ $i -lt 600 ] && ! grep -q '^step  *10/' "$tmp/run2.out" 2>/dev/null; do sleep 0.2; i=$((i + 1)); done
@@ -143,10 +141,9 @@ if ! grep -q "^step  *4000/4000 " "$tmp/run2.out"; then   # what the controller 
 fi
 
 # 3. srun directly, as the README shows; the same run under t/launch
-hash_of() { sed -n 's/^{"final":true.*"param_hash":"\([0-9a-f]*\)".*/\1/p' "$1"; }
 timeout 120 srun --mpi="$STRATA_SRUN_MPI" -n 4 "$P" --threads 1 $small --steps 6 --json > "$tmp/srun.out" 2>&1
 rc=$?
-"$top_srcdir/t/launch" 4 "$P" --threads 1 $small --steps 6 --json > "$tmp/mpirun.out" 2>&1
+"$L" 4 "$P" --threads 1 $small --steps 6 --json > "$tmp/mpirun.out" 2>&1
 echo "# param_hash: srun $(hash_of "$tmp/srun.out"), t/launch $(hash_of "$tmp/mpirun.out")"
 [ $rc -eq 0 ] || show "$tmp/srun.out"
 check "srun --mpi=$STRATA_SRUN_MPI -n 4 train_gpt exits 0" test $rc -eq 0

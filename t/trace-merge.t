@@ -7,14 +7,11 @@
 # through gnuplot and says so clearly where gnuplot is missing; bad input;
 # bench/offload --plot's drawing (bench/offload-plot) from a table.
 set -u
+. "$top_srcdir/t/tap.sh"
 . "$top_srcdir/t/py-env.sh"
-S="$top_builddir/tools/strata"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/trace-merge.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
+tap_tmp trace-merge
 echo "1..8"
-n=0
-check() { n=$((n + 1)); d=$1; shift; if "$@"; then echo "ok $n - $d"; else echo "not ok $n - $d"; fi; }
-"$top_srcdir/t/launch" 2 "$top_builddir/examples/gpt/train_gpt" --threads 1 --layers 2 --dim 32 \
+"$L" 2 "$top_builddir/examples/gpt/train_gpt" --threads 1 --layers 2 --dim 32 \
     --heads 4 --batch 4 --steps 3 --eval-n 8 --spill-dir "$tmp" \
     --act-policy "mlp_up=host,qkv=storage,*=keep" --schedule naive --trace "$tmp/tr.json" > "$tmp/out" 2>&1 ||
     { echo "Bail out! train_gpt --trace failed"; sed 's/^/# /' "$tmp/out" | tail -5; exit 1; }
@@ -28,7 +25,7 @@ if [ -x "$PY" ]; then
     check "the merged trace follows the Trace Event Format (t/trace_check.py)" \
         sh -c 'test "$1" -eq 0 && grep -q "^1\.\.7" "$2" && ! grep -q "^not ok" "$2"' _ $rc "$tmp/chk"
 else
-    n=$((n + 1)); echo "ok $n - the merged trace follows the Trace Event Format # SKIP no $PY"
+    skip "the merged trace follows the Trace Event Format" "no $PY"
 fi
 cp "$tmp/tr.0.json" "$tmp/dup.json"
 "$S" trace --merge "$tmp/x.json" "$tmp/tr.0.json" "$tmp/dup.json" > "$tmp/e" 2>&1; rc=$?
@@ -44,7 +41,7 @@ if command -v gnuplot > /dev/null; then
     check "--plot draws the last step as a PNG" \
         sh -c 'test "$1" -eq 0 && test "$(head -c 4 "$2" | od -An -c | tr -d " ")" = "211PNG"' _ $rc "$tmp/step.png"
 else
-    n=$((n + 1)); echo "ok $n - --plot draws the last step as a PNG # SKIP gnuplot not installed (gnuplot-nox)"
+    skip "--plot draws the last step as a PNG" "gnuplot not installed (gnuplot-nox)"
 fi
 STRATA_GNUPLOT=/nonexistent/gnuplot "$S" trace --plot "$tmp/n.png" "$tmp"/tr.[01].json > "$tmp/e" 2>&1; rc=$?
 check "--plot without gnuplot: exit 1 and says to install it" \
@@ -59,5 +56,5 @@ if command -v gnuplot > /dev/null; then
     check "bench/offload-plot draws tokens/s and peak memory per tier as a PNG" \
         sh -c 'test "$1" -eq 0 && test "$(head -c 4 "$2" | od -An -c | tr -d " ")" = "211PNG"' _ $rc "$tmp/off.png"
 else
-    n=$((n + 1)); echo "ok $n - bench/offload-plot draws a PNG # SKIP gnuplot not installed (gnuplot-nox)"
+    skip "bench/offload-plot draws a PNG" "gnuplot not installed (gnuplot-nox)"
 fi
