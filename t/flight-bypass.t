@@ -15,6 +15,7 @@ io/ckpt_layout.c: runs inside a checkpoint save or load, one recorded operation 
 io/ckpt_save.c: runs inside a checkpoint save, one recorded operation under ckpt_timeout
 examples/gpt/train_gpt.c: the program's own MPI set-up and tear-down around the library
 examples/mlp/mlp.c: the example's loss report, outside the library
+examples/mlp/train_mlp.c: the example's loss and evaluation reports, outside the library
 tools/calibrate_cmd.c: measures raw MPI on purpose; no strata context
 tools/calibrate_costs.c: the same command's measurements of what collectives cost the compute, raw MPI on purpose
 LIST
