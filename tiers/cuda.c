@@ -75,14 +75,6 @@ static cudaError_t event_wait(cudaEvent_t ev)
     return e;
 }
 
-void tiers_cuda_current_device(int *dev_p)
-{
-    if (cudaSuccess != cudaGetDevice(dev_p)) {
-        (void)cudaGetLastError();
-        *dev_p = 0;
-    }
-}
-
 static strata_status_t cuda_engine_init(tiers_state_t *ts, int engine, void **data_p)
 {
     *data_p = NULL;

@@ -41,7 +41,7 @@ strata_status_t tiers_init(strata_context_t *ctx)
 #ifdef HAVE_CUDA
     if (0 == strcmp(ctx->backend_name, "cuda")) {
         ts->be = &tiers_cuda_backend;
-        tiers_cuda_current_device(&ts->device);   /* comm_init chose it on this thread */
+        ts->device = ctx->device;   /* comm_init chose it */
     }
 #endif
     /* critical sections are short: a thread that finds the lock taken

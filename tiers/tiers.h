@@ -123,8 +123,6 @@ typedef struct tiers_backend {
 extern const tiers_backend_t tiers_host_backend;
 #ifdef HAVE_CUDA
 extern const tiers_backend_t tiers_cuda_backend;
-/* The calling thread's current CUDA device (0 when it cannot be read). */
-void tiers_cuda_current_device(int *dev_p);
 /* The block's next move starts on its copy engine only after the work
  * queued so far on `stream` (cuda: a cudaStream_t producing the block's
  * data), ordered by an event, not by a host wait. No-op on the host
