@@ -119,6 +119,7 @@ strata_status_t strata_model_step_begin(strata_model_t *m, int n_micro)
     m->micro = 0;
     m->phase = PHASE_STEP;
     m->compute_s = m->exposed_s = m->optim_s = 0;
+    (void)fsdp_dev_time_take(m->ctx, 0);   /* callbacks timed outside a step */
     m->t_step0 = base_now();
     comm_rec_where(m->ctx, m->step_count + 1, -1);
     for (int i = 0; i < m->nunits; i++) m->units[i]->rstate = GRAD_IDLE;
@@ -394,6 +395,9 @@ strata_status_t strata_model_step_end(strata_model_t *m)
     st = fsdp_gather_settle(m);
     if (STRATA_OK == st) st = fsdp_dev_wait(m->ctx);
     if (STRATA_OK != st) goto fail;
+    /* cuda: the callbacks' time on the device, not their launches' */
+    double dev_s = fsdp_dev_time_take(m->ctx, 1);
+    if (dev_s >= 0) m->compute_s = dev_s;
     m->step_count++;
     m->phase = PHASE_IDLE;
     m->stats.steps = m->step_count;
