@@ -68,7 +68,7 @@ system_lib() {
 
 # the programs the device run uses (libtool keeps the real ones in .libs/)
 PROGS="examples/gpt/train_gpt t/fsdp_errors t/tiers_cuda.t t/gpu_kernels_host.t t/unit_nccl.t
-       t/comm_nccl t/tiers_move.t bench/copy_bw"
+       t/unit_thread.t t/comm_nccl t/tiers_move.t bench/copy_bw"
 # the PyTorch peer of the tokens/s check (its model module; it needs torch only)
 PYFILES="bench/peers_torch.py python/strata_gpt.py"
 OMPI_LIB=/usr/lib/x86_64-linux-gnu/openmpi
@@ -429,6 +429,7 @@ run_checks() {
     tap_step tiers_cuda 60 10 "$B/bin/tiers_cuda.t"
     tap_step gpu_kernels_host 60 10 "$B/bin/gpu_kernels_host.t"
     tap_step unit_nccl 30 5 "$B/bin/unit_nccl.t"
+    tap_step unit_thread 30 5 "$B/bin/unit_thread.t"
     tap_step tiers_move 60 10 "$B/bin/tiers_move.t"
     tap_step fsdp_errors 60 10 $MPI -np 2 "$B/bin/fsdp_errors"
     # NCCL collectives on 1 GPU, and on 2 when present
