@@ -85,6 +85,7 @@ struct strata_context {
      * makes a whole checkpoint save or load one recorded operation */
     uint64_t (*op_begin)(strata_context_t *ctx, base_op_kind_t kind);
     void     (*op_end)(strata_context_t *ctx, uint64_t op, strata_status_t st);
+    int              device;         /* cuda backend: the rank's CUDA device; else -1 */
     void            *compute_stream; /* cuda backend: the callbacks' cudaStream_t; else NULL */
     const struct fsdp_dev_ops *dev_ops; /* where fsdp/ runs its arithmetic (fsdp/dev.h) */
     void            *dev_state;      /* that backend's own (cuda: releases pending on the stream) */

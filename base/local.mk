@@ -9,6 +9,8 @@ libstrata_core_la_SOURCES += \
     base/node.c \
     base/wait.h \
     base/wait.c \
+    base/thread.h \
+    base/thread.c \
     base/shard.h \
     base/shard.c \
     base/agree.h \

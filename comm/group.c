@@ -1,6 +1,7 @@
 /* group.c - shard and replica groups (hybrid sharding). */
 #include "config.h"
 #include "comm.h"
+#include "base/thread.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,6 +113,9 @@ strata_status_t comm_init(strata_context_t *ctx)
     strata_status_t st = ctx->comm_ops->group_init(w);
     if (STRATA_OK != st) { free(w); return st; }
     ctx->world = w;
+    /* the world group made the rank's device current on this thread; the
+     * threads strata starts from now on select it too (base/thread.h) */
+    if (0 == strcmp(ctx->backend_name, "cuda")) ctx->device = base_device_current();
     st = comm_rec_create(ctx);
     if (STRATA_OK != st) comm_cleanup(ctx);
     return st;

@@ -27,8 +27,12 @@
  * Communicators: one per group, bootstrapped with ncclGetUniqueId on the
  * group's rank 0 and MPI_Bcast over the group's MPI communicator, and
  * non-blocking (ncclCommInitRankConfig, blocking = 0): no NCCL call blocks
- * a thread; each collective is one group call (ncclGroupStart/End), whose
- * ncclInProgress means queued; init and finalize are polled to the end.
+ * a thread inside the library, so a dead peer is seen by polling. Each
+ * collective is one group call (ncclGroupStart/End); its ncclInProgress
+ * means "not yet on the stream" (the first collectives set up connections
+ * lazily), so the group call is polled until it has settled before
+ * anything that must follow it (completion event, rounding, the staging's
+ * release) is queued. Init and finalize are polled to the end the same way.
  * comm_nccl_async_error is what the wait loop and the watchdog poll.
  */
 #include "config.h"
@@ -278,16 +282,17 @@ static strata_status_t finish(strata_group_t *g, strata_request_t *req, strata_s
     return st;
 }
 
-/* GROUPED(call): the NCCL call inside ncclGroupStart/ncclGroupEnd (the
- * comma operator orders them); on a non-blocking communicator both may
- * answer ncclInProgress, which means queued, not failed. */
-static ncclResult_t group_end(ncclResult_t r)
+/* GROUPED(ng, call): the NCCL call inside ncclGroupStart/ncclGroupEnd (the
+ * comma operator orders them). On a non-blocking communicator either may
+ * answer ncclInProgress: the kernel may not be on the stream yet, so the
+ * communicator is polled until the call has settled; only then is work
+ * queued after it in stream order. */
+static ncclResult_t group_end(ncclComm_t comm, ncclResult_t r)
 {
-    ncclResult_t e = ncclGroupEnd();
-    if (ncclSuccess != r && ncclInProgress != r) return r;
-    return ncclInProgress == e ? ncclSuccess : e;
+    ncclResult_t out, end = ncclGroupEnd();
+    return comm_nccl_group_pending(r, end, &out) ? settle(comm) : out;
 }
-#define GROUPED(call) (ncclGroupStart(), group_end(call))
+#define GROUPED(ng, call) (ncclGroupStart(), group_end((ng)->comm, call))
 
 static strata_status_t nccl_done(strata_group_t *g, strata_request_t *req, ncclResult_t r,
                                  const char *what)
@@ -320,8 +325,8 @@ static strata_status_t nccl_allgather(strata_group_t *g, const void *send, void 
     strata_status_t st = begin(g, req);
     if (STRATA_OK != st) return st;
     if (0 == count) return finish(g, req, STRATA_OK);
-    return nccl_done(g, req, GROUPED(ncclAllGather(send, recv, count, t, ng->comm, ng->stream)),
-                     "ncclAllGather");
+    ncclResult_t r = GROUPED(ng, ncclAllGather(send, recv, count, t, ng->comm, ng->stream));
+    return nccl_done(g, req, r, "ncclAllGather");
 }
 
 static strata_status_t reduce_f32(strata_group_t *g, coll_kind_t kind, const float *send,
@@ -338,11 +343,13 @@ static strata_status_t reduce_f32(strata_group_t *g, coll_kind_t kind, const flo
     if (STRATA_OK != st) return st;
     if (0 == count) return finish(g, req, STRATA_OK);
     if (COLL_REDUCE_SCATTER == kind) {
-        return nccl_done(g, req, GROUPED(ncclReduceScatter(send, recv, count, ncclFloat32, o,
-                                                           ng->comm, ng->stream)), "ncclReduceScatter");
+        ncclResult_t r = GROUPED(ng, ncclReduceScatter(send, recv, count, ncclFloat32, o,
+                                                       ng->comm, ng->stream));
+        return nccl_done(g, req, r, "ncclReduceScatter");
     }
-    return nccl_done(g, req, GROUPED(ncclAllReduce(send, recv, count, ncclFloat32, o, ng->comm,
-                                                   ng->stream)), "ncclAllReduce");
+    ncclResult_t r = GROUPED(ng, ncclAllReduce(send, recv, count, ncclFloat32, o, ng->comm,
+                                               ng->stream));
+    return nccl_done(g, req, r, "ncclAllReduce");
 }
 
 static strata_status_t nccl_reduce_scatter(strata_group_t *g, const float *send, float *recv,
@@ -396,8 +403,10 @@ static strata_status_t nccl_reduce_wide(strata_group_t *g, coll_kind_t kind, con
         st = cuda_fail(ctx, e, "widening kernel (16-bit to f32)");
     } else {
         ncclResult_t r = COLL_REDUCE_SCATTER == kind
-            ? GROUPED(ncclReduceScatter(stage, out, count, ncclFloat32, o, ng->comm, ng->stream))
-            : GROUPED(ncclAllReduce(stage, out, count, ncclFloat32, o, ng->comm, ng->stream));
+            ? GROUPED(ng, ncclReduceScatter(stage, out, count, ncclFloat32, o, ng->comm,
+                                            ng->stream))
+            : GROUPED(ng, ncclAllReduce(stage, out, count, ncclFloat32, o, ng->comm,
+                                        ng->stream));
         if (ncclSuccess != r) {
             st = nccl_fail(ctx, r, ng->comm, COLL_REDUCE_SCATTER == kind ? "ncclReduceScatter"
                                                                           : "ncclAllReduce");
@@ -421,8 +430,8 @@ static strata_status_t nccl_broadcast(strata_group_t *g, void *buf, size_t count
     strata_status_t st = begin(g, req);
     if (STRATA_OK != st) return st;
     if (0 == count) return finish(g, req, STRATA_OK);
-    return nccl_done(g, req, GROUPED(ncclBroadcast(buf, buf, count, t, root, ng->comm, ng->stream)),
-                     "ncclBroadcast");
+    ncclResult_t r = GROUPED(ng, ncclBroadcast(buf, buf, count, t, root, ng->comm, ng->stream));
+    return nccl_done(g, req, r, "ncclBroadcast");
 }
 
 static strata_status_t nccl_barrier(strata_group_t *g, strata_request_t *req)
@@ -431,8 +440,9 @@ static strata_status_t nccl_barrier(strata_group_t *g, strata_request_t *req)
     strata_status_t st = begin(g, req);
     if (STRATA_OK != st) return st;
     /* max of a word that stays 0: completes once every rank has reached it */
-    return nccl_done(g, req, GROUPED(ncclAllReduce(ng->barrier_buf, ng->barrier_buf, 1,
-                                                   ncclFloat32, ncclMax, ng->comm, ng->stream)), "ncclAllReduce (barrier)");
+    ncclResult_t r = GROUPED(ng, ncclAllReduce(ng->barrier_buf, ng->barrier_buf, 1, ncclFloat32,
+                                               ncclMax, ng->comm, ng->stream));
+    return nccl_done(g, req, r, "ncclAllReduce (barrier)");
 }
 
 static strata_status_t nccl_test(strata_request_t *req, int *done_p)

@@ -58,6 +58,13 @@ strata_status_t comm_nccl_boot_layout(int world, int shard_size, int world_rank,
 strata_status_t comm_nccl_stage_bytes(coll_kind_t kind, size_t count, int group_size,
                                       size_t *bytes_p);
 
+/* What a group call's two answers (the collective inside it, then
+ * ncclGroupEnd) mean on a non-blocking communicator: 1 when it has not
+ * settled (either said ncclInProgress and the call did not fail): the
+ * communicator must be polled before any work is queued after it; else 0
+ * with *r_p the call's outcome (the collective's own error first). */
+int comm_nccl_group_pending(ncclResult_t call, ncclResult_t end, ncclResult_t *r_p);
+
 /* The group's NCCL communicator's asynchronous error, polled without
  * blocking (ncclCommGetAsyncError): STRATA_OK while healthy or in
  * progress, else STRATA_ERR_NCCL with the message recorded. The one entry

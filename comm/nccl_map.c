@@ -85,3 +85,13 @@ strata_status_t comm_nccl_stage_bytes(coll_kind_t kind, size_t count, int group_
     *bytes_p = elems;
     return STRATA_OK;
 }
+
+int comm_nccl_group_pending(ncclResult_t call, ncclResult_t end, ncclResult_t *r_p)
+{
+    if (ncclSuccess != call && ncclInProgress != call) {
+        *r_p = call;
+        return 0;
+    }
+    *r_p = ncclInProgress == call ? call : end;
+    return ncclInProgress == *r_p;
+}

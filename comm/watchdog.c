@@ -22,6 +22,7 @@
 #include "comm/comm.h"
 #include "comm/recorder_impl.h"
 #include "base/agree.h"
+#include "base/thread.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -218,7 +219,7 @@ strata_status_t rec_watchdog_start(comm_recorder_t *r)
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = pthread_create(&r->thread, NULL, wd_main, r);
+    int rc = base_thread_create(r->ctx, &r->thread, wd_main, r);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc) {
         close(fd[0]); close(fd[1]);

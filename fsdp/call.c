@@ -7,6 +7,7 @@
  */
 #include "config.h"
 #include "fsdp.h"
+#include "dev.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -48,7 +49,9 @@ strata_status_t fsdp_run_callback(strata_unit_call_t *c)
     c->err = STRATA_OK;
     base_clear_error(ctx);
     double t0 = base_now();
+    int slot = fsdp_dev_time_begin(ctx);   /* cuda: the work on the device, read at step end */
     st = fn(c, u->user_data);
+    fsdp_dev_time_end(ctx, slot);
     u->model->compute_s += base_now() - t0;
 
     /* the guards first: an overrun explains most other symptoms */

@@ -16,6 +16,7 @@ static strata_context_t *context_new(void)
 {
     strata_context_t *ctx = calloc(1, sizeof *ctx);
     if (ctx) {
+        ctx->device = -1;
         pthread_mutex_init(&ctx->mpi_lock, NULL);
         pthread_mutex_init(&ctx->err_lock, NULL);
     }

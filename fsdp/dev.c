@@ -102,6 +102,21 @@ void fsdp_dev_free_later(strata_context_t *ctx, fsdp_mem_t *h)
     if (h) ctx->dev_ops->free_later(ctx, h);
 }
 
+int fsdp_dev_time_begin(strata_context_t *ctx)
+{
+    return ctx->dev_ops->time_begin ? ctx->dev_ops->time_begin(ctx) : -1;
+}
+
+void fsdp_dev_time_end(strata_context_t *ctx, int slot)
+{
+    if (slot >= 0 && ctx->dev_ops->time_end) ctx->dev_ops->time_end(ctx, slot);
+}
+
+double fsdp_dev_time_take(strata_context_t *ctx, int read)
+{
+    return ctx->dev_ops->time_take ? ctx->dev_ops->time_take(ctx, read) : -1;
+}
+
 int fsdp_dev_reclaim(strata_context_t *ctx, int wait)
 {
     return ctx->dev_ops->reclaim(ctx, wait);

@@ -49,6 +49,10 @@ typedef struct fsdp_dev_ops {
     strata_status_t (*wait)(strata_context_t *ctx);
     void            (*free_later)(strata_context_t *ctx, fsdp_mem_t *h);
     int             (*reclaim)(strata_context_t *ctx, int wait);
+    /* device time of the callbacks (NULL: timed on the host) */
+    int             (*time_begin)(strata_context_t *ctx);
+    void            (*time_end)(strata_context_t *ctx, int slot);
+    double          (*time_take)(strata_context_t *ctx, int read);
 } fsdp_dev_ops_t;
 
 extern const fsdp_dev_ops_t fsdp_dev_host_ops;
@@ -99,5 +103,17 @@ void fsdp_dev_free_later(strata_context_t *ctx, fsdp_mem_t *h);
 /* Free the blocks whose event has fired; with wait, wait for the oldest
  * first. 1 when something was freed. */
 int  fsdp_dev_reclaim(strata_context_t *ctx, int wait);
+
+/* The callbacks' time on the device. A callback's host time on the cuda
+ * backend is its launches, not its work: time_begin and time_end bracket
+ * one callback's queued work with events on the compute stream (the slot
+ * time_begin returns goes to time_end; -1 on the host, where the host
+ * clock is the compute time). time_take, after fsdp_dev_wait, returns the
+ * seconds the bracketed work took on the device since the last take and
+ * forgets it (read 0: forgets without reading, for work not waited for);
+ * -1 on the host or when the events cannot be read. */
+int    fsdp_dev_time_begin(strata_context_t *ctx);
+void   fsdp_dev_time_end(strata_context_t *ctx, int slot);
+double fsdp_dev_time_take(strata_context_t *ctx, int read);
 
 #endif

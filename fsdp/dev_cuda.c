@@ -30,10 +30,18 @@ typedef struct pending {
     fsdp_mem_t     *h;
 } pending_t;
 
-/* ctx->dev_state: the releases waiting for their event, oldest first. */
+/* The callbacks' timing events: pair i is ev[2i] (start), ev[2i + 1]
+ * (end); n pairs in use since the last take. Past TIME_MAX pairs without
+ * a take (evaluation outside steps) further callbacks go untimed. */
+#define TIME_MAX 65536
+
+/* ctx->dev_state: the releases waiting for their event, oldest first; the
+ * callbacks' timing events. */
 typedef struct {
     pthread_mutex_t lock;
     pending_t      *head, *tail;
+    cudaEvent_t    *ev;
+    int             n, cap;
 } cuda_dev_t;
 
 static strata_status_t cuda_st(strata_context_t *ctx, cudaError_t e, const char *what)
@@ -96,6 +104,8 @@ static void cuda_cleanup(strata_context_t *ctx)
         free(p);
     }
     if (d) {
+        for (int i = 0; i < 2 * d->cap; i++) (void)cudaEventDestroy(d->ev[i]);
+        free(d->ev);
         pthread_mutex_destroy(&d->lock);
         free(d);
     }
@@ -185,6 +195,63 @@ static strata_status_t cuda_wait(strata_context_t *ctx)
     cudaEventDestroy(ev);
     while (cuda_reclaim(ctx, 0)) {}
     return cuda_st(ctx, e, "the step's device work");
+}
+
+/* ---- the callbacks' device time ------------------------------------------------------ */
+
+/* Room for one more pair: the array doubles, its new events created with
+ * timing (the release events above are made without). 0, or -1. */
+static int time_grow(cuda_dev_t *d)
+{
+    if (d->n < d->cap) return 0;
+    if (d->cap >= TIME_MAX) return -1;
+    int cap = d->cap ? 2 * d->cap : 64;
+    cudaEvent_t *ev = realloc(d->ev, 2 * (size_t)cap * sizeof *ev);
+    if (!ev) return -1;
+    d->ev = ev;
+    for (int i = 2 * d->cap; i < 2 * cap; i++) {
+        if (cudaSuccess != cudaEventCreate(&ev[i])) {
+            (void)cudaGetLastError();
+            while (i-- > 2 * d->cap) cudaEventDestroy(ev[i]);
+            return -1;
+        }
+    }
+    d->cap = cap;
+    return 0;
+}
+
+static int cuda_time_begin(strata_context_t *ctx)
+{
+    cuda_dev_t *d = ctx->dev_state;
+    if (time_grow(d) || cudaSuccess != cudaEventRecord(d->ev[2 * d->n], STREAM(ctx))) {
+        (void)cudaGetLastError();
+        return -1;
+    }
+    return d->n++;
+}
+
+static void cuda_time_end(strata_context_t *ctx, int slot)
+{
+    cuda_dev_t *d = ctx->dev_state;
+    if (slot < d->n && cudaSuccess != cudaEventRecord(d->ev[2 * slot + 1], STREAM(ctx)))
+        (void)cudaGetLastError();
+}
+
+static double cuda_time_take(strata_context_t *ctx, int read)
+{
+    cuda_dev_t *d = ctx->dev_state;
+    double s = 0;
+    for (int i = 0; read && i < d->n; i++) {
+        float ms = 0;
+        if (cudaSuccess != cudaEventElapsedTime(&ms, d->ev[2 * i], d->ev[2 * i + 1])) {
+            (void)cudaGetLastError();
+            s = -1;
+            break;
+        }
+        s += ms * 1e-3;
+    }
+    d->n = 0;
+    return read ? s : -1;
 }
 
 /* ---- arithmetic and copies ------------------------------------------------------------- */
@@ -281,4 +348,7 @@ const fsdp_dev_ops_t fsdp_dev_cuda_ops = {
     .wait = cuda_wait,
     .free_later = cuda_free_later,
     .reclaim = cuda_reclaim,
+    .time_begin = cuda_time_begin,
+    .time_end = cuda_time_end,
+    .time_take = cuda_time_take,
 };

@@ -267,8 +267,13 @@ static strata_status_t size_unit(strata_model_t *m, int ui, size_t *nsaves_p, si
     fsdp_free_saves(u);
     strata_unit_call_t c = { .unit = u, .backward = 0, .training = 1, .in = &m->acts[ui],
                              .out = &m->acts[ui + 1], .mode = CALL_SIZING };
+    /* cuda: the forward's work on the device, from an idle stream to an
+     * idle stream (a one-off pass: the waits cost nothing that matters) */
+    st = fsdp_dev_wait(m->ctx);
+    if (STRATA_OK != st) return st;
     t0 = base_now();
     st = fsdp_run_callback(&c);
+    if (STRATA_OK == st) st = fsdp_dev_wait(m->ctx);
     double f = base_now() - t0;
     if (STRATA_OK != st) return st;
     x->soff[ui + 1] = x->soff[ui] + u->nsaves;

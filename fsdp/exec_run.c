@@ -202,6 +202,24 @@ static strata_status_t issue(strata_model_t *m, int id)
     return STRATA_OK;
 }
 
+static int tier_full(strata_status_t st)
+{
+    return STRATA_ERR_TIER_FULL == st || STRATA_ERR_FRAGMENTED == st;
+}
+
+/* issue(), and a restore that finds the device tier full issued again
+ * after the stream-ordered releases whose event has fired are reclaimed
+ * (fsdp_mem_alloc does the same for the callbacks' buffers): the tiers
+ * cannot see those frees themselves. */
+static strata_status_t issue_room(strata_model_t *m, int id)
+{
+    strata_status_t st = issue(m, id);
+    int restore = SCHED_OP_H2D == sched_op(m->exec->sched, id)->kind;
+    while (restore && tier_full(st) && fsdp_dev_reclaim(m->ctx, 0))
+        st = issue(m, id);
+    return st;
+}
+
 /* Issue, engine by engine in schedule order, every transfer whose
  * dependencies have completed. */
 static strata_status_t pump(strata_model_t *m)
@@ -221,8 +239,8 @@ static strata_status_t pump(strata_model_t *m)
                 if (STRATA_OK != st) return st;
             }
             if (!ready) break;
-            st = issue(m, id);
-            if (STRATA_ERR_TIER_FULL == st || STRATA_ERR_FRAGMENTED == st) {
+            st = issue_room(m, id);
+            if (tier_full(st)) {
                 x->blocked = st;    /* memory frees as transfers and compute finish */
                 break;
             }
@@ -255,6 +273,9 @@ static strata_status_t wait_op(strata_model_t *m, int id)
             if (x->issued[i] && !x->done[i]) other = i;
         if (other < 0) {
             char lab[96];
+            /* nothing in flight: the room may be held by releases still
+             * waiting for the compute stream; wait for the oldest */
+            if (STRATA_OK != x->blocked && fsdp_dev_reclaim(m->ctx, 1)) continue;
             if (STRATA_OK != x->blocked) return x->blocked;   /* the tiers' message stands */
             return base_error(m->ctx, STRATA_ERR_STATE, "activation schedule stuck: %s cannot "
                               "be issued and nothing is in flight",

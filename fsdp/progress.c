@@ -38,6 +38,7 @@
 #include "fsdp.h"
 #include "dev.h"
 #include "comm/comm.h"
+#include "base/thread.h"
 #include "base/nvtx.h"
 #include "base/wait.h"
 
@@ -192,7 +193,7 @@ strata_status_t fsdp_progress_start(strata_model_t *m)
 {
     if (!m->opts.progress_thread || m->progress_running) return STRATA_OK;
     m->progress_stop = 0;
-    int rc = pthread_create(&m->progress, NULL, progress_main, m);
+    int rc = base_thread_create(m->ctx, &m->progress, progress_main, m);
     if (rc) return base_error(m->ctx, STRATA_ERR_NOMEM, "cannot start the progress thread: %s",
                               strerror(rc));
     m->progress_running = 1;

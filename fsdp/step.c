@@ -62,6 +62,29 @@ static void prefetch(strata_model_t *m, int from, int dir)
     }
 }
 
+/* The input to the device. On cuda a copy from the caller's (pageable)
+ * memory would make the host wait for the transfer, so the bytes go
+ * through a pinned-host block first and up asynchronously; the block is
+ * released in stream order. A full pinned tier falls back to the direct
+ * copy. */
+static strata_status_t upload_input(strata_model_t *m, void *dst, const void *input,
+                                    size_t bytes)
+{
+    strata_context_t *ctx = m->ctx;
+    void *pinned = NULL;
+    fsdp_mem_t *h = NULL;
+    if (!fsdp_dev_on(ctx)) return fsdp_dev_copy(ctx, dst, input, bytes);
+    if (STRATA_OK != fsdp_mem_alloc(ctx, STRATA_TIER_PINNED_HOST, STRATA_TAG_WORKSPACE, bytes,
+                                    &pinned, &h)) {
+        base_clear_error(ctx);   /* the tier's message: not this call's failure */
+        return fsdp_dev_copy(ctx, dst, input, bytes);
+    }
+    memcpy(pinned, input, bytes);
+    strata_status_t st = fsdp_dev_copy(ctx, dst, pinned, bytes);
+    fsdp_dev_free_later(ctx, h);
+    return st;
+}
+
 static strata_status_t run_forward(strata_model_t *m, const void *input, size_t in_bytes,
                                    int training)
 {
@@ -74,7 +97,7 @@ static strata_status_t run_forward(strata_model_t *m, const void *input, size_t 
     st = fsdp_buf_alloc(m->ctx, STRATA_TIER_DEVICE, STRATA_TAG_ACTIVATION, in_bytes, 0,
                         &m->acts[0]);
     if (STRATA_OK != st) return st;
-    if (in_bytes) st = fsdp_dev_copy(m->ctx, m->acts[0].ptr, input, in_bytes);
+    if (in_bytes) st = upload_input(m, m->acts[0].ptr, input, in_bytes);
     if (STRATA_OK != st) return st;
 
     for (int ui = 0; ui < L; ui++) {
@@ -119,6 +142,7 @@ strata_status_t strata_model_step_begin(strata_model_t *m, int n_micro)
     m->micro = 0;
     m->phase = PHASE_STEP;
     m->compute_s = m->exposed_s = m->optim_s = 0;
+    (void)fsdp_dev_time_take(m->ctx, 0);   /* callbacks timed outside a step */
     m->t_step0 = base_now();
     comm_rec_where(m->ctx, m->step_count + 1, -1);
     for (int i = 0; i < m->nunits; i++) m->units[i]->rstate = GRAD_IDLE;
@@ -394,6 +418,9 @@ strata_status_t strata_model_step_end(strata_model_t *m)
     st = fsdp_gather_settle(m);
     if (STRATA_OK == st) st = fsdp_dev_wait(m->ctx);
     if (STRATA_OK != st) goto fail;
+    /* cuda: the callbacks' time on the device, not their launches' */
+    double dev_s = fsdp_dev_time_take(m->ctx, 1);
+    if (dev_s >= 0) m->compute_s = dev_s;
     m->step_count++;
     m->phase = PHASE_IDLE;
     m->stats.steps = m->step_count;

@@ -3,7 +3,9 @@
  * crash or a hang: bad shard size, registering after commit, calls out of
  * order, callbacks that write past their buffers or misuse the call handle,
  * a device budget too small. After each failed step a new one works.
- * Run on 2 ranks by t/fsdp-errors.t.
+ * Run on 2 ranks by t/fsdp-errors.t, always on the host backend: the
+ * callbacks compute on the host and the test reads the master shard, and
+ * two ranks would share one GPU, which NCCL refuses.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,6 +131,8 @@ int main(int argc, char **argv)
     strata_config_t *cfg = NULL, *c3 = NULL, *ct = NULL;
     if (STRATA_OK != strata_config_create(&cfg)) bail_out("strata_config_create failed");
     strata_config_read_env(cfg, NULL, 0);
+    if (STRATA_OK != strata_config_set(cfg, "backend", "host", NULL, 0))
+        bail_out("strata_config_set backend=host failed");
     strata_context_t *ctx = NULL, *ctx3 = NULL, *tiny = NULL;
     if (STRATA_OK != strata_init(MPI_COMM_WORLD, cfg, &ctx)) bail_out("strata_init failed");
     strata_model_t *m = NULL, *bad = NULL;

@@ -13,6 +13,7 @@ check_PROGRAMS += \
     t/unit_dtype.t \
     t/unit_group.t \
     t/unit_wait.t \
+    t/unit_thread.t \
     t/comm_coll \
     t/comm_rs \
     t/comm_errors \
@@ -22,10 +23,12 @@ t_unit_config_t_SOURCES = t/unit_config.t.c
 t_unit_dtype_t_SOURCES = t/unit_dtype.t.c
 t_unit_group_t_SOURCES = t/unit_group.t.c
 t_unit_wait_t_SOURCES = t/unit_wait.t.c
+t_unit_thread_t_SOURCES = t/unit_thread.t.c
 t_unit_config_t_LDADD = $(TEST_LDADD)
 t_unit_dtype_t_LDADD = $(TEST_LDADD)
 t_unit_group_t_LDADD = $(TEST_INTERNAL_LDADD)
 t_unit_wait_t_LDADD = $(TEST_INTERNAL_LDADD)
+t_unit_thread_t_LDADD = $(TEST_INTERNAL_LDADD)
 t_comm_coll_SOURCES = t/comm_coll.c t/comm_gen.h
 t_comm_coll_LDADD = $(TEST_LDADD)
 t_comm_rs_SOURCES = t/comm_rs.c
@@ -45,6 +48,7 @@ TESTS += \
     t/unit_dtype.t \
     t/unit_group.t \
     t/unit_wait.t \
+    t/unit_thread.t \
     t/comm-errors.t \
     t/comm-np1.t t/comm-np2.t t/comm-np3.t t/comm-np4.t t/comm-np8.t \
     t/comm-rs-np2.t t/comm-rs-np4.t t/comm-rs-np6.t \

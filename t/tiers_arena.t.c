@@ -196,9 +196,27 @@ static void test_stress(void)
     arena_cleanup(&a);
 }
 
+/* the device's memory left after the tier's reservation: enough, or a
+ * warning that says what to do */
+static void test_headroom(void)
+{
+    char msg[512];
+    ok(0 == tiers_device_headroom(8 * 1024 * MiB, 80 * 1024 * MiB, 70 * 1024 * MiB, msg,
+                                  sizeof msg) && strstr(msg, "8 GiB free of 80 GiB"),
+       "8 GiB left: no warning (%s)", msg);
+    ok(0 == tiers_device_headroom(TIERS_DEVICE_HEADROOM, 80 * 1024 * MiB, 0, msg, sizeof msg),
+       "exactly the headroom left: no warning");
+    ok(1 == tiers_device_headroom(TIERS_DEVICE_HEADROOM - 1, 80 * 1024 * MiB, 0, msg, sizeof msg),
+       "one byte under the headroom: a warning");
+    ok(1 == tiers_device_headroom(100 * MiB, 80 * 1024 * MiB, 79 * 1024 * MiB, msg, sizeof msg) &&
+       strstr(msg, "100 MiB free") && strstr(msg, "lower device_mem") && strstr(msg, "NCCL"),
+       "100 MiB left: the warning names the figures and the remedy (%s)", msg);
+}
+
 int main(void)
 {
-    plan(49);
+    plan(49 + 4);
+    test_headroom();
     test_basics();
     test_full_message();
     test_fragmentation();

@@ -1,6 +1,7 @@
 /* unit_nccl.t - the NCCL backend's pure decisions (comm/nccl_map.c): type
  * and op mapping, device choice, communicator bootstrap in shard and
- * replica groups, staging sizes. Needs NCCL installed, not a GPU. */
+ * replica groups, staging sizes, when a group call has settled. Needs NCCL
+ * installed, not a GPU. */
 #include "config.h"
 
 #include <stdint.h>
@@ -175,6 +176,31 @@ static void test_stage(void)
        "group size 0 and NULL output refused");
 }
 
+/* a group call settles only when neither answer is "in progress"; the
+ * collective's own failure wins over ncclGroupEnd's answer */
+static void test_group_pending(void)
+{
+    static const struct {
+        ncclResult_t call, end, want_r;
+        int pending;
+    } cases[] = {
+        { ncclSuccess,       ncclSuccess,       ncclSuccess,       0 },
+        { ncclSuccess,       ncclInProgress,    ncclInProgress,    1 },
+        { ncclInProgress,    ncclSuccess,       ncclInProgress,    1 },
+        { ncclInProgress,    ncclInProgress,    ncclInProgress,    1 },
+        { ncclSuccess,       ncclSystemError,   ncclSystemError,   0 },
+        { ncclInvalidUsage,  ncclInProgress,    ncclInvalidUsage,  0 },
+        { ncclInvalidArgument, ncclSuccess,     ncclInvalidArgument, 0 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ncclResult_t r = ncclNumResults;
+        int p = comm_nccl_group_pending(cases[i].call, cases[i].end, &r);
+        ok(cases[i].pending == p && (p || cases[i].want_r == r),
+           "group call %d then end %d: %s", (int)cases[i].call, (int)cases[i].end,
+           cases[i].pending ? "poll until settled" : "settled");
+    }
+}
+
 static void test_table(void)
 {
     const comm_backend_t *b = &comm_nccl_backend;
@@ -187,13 +213,14 @@ static void test_table(void)
 
 int main(void)
 {
-    plan(9 + 6 + 6 + 7 + 7 + 8 + 3);
+    plan(9 + 6 + 6 + 7 + 7 + 8 + 7 + 3);
     test_dtype();
     test_op();
     test_device();
     test_boot();
     test_layout();
     test_stage();
+    test_group_pending();
     test_table();
     return done_testing();
 }

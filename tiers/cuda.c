@@ -39,6 +39,21 @@ static strata_status_t cuda_region_create(tiers_state_t *ts, strata_tier_t tier,
                  STRATA_TIER_DEVICE == tier ? "device" : "host");
         return cuda_fail(ts, e, what);
     }
+    if (STRATA_TIER_DEVICE == tier) {
+        /* NCCL's communicator already holds its buffers (comm_init runs
+         * first): what is left must hold the rest that the budget does not
+         * count */
+        size_t free_b = 0, total_b = 0;
+        char msg[STRATA_ERRMSG_LEN];
+        if (cudaSuccess == cudaMemGetInfo(&free_b, &total_b)) {
+            if (tiers_device_headroom(free_b, total_b, len, msg, sizeof msg))
+                strata_warn(ts->ctx, "%s", msg);
+            else
+                strata_info(ts->ctx, "%s", msg);
+        } else {
+            (void)cudaGetLastError();
+        }
+    }
     *base_p = p;
     return STRATA_OK;
 }
@@ -73,14 +88,6 @@ static cudaError_t event_wait(cudaEvent_t ev)
     while (cudaErrorNotReady == (e = cudaEventQuery(ev)))
         base_waiter_pause(&w);
     return e;
-}
-
-void tiers_cuda_current_device(int *dev_p)
-{
-    if (cudaSuccess != cudaGetDevice(dev_p)) {
-        (void)cudaGetLastError();
-        *dev_p = 0;
-    }
 }
 
 static strata_status_t cuda_engine_init(tiers_state_t *ts, int engine, void **data_p)

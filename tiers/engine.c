@@ -40,6 +40,7 @@
 #include "config.h"
 #include "tiers/tiers.h"
 #include "base/nvtx.h"
+#include "base/thread.h"
 #include "base/wait.h"
 
 #include <errno.h>
@@ -535,7 +536,7 @@ strata_status_t tiers_engines_start(tiers_state_t *ts)
         e->latency = bw[i] > 0 ? cfg->link_latency : 0;
         strata_status_t st = ts->be->engine_init(ts, i, &e->backend_data);
         if (STRATA_OK != st) goto err;
-        int rc = pthread_create(&e->thread, NULL, engine_main, e);
+        int rc = base_thread_create(ts->ctx, &e->thread, engine_main, e);
         if (0 != rc) {
             ts->be->engine_cleanup(ts, i, e->backend_data);
             base_error(ts->ctx, STRATA_ERR_NOMEM, "cannot start the %s copy engine thread: %s",

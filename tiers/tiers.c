@@ -27,6 +27,20 @@ const char *strata_tag_name(strata_tag_t tag)
     return (unsigned)tag < STRATA_TAG_COUNT ? n[tag] : "unknown";
 }
 
+int tiers_device_headroom(size_t free_b, size_t total_b, size_t budget, char *msg, size_t len)
+{
+    char f[32], t[32], b[32], h[32];
+    int low = free_b < TIERS_DEVICE_HEADROOM;
+    snprintf(msg, len, "device: %s free of %s after the device tier's %s%s%s%s",
+             strata_format_size(free_b, f, sizeof f), strata_format_size(total_b, t, sizeof t),
+             strata_format_size(budget, b, sizeof b),
+             low ? "; the CUDA context, NCCL, cuBLAS and f32 staging live outside that "
+                   "budget and want " : "",
+             low ? strata_format_size(TIERS_DEVICE_HEADROOM, h, sizeof h) : "",
+             low ? ": lower device_mem, or expect out-of-memory errors outside the tiers" : "");
+    return low;
+}
+
 strata_status_t tiers_init(strata_context_t *ctx)
 {
     const strata_config_t *cfg = &ctx->cfg;
@@ -41,7 +55,7 @@ strata_status_t tiers_init(strata_context_t *ctx)
 #ifdef HAVE_CUDA
     if (0 == strcmp(ctx->backend_name, "cuda")) {
         ts->be = &tiers_cuda_backend;
-        tiers_cuda_current_device(&ts->device);   /* comm_init chose it on this thread */
+        ts->device = ctx->device;   /* comm_init chose it */
     }
 #endif
     /* critical sections are short: a thread that finds the lock taken

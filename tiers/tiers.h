@@ -121,10 +121,18 @@ typedef struct tiers_backend {
 } tiers_backend_t;
 
 extern const tiers_backend_t tiers_host_backend;
+
+/* What lives on the device outside the device tier's budget (the CUDA
+ * context, NCCL's buffers, cuBLAS workspaces, 16-bit reductions' f32
+ * staging) needs this much left free once the tier is reserved. */
+#define TIERS_DEVICE_HEADROOM ((size_t)1 << 30)
+
+/* After the device tier's reservation, free_b of total_b bytes are left
+ * on the device: 1 with a message saying what to do when that is less
+ * than TIERS_DEVICE_HEADROOM, else 0 (msg holds the figures either way). */
+int tiers_device_headroom(size_t free_b, size_t total_b, size_t budget, char *msg, size_t len);
 #ifdef HAVE_CUDA
 extern const tiers_backend_t tiers_cuda_backend;
-/* The calling thread's current CUDA device (0 when it cannot be read). */
-void tiers_cuda_current_device(int *dev_p);
 /* The block's next move starts on its copy engine only after the work
  * queued so far on `stream` (cuda: a cudaStream_t producing the block's
  * data), ordered by an event, not by a host wait. No-op on the host

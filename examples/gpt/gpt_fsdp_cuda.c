@@ -367,6 +367,36 @@ strata_status_t gpt_dev_read(void *dst, const void *src, size_t bytes)
     return cudaSuccess == e ? STRATA_OK : STRATA_ERR_CUDA;
 }
 
+static double *loss_slots;   /* device: one double per micro-batch of the step */
+static int      loss_nslots;
+
+strata_status_t gpt_dev_loss_keep(int m, const void *loss)
+{
+    cudaStream_t s = (cudaStream_t)last_stream;
+    if (m >= loss_nslots) {   /* the first step's first 64, then doubled: with a wait */
+        int n = m < 64 ? 64 : 2 * m;
+        double *p = NULL;
+        if (cudaSuccess != cudaStreamSynchronize(s) || cudaSuccess != cudaMalloc((void **)&p,
+                                                                              n * sizeof *p))
+            return STRATA_ERR_CUDA;
+        if (loss_slots && cudaSuccess != cudaMemcpy(p, loss_slots, loss_nslots * sizeof *p,
+                                                    cudaMemcpyDeviceToDevice))
+            return STRATA_ERR_CUDA;
+        cudaFree(loss_slots);
+        loss_slots = p;
+        loss_nslots = n;
+    }
+    cudaError_t e = cudaMemcpyAsync(loss_slots + m, loss, sizeof(double),
+                                    cudaMemcpyDeviceToDevice, s);
+    return cudaSuccess == e ? STRATA_OK : STRATA_ERR_CUDA;
+}
+
+strata_status_t gpt_dev_loss_fetch(double *dst, int n)
+{
+    if (n > loss_nslots) return STRATA_ERR_INVALID;
+    return 0 < n ? gpt_dev_read(dst, loss_slots, (size_t)n * sizeof *dst) : STRATA_OK;
+}
+
 #else   /* no CUDA: never called (strata_call_stream is NULL on the host backend) */
 
 int gpt_dev_built(void) { return 0; }
@@ -381,6 +411,18 @@ NO_DEV(gpt_dev_head_forward)
 NO_DEV(gpt_dev_head_backward)
 
 int gpt_dev_count(void) { return 0; }
+
+strata_status_t gpt_dev_loss_keep(int m, const void *loss)
+{
+    (void)m; (void)loss;
+    return STRATA_ERR_UNSUPPORTED;
+}
+
+strata_status_t gpt_dev_loss_fetch(double *dst, int n)
+{
+    (void)dst; (void)n;
+    return STRATA_ERR_UNSUPPORTED;
+}
 
 strata_status_t gpt_dev_read(void *dst, const void *src, size_t bytes)
 {

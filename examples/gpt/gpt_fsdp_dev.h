@@ -34,5 +34,11 @@ int gpt_dev_count(void);
  * compute stream the head last ran on (the driver reads the loss or the
  * decoded tokens; a host wait per micro-batch, outside the runtime). */
 strata_status_t gpt_dev_read(void *dst, const void *src, size_t bytes);
+/* The training step's losses without a host wait per micro-batch: keep
+ * copies micro-batch m's loss (a double of the head's device output) into
+ * slot m of a device array, in stream order after the head; fetch brings
+ * slots 0..n-1 to the host with one wait, after the step. */
+strata_status_t gpt_dev_loss_keep(int m, const void *loss);
+strata_status_t gpt_dev_loss_fetch(double *dst, int n);
 
 #endif

@@ -285,6 +285,7 @@ typedef struct {
     int              threads, start;    /* start: the first step of this run */
     int32_t         *in, *tg;           /* accum micro-batches of batch x seq tokens */
     gpt_batch       *bt;
+    double          *loss;              /* accum micro-batches' losses of the step */
     char             ckpt_path[1024];   /* the last checkpoint written or loaded */
 } trainer;
 
@@ -461,6 +462,7 @@ static void setup_model(trainer *t)
     t->in = xcalloc(r, rows * o->cfg.max_seq, sizeof(int32_t));
     t->tg = xcalloc(r, rows * o->cfg.max_seq, sizeof(int32_t));
     t->bt = xcalloc(r, o->accum, sizeof(gpt_batch));
+    t->loss = xcalloc(r, o->accum, sizeof(double));
 }
 
 /* The step-*.h5 files of dir, newest first, as rank 0 sees them (every
@@ -567,7 +569,7 @@ static step_report train_step(trainer *t, int step)
     step_report s = { .done = step + 1, .lr = lr_at(o, step), .ms = STRATA_MODEL_STATS_INIT };
     CHECK(r, "set_lr", strata_model_set_lr(r->model, (float)s.lr));
     CHECK(r, "step_begin", strata_model_step_begin(r->model, M));
-    double lsum = 0;
+    double lsum = 0, *loss = t->loss;
     for (int m = 0; m < M; m++) {
         t->bt[m] = (gpt_batch){ .B = B, .T = T, .targets = t->tg + (size_t)m * B * T,
                                 .grad_scale = scale };
@@ -576,10 +578,14 @@ static step_report train_step(trainer *t, int step)
         CHECK(r, "forward", strata_model_forward(r->model, t->in + (size_t)m * B * T,
                                                  (size_t)B * T * sizeof(int32_t), &t->bt[m],
                                                  &out, &ob));
-        lsum += out_double(r, out);
+        /* cuda: kept on the device, read once after the step */
+        if (on_device(r)) CHECK(r, "loss", gpt_dev_loss_keep(m, out));
+        else loss[m] = *(const double *)out;
         CHECK(r, "backward", strata_model_backward(r->model, NULL, 0));
     }
     CHECK(r, "step_end", strata_model_step_end(r->model));
+    if (on_device(r)) CHECK(r, "loss", gpt_dev_loss_fetch(loss, M));
+    for (int m = 0; m < M; m++) lsum += loss[m];   /* micro-batch order, as before */
     float red[2] = { (float)lsum, 0 != stop_signal || s.done == o->stop_at };
     sum_all(r, red, 2);
     s.loss = red[0] / (0 < cnt ? cnt : 1);
@@ -705,6 +711,7 @@ int main(int argc, char **argv)
     free(t.in);
     free(t.tg);
     free(t.bt);
+    free(t.loss);
     strata_model_destroy(t.r.model);
     gpt_fsdp_destroy(t.g);
     gpt_data_destroy(t.data);

@@ -1,8 +1,8 @@
 #!/bin/bash
-# device-check.sh - the GPU check, in one script that fits one lent H200
-# (at most 8 minutes). The lent machine is bare and offline: driver, nvcc,
-# the CUDA libraries and a Python with PyTorch, but no Open MPI, HDF5,
-# OpenBLAS, jansson or autotools. So:
+# device-check.sh - the GPU check, in one script that ends itself within 7
+# minutes on one lent H100 or H200. The lent machine is bare and offline:
+# driver, nvcc, the CUDA libraries and a Python with PyTorch, but no Open
+# MPI, HDF5, OpenBLAS, jansson or autotools. So:
 #
 #   t/gpu/device-check.sh --prepare DIR    here, after a CUDA build (configure
 #       found /usr/local/cuda): the real binaries (not libtool wrappers),
@@ -13,32 +13,43 @@
 #       DIR stays under 60 MiB (checked with du) and every library a binary
 #       needs resolves inside the bundle or from the machine's base/CUDA
 #       libraries.
-#   t/gpu/device-check.sh --dry-run DIR OUT   here: the whole device run, from
-#       the bundle, on the host backend (GPU steps report skip; the
-#       tokens/s step runs a tiny config against PyTorch on the CPU).
+#   t/gpu/device-check.sh --dry-run DIR OUT   here, as root: the whole
+#       device run, from the bundle, on the host backend, in a private mount
+#       namespace (unshare -m) where the system's Open MPI, PMIx, HDF5,
+#       OpenBLAS, oneDNN and jansson are hidden, so the bundle is proven
+#       self-contained (GPU steps report skip; the tokens/s step runs a
+#       tiny config against PyTorch on the CPU).
 #   t/gpu/device-check.sh --run DIR OUT       on the GPU machine.
 #
-# Steps: the unit tests (CUDA ones, host kernels, NCCL logic, tiers, errors);
-# NCCL collectives on 1 GPU (2 when present); the GPT 50 steps f32 and bf16
-# against the host backend; one param_hash over every --act-policy; one step
-# under compute-sanitizer memcheck; the offload experiment on the real link;
-# the copy engines against cudaMemcpyAsync (bench/copy_bw, target 0.9x);
-# tokens/s of the 12-layer width-768 GPT against PyTorch eager on the same
-# GPU (target 0.5x); checkpoints saved and resumed on cuda and across
-# backends (param_hash against an uninterrupted run).
+# Both start with a preflight that ends the script within seconds, with one
+# line, when anything is missing: with --run the driver, nvidia-smi and a
+# GPU, compute-sanitizer and torch; always, every library of every carried
+# binary and plugin (ldd with the run's library path). --run on a machine
+# without a GPU fails at once saying so.
 #
-# Results: OUT/summary.txt (one line per step: ok / not ok / skip, with the
-# numbers), OUT/offload.txt (the offload experiment), and each step's log
-# in OUT/. Exit status 0 when no step failed.
+# Steps, most important first (a cut at the deadline loses the last): the
+# unit tests (CUDA ones, host kernels, NCCL logic, tiers, errors); NCCL
+# collectives on 1 GPU (2 when present); the GPT 50 steps f32 and bf16
+# against the host backend; one param_hash over every --act-policy; the
+# copy engines against cudaMemcpyAsync (bench/copy_bw, target 0.9x); one
+# step under compute-sanitizer memcheck; tokens/s of the 12-layer width-768
+# GPT against PyTorch eager on the same GPU (target 0.5x); the offload
+# experiment on the real link; checkpoints saved and resumed on cuda and
+# across backends (param_hash against an uninterrupted run).
+#
+# Results, written as they happen into OUT (the device tool's $OUT):
+# summary.txt (one line per step: ok / not ok / skip, with the numbers),
+# steps.log (every command and its output), preflight.txt (the driver, the
+# GPUs, the libraries) and offload.txt (the offload experiment). With
+# --run a skip, a timeout or a step cut at the deadline is a failure. Exit
+# status 0 when no step failed, 2 when the preflight or set-up failed.
 #
 # The exact commands for a session that is lent a GPU (docs/device-check.md
 # says more): here, in the repository root of a CUDA build,
 #   echo /gpub/ >> .git/info/exclude
 #   t/gpu/device-check.sh --prepare gpub && t/gpu/device-check.sh --dry-run gpub /tmp/gpuo
-# then one device call, carry ["gpub"], timeout_s 560 (only 8 files come
-# back from $OUT, so the logs travel as one tarball):
-#   t/gpu/device-check.sh --run gpub /tmp/gpuo; rc=$?; cp /tmp/gpuo/summary.txt $OUT/;
-#   tar -C /tmp -czf $OUT/gpuo.tgz gpuo; exit $rc
+# then one device call, carry ["gpub"], timeout_s 480:
+#   t/gpu/device-check.sh --run gpub "$OUT"
 set -u
 here=$(cd "$(dirname "$0")/../.." && pwd)
 die() { echo "device-check: $*" >&2; exit 2; }
@@ -57,7 +68,7 @@ system_lib() {
 
 # the programs the device run uses (libtool keeps the real ones in .libs/)
 PROGS="examples/gpt/train_gpt t/fsdp_errors t/tiers_cuda.t t/gpu_kernels_host.t t/unit_nccl.t
-       t/comm_nccl t/tiers_move.t bench/copy_bw"
+       t/unit_thread.t t/comm_nccl t/tiers_move.t bench/copy_bw"
 # the PyTorch peer of the tokens/s check (its model module; it needs torch only)
 PYFILES="bench/peers_torch.py python/strata_gpt.py"
 OMPI_LIB=/usr/lib/x86_64-linux-gnu/openmpi
@@ -127,22 +138,69 @@ prepare() {
 }
 
 # ---------------------------------------------------------------- the run ---
+# Every result line goes to OUT/summary.txt and every command's output to
+# OUT/steps.log as it happens, so a run killed at the device tool's limit
+# still returns what it did (the tool brings back at most 8 files: these,
+# preflight.txt and offload.txt). One deadline for the whole run
+# (DEVICE_CHECK_SECONDS, default 420 = 7 minutes, counted from the start):
+# the steps run most important first, each command's timeout is its own
+# share or what is left, whichever is less, and a step that no longer fits
+# is cut and reported. With --run a skip or a cut is a failure.
 
+T_END=0
+DRY=1
+CUTS=0      # commands cut at the deadline so far
+STEP_CUTS=0 # CUTS when the last result was written
+left() { echo $((T_END - $(date +%s))); }
+result() {  # result STATUS TEXT: one summary line, now
+    local s=$1; shift
+    local text="$*"
+    # a step of several commands names those cut since it began (STEP_CUTS)
+    if [ "$CUTS" -gt "${STEP_CUTS:-$CUTS}" ]; then
+        s="not ok"; text="$text [$((CUTS - STEP_CUTS)) command(s) cut at the deadline]"
+    fi
+    STEP_CUTS=$CUTS
+    if [ skip = "$s" ] && [ 0 = "$DRY" ]; then s="not ok"; text="$text (a skip fails --run)"; fi
+    [ "not ok" = "$s" ] && failed=1
+    printf '%-8s%s\n' "$s" "$text" | tee -a "$OUT/summary.txt"
+}
 summary() { echo "$*" | tee -a "$OUT/summary.txt"; }
 failed=0
-step() {    # step NAME CMD...: run with a log, ok / not ok by exit status
-    local name=$1; shift
-    if timeout 120 "$@" > "$OUT/$name.log" 2>&1; then summary "ok      $name"
-    else summary "not ok  $name (exit $?, see $name.log)"; failed=1; fi
+# run NAME WANT MIN CMD...: CMD under timeout min(WANT, time left - 10 s),
+# its output into $W/NAME.log and OUT/steps.log as it comes; 200 when
+# fewer than MIN seconds are left (the command is cut, not run).
+run() {
+    local name=$1 want=$2 min=$3 t rc; shift 3
+    t=$(( $(left) - 10 )); [ "$t" -gt "$want" ] && t=$want
+    : > "$W/$name.log"
+    if [ "$t" -lt "$min" ]; then
+        echo "=== $name: cut at the deadline ($(left) s left, it needs $min s and 10 to spare)" >> "$OUT/steps.log"
+        CUTS=$((CUTS + 1))
+        return 200
+    fi
+    echo "=== $name (timeout $t s, $(left) s left): $*" >> "$OUT/steps.log"
+    { timeout -k 5 "$t" "$@" < /dev/null 2>&1; echo $? > "$W/$name.rc"; } |
+        tee "$W/$name.log" >> "$OUT/steps.log"
+    rc=$(cat "$W/$name.rc" 2>/dev/null || echo 1)
+    case $rc in 124|137) echo "=== $name: timed out after $t s" >> "$OUT/steps.log" ;; esac
+    return "$rc"
+}
+why() {    # why RC: the words for a failed run's status
+    case $1 in 200) echo "cut at the deadline" ;; 124|137) echo "timed out" ;;
+    *) echo "exit $1" ;; esac
+}
+step() {    # step NAME WANT MIN CMD...: ok / not ok by exit status
+    local name=$1; run "$@"; local rc=$?
+    if [ 0 = $rc ]; then result ok "$name"
+    else result "not ok" "$name ($(why $rc), see steps.log)"; fi
 }
 tap_step() {    # a TAP program: ok unless a 'not ok' line or a bad exit; SKIP shown
-    local name=$1; shift
-    timeout 120 "$@" > "$OUT/$name.log" 2>&1; local rc=$?
-    if grep -q '^1\.\.0 # SKIP' "$OUT/$name.log"; then
-        summary "skip    $name ($(sed -n 's/^1\.\.0 # SKIP *//p' "$OUT/$name.log"))"
-    elif [ 0 = $rc ] && ! grep -q '^not ok' "$OUT/$name.log"; then
-        summary "ok      $name ($(grep -c '^ok' "$OUT/$name.log") checks)"
-    else summary "not ok  $name (exit $rc, see $name.log)"; failed=1; fi
+    local name=$1; run "$@"; local rc=$? log="$W/$1.log"
+    if grep -q '^1\.\.0 # SKIP' "$log"; then
+        result skip "$name ($(sed -n 's/^1\.\.0 # SKIP *//p' "$log"))"
+    elif [ 0 = $rc ] && ! grep -q '^not ok' "$log"; then
+        result ok "$name ($(grep -c '^ok' "$log") checks)"
+    else result "not ok" "$name ($(why $rc), see steps.log)"; fi
 }
 final_of() { grep '^{"final":true' "$1" | tail -1; }
 field() { sed -n "s/.*\"$2\":\"\{0,1\}\([^,\"}]*\).*/\1/p" <<< "$1"; }
@@ -150,41 +208,44 @@ field() { sed -n "s/.*\"$2\":\"\{0,1\}\([^,\"}]*\).*/\1/p" <<< "$1"; }
 # The offload experiment: keep at batch 4m unconstrained sets the scale;
 # the device budget is then 85% of its peak, where keep@4m cannot fit
 # (host offload of every save needs about 80% at this shape: the
-# parameters, optimizer state and unit outputs stay), and recompute, host (naive and lhs) and auto run at
-# 4m within it. Tokens/s and overlap per run into OUT/offload.txt (and the
-# summary).
+# parameters, optimizer state and unit outputs stay), and recompute, host
+# (naive and lhs) and auto run at 4m within it. Tokens/s and overlap per
+# run into OUT/offload.txt (and the summary).
 offload() {
-    local B=$1 backend=$2 MPI=$3 m=8 p1 p4 budget run pol sched j bad=0
+    local B=$1 backend=$2 MPI=$3 m=8 p1="" p4="" budget r pol sched j bad=0
     local base="--threads 2 --layers 4 --dim 64 --heads 4 --seq 64 --steps 4 --json --eval-n 8 --device $backend --spill-dir $B"
     : > "$OUT/offload.txt"
-    for run in m:$m 4m:$((4 * m)); do
-        timeout 120 $MPI -np 1 "$B/bin/train_gpt" $base --batch ${run#*:} --act-policy "*=keep" \
-            > "$OUT/offload-keep-${run%%:*}.log" 2>&1
-        j=$(final_of "$OUT/offload-keep-${run%%:*}.log")
-        echo "keep@${run%%:*} (batch ${run#*:}, no budget): peak_device_bytes $(field "$j" peak_device_bytes) tokens_per_s $(field "$j" tokens_per_s)" >> "$OUT/offload.txt"
-        [ m = "${run%%:*}" ] && p1=$(field "$j" peak_device_bytes) || p4=$(field "$j" peak_device_bytes)
+    for r in m:$m 4m:$((4 * m)); do
+        run "offload-keep-${r%%:*}" 60 10 $MPI -np 1 "$B/bin/train_gpt" $base --batch ${r#*:} \
+            --act-policy "*=keep"
+        j=$(final_of "$W/offload-keep-${r%%:*}.log")
+        echo "keep@${r%%:*} (batch ${r#*:}, no budget): peak_device_bytes $(field "$j" peak_device_bytes) tokens_per_s $(field "$j" tokens_per_s)" >> "$OUT/offload.txt"
+        if [ m = "${r%%:*}" ]; then p1=$(field "$j" peak_device_bytes); else p4=$(field "$j" peak_device_bytes); fi
     done
     if [ -z "$p1" ] || [ -z "$p4" ]; then
-        summary "not ok  offload: keep did not run (see offload-keep-*.log)"; failed=1; return
+        result "not ok" "offload: keep did not run (see steps.log)"; return
     fi
     budget=$((p4 * 17 / 20))
     echo "budget at 4m: $budget bytes (85% of keep@4m's peak)" >> "$OUT/offload.txt"
-    if timeout 120 $MPI -np 1 "$B/bin/train_gpt" $base --batch $((4 * m)) --act-policy "*=keep" \
-        --device-mem $budget > "$OUT/offload-keep-4m-budget.log" 2>&1; then
-        echo "keep@4m: FIT within $budget bytes (it must not)" >> "$OUT/offload.txt"; bad=1
-    else echo "keep@4m: refused within $budget bytes, as it must" >> "$OUT/offload.txt"; fi
-    for run in recompute:lhs host:naive host:lhs auto:lhs; do
-        pol=${run%%:*}; sched=${run#*:}
+    run offload-keep-4m-budget 60 10 $MPI -np 1 "$B/bin/train_gpt" $base --batch $((4 * m)) \
+        --act-policy "*=keep" --device-mem $budget
+    case $? in
+    0) echo "keep@4m: FIT within $budget bytes (it must not)" >> "$OUT/offload.txt"; bad=1 ;;
+    200|124|137) echo "keep@4m: did not finish ($(why $?))" >> "$OUT/offload.txt"; bad=1 ;;
+    *) echo "keep@4m: refused within $budget bytes, as it must" >> "$OUT/offload.txt" ;;
+    esac
+    for r in recompute:lhs host:naive host:lhs auto:lhs; do
+        pol=${r%%:*}; sched=${r#*:}
         [ auto = "$pol" ] || pol="*=$pol"
-        timeout 180 $MPI -np 1 "$B/bin/train_gpt" $base --batch $((4 * m)) --act-policy "$pol" \
-            --schedule "$sched" --device-mem $budget > "$OUT/offload-${run%%:*}-$sched.log" 2>&1
-        j=$(final_of "$OUT/offload-${run%%:*}-$sched.log")
+        run "offload-${r%%:*}-$sched" 90 10 $MPI -np 1 "$B/bin/train_gpt" $base --batch $((4 * m)) \
+            --act-policy "$pol" --schedule "$sched" --device-mem $budget
+        j=$(final_of "$W/offload-${r%%:*}-$sched.log")
         if [ -n "$j" ]; then
-            echo "${run%%:*}-$sched@4m: tokens_per_s $(field "$j" tokens_per_s) overlap_frac $(field "$j" overlap_frac) peak_device_bytes $(field "$j" peak_device_bytes)" >> "$OUT/offload.txt"
-        else echo "${run%%:*}-$sched@4m: failed (see offload-${run%%:*}-$sched.log)" >> "$OUT/offload.txt"; bad=1; fi
+            echo "${r%%:*}-$sched@4m: tokens_per_s $(field "$j" tokens_per_s) overlap_frac $(field "$j" overlap_frac) peak_device_bytes $(field "$j" peak_device_bytes)" >> "$OUT/offload.txt"
+        else echo "${r%%:*}-$sched@4m: failed (see steps.log)" >> "$OUT/offload.txt"; bad=1; fi
     done
-    if [ 1 = $bad ]; then summary "not ok  offload ($(tr '\n' ';' < "$OUT/offload.txt"))"; failed=1
-    else summary "ok      offload ($(tr '\n' ';' < "$OUT/offload.txt"))"; fi
+    if [ 1 = $bad ]; then result "not ok" "offload ($(tr '\n' ';' < "$OUT/offload.txt"))"
+    else result ok "offload ($(tr '\n' ';' < "$OUT/offload.txt"))"; fi
 }
 
 # The copy engines against plain cudaMemcpyAsync (bench/copy_bw, 1, 16 and
@@ -193,9 +254,9 @@ offload() {
 # the event poll's latency shows; that row is reported, not judged).
 copy_bw() {
     local B=$1 rc j rows="" worst="" line
-    timeout 120 "$B/bin/copy_bw" --json > "$OUT/copy_bw.json" 2> "$OUT/copy_bw.log"; rc=$?
+    run copy_bw 90 20 "$B/bin/copy_bw" --json; rc=$?
     if [ 77 = $rc ]; then
-        summary "skip    copy_bw ($(sed -n 's/^copy_bw: skipped: //p' "$OUT/copy_bw.log"))"; return
+        result skip "copy_bw ($(sed -n 's/^copy_bw: skipped: //p' "$W/copy_bw.log"))"; return
     fi
     while read -r line; do
         j=$(field "$line" ratio)
@@ -203,10 +264,10 @@ copy_bw() {
         rows="$rows $(field "$line" path)@$(( $(field "$line" bytes) >> 20 ))MiB:$(field "$line" gbs)/$(field "$line" ref_gbs)GB/s=${j}x"
         [ "$(field "$line" bytes)" -ge $((16 << 20)) ] || continue
         if [ -z "$worst" ] || awk -v a="$j" -v b="$worst" 'BEGIN { exit !(a < b) }'; then worst=$j; fi
-    done < "$OUT/copy_bw.json"
+    done < <(grep '^{' "$W/copy_bw.log")
     if [ 0 = $rc ] && [ -n "$worst" ] && awk -v w="$worst" 'BEGIN { exit !(w >= 0.9) }'; then
-        summary "ok      copy_bw: engine vs cudaMemcpyAsync, worst ${worst}x at >= 16 MiB (target 0.9x):$rows"
-    else summary "not ok  copy_bw (exit $rc, worst '${worst:-none}' at >= 16 MiB, target 0.9x):$rows"; failed=1; fi
+        result ok "copy_bw: engine vs cudaMemcpyAsync, worst ${worst}x at >= 16 MiB (target 0.9x):$rows"
+    else result "not ok" "copy_bw ($(why $rc), worst '${worst:-none}' at >= 16 MiB, target 0.9x):$rows"; fi
 }
 
 # the median of the per-step tokens_per_s after the first step of a train_gpt log
@@ -221,37 +282,35 @@ step_tps() {
 # dry-run a tiny config on the host backend against PyTorch on the CPU,
 # the wiring only (not judged).
 tokens() {
-    local B=$1 backend=$2 MPI=$3 dry=$4 L=12 C=768 H=12 T=256 rows=16 steps=8 dev=cuda
-    local extra="--device-mem 40G" st pt j why
-    [ 1 = "$dry" ] && { L=2; C=64; H=4; T=64; rows=8; steps=4; dev=cpu; extra=""; }
+    local B=$1 backend=$2 MPI=$3 L=12 C=768 H=12 T=256 rows=16 steps=8 dev=cuda
+    local extra="--device-mem 40G" st pt="" j why=""
+    [ 1 = "$DRY" ] && { L=2; C=64; H=4; T=64; rows=8; steps=4; dev=cpu; extra=""; }
     local what="${L}x${C} (heads $H, seq $T, $rows rows/step)"
-    timeout 300 $MPI -np 1 "$B/bin/train_gpt" --threads 2 --layers $L --dim $C --heads $H --seq $T \
-        --batch $rows --steps $steps --json --eval-n 1 --device $backend $extra \
-        > "$OUT/tokens-strata.log" 2>&1
-    st=$(step_tps "$OUT/tokens-strata.log")
-    if j=$(python3 -W ignore -c 'import sys, torch
+    run tokens-strata 120 30 $MPI -np 1 "$B/bin/train_gpt" --threads 2 --layers $L --dim $C \
+        --heads $H --seq $T --batch $rows --steps $steps --json --eval-n 1 --device $backend $extra
+    st=$(step_tps "$W/tokens-strata.log")
+    run tokens-torch-probe 60 10 python3 -W ignore -c 'import sys, torch
 if sys.argv[1] == "cuda" and not torch.cuda.is_available(): sys.exit("torch.cuda.is_available() is False")' \
-           $dev 2>&1); then why=""; else why="torch: $(echo "$j" | tail -1)"; fi
+        $dev || why="torch: $(tail -1 "$W/tokens-torch-probe.log")"
     if [ -z "$why" ]; then
-        timeout 300 python3 "$B/py/bench/peers_torch.py" eager $L $C $H $T $rows $steps 2 $dev \
-            > "$OUT/tokens-torch.json" 2> "$OUT/tokens-torch.log"
+        run tokens-torch 120 30 python3 "$B/py/bench/peers_torch.py" eager $L $C $H $T $rows $steps 2 $dev
         # its line is json.dumps's (spaces after the colons)
-        pt=$(python3 -c 'import json, sys
+        pt=$(timeout 30 python3 -c 'import json, sys
 d = [json.loads(x) for x in open(sys.argv[1]) if x.startswith("{")][-1:] or [{"error": "no result"}]
-print("%s\t%s" % (d[0].get("tokens_per_s", ""), d[0].get("error", "")))' "$OUT/tokens-torch.json" 2>&1)
+print("%s\t%s" % (d[0].get("tokens_per_s", ""), d[0].get("error", "")))' "$W/tokens-torch.log" 2>&1)
         why=${pt#*$'\t'}; pt=${pt%%$'\t'*}
     fi
     if [ -z "$st" ]; then
-        summary "not ok  tokens: train_gpt on $backend did not run $what (see tokens-strata.log)"; failed=1
+        result "not ok" "tokens: train_gpt on $backend did not run $what (see steps.log)"
     elif [ -z "$pt" ]; then
-        summary "skip    tokens: train_gpt $st tokens/s on $backend, $what; PyTorch half skipped (${why:-no result, see tokens-torch.log})"
+        result skip "tokens: train_gpt $st tokens/s on $backend, $what; PyTorch half did not run (${why:-no result, see steps.log})"
     else
         local ratio; ratio=$(awk -v a="$st" -v b="$pt" 'BEGIN { printf "%.3f", a / b }')
         pt=$(awk -v b="$pt" 'BEGIN { printf "%.1f", b }')
         local msg="tokens: train_gpt $st vs PyTorch eager $pt tokens/s ($backend vs torch $dev), $what: ${ratio}x"
-        if [ 1 = "$dry" ]; then summary "ok      $msg (dry-run: not judged)"
-        elif awk -v r="$ratio" 'BEGIN { exit !(r >= 0.5) }'; then summary "ok      $msg (target 0.5x)"
-        else summary "not ok  $msg (target 0.5x)"; failed=1; fi
+        if [ 1 = "$DRY" ]; then result ok "$msg (dry-run: not judged)"
+        elif awk -v r="$ratio" 'BEGIN { exit !(r >= 0.5) }'; then result ok "$msg (target 0.5x)"
+        else result "not ok" "$msg (target 0.5x)"; fi
     fi
 }
 
@@ -265,16 +324,16 @@ print("%s\t%s" % (d[0].get("tokens_per_s", ""), d[0].get("error", "")))' "$OUT/t
 # dry-run the backend's runs stage through host copies as cuda does (test
 # fault ckpt_stage, base/test_fault.h), so that code runs from the bundle.
 ckpt() {
-    local B=$1 backend=$2 MPI=$3 dry=$4 D c bad=0 res="" stage=""
+    local B=$1 backend=$2 MPI=$3 D c bad=0 res="" stage=""
     D=$(mktemp -d) || die "mktemp"
-    [ 1 = "$dry" ] && stage="-x STRATA_TEST_FAULT=ckpt_stage@1"
+    [ 1 = "$DRY" ] && stage="-x STRATA_TEST_FAULT=ckpt_stage@1"
     c="--threads 2 --layers 2 --dim 64 --heads 4 --batch 8 --json --eval-n 8"
     ck_run() {  # ck_run NAME BACKEND ARGS...
         local name=$1 dev=$2 x=""; shift 2
         [ host = "$dev" ] || x=$stage
-        timeout 120 $MPI -np 1 $x "$B/bin/train_gpt" $c --device "$dev" "$@" > "$OUT/ckpt-$name.log" 2>&1
+        run "ckpt-$name" 40 10 $MPI -np 1 $x "$B/bin/train_gpt" $c --device "$dev" "$@"
     }
-    ck_hash() { field "$(final_of "$OUT/ckpt-$1.log")" param_hash; }
+    ck_hash() { field "$(final_of "$W/ckpt-$1.log")" param_hash; }
     same() {    # same WHAT A B: the param_hashes of two runs agree
         local a b; a=$(ck_hash "$2"); b=$(ck_hash "$3")
         res="$res; $1: ${a:-none} vs ${b:-none}"
@@ -282,114 +341,207 @@ ckpt() {
     }
     ck_run full "$backend" --steps 8
     ck_run save "$backend" --steps 8 --stop-at 4 --ckpt-dir "$D/dev"
-    cp -r "$D/dev" "$D/dev0"; cp -r "$D/dev" "$D/dev0h"; cp -r "$D/dev" "$D/devh"
+    cp -r "$D/dev" "$D/dev0" 2>/dev/null; cp -r "$D/dev" "$D/dev0h" 2>/dev/null
+    cp -r "$D/dev" "$D/devh" 2>/dev/null
     ck_run resume "$backend" --steps 8 --ckpt-dir "$D/dev" --resume
     same "$backend resume vs uninterrupted" full resume
     ck_run load0 "$backend" --steps 4 --ckpt-dir "$D/dev0" --resume
     ck_run load0-host host --steps 4 --ckpt-dir "$D/dev0h" --resume
     same "$backend file loaded on $backend vs host" load0 load0-host
     ck_run host-save host --steps 8 --stop-at 4 --ckpt-dir "$D/host"
-    cp -r "$D/host" "$D/host0"
+    cp -r "$D/host" "$D/host0" 2>/dev/null
     ck_run host-load0 host --steps 4 --ckpt-dir "$D/host" --resume
     ck_run load0-from-host "$backend" --steps 4 --ckpt-dir "$D/host0" --resume
     same "host file loaded on host vs $backend" host-load0 load0-from-host
     ck_run resume-host host --steps 8 --ckpt-dir "$D/devh" --resume
-    local a b; a=$(field "$(final_of "$OUT/ckpt-full.log")" loss); b=$(field "$(final_of "$OUT/ckpt-resume-host.log")" loss)
+    local a b; a=$(field "$(final_of "$W/ckpt-full.log")" loss); b=$(field "$(final_of "$W/ckpt-resume-host.log")" loss)
     res="$res; $backend file resumed on host: loss ${b:-none} vs ${a:-none}"
     [ -n "$a" ] && [ -n "$b" ] &&
         awk -v a="$a" -v b="$b" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-4 * a) }' || bad=1
-    grep -q "resumed from .*step-00000004.h5 at step 4" "$OUT/ckpt-resume-host.log" || bad=1
+    grep -q "resumed from .*step-00000004.h5 at step 4" "$W/ckpt-resume-host.log" || bad=1
     rm -rf "$D"
-    if [ 0 = $bad ]; then summary "ok      ckpt (${res#; })"
-    else summary "not ok  ckpt (${res#; }; see ckpt-*.log)"; failed=1; fi
+    if [ 0 = $bad ]; then result ok "ckpt (${res#; })"
+    else result "not ok" "ckpt (${res#; }; see steps.log)"; fi
 }
 
-run_checks() {
-    local dir=$1 dry=$2 B
-    B=$(mktemp -d) || die "mktemp"
-    tar -C "$B" -xJf "$dir/bundle.tar.xz" || die "cannot unpack $dir/bundle.tar.xz"
+# ----------------------------------------------------------- preflight ---
+# What the run needs, checked in seconds before any step: a driver and a
+# GPU (with --run), compute-sanitizer and a Python with torch (with --run),
+# the bundle, and every library each carried binary and plugin needs,
+# resolved as the run will (ldd with the run's library path). The first
+# thing missing ends the script with one line.
+pf_fail() {
+    echo "device-check: preflight: $*" | tee -a "$OUT/summary.txt" >&2
+    exit 2
+}
+
+pf_gpu() {
+    [ -r /proc/driver/nvidia/version ] ||
+        pf_fail "no NVIDIA driver is loaded (/proc/driver/nvidia/version is missing): --run needs a GPU machine; here, use --dry-run"
+    command -v nvidia-smi > /dev/null || pf_fail "nvidia-smi is not in PATH: the driver's tools are missing"
+    timeout 20 nvidia-smi --query-gpu=index,name,driver_version,memory.total,memory.used \
+        --format=csv,noheader > "$W/gpus" 2>&1 || pf_fail "nvidia-smi failed: $(tail -1 "$W/gpus")"
+    grep -q . "$W/gpus" || pf_fail "nvidia-smi lists no GPU"
+    { echo "driver: $(head -1 /proc/driver/nvidia/version)"; sed 's/^/gpu: /' "$W/gpus"; } >> "$OUT/preflight.txt"
+    command -v compute-sanitizer > /dev/null ||
+        pf_fail "compute-sanitizer is not in PATH (it comes with the CUDA toolkit: add its bin/ to PATH)"
+    timeout 20 python3 -c 'import importlib.util as u, sys; sys.exit(u.find_spec("torch") is None)' ||
+        pf_fail "python3 with torch is missing: the tokens step compares against PyTorch"
+}
+
+pf_libs() {
+    local B=$1 f n=0 out miss
+    for f in "$B"/bin/* "$B"/lib/*.so* "$B"/ompi/bin/* $(find "$B/ompi" -name '*.so*' -type f); do
+        n=$((n + 1))
+        # a library not found, or found but unloadable (ldd then fails)
+        if ! out=$(timeout 10 ldd "$f" 2>&1); then
+            pf_fail "${f#$B/}: ldd failed: $(grep -v '=>' <<< "$out" | head -1)"
+        fi
+        miss=$(awk '/not found/ { print $1 }' <<< "$out" | sort -u | tr '\n' ' ')
+        [ -z "$miss" ] || pf_fail "${f#$B/} needs ${miss% } (not found with the bundle's and the machine's library paths)"
+    done
+    echo "libraries: every one of $n carried binaries and plugins resolves" >> "$OUT/preflight.txt"
+}
+
+# The bundle unpacked and its environment, for the preflight and the run.
+unpack() {
+    local dir=$1 nccl
+    timeout 120 tar -C "$B" -xJf "$dir/bundle.tar.xz" || pf_fail "cannot unpack $dir/bundle.tar.xz"
     export OPAL_PREFIX="$B/ompi" PMIX_PREFIX="$B/ompi"
     export OPAL_LIBDIR="$B/ompi/lib/x86_64-linux-gnu/openmpi/lib"
     export LD_LIBRARY_PATH="$B/lib:$OPAL_LIBDIR:$B/ompi/lib/x86_64-linux-gnu/pmix2/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     # NCCL from PyTorch's wheel where the machine has no libnccl of its own
-    local nccl; nccl=$(python3 -c 'import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__) + "/lib")' 2>/dev/null)
+    nccl=$(timeout 30 python3 -c 'import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__) + "/lib")' 2>/dev/null)
     [ -n "$nccl" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$nccl"
+    [ -d /usr/local/cuda/bin ] && export PATH="$PATH:/usr/local/cuda/bin"
     export PATH="$B/ompi/bin:$PATH" OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
     export OMPI_MCA_btl_vader_single_copy_mechanism=none
-    local MPI="orterun --oversubscribe --bind-to none --mca pml ob1 --mca btl self,vader"
-    local backend=cuda; [ 1 = "$dry" ] && backend=host
-    : > "$OUT/summary.txt"
-    summary "# device-check $( [ 1 = "$dry" ] && echo dry-run || echo run ) on $(hostname), backend $backend, $(date -u +%FT%TZ)"
-    nvidia-smi -L > "$OUT/nvidia-smi.txt" 2>&1 || echo "no nvidia-smi" > "$OUT/nvidia-smi.txt"
+}
+
+# ------------------------------------------------------------- the steps ---
+# Most important first: what a cut at the deadline loses is the last.
+run_checks() {
+    local dir=$1 backend=cuda MPI
+    [ 1 = "$DRY" ] && backend=host
+    MPI="orterun --oversubscribe --bind-to none --mca pml ob1 --mca btl self,vader"
 
     # 1. unit tests: the CUDA ones skip without a device
-    tap_step tiers_cuda "$B/bin/tiers_cuda.t"
-    tap_step gpu_kernels_host "$B/bin/gpu_kernels_host.t"
-    tap_step unit_nccl "$B/bin/unit_nccl.t"
-    tap_step tiers_move "$B/bin/tiers_move.t"
-    tap_step fsdp_errors $MPI -np 2 "$B/bin/fsdp_errors"
+    tap_step tiers_cuda 60 10 "$B/bin/tiers_cuda.t"
+    tap_step gpu_kernels_host 60 10 "$B/bin/gpu_kernels_host.t"
+    tap_step unit_nccl 30 5 "$B/bin/unit_nccl.t"
+    tap_step unit_thread 30 5 "$B/bin/unit_thread.t"
+    tap_step tiers_move 60 10 "$B/bin/tiers_move.t"
+    tap_step fsdp_errors 60 10 $MPI -np 2 "$B/bin/fsdp_errors"
     # NCCL collectives on 1 GPU, and on 2 when present
-    local ngpu; ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
-    if [ 1 = "$dry" ] || [ "$ngpu" -lt 1 ]; then summary "skip    comm_nccl (no GPU)"
+    local ngpu=0
+    [ 1 = "$DRY" ] || ngpu=$(grep -c . "$W/gpus")
+    if [ "$ngpu" -lt 1 ]; then result skip "comm_nccl (no GPU)"
     else
-        tap_step comm_nccl_np1 $MPI -np 1 "$B/bin/comm_nccl"
-        [ "$ngpu" -ge 2 ] && tap_step comm_nccl_np2 $MPI -np 2 "$B/bin/comm_nccl"
+        tap_step comm_nccl_np1 90 15 $MPI -np 1 "$B/bin/comm_nccl"
+        [ "$ngpu" -ge 2 ] && tap_step comm_nccl_np2 90 15 $MPI -np 2 "$B/bin/comm_nccl"
     fi
 
     # 2. the GPT: 50 steps, host backend as the reference, then the backend
     # under test; f32 loss within 1e-4 relative, bf16 within 2%
     local small="--threads 2 --layers 2 --dim 64 --heads 4 --batch 8 --steps 50 --json --eval-n 8"
-    local dt ref got rl gl
+    local dt ref got rl gl tol
     for dt in f32 bf16; do
-        $MPI -np 1 "$B/bin/train_gpt" $small --dtype $dt --device host > "$OUT/gpt-$dt-host.log" 2>&1
-        timeout 180 $MPI -np 1 "$B/bin/train_gpt" $small --dtype $dt --device $backend \
-            > "$OUT/gpt-$dt-$backend.log" 2>&1
-        ref=$(final_of "$OUT/gpt-$dt-host.log"); got=$(final_of "$OUT/gpt-$dt-$backend.log")
+        run "gpt-$dt-host" 60 15 $MPI -np 1 "$B/bin/train_gpt" $small --dtype $dt --device host
+        run "gpt-$dt-$backend" 60 15 $MPI -np 1 "$B/bin/train_gpt" $small --dtype $dt --device $backend
+        ref=$(final_of "$W/gpt-$dt-host.log"); got=$(final_of "$W/gpt-$dt-$backend.log")
         rl=$(field "$ref" loss); gl=$(field "$got" loss)
-        local tol=1e-4; [ bf16 = $dt ] && tol=0.02
+        tol=1e-4; [ bf16 = $dt ] && tol=0.02
         if [ -n "$rl" ] && [ -n "$gl" ] &&
            awk -v a="$gl" -v b="$rl" -v t=$tol 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t * b) }'; then
-            summary "ok      gpt-$dt: loss $gl on $backend vs $rl on host (tolerance $tol relative)"
-        else summary "not ok  gpt-$dt: loss '${gl:-none}' on $backend vs '${rl:-none}' on host"; failed=1; fi
+            result ok "gpt-$dt: loss $gl on $backend vs $rl on host (tolerance $tol relative)"
+        else result "not ok" "gpt-$dt: loss '${gl:-none}' on $backend vs '${rl:-none}' on host (see steps.log)"; fi
     done
     # every --act-policy gives one param_hash in f32
     local pol h first="" same=1 hashes=""
     for pol in "*=keep" "*=host" "*=storage" "*=recompute" auto; do
-        timeout 120 $MPI -np 1 "$B/bin/train_gpt" ${small/--steps 50/--steps 4} --device $backend \
-            --act-policy "$pol" --spill-dir "$B" > "$OUT/policy-${pol#\*=}.log" 2>&1
-        h=$(field "$(final_of "$OUT/policy-${pol#\*=}.log")" param_hash)
+        run "policy-${pol#\*=}" 40 10 $MPI -np 1 "$B/bin/train_gpt" ${small/--steps 50/--steps 4} \
+            --device $backend --act-policy "$pol" --spill-dir "$B"
+        h=$(field "$(final_of "$W/policy-${pol#\*=}.log")" param_hash)
         hashes="$hashes ${pol}:${h:-failed}"
         [ -z "$first" ] && first=$h
         [ -n "$h" ] && [ "$h" = "$first" ] || same=0
     done
-    if [ 1 = $same ]; then summary "ok      act-policy: one param_hash ($first)"
-    else summary "not ok  act-policy: param_hashes differ:$hashes"; failed=1; fi
+    if [ 1 = $same ]; then result ok "act-policy: one param_hash ($first)"
+    else result "not ok" "act-policy: param_hashes differ:$hashes"; fi
 
-    # 3. one step under compute-sanitizer memcheck
-    if [ 1 = "$dry" ] || ! command -v compute-sanitizer > /dev/null; then
-        summary "skip    memcheck ($( [ 1 = "$dry" ] && echo dry-run || echo no compute-sanitizer))"
-    else
-        step memcheck compute-sanitizer --tool memcheck --error-exitcode 9 "$B/bin/train_gpt" \
-            ${small/--steps 50/--steps 1} --device cuda
-    fi
-    # 4. the offload experiment on the device's real link (no pacing)
-    offload "$B" "$backend" "$MPI"
-    # 5. copy engines vs cudaMemcpyAsync, tokens/s vs PyTorch eager,
-    # checkpoints saved and resumed on the device and across backends
+    # 3. the copy engines against cudaMemcpyAsync; one step under
+    # compute-sanitizer memcheck
     copy_bw "$B"
-    tokens "$B" "$backend" "$MPI" "$dry"
-    ckpt "$B" "$backend" "$MPI" "$dry"
-    rm -rf "$B"
+    if [ 1 = "$DRY" ]; then result skip "memcheck (dry-run)"
+    else
+        step memcheck 120 40 compute-sanitizer --tool memcheck --error-exitcode 9 \
+            "$B/bin/train_gpt" ${small/--steps 50/--steps 1} --device cuda
+    fi
+    # 4. tokens/s against PyTorch eager; the offload experiment on the
+    # device's real link (no pacing); checkpoints across backends
+    tokens "$B" "$backend" "$MPI"
+    offload "$B" "$backend" "$MPI"
+    ckpt "$B" "$backend" "$MPI"
+}
+
+# The dry run's namespace: the system's Open MPI, PMIx, HDF5, OpenBLAS,
+# oneDNN and jansson (and Open MPI's own needs: libevent, hwloc,
+# libfabric, UCX, xxhash) hidden under empty bind mounts, as on the lent
+# machine, so the bundle is proven self-contained. CUDA stays: the GPU
+# machine has it. Runs inside `unshare -m` (root), private propagation.
+hide_system_libs() {
+    local L=/usr/lib/x86_64-linux-gnu e_dir e_file d f nd=0 nf=0
+    e_dir=$(mktemp -d) && e_file=$(mktemp) || die "mktemp"
+    mount --make-rprivate / || die "cannot make the mount namespace private"
+    for d in $L/openmpi $L/pmix2 $L/hdf5 $L/openblas-pthread $L/openblas-openmp $L/openblas \
+             /usr/share/openmpi /usr/share/pmix; do
+        [ -d "$d" ] || continue
+        mount --bind "$e_dir" "$d" || die "cannot hide $d"; nd=$((nd + 1))
+    done
+    for f in $(find $L /usr/bin -maxdepth 1 -type f \( -name 'libmpi*' -o -name 'libopen-*' \
+                 -o -name 'libpmix*' -o -name 'libhdf5*' -o -name 'libopenblas*' -o -name 'libblas*' \
+                 -o -name 'liblapack*' -o -name 'libdnnl*' -o -name 'libjansson*' -o -name 'libevent*' \
+                 -o -name 'libhwloc*' -o -name 'libfabric*' -o -name 'libuc[mpst]*' -o -name 'libxxhash*' \
+                 -o -name 'orterun' -o -name 'orted' -o -name '*.openmpi' -o -name 'h5dump' \)); do
+        mount --bind "$e_file" "$f" || die "cannot hide $f"; nf=$((nf + 1))
+    done
+    echo "hidden: $nd system library folders and $nf files (Open MPI, PMIx, HDF5, OpenBLAS, oneDNN, jansson, libevent, hwloc, libfabric, UCX, xxhash)" >> "$OUT/preflight.txt"
+}
+
+main() {
+    local mode=$1 dir=$2 t0
+    [ -f "$dir/bundle.tar.xz" ] || die "no $dir/bundle.tar.xz: run --prepare first"
+    mkdir -p "$OUT" || die "cannot make $OUT"
+    t0=$(date +%s); T_END=$((t0 + ${DEVICE_CHECK_SECONDS:-420}))
+    : > "$OUT/summary.txt"; : > "$OUT/steps.log"; : > "$OUT/preflight.txt"
+    [ --run = "$mode" ] && DRY=0
+    # the header only into the file: a failed preflight prints one line
+    echo "# device-check $( [ 1 = "$DRY" ] && echo dry-run || echo run ) on $(hostname), $(date -u +%FT%TZ), deadline $((T_END - t0)) s" >> "$OUT/summary.txt"
+    [ 1 = "$DRY" ] && hide_system_libs
+    W=$(mktemp -d) && B=$(mktemp -d) || die "mktemp"
+    [ 0 = "$DRY" ] && pf_gpu
+    unpack "$dir"
+    pf_libs "$B"
+    summary "# preflight ok in $(( $(date +%s) - t0 )) s: $(tr '\n' ';' < "$OUT/preflight.txt")"
+    run_checks "$dir"
+    rm -rf "$B" "$W"
+    summary "# $( [ 0 = $failed ] && echo PASSED || echo FAILED ) in $(( $(date +%s) - t0 )) s"
     return $failed
 }
 
 case "${1:-}" in
 --prepare) [ $# = 2 ] || die "usage: $0 --prepare DIR"; prepare "$2" ;;
---dry-run|--run)
-    [ $# = 3 ] || die "usage: $0 $1 DIR OUT"
-    [ -f "$2/bundle.tar.xz" ] || die "no $2/bundle.tar.xz: run --prepare first"
-    OUT=$3; mkdir -p "$OUT" || die "cannot make $OUT"
-    run_checks "$2" "$([ --dry-run = "$1" ] && echo 1 || echo 0)"; rc=$?
-    echo "device-check: results in $OUT/summary.txt"; exit $rc ;;
+--run)
+    [ $# = 3 ] || die "usage: $0 --run DIR OUT"
+    OUT=$3; main --run "$2"; exit $? ;;
+--dry-run)
+    # into a private mount namespace first, where the system's libraries
+    # can be hidden without touching the machine's
+    [ $# = 3 ] || die "usage: $0 --dry-run DIR OUT"
+    [ 0 = "$(id -u)" ] || die "the dry run hides the system's libraries in a private mount namespace (unshare -m): run it as root"
+    exec unshare -m "$0" --dry-run-hidden "$2" "$3" ;;
+--dry-run-hidden)
+    [ $# = 3 ] || die "usage: $0 --dry-run DIR OUT"
+    OUT=$3; main --dry-run "$2"; exit $? ;;
 *) die "usage: $0 --prepare DIR | --dry-run DIR OUT | --run DIR OUT" ;;
 esac
