@@ -64,6 +64,7 @@ typedef struct {
     strata_context_t *ctx;
     strata_model_t   *model;
     int               rank, W;
+    const char       *locked;   /* the checkpoint directory this job locked, or NULL */
 } run_t;
 
 /* Report a failure of the runtime and end the job: a failure on some ranks
@@ -117,6 +118,8 @@ static void check_all(run_t *r, const char *what, strata_status_t st)
         fprintf(stderr, PROG ": %s failed: %s: %s\n", what, strata_strerror(st),
                 NULL != r->ctx ? strata_last_error(r->ctx) : "");
     fflush(stderr);
+    /* the next job finds the directory free, not a lock to take over */
+    if (NULL != r->locked) strata_ckpt_dir_unlock(r->ctx, r->locked);
     strata_model_destroy(r->model);
     strata_finalize(r->ctx);
     MPI_Finalize();
@@ -244,26 +247,38 @@ static double validation_loss(run_t *r, const options *o, const gpt_data *data)
 
 typedef struct { uint64_t seed, global_rows; } rng_state;
 
+/* The model's configuration as the checkpoint records it (config.<key>):
+ * a resume with another one is refused. kv: the values' storage. */
+enum { NCONFIG = 8 };
+static void ckpt_config(const run_t *r, const options *o, char kv[NCONFIG][32],
+                        strata_ckpt_kv_t config[NCONFIG])
+{
+    static const char *const keys[NCONFIG] = { "model", "layers", "dim", "heads", "vocab", "seq",
+                                               "global_batch", "data" };
+    snprintf(kv[0], 32, "gpt");
+    snprintf(kv[1], 32, "%d", o->cfg.n_layer);
+    snprintf(kv[2], 32, "%d", o->cfg.dim);
+    snprintf(kv[3], 32, "%d", o->cfg.n_head);
+    snprintf(kv[4], 32, "%d", GPT_VOCAB);
+    snprintf(kv[5], 32, "%d", o->cfg.max_seq);
+    snprintf(kv[6], 32, "%d", o->batch * o->accum * r->W);
+    for (int i = 0; i < NCONFIG; i++) config[i] = (strata_ckpt_kv_t){ keys[i], kv[i] };
+    config[7].value = NULL != o->data ? o->data : "addition";
+}
+
 static void save_ckpt(run_t *r, const options *o, int steps_done, char *path, size_t len)
 {
-    char kv[8][32];
-    snprintf(kv[0], 32, "%d", o->cfg.n_layer);
-    snprintf(kv[1], 32, "%d", o->cfg.dim);
-    snprintf(kv[2], 32, "%d", o->cfg.n_head);
-    snprintf(kv[3], 32, "%d", o->cfg.max_seq);
-    snprintf(kv[4], 32, "%d", o->batch * o->accum * r->W);
-    strata_ckpt_kv_t config[] = {
-        { "model", "gpt" }, { "layers", kv[0] }, { "dim", kv[1] }, { "heads", kv[2] },
-        { "seq", kv[3] }, { "global_batch", kv[4] },
-        { "data", NULL != o->data ? o->data : "addition" }
-    };
+    char kv[NCONFIG][32];
+    strata_ckpt_kv_t config[NCONFIG];
+    ckpt_config(r, o, kv, config);
     rng_state rs = { o->seed, (uint64_t)o->batch * o->accum * r->W };
     strata_model_ckpt_t info = { .data_pos = (uint64_t)steps_done, .rng = &rs,
                                  .rng_len = sizeof(rs),
-                                 .nconfig = (int)(sizeof(config) / sizeof(config[0])),
-                                 .config = config };
+                                 .nconfig = NCONFIG, .config = config };
     double t0 = now();
-    CHECK(r, "checkpoint save", strata_model_save(r->model, o->ckpt_dir, &info, path, len));
+    /* a failed save fails on every rank alike (the ranks agree on it):
+     * said once, and every rank exits 1 */
+    check_all(r, "checkpoint save", strata_model_save(r->model, o->ckpt_dir, &info, path, len));
     if (0 == r->rank) {
         struct stat sb;
         double mib = 0 == stat(path, &sb) ? sb.st_size / 1048576.0 : 0;
@@ -492,7 +507,8 @@ static int list_ckpts(run_t *r, const char *dir, char *buf, int cap)
 }
 
 /* --resume: the newest checkpoint that loads (every file skipped is named
- * with why, once). 0: resumed or nothing to resume; 1: files, none loads. */
+ * with why, once). 0: resumed or nothing to resume; 1: files, none loads;
+ * 2: the newest complete one is of another configuration. */
 static int resume(trainer *t)
 {
     run_t *r = &t->r;
@@ -507,8 +523,39 @@ static int resume(trainer *t)
     for (int i = 0; i < n; i++, nm += strlen(nm) + 1) {
         snprintf(t->ckpt_path, sizeof t->ckpt_path, "%.700s/%.255s", o->ckpt_dir, nm);
         rng_state rs;
-        strata_model_ckpt_t info = { .rng = &rs, .rng_len = sizeof(rs) };
-        if (STRATA_OK != strata_model_load(r->model, t->ckpt_path, &info)) {
+        char kv[NCONFIG][32];
+        strata_ckpt_kv_t config[NCONFIG];
+        ckpt_config(r, o, kv, config);
+        strata_model_ckpt_t info = { .rng = &rs, .rng_len = sizeof(rs), .nconfig = NCONFIG,
+                                     .config = config };
+        strata_status_t st = strata_model_load(r->model, t->ckpt_path, &info);
+        if (STRATA_ERR_CONFIG == st && 2 == o->resume) {
+            /* --resume-any-shape: said, then the tensors that fit load */
+            if (0 == r->rank)
+                fprintf(stderr, PROG ": resume: --resume-any-shape: %s\n", strata_last_error(r->ctx));
+            info.nconfig = 0;
+            st = strata_model_load(r->model, t->ckpt_path, &info);
+        }
+        if (STRATA_ERR_CONFIG == st) {
+            /* not damaged: another model's or run's; an older file would
+             * only hide that, and the first save would prune it */
+            if (0 == r->rank)
+                fprintf(stderr, PROG ": resume: refusing %s: %s (or --resume-any-shape to load "
+                        "what fits, e.g. to fine-tune); nothing was written\n", t->ckpt_path,
+                        strata_last_error(r->ctx));
+            t->ckpt_path[0] = '\0';
+            return 2;
+        }
+        if (STRATA_ERR_ACCESS == st) {
+            /* not damaged either: falling back to an older file would lose
+             * the steps since, and the first save would prune this one */
+            if (0 == r->rank)
+                fprintf(stderr, PROG ": resume: %s; not falling back to an older checkpoint; "
+                        "nothing was written\n", strata_last_error(r->ctx));
+            t->ckpt_path[0] = '\0';
+            return 1;
+        }
+        if (STRATA_OK != st) {
             if (0 == r->rank)
                 fprintf(stderr, PROG ": resume: skipping %s: %s\n", t->ckpt_path,
                         strata_last_error(r->ctx));
@@ -691,13 +738,19 @@ int main(int argc, char **argv)
         if (NULL != t.o.ckpt_dir) {
             /* a writable directory that no other job uses, checked before
              * any step: not found out at the first save */
-            if (STRATA_OK == strata_ckpt_dir_lock(t.r.ctx, t.o.ckpt_dir)) locked = 1;
+            if (STRATA_OK == strata_ckpt_dir_lock(t.r.ctx, t.o.ckpt_dir)) {
+                locked = 1;
+                t.r.locked = t.o.ckpt_dir;
+            }
             else {
                 if (0 == t.r.rank) fprintf(stderr, PROG ": %s\n", strata_last_error(t.r.ctx));
                 rc = 2;
             }
         }
-        if (0 > rc && t.o.resume && resume(&t)) rc = 1;
+        if (0 > rc && t.o.resume) {
+            int rrc = resume(&t);
+            if (rrc) rc = rrc;
+        }
         if (0 > rc) rc = train(&t);
     }
     if (locked && STRATA_OK != strata_ckpt_dir_unlock(t.r.ctx, t.o.ckpt_dir))

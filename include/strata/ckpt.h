@@ -143,8 +143,12 @@ strata_status_t strata_ckpt_save(strata_context_t *ctx, const strata_ckpt_layout
  * Read path into the layout's shards, optimizer states, scalars and train
  * data, whatever world and shard size wrote it. Padding elements become 0.
  * Checksums of every region read are verified. The file's shapes must match
- * the layout's (else STRATA_ERR_MISMATCH naming the dataset). On failure
- * the shards may hold partial data. Collective.
+ * the layout's (else STRATA_ERR_MISMATCH naming the dataset). With
+ * layout->nconfig > 0 the file's config.<key> attributes are compared with
+ * the layout's first: a key recorded with another value fails the load
+ * with STRATA_ERR_CONFIG, naming every difference, before any tensor is
+ * read (a key the file lacks is not compared). On failure the shards may
+ * hold partial data. Collective.
  */
 strata_status_t strata_ckpt_load(strata_context_t *ctx, strata_ckpt_layout_t *layout,
                                  const char *path);

@@ -324,7 +324,9 @@ strata_status_t strata_model_save(strata_model_t *model, const char *dir,
 /* Load a checkpoint written with any world or shard size into the model
  * (same units and parameter shapes), restoring the optimizer state and step
  * count; info->data_pos and info->rng (rng_len bytes, must match the file)
- * are filled when info is not NULL. Collective; only between steps. On
+ * are filled when info is not NULL; info->config, when given, must match
+ * the file's (strata_ckpt_load: STRATA_ERR_CONFIG naming the differences).
+ * Collective; only between steps. On
  * failure the model's values are unspecified: load again or rebuild it. */
 strata_status_t strata_model_load(strata_model_t *model, const char *path,
                                   strata_model_ckpt_t *info);
