@@ -53,7 +53,8 @@ typedef enum {
     STRATA_ERR_UNSUPPORTED  = -17,  /* not available in this build or on this machine */
     STRATA_ERR_CANCELLED    = -18,  /* operation cancelled (shutdown) */
     STRATA_ERR_TIMEOUT      = -19,  /* gave up waiting */
-    STRATA_ERR_LAST         = -20   /* one past the last error in this version */
+    STRATA_ERR_ACCESS       = -20,  /* a file may not be read or written (EACCES, EPERM) */
+    STRATA_ERR_LAST         = -21   /* one past the last error in this version */
 } strata_status_t;
 
 /*
