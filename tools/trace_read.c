@@ -5,6 +5,7 @@
  * an array that was never closed (the run was cut short).
  */
 #include "config.h"
+#include "base/file.h"
 #include "tools/trace.h"
 
 #include <errno.h>
@@ -152,8 +153,9 @@ strata_status_t sched_trace_parse(const char *text, size_t len, sched_trace_even
 /* The whole file into a malloc'd buffer. */
 static strata_status_t slurp(const char *path, char **buf_p, size_t *n_p, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return sched_fail(err, errlen, STRATA_ERR_IO, "%s: %s", path, strerror(errno));
+    char why[600];
+    FILE *f = base_fopen_regular(path, why, sizeof why);
+    if (!f) return sched_fail(err, errlen, STRATA_ERR_IO, "%s", why);
     char *buf = NULL;
     size_t n = 0, cap = 0;
     for (;;) {

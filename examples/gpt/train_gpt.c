@@ -32,6 +32,19 @@ static volatile sig_atomic_t stop_signal;
 
 static void on_signal(int sig) { stop_signal = sig; }
 
+/* Stop requests: a flag checked at the end of every step. */
+static void stop_handlers(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGUSR1, &sa, NULL);
+}
+
 static const char *signal_name(int sig)
 {
     switch (sig) {
@@ -102,10 +115,10 @@ static double out_double(run_t *r, const void *out)
     return v;
 }
 
-/* A setup call that fails the same way on every rank (a budget too small,
- * a bad option): said once by rank 0 and exit 1; a failure on some ranks
- * only goes to fail(). */
-static void check_all(run_t *r, const char *what, strata_status_t st)
+/* A call that fails the same way on every rank (a budget too small, a
+ * bad option): said once by rank 0, and every rank exits with rc; a
+ * failure on some ranks only goes to fail(). */
+static void check_all_rc(run_t *r, const char *what, strata_status_t st, int rc)
 {
     int bad = STRATA_OK != st, nbad = bad;
     MPI_Allreduce(&bad, &nbad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
@@ -123,7 +136,21 @@ static void check_all(run_t *r, const char *what, strata_status_t st)
     strata_model_destroy(r->model);
     strata_finalize(r->ctx);
     MPI_Finalize();
-    exit(1);
+    exit(rc);
+}
+
+static void check_all(run_t *r, const char *what, strata_status_t st)
+{
+    check_all_rc(r, what, st, 1);
+}
+
+/* The model's set-up refused what the options asked for (a shard size
+ * that does not divide the ranks, a device budget too small, a policy
+ * naming a save twice): the usage status 2, as for a bad flag. */
+static void check_setup(run_t *r, const char *what, strata_status_t st)
+{
+    int usage = STRATA_ERR_INVALID == st || STRATA_ERR_CONFIG == st || STRATA_ERR_TIER_FULL == st;
+    check_all_rc(r, what, st, usage ? 2 : 1);
 }
 
 static void *xcalloc(run_t *r, size_t n, size_t size)
@@ -450,9 +477,9 @@ static void setup_model(trainer *t)
     mo.clip_norm = (float)o->clip;
     mo.compute_dtype = o->dtype;
     mo.seed = o->seed;
-    check_all(r, "model create", strata_model_create(r->ctx, &mo, &r->model));
-    check_all(r, "model build", gpt_fsdp_build(r->model, &o->cfg, &t->g));
-    check_all(r, "model commit", strata_model_commit(r->model));
+    check_setup(r, "model create", strata_model_create(r->ctx, &mo, &r->model));
+    check_setup(r, "model build", gpt_fsdp_build(r->model, &o->cfg, &t->g));
+    check_setup(r, "model commit", strata_model_commit(r->model));
     if (NULL != o->trace) {
         /* --trace run/t.json -> run/t.<rank>.json, written when the model goes */
         char prefix[512];
@@ -462,15 +489,9 @@ static void setup_model(trainer *t)
         CHECK(r, "trace", strata_model_trace(r->model, prefix));
     }
 
-    /* stop requests: a flag checked at the end of every step */
-    struct sigaction sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGUSR1, &sa, NULL);
+    /* again: strata_init's flight recorder took SIGTERM over (main set
+     * these first) */
+    stop_handlers();
 
     const size_t rows = (size_t)o->accum * o->batch;
     t->in = xcalloc(r, rows * o->cfg.max_seq, sizeof(int32_t));
@@ -722,7 +743,19 @@ static int train(trainer *t)
 
 int main(int argc, char **argv)
 {
+    /* A stop request from the first instant is a stop, not death: blocked
+     * (a blocked signal stays pending across the re-exec) until the
+     * handlers are in, then delivered to them; the job stops after its
+     * first step with a checkpoint. */
+    sigset_t stops;
+    sigemptyset(&stops);
+    sigaddset(&stops, SIGTERM);
+    sigaddset(&stops, SIGINT);
+    sigaddset(&stops, SIGUSR1);
+    sigprocmask(SIG_BLOCK, &stops, NULL);
     gpt_threads_reexec(argv);
+    stop_handlers();
+    sigprocmask(SIG_UNBLOCK, &stops, NULL);
     trainer t;
     memset(&t, 0, sizeof(t));
     int provided;
