@@ -66,6 +66,14 @@ void ckpt_rec_end(strata_context_t *ctx, uint64_t op, strata_status_t st)
     if (ctx->op_end && op) ctx->op_end(ctx, op, st);
 }
 
+strata_status_t ckpt_agree_wait(strata_context_t *ctx, MPI_Comm comm, strata_status_t st)
+{
+    uint64_t op = ckpt_rec_begin(ctx, BASE_OP_MPI);
+    st = base_agree(ctx, comm, st);
+    ckpt_rec_end(ctx, op, st);
+    return st;
+}
+
 /* -------------------------------------------------------- attributes --- */
 
 static int attr_put(hid_t obj, const char *name, hid_t ftype, hid_t mtype, const void *v)

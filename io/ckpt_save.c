@@ -680,7 +680,7 @@ static void release_space(writer_t *w)
 {
     if (0 == w->rank && truncate(w->tmp, 0))
         strata_debug(w->ctx, "checkpoint: cannot empty %s: %s", w->tmp, strerror(errno));
-    (void)base_agree(w->ctx, w->ctx->comm, STRATA_OK);
+    (void)ckpt_agree_wait(w->ctx, w->ctx->comm, STRATA_OK);
 }
 
 /* Every writer flushes what it wrote, after HDF5's close wrote the metadata. */
@@ -707,7 +707,7 @@ static strata_status_t save_write(writer_t *w)
      * before the checksum tables and the close: their collective calls
      * would otherwise part ways where HDF5 fails on one rank and not on
      * another, and wait for each other until ckpt_timeout. */
-    st = base_agree(w->ctx, w->ctx->comm, w->local);
+    st = ckpt_agree_wait(w->ctx, w->ctx->comm, w->local);
     if (STRATA_OK != st) {
         release_space(w);
         close_file(w, st);
@@ -764,7 +764,7 @@ static strata_status_t write_file(strata_context_t *ctx, const strata_ckpt_layou
     strata_status_t st = STRATA_OK;
     if (!path || !path[0] || strlen(path) > 4000)
         st = base_error(ctx, STRATA_ERR_INVALID, "strata_ckpt_write: path is NULL, empty or too long");
-    st = base_agree(ctx, comm, st);
+    st = ckpt_agree_wait(ctx, comm, st);
     if (STRATA_OK == st) st = ckpt_layout_check(ctx, comm, layout, path);
     if (STRATA_OK != st) return st;
     if (STRATA_F32 != half && STRATA_BF16 != half && STRATA_F16 != half)   /* opts: the same everywhere */
@@ -774,9 +774,9 @@ static strata_status_t write_file(strata_context_t *ctx, const strata_ckpt_layou
     ckpt_h5_quiet(&quiet);
     writer_t w;
     writer_init(&w, ctx, layout, path, half);
-    st = base_agree(ctx, comm, save_open(&w));
-    if (STRATA_OK == st) st = base_agree(ctx, comm, save_create(&w));
-    if (STRATA_OK == st) st = base_agree(ctx, comm, save_write(&w));
+    st = ckpt_agree_wait(ctx, comm, save_open(&w));
+    if (STRATA_OK == st) st = ckpt_agree_wait(ctx, comm, save_create(&w));
+    if (STRATA_OK == st) st = ckpt_agree_wait(ctx, comm, save_write(&w));
     writer_cleanup(&w);
     ckpt_h5_restore(&quiet);
     /* a failed save leaves no NAME.tmp behind to fill the file system */
@@ -790,7 +790,7 @@ static strata_status_t write_file(strata_context_t *ctx, const strata_ckpt_layou
                  t[T_META] - t[T_START], t[T_DATA] - t[T_META], t[T_CLOSE] - t[T_DATA],
                  t[T_SYNC] - t[T_CLOSE], base_now() - t[T_SYNC], (unsigned long long)w.bytes,
                  (unsigned long long)w.direct_bytes);
-    return base_agree(ctx, comm, st);
+    return ckpt_agree_wait(ctx, comm, st);
 }
 
 /* ------------------------------------------------ directory rotation --- */
@@ -892,13 +892,13 @@ static strata_status_t save_dir(strata_context_t *ctx, const strata_ckpt_layout_
     char path[4200], name[64];
     if (!dir || !dir[0] || strlen(dir) > 4000 || !layout)
         st = base_error(ctx, STRATA_ERR_INVALID, "strata_ckpt_save: directory or layout missing, or path too long");
-    st = base_agree(ctx, ctx->comm, st);
+    st = ckpt_agree_wait(ctx, ctx->comm, st);
     if (STRATA_OK != st) return st;
     snprintf(name, sizeof name, "step-%08llu.h5", (unsigned long long)layout->train.step);
     snprintf(path, sizeof path, "%s/%s", dir, name);
     if (0 == ctx->rank && mkdir(dir, 0755) && EEXIST != errno)
         st = base_error(ctx, STRATA_ERR_IO, "checkpoint: cannot create directory %s: %s", dir, strerror(errno));
-    st = base_agree(ctx, ctx->comm, st);
+    st = ckpt_agree_wait(ctx, ctx->comm, st);
     if (STRATA_OK != st) return st;
 
     st = write_file(ctx, layout, path, opts);
@@ -908,7 +908,7 @@ static strata_status_t save_dir(strata_context_t *ctx, const strata_ckpt_layout_
         int keep = opts && opts->keep ? opts->keep : ctx->cfg.ckpt_keep;
         if (STRATA_OK == st && keep > 0) prune(ctx, dir, keep, (long long)layout->train.step);
     }
-    st = base_agree(ctx, ctx->comm, st);
+    st = ckpt_agree_wait(ctx, ctx->comm, st);
     if (STRATA_OK == st && path_p) {
         if (strlen(path) >= len) return base_error(ctx, STRATA_ERR_INVALID, "checkpoint path %s longer than the %zu-byte buffer", path, len);
         memcpy(path_p, path, strlen(path) + 1);
