@@ -239,6 +239,13 @@ const char *strata_backend_name(const strata_context_t *ctx);
  * off (flight_entries = 0: nothing written). Format: docs/flight.md. */
 strata_status_t strata_flight_dump(strata_context_t *ctx, const char *reason);
 
+/* Before a program ends its job without strata_finalize (MPI_Abort after a
+ * fatal error): remove at once what only this process uses on disk, its
+ * spill directory (the next job would reclaim it, but only on this host
+ * and only if it shares spill_dir). Not collective; waits for nothing.
+ * The storage tier fails from then on: call it only on the way out. */
+strata_status_t strata_abandon(strata_context_t *ctx);
+
 /* Log through the context: "[strata r3 INFO] message". Messages above the
  * configured level are not formatted at all. */
 void strata_log(const strata_context_t *ctx, strata_log_level_t level,

@@ -201,7 +201,7 @@ dist_check_SCRIPTS += t/gpt-train-np1-np4.t t/gpt-train-policy.t t/gpt-train-res
     t/gpt-train-errors.t t/gpt-train-trace.t t/gpt-train-tight.t t/gpt-learn.t t/slurm-run.t \
     t/gpt-train-damaged.t t/gpt-train-lock.t t/gpt-train-settings.t t/gpt-demo.t t/gpt-threads.t \
     t/gpt-train-recompute.t t/gpt-train-nonfinite.t t/gpt-train-shape.t t/ckpt-access.t \
-    t/ckpt-lock-dead.t t/cli-refusals.t t/flight-dir.t
+    t/ckpt-lock-dead.t t/cli-refusals.t t/flight-dir.t t/spill-full.t
 if HAVE_CBLAS
 check_PROGRAMS += t/gpt_grad.t t/gpt_ref.t t/gpt_data.t
 t_gpt_grad_t_SOURCES = t/gpt_grad.t.c
@@ -224,7 +224,7 @@ TESTS += t/gpt-train-np1-np4.t t/gpt-train-policy.t t/gpt-train-resume.t t/gpt-t
 TESTS += t/gpt-train-recompute.t
 # the fault matrix of resume, the checkpoint lock and the settings (docs/reliability.md)
 TESTS += t/ckpt-enospc.t t/gpt-train-shape.t t/ckpt-access.t t/ckpt-lock-dead.t t/cli-refusals.t \
-    t/flight-dir.t
+    t/flight-dir.t t/spill-full.t
 TESTS += t/gpt-train-damaged.t t/gpt-train-lock.t t/gpt-train-settings.t t/gpt-train-nonfinite.t
 
 # the planner: model and hardware files, formulas, the worked example of

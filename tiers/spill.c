@@ -337,6 +337,11 @@ void spill_file_close(spill_file_t *sp)
     sp->fd = -1;
 }
 
+void spill_file_remove_dir(spill_file_t *sp)
+{
+    if (sp) remove_tree(sp->dir);
+}
+
 void spill_file_remove(spill_file_t *sp)
 {
     if (!sp) return;

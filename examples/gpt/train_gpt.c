@@ -90,7 +90,10 @@ static int fail(run_t *r, const char *what, strata_status_t st)
     fflush(stderr);
     fflush(stdout);
     if (NULL != r->ctx) strata_flight_dump(r->ctx, "fatal");   /* what led here, per rank */
-    if (1 < r->W) MPI_Abort(MPI_COMM_WORLD, 1);
+    if (1 < r->W) {
+        strata_abandon(r->ctx);      /* no spill directory left behind */
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
     strata_model_destroy(r->model);
     strata_finalize(r->ctx);
     MPI_Finalize();
