@@ -7,12 +7,14 @@
 #    bad flag does: --shard 3 on 2 ranks, a policy naming a save twice,
 #    --device-mem 1; --set chunk_size=0 names the option and its minimum;
 #  - strata trace, flight and plan given a FIFO refuse it at once instead
-#    of waiting for a writer.
+#    of waiting for a writer;
+#  - strata trace reads a file as it parses it: 1 GiB of zeros (sparse) is
+#    refused with a few MiB resident, not the file's size.
 set -u
 . "$top_srcdir/t/tap.sh"
 P="$top_builddir/examples/gpt/train_gpt"
 tap_tmp cli-refusals
-echo "1..8"
+echo "1..9"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 tiny="--threads 1 --layers 1 --dim 16 --batch 4 --eval-n 8"
 
@@ -22,13 +24,17 @@ t0=$(ms); "$P" $tiny --steps 1000 --ckpt-dir "$tmp/u" > "$tmp/usr1.out" 2>&1 & j
 # as soon as main has USR1 blocked or caught (bit 10 of SigBlk or SigCgt;
 # before it, the dynamic loader's time, the default action still applies)
 i=0; while [ $i -lt 1000 ]; do
-    m=$(awk '/^Sig(Blk|Cgt):/ { printf "%s ", $2 }' "/proc/$job/status" 2>/dev/null)
+    m=
+    case $(readlink "/proc/$job/exe") in    # the program, not libtool's wrapper shell
+    */train_gpt) m=$(awk '/^Sig(Blk|Cgt):/ { printf "%s ", $2 }' "/proc/$job/status" 2>/dev/null) ;;
+    esac
     for x in $m; do [ $(( 0x$x & 0x200 )) -ne 0 ] && break 2; done
     sleep 0.01; i=$((i + 1))
 done
 kill -USR1 $job; t1=$(ms)
 echo "# SIGUSR1 sent $((t1 - t0)) ms after the start; setup done by then: $(grep -q '^train_gpt: 1 rank' "$tmp/usr1.out" && echo yes || echo no)"
 wait $job; rc=$?
+echo "# exit $rc"; grep -v "^step" "$tmp/usr1.out" | head -5 | sed "s/^/#   /"
 grep "SIGUSR1\|checkpoint" "$tmp/usr1.out" | sed 's/^/# /'
 check "SIGUSR1 as soon as main runs: stops after step 1 with a checkpoint, exit 0" \
     sh -c 'test "$1" -eq 0 && grep -q "SIGUSR1 received" "$2" && test -f "$3/step-00000001.h5"' \
@@ -54,3 +60,14 @@ for cmd in trace flight plan; do
         sh -c 'test "$1" -ne 0 && test "$1" -ne 124 && grep -q "is a FIFO, not a regular file" "$2"' \
         _ "$rc" "$tmp/$cmd.out"
 done
+
+truncate -s 1G "$tmp/big.json"
+if [ -x /usr/bin/time ]; then
+    /usr/bin/time -f "%M" -o "$tmp/rss" "$S" trace "$tmp/big.json" > "$tmp/big.out" 2>&1; rc=$?
+    rss=$(tail -1 "$tmp/rss")
+    head -1 "$tmp/big.out" | sed 's/^/# /'; echo "# strata trace of 1 GiB of zeros: exit $rc, $rss KiB resident at most"
+    check "strata trace of a 1 GiB file: refused, under 100 MiB resident" \
+        sh -c 'test "$1" -eq 1 && test "$2" -lt 102400 && grep -q "not a strata trace" "$3"' _ "$rc" "$rss" "$tmp/big.out"
+else
+    echo "ok 9 # SKIP /usr/bin/time is not installed"
+fi
