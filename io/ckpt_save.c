@@ -688,6 +688,11 @@ static strata_status_t flush_file(writer_t *w)
 {
     strata_status_t st = STRATA_OK;
     if (w->fd < 0) return w->writes ? fsync_path(w->ctx, w->tmp, 0) : STRATA_OK;
+    /* the reservation's blocks past the end of the file HDF5 closed go back
+     * (truncating to the same size frees them on ext4 and XFS) */
+    off_t end = 0 == w->rank ? lseek(w->fd, 0, SEEK_END) : -1;
+    if (end > 0 && ftruncate(w->fd, end))
+        strata_debug(w->ctx, "checkpoint: cannot trim %s: %s", w->tmp, strerror(errno));
     if (fsync(w->fd))
         st = base_error(w->ctx, STRATA_ERR_IO, "checkpoint: fsync %s failed: %s", w->tmp, strerror(errno));
     if (close(w->fd) && STRATA_OK == st)
