@@ -198,6 +198,13 @@ static void enum_list(const opt_row_t *r, char *buf, size_t len)
     }
 }
 
+/* The smallest value of an OPT_SIZE option: the copy engines cannot move
+ * transfers in chunks of 0 bytes. */
+static size_t size_min(const opt_row_t *r)
+{
+    return OFF(chunk_size) == r->offset ? 1 : 0;
+}
+
 static strata_status_t set_row(strata_config_t *cfg, const opt_row_t *r,
                                const char *value, char *errbuf, size_t errlen)
 {
@@ -214,6 +221,12 @@ static strata_status_t set_row(strata_config_t *cfg, const opt_row_t *r,
     case OPT_SIZE: {
         size_t v;
         if (STRATA_OK != strata_parse_size(value, &v)) goto bad;
+        if (v < size_min(r)) {
+            if (errbuf)
+                snprintf(errbuf, errlen, "option %s: '%s' is less than its minimum, %zu byte%s (%s)",
+                         r->name, value, size_min(r), 1 == size_min(r) ? "" : "s", r->doc);
+            return STRATA_ERR_CONFIG;
+        }
         *(size_t *)field = v;
         return STRATA_OK;
     }
@@ -425,6 +438,12 @@ strata_status_t strata_config_set_size(strata_config_t *cfg, const char *name, s
     const opt_row_t *r;
     strata_status_t st = typed_row(cfg, name, K(OPT_SIZE), &r, errbuf, errlen);
     if (STRATA_OK != st) return st;
+    if (value < size_min(r)) {
+        if (errbuf)
+            snprintf(errbuf, errlen, "option %s: %zu is less than its minimum, %zu byte%s (%s)",
+                     r->name, value, size_min(r), 1 == size_min(r) ? "" : "s", r->doc);
+        return STRATA_ERR_CONFIG;
+    }
     *(size_t *)((char *)cfg + r->offset) = value;
     return STRATA_OK;
 }

@@ -16,6 +16,10 @@ libstrata_core_la_SOURCES += \
     base/agree.h \
     base/agree.c \
     base/h5lock.c \
+    base/proc.h \
+    base/proc.c \
+    base/file.h \
+    base/file.c \
     base/test_fault.h \
     base/nvtx.h \
     base/test_fault.c

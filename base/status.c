@@ -27,6 +27,7 @@ static const char *const status_text[] = {
     [17] = "not supported in this build or on this machine",
     [18] = "cancelled",
     [19] = "timed out",
+    [20] = "permission denied",
 };
 
 const char *strata_strerror(strata_status_t status)

@@ -25,6 +25,9 @@
  *                    written BYTES of tensor data in a checkpoint save: the
  *                    watchdog's ckpt_timeout must end the job
  *                    (io/ckpt_save.c; t/ckpt-stall.t)
+ *   ckpt_noreserve@1 checkpoint saves reserve no blocks before writing, so
+ *                    a full file system fails the direct writes instead of
+ *                    the reservation (io/ckpt_save.c; t/ckpt-enospc.t)
  *   spill_enospc@N   the storage tier's spill writes fail with ENOSPC once
  *                    N bytes have gone to the spill file (tiers/spill.c;
  *                    t/gpt-train-settings.t)

@@ -33,12 +33,27 @@ static int is_dir(const char *p)
     return p && *p && 0 == stat(p, &sb) && S_ISDIR(sb.st_mode);
 }
 
-/* flight_dir, else the checkpoint directory if it exists, else the cwd */
-static void dump_path(comm_recorder_t *r)
+/* The record's directories, in order: flight_dir, the checkpoint directory
+ * if it exists at the time of the dump (a job's first run makes it after
+ * strata_init), the working directory, the system's temporary directory;
+ * where one cannot be written the next is tried. n: how many. */
+static int dump_dirs(const comm_recorder_t *r, const char *dirs[4])
 {
     const strata_config_t *c = &r->ctx->cfg;
-    const char *dir = c->flight_dir[0] ? c->flight_dir : is_dir(c->ckpt_dir) ? c->ckpt_dir : ".";
-    snprintf(r->path, sizeof r->path, "%s/flight.%d.json", dir, r->ctx->rank);
+    const char *t = getenv("TMPDIR");
+    int n = 0;
+    if (c->flight_dir[0]) dirs[n++] = c->flight_dir;
+    if (is_dir(c->ckpt_dir)) dirs[n++] = c->ckpt_dir;
+    dirs[n++] = ".";
+    dirs[n++] = t && t[0] ? t : "/tmp";
+    return n;
+}
+
+static void dump_path(comm_recorder_t *r)
+{
+    const char *dirs[4];
+    dump_dirs(r, dirs);
+    snprintf(r->path, sizeof r->path, "%s/flight.%d.json", dirs[0], r->ctx->rank);
 }
 
 /* ctx->op_begin: one operation of the world group the rank blocks in */
@@ -157,12 +172,23 @@ rec_op_t comm_rec_begin(strata_context_t *ctx, strata_group_t *g, rec_kind_t kin
     e->t_enq = now;
     e->t_start = e->t_end = 0;
     /* inside a checkpoint save or load, HDF5's collectives and ours share
-     * its deadline: the whole save is one operation */
+     * its deadline: the whole save is one operation. But a rank waiting
+     * for the others to agree (REC_MPI) gives them collective_timeout
+     * beyond the time it has spent in the save itself: a rank stalled in
+     * the middle of a save ends the job that long after, not at
+     * ckpt_timeout. */
     e->deadline = t > 0 ? now + t : 0;
-    if (r->ckpt_depth > 0 && (0 == e->deadline || e->deadline < r->ckpt_deadline))
+    if (r->ckpt_depth > 0 && REC_MPI == kind && e->deadline > 0) {
+        e->deadline += now - r->ckpt_start;
+        if (r->ckpt_deadline > 0 && r->ckpt_deadline < e->deadline) e->deadline = r->ckpt_deadline;
+    } else if (r->ckpt_depth > 0 && (0 == e->deadline || e->deadline < r->ckpt_deadline)) {
         e->deadline = r->ckpt_deadline;
+    }
     if (REC_CKPT_SAVE == kind || REC_CKPT_LOAD == kind) {
-        if (0 == r->ckpt_depth++) r->ckpt_deadline = e->deadline;
+        if (0 == r->ckpt_depth++) {
+            r->ckpt_deadline = e->deadline;
+            r->ckpt_start = now;
+        }
     }
     pthread_mutex_unlock(&r->lock);
     if (e->deadline > 0 && __atomic_load_n(&r->idle, __ATOMIC_ACQUIRE)) rec_watchdog_wake(r);
@@ -235,30 +261,16 @@ static void write_entry(FILE *f, const comm_recorder_t *r, const rec_entry_t *e,
             state_names[e->state], e->status);
 }
 
-strata_status_t comm_rec_dump(strata_context_t *ctx, const char *reason)
+/* The record into r->path (through r->path.tmp): 0, or the errno. */
+static int dump_to(comm_recorder_t *r, const char *why, size_t count, uint64_t next,
+                   double pause_s, double pause_end)
 {
-    comm_recorder_t *r = ctx ? ctx->rec : NULL;
-    if (!r) return STRATA_OK;
-    pthread_mutex_lock(&r->lock);
-    uint64_t next = r->next;
-    size_t count = next < r->n ? (size_t)next : r->n;
-    for (size_t i = 0; i < count; i++) r->snap[i] = r->ring[(next - count + i) % r->n];
-    double pause_s = r->pause_s, pause_end = r->pause_end;
-    pthread_mutex_unlock(&r->lock);
-
-    char tmp[1200], host[256] = "", why[32];
-    size_t k = 0;
-    for (; reason[k] && k + 1 < sizeof why; k++)   /* a JSON-safe word */
-        why[k] = isalnum((unsigned char)reason[k]) || '_' == reason[k] ? reason[k] : '_';
-    why[k] = '\0';
+    strata_context_t *ctx = r->ctx;
+    char tmp[1200], host[256] = "";
     gethostname(host, sizeof host - 1);
     snprintf(tmp, sizeof tmp, "%s.tmp", r->path);
     FILE *f = fopen(tmp, "w");
-    if (!f) {
-        fprintf(stderr, "strata: rank %d: cannot write the flight record %s: %s\n",
-                ctx->rank, tmp, strerror(errno));
-        return STRATA_ERR_IO;
-    }
+    if (!f) return errno;
     fprintf(f, "{\"format\": \"strata-flight-1\", \"rank\": %d, \"world_size\": %d, "
             "\"reason\": \"%s\", \"host\": \"%s\", \"pid\": %d, \"now\": %.6f, "
             "\"wall_minus_mono\": %.6f, \"collective_timeout\": %g, \"ckpt_timeout\": %g, "
@@ -274,12 +286,42 @@ strata_status_t comm_rec_dump(strata_context_t *ctx, const char *reason)
     fprintf(f, "\n  ]\n}\n");
     int bad = ferror(f);
     bad |= fclose(f);
-    if (bad || rename(tmp, r->path)) {
-        fprintf(stderr, "strata: rank %d: writing the flight record %s failed: %s\n",
-                ctx->rank, r->path, strerror(errno));
-        return STRATA_ERR_IO;
+    int e = bad ? (errno ? errno : EIO) : 0;
+    if (!e && rename(tmp, r->path)) e = errno;
+    if (e) unlink(tmp);
+    return e;
+}
+
+strata_status_t comm_rec_dump(strata_context_t *ctx, const char *reason)
+{
+    comm_recorder_t *r = ctx ? ctx->rec : NULL;
+    if (!r) return STRATA_OK;
+    pthread_mutex_lock(&r->lock);
+    uint64_t next = r->next;
+    size_t count = next < r->n ? (size_t)next : r->n;
+    for (size_t i = 0; i < count; i++) r->snap[i] = r->ring[(next - count + i) % r->n];
+    double pause_s = r->pause_s, pause_end = r->pause_end;
+    pthread_mutex_unlock(&r->lock);
+
+    char why[32];
+    size_t k = 0;
+    for (; reason[k] && k + 1 < sizeof why; k++)   /* a JSON-safe word */
+        why[k] = isalnum((unsigned char)reason[k]) || '_' == reason[k] ? reason[k] : '_';
+    why[k] = '\0';
+    const char *dirs[4];
+    int n = dump_dirs(r, dirs), e = 0;
+    for (int i = 0; i < n; i++) {
+        snprintf(r->path, sizeof r->path, "%s/flight.%d.json", dirs[i], ctx->rank);
+        if (!(e = dump_to(r, why, count, next, pause_s, pause_end))) {
+            if (i) fprintf(stderr, "strata: rank %d: the flight record went to %s instead\n",
+                           ctx->rank, r->path);
+            return STRATA_OK;
+        }
+        fprintf(stderr, "strata: rank %d: cannot write the flight record %s: %s\n", ctx->rank,
+                r->path, strerror(e));
     }
-    return STRATA_OK;
+    snprintf(r->path, sizeof r->path, "(none written)");
+    return STRATA_ERR_IO;
 }
 
 strata_status_t strata_flight_dump(strata_context_t *ctx, const char *reason)

@@ -30,6 +30,7 @@ typedef struct comm_recorder {
     strata_group_t   *gptr[REC_MAX_GROUPS];   /* live groups (NULL once destroyed) */
     int               gsize[REC_MAX_GROUPS], grank[REC_MAX_GROUPS];
     double            ckpt_deadline; /* > 0 while a save/load is open */
+    double            ckpt_start;    /* when the open save/load began */
     int               ckpt_depth;
     double            t0_wall;       /* wall clock minus monotonic, at create */
     /* watchdog */

@@ -143,6 +143,13 @@ err_free:
     return st;
 }
 
+strata_status_t strata_abandon(strata_context_t *ctx)
+{
+    if (!ctx) return STRATA_ERR_INVALID;
+    tiers_abandon(ctx);
+    return STRATA_OK;
+}
+
 strata_status_t strata_finalize(strata_context_t *ctx)
 {
     if (!ctx) return STRATA_OK;

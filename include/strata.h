@@ -71,7 +71,8 @@ typedef enum {
     STRATA_ERR_UNSUPPORTED  = -17,  /* not available in this build or on this machine */
     STRATA_ERR_CANCELLED    = -18,  /* operation cancelled (shutdown) */
     STRATA_ERR_TIMEOUT      = -19,  /* gave up waiting */
-    STRATA_ERR_LAST         = -20   /* one past the last error in this version */
+    STRATA_ERR_ACCESS       = -20,  /* a file may not be read or written (EACCES, EPERM) */
+    STRATA_ERR_LAST         = -21   /* one past the last error in this version */
 } strata_status_t;
 
 /*
@@ -255,6 +256,13 @@ const char *strata_backend_name(const strata_context_t *ctx);
  * fatal error; reason is stored in it. STRATA_OK also when the recorder is
  * off (flight_entries = 0: nothing written). Format: docs/flight.md. */
 strata_status_t strata_flight_dump(strata_context_t *ctx, const char *reason);
+
+/* Before a program ends its job without strata_finalize (MPI_Abort after a
+ * fatal error): remove at once what only this process uses on disk, its
+ * spill directory (the next job would reclaim it, but only on this host
+ * and only if it shares spill_dir). Not collective; waits for nothing.
+ * The storage tier fails from then on: call it only on the way out. */
+strata_status_t strata_abandon(strata_context_t *ctx);
 
 /* Log through the context: "[strata r3 INFO] message". Messages above the
  * configured level are not formatted at all. */

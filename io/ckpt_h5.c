@@ -11,6 +11,7 @@
 #include "io/io.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -63,6 +64,14 @@ uint64_t ckpt_rec_begin(strata_context_t *ctx, base_op_kind_t kind)
 void ckpt_rec_end(strata_context_t *ctx, uint64_t op, strata_status_t st)
 {
     if (ctx->op_end && op) ctx->op_end(ctx, op, st);
+}
+
+strata_status_t ckpt_agree_wait(strata_context_t *ctx, MPI_Comm comm, strata_status_t st)
+{
+    uint64_t op = ckpt_rec_begin(ctx, BASE_OP_MPI);
+    st = base_agree(ctx, comm, st);
+    ckpt_rec_end(ctx, op, st);
+    return st;
 }
 
 /* -------------------------------------------------------- attributes --- */
@@ -219,6 +228,16 @@ static strata_status_t open_hdf5(strata_context_t *ctx, const char *path, MPI_Co
                           "checkpoint %s: %s", path, strerror(errno));
     if (!S_ISREG(sb.st_mode))
         return base_error(ctx, STRATA_ERR_FORMAT, "checkpoint %s is not a regular file", path);
+    /* a file this process may not read is not a damaged one: said as such
+     * (HDF5 would call it "not an HDF5 file") */
+    int fd = open(path, O_RDONLY | O_CLOEXEC), e = errno;
+    if (fd < 0)
+        return base_error(ctx, EACCES == e || EPERM == e ? STRATA_ERR_ACCESS : STRATA_ERR_IO,
+                          "checkpoint %s cannot be read by this process (uid %u): %s (mode %04o, "
+                          "owner uid %u); fix its permissions or run as its owner",
+                          path, (unsigned)geteuid(), strerror(e), (unsigned)(sb.st_mode & 07777),
+                          (unsigned)sb.st_uid);
+    close(fd);
     htri_t is = H5Fis_hdf5(path);
     if (is <= 0) {
         ckpt_h5_msg(h5msg, sizeof h5msg);

@@ -480,6 +480,31 @@ out:
     return st;
 }
 
+/* The layout's configuration against the file's config.<key> attributes:
+ * a key the file records with another value means another model or run
+ * (STRATA_ERR_CONFIG, naming every difference); a key the file lacks (a
+ * file of an older writer) is not compared. */
+static strata_status_t check_config(strata_context_t *ctx, const char *path, hid_t fid,
+                                    const strata_ckpt_layout_t *L)
+{
+    char diff[1024] = "";
+    size_t n = 0;
+    for (int i = 0; i < L->nconfig; i++) {
+        const strata_ckpt_kv_t *kv = &L->config[i];
+        char name[STRATA_CKPT_MAX_NAME + 8], v[256];
+        if (!kv->key || !kv->value) continue;
+        snprintf(name, sizeof name, "config.%s", kv->key);
+        if (ckpt_attr_get_str(fid, name, v, sizeof v) || !strcmp(v, kv->value)) continue;
+        if (n < sizeof diff)
+            n += (size_t)snprintf(diff + n, sizeof diff - n, "%s%s %s in the file, %s here",
+                                  n ? "; " : "", kv->key, v, kv->value);
+    }
+    H5Eclear2(H5E_DEFAULT);
+    if (!diff[0]) return STRATA_OK;
+    return base_error(ctx, STRATA_ERR_CONFIG, "checkpoint %s was written for another configuration "
+                      "(%s); load it with the same one", path, diff);
+}
+
 static strata_status_t load_file(strata_context_t *ctx, strata_ckpt_layout_t *layout,
                                  const char *path)
 {
@@ -499,6 +524,7 @@ static strata_status_t load_file(strata_context_t *ctx, strata_ckpt_layout_t *la
     ckpt_header_t hdr;
     ckpt_sumtab_t *tabs = NULL;
     st = ckpt_open(ctx, path, ctx->comm, &ld.fid, &hdr);
+    if (STRATA_OK == st) st = check_config(ctx, path, ld.fid, layout);
     /* this rank's descriptor for the direct reads */
     if (STRATA_OK == st && ld.direct && (ld.fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
         st = base_error(ctx, STRATA_ERR_IO, "checkpoint %s: cannot open it for reading: %s", path, strerror(errno));

@@ -1,9 +1,13 @@
 /*
  * ckpt_lock.c - one job per checkpoint directory: DIR/lock, created with
  * O_EXCL by rank 0 when a job starts and removed when it ends, holds one
- * line "host=H pid=P start=T job=J" (J: $SLURM_JOB_ID or -). A lock whose
+ * line "host=H pid=P start=T job=J pstart=S" (J: $SLURM_JOB_ID or -; S: the
+ * process's start in clock ticks since boot, /proc/PID/stat). A lock whose
  * holder is provably gone is taken over with a warning: same host and its
- * pid no longer exists, or the same SLURM job (a requeued job). Anything
+ * pid no longer exists, is a zombie or belongs to a process that started
+ * at another time than S (a reused pid), or the same SLURM job (a
+ * requeued job); locks without pstart (older writers) skip that last
+ * comparison. Anything
  * else refuses the job, naming the holder. Taking the lock also checks
  * that DIR is (or can be made) a writable directory and removes the
  * step-*.tmp files of dead writers (only a lock holder may).
@@ -11,6 +15,7 @@
  */
 #include "config.h"
 #include "base/base.h"
+#include "base/proc.h"
 #include "io/io.h"
 #include <dirent.h>
 #include <errno.h>
@@ -23,7 +28,13 @@
 #include <time.h>
 #include <unistd.h>
 
-typedef struct { char host[256]; long pid; long long start; char job[64]; } holder_t;
+typedef struct {
+    char host[256];
+    long pid;
+    long long start;
+    char job[64];
+    unsigned long long pstart;  /* 0: not recorded */
+} holder_t;
 
 static void lock_path(const char *dir, char *buf, size_t len)
 {
@@ -38,6 +49,7 @@ static void me(holder_t *h)
     h->start = (long long)time(NULL);
     const char *j = getenv("SLURM_JOB_ID");
     snprintf(h->job, sizeof h->job, "%s", j && j[0] ? j : "-");
+    h->pstart = base_proc_start(h->pid);
 }
 
 /* 0 and *h from the lock file at path; -1 when it is unreadable/garbled. */
@@ -47,6 +59,7 @@ static int read_holder(const char *path, holder_t *h)
     if (!f) return -1;
     memset(h, 0, sizeof *h);
     int n = fscanf(f, "host=%255s pid=%ld start=%lld job=%63s", h->host, &h->pid, &h->start, h->job);
+    if (4 == n && 1 != fscanf(f, " pstart=%llu", &h->pstart)) h->pstart = 0;
     fclose(f);
     return 4 == n ? 0 : -1;
 }
@@ -69,9 +82,8 @@ int strata_ckpt_lock_holder(const char *dir, char *buf, size_t len)
 static const char *gone(const holder_t *h, const holder_t *self)
 {
     if (strcmp(self->job, "-") && !strcmp(self->job, h->job)) return "same SLURM job (requeued)";
-    if (!strcmp(self->host, h->host) && h->pid > 0 && kill((pid_t)h->pid, 0) && ESRCH == errno)
-        return "its process no longer exists";
-    return "";
+    const char *why = strcmp(self->host, h->host) ? NULL : base_proc_gone(h->pid, h->pstart);
+    return why ? why : "";
 }
 
 /* rank 0: DIR exists as a writable directory. */
@@ -96,8 +108,8 @@ static strata_status_t take(strata_context_t *ctx, const char *dir)
     holder_t self, h;
     me(&self);
     lock_path(dir, path, sizeof path);
-    int n = snprintf(line, sizeof line, "host=%s pid=%ld start=%lld job=%s\n", self.host, self.pid,
-                     self.start, self.job);
+    int n = snprintf(line, sizeof line, "host=%s pid=%ld start=%lld job=%s pstart=%llu\n",
+                     self.host, self.pid, self.start, self.job, self.pstart);
     for (int attempt = 0; attempt < 2; attempt++) {
         int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
         if (fd >= 0) {
@@ -122,7 +134,15 @@ static strata_status_t take(strata_context_t *ctx, const char *dir)
                               dir, who, dir);
         if (0 == attempt)
             fprintf(stderr, "strata: warning: taking over the lock %s of %s: %s\n", path, who, why);
-        unlink(path);
+        if (unlink(path) && ENOENT != errno) {
+            struct stat sb;
+            int e = errno, sticky = 0 == stat(dir, &sb) && (sb.st_mode & S_ISVTX);
+            return base_error(ctx, STRATA_ERR_STATE, "the lock %s of %s (%s) cannot be removed: %s%s; "
+                              "remove it as its owner, or with 'strata ckpt unlock %s' as a user "
+                              "who may", path, who, why, strerror(e),
+                              sticky ? " (the directory is sticky: only the lock's or the "
+                                       "directory's owner may remove it)" : "", dir);
+        }
     }
     return base_error(ctx, STRATA_ERR_STATE, "lost the race for the lock %s to another job", path);
 }

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -95,6 +96,47 @@ static strata_status_t h5fail(writer_t *w, const char *what, const char *obj)
     char m[256];
     return base_error(w->ctx, STRATA_ERR_HDF5, "%s: %s %s failed (%s)", w->file, what, obj,
                       ckpt_h5_msg(m, sizeof m));
+}
+
+/* The file system that holds path: its mount point (the longest entry of
+ * /proc/self/mounts that is a prefix of path's real directory) and type,
+ * or path's directory where that is unknown. */
+static void fs_of(const char *path, char *buf, size_t len)
+{
+    char dir[4200], real[4200];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = '\0';
+    else snprintf(dir, sizeof dir, ".");
+    snprintf(buf, len, "%s", dir);
+    if (!realpath(dir[0] ? dir : "/", real)) return;
+    FILE *f = fopen("/proc/self/mounts", "r");
+    char dev[512], mnt[4200], type[64];
+    size_t best = 0;
+    while (f && 3 == fscanf(f, "%511s %4199s %63s %*[^\n]", dev, mnt, type)) {
+        size_t l = strlen(mnt);
+        if (l >= best && !strncmp(real, mnt, l) && ('/' == real[l] || !real[l] || 1 == l)) {
+            best = l;
+            snprintf(buf, len, "%s (%s)", mnt, type);
+        }
+    }
+    if (f) fclose(f);
+}
+
+/* A checkpoint that does not fit: the file system named, what it needs and
+ * what is free, and what to do; the previous checkpoint is untouched. */
+static strata_status_t no_space(writer_t *w, int err, uint64_t need, const char *doing)
+{
+    char fs[4400];
+    fs_of(w->tmp, fs, sizeof fs);
+    struct statvfs vs;
+    unsigned long long avail = 0 == statvfs(w->tmp, &vs)
+                                   ? (unsigned long long)vs.f_bavail * vs.f_frsize : 0;
+    return base_error(w->ctx, STRATA_ERR_IO,
+                      "checkpoint %s: the file system %s is full (%s) %s: the checkpoint needs "
+                      "%llu bytes, %llu are free there; the previous checkpoint stays the latest. "
+                      "Free space there or point ckpt_dir (--ckpt-dir) at a larger file system",
+                      w->file, fs, strerror(err), doing, (unsigned long long)need, avail);
 }
 
 /* A 16-bit float file type HDF5 converts like any float (h5dump shows the
@@ -198,6 +240,10 @@ static void write_pieces(writer_t *w)
             const char *p = (const char *)pc[i].src + done;
             ckpt_hash_update(w->hash, p, k);
             int e = ckpt_pwrite_full(w->fd, p, k, pc[i].foff + done);
+            if (ENOSPC == e || EDQUOT == e) {
+                w->local = no_space(w, e, w->data_end, "writing its tensors");
+                break;
+            }
             if (e) {
                 w->local = base_error(w->ctx, STRATA_ERR_IO,
                                       "%s: writing %zu bytes of %s at offset %llu of %s failed: %s",
@@ -568,6 +614,10 @@ static strata_status_t save_open(writer_t *w)
     return st;
 }
 
+/* Bytes reserved beyond the datasets: the checksum tables and the
+ * metadata written at the close (256 KiB metadata blocks). */
+#define CLOSE_MARGIN ((uint64_t)1 << 20)
+
 /* Phase create. */
 static strata_status_t save_create(writer_t *w)
 {
@@ -598,8 +648,13 @@ static strata_status_t save_create(writer_t *w)
      * this call (and ~10 for one raw file written by 4 ranks). A hint
      * only: where fallocate is not supported the writes allocate. */
 #ifdef FALLOC_FL_KEEP_SIZE
-    if (STRATA_OK == st && 0 == w->rank && w->fd >= 0 && w->data_end > 0)
-        (void)fallocate(w->fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)w->data_end);
+    /* It also finds a file system too small for the checkpoint before any
+     * byte is written, on one rank, so all ranks fail together (a margin
+     * for the checksum tables and the metadata HDF5 writes at the close). */
+    if (STRATA_OK == st && 0 == w->rank && w->fd >= 0 && w->data_end > 0 &&
+        !test_fault_arg("ckpt_noreserve") && fallocate(w->fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)(w->data_end + CLOSE_MARGIN)) &&
+        (ENOSPC == errno || EDQUOT == errno))
+        st = no_space(w, errno, w->data_end + CLOSE_MARGIN, "reserving its blocks");
 #endif
     return st;
 }
@@ -619,11 +674,26 @@ static strata_status_t close_file(writer_t *w, strata_status_t st)
     return st;
 }
 
+/* After a failed save, before its collective close: the tmp file's blocks
+ * go back to the file system (rank 0 empties it; the metadata HDF5 writes
+ * at the close then finds room), so the close completes on every rank. */
+static void release_space(writer_t *w)
+{
+    if (0 == w->rank && truncate(w->tmp, 0))
+        strata_debug(w->ctx, "checkpoint: cannot empty %s: %s", w->tmp, strerror(errno));
+    (void)ckpt_agree_wait(w->ctx, w->ctx->comm, STRATA_OK);
+}
+
 /* Every writer flushes what it wrote, after HDF5's close wrote the metadata. */
 static strata_status_t flush_file(writer_t *w)
 {
     strata_status_t st = STRATA_OK;
     if (w->fd < 0) return w->writes ? fsync_path(w->ctx, w->tmp, 0) : STRATA_OK;
+    /* the reservation's blocks past the end of the file HDF5 closed go back
+     * (truncating to the same size frees them on ext4 and XFS) */
+    off_t end = 0 == w->rank ? lseek(w->fd, 0, SEEK_END) : -1;
+    if (end > 0 && ftruncate(w->fd, end))
+        strata_debug(w->ctx, "checkpoint: cannot trim %s: %s", w->tmp, strerror(errno));
     if (fsync(w->fd))
         st = base_error(w->ctx, STRATA_ERR_IO, "checkpoint: fsync %s failed: %s", w->tmp, strerror(errno));
     if (close(w->fd) && STRATA_OK == st)
@@ -639,6 +709,16 @@ static strata_status_t save_write(writer_t *w)
     w->t[T_META] = base_now();
     write_pieces(w);
     w->t[T_DATA] = base_now();
+    /* A write that failed (a full file system) is known to every rank
+     * before the checksum tables and the close: their collective calls
+     * would otherwise part ways where HDF5 fails on one rank and not on
+     * another, and wait for each other until ckpt_timeout. */
+    st = ckpt_agree_wait(w->ctx, w->ctx->comm, w->local);
+    if (STRATA_OK != st) {
+        release_space(w);
+        close_file(w, st);
+        return st;
+    }
     for (int u = 0; u < w->L->nunits && STRATA_OK == st; u++)
         st = write_sumtab(w, w->gsum, &w->L->units[u], w->plans[u].paths, w->plans[u].T,
                           w->plans[u].rows);
@@ -691,7 +771,7 @@ static strata_status_t write_file(strata_context_t *ctx, const strata_ckpt_layou
     strata_status_t st = STRATA_OK;
     if (!path || !path[0] || strlen(path) > 4000)
         st = base_error(ctx, STRATA_ERR_INVALID, "strata_ckpt_write: path is NULL, empty or too long");
-    st = base_agree(ctx, comm, st);
+    st = ckpt_agree_wait(ctx, comm, st);
     if (STRATA_OK == st) st = ckpt_layout_check(ctx, comm, layout, path);
     if (STRATA_OK != st) return st;
     if (STRATA_F32 != half && STRATA_BF16 != half && STRATA_F16 != half)   /* opts: the same everywhere */
@@ -701,11 +781,13 @@ static strata_status_t write_file(strata_context_t *ctx, const strata_ckpt_layou
     ckpt_h5_quiet(&quiet);
     writer_t w;
     writer_init(&w, ctx, layout, path, half);
-    st = base_agree(ctx, comm, save_open(&w));
-    if (STRATA_OK == st) st = base_agree(ctx, comm, save_create(&w));
-    if (STRATA_OK == st) st = base_agree(ctx, comm, save_write(&w));
+    st = ckpt_agree_wait(ctx, comm, save_open(&w));
+    if (STRATA_OK == st) st = ckpt_agree_wait(ctx, comm, save_create(&w));
+    if (STRATA_OK == st) st = ckpt_agree_wait(ctx, comm, save_write(&w));
     writer_cleanup(&w);
     ckpt_h5_restore(&quiet);
+    /* a failed save leaves no NAME.tmp behind to fill the file system */
+    if (STRATA_OK != st && 0 == ctx->rank) unlink(w.tmp);
     if (STRATA_OK != st) return st;
 
     st = save_commit(&w);
@@ -715,7 +797,7 @@ static strata_status_t write_file(strata_context_t *ctx, const strata_ckpt_layou
                  t[T_META] - t[T_START], t[T_DATA] - t[T_META], t[T_CLOSE] - t[T_DATA],
                  t[T_SYNC] - t[T_CLOSE], base_now() - t[T_SYNC], (unsigned long long)w.bytes,
                  (unsigned long long)w.direct_bytes);
-    return base_agree(ctx, comm, st);
+    return ckpt_agree_wait(ctx, comm, st);
 }
 
 /* ------------------------------------------------ directory rotation --- */
@@ -817,13 +899,13 @@ static strata_status_t save_dir(strata_context_t *ctx, const strata_ckpt_layout_
     char path[4200], name[64];
     if (!dir || !dir[0] || strlen(dir) > 4000 || !layout)
         st = base_error(ctx, STRATA_ERR_INVALID, "strata_ckpt_save: directory or layout missing, or path too long");
-    st = base_agree(ctx, ctx->comm, st);
+    st = ckpt_agree_wait(ctx, ctx->comm, st);
     if (STRATA_OK != st) return st;
     snprintf(name, sizeof name, "step-%08llu.h5", (unsigned long long)layout->train.step);
     snprintf(path, sizeof path, "%s/%s", dir, name);
     if (0 == ctx->rank && mkdir(dir, 0755) && EEXIST != errno)
         st = base_error(ctx, STRATA_ERR_IO, "checkpoint: cannot create directory %s: %s", dir, strerror(errno));
-    st = base_agree(ctx, ctx->comm, st);
+    st = ckpt_agree_wait(ctx, ctx->comm, st);
     if (STRATA_OK != st) return st;
 
     st = write_file(ctx, layout, path, opts);
@@ -833,7 +915,7 @@ static strata_status_t save_dir(strata_context_t *ctx, const strata_ckpt_layout_
         int keep = opts->keep ? opts->keep : ctx->cfg.ckpt_keep;
         if (STRATA_OK == st && keep > 0) prune(ctx, dir, keep, (long long)layout->train.step);
     }
-    st = base_agree(ctx, ctx->comm, st);
+    st = ckpt_agree_wait(ctx, ctx->comm, st);
     if (STRATA_OK == st && path_p) {
         if (strlen(path) >= len) return base_error(ctx, STRATA_ERR_INVALID, "checkpoint path %s longer than the %zu-byte buffer", path, len);
         memcpy(path_p, path, strlen(path) + 1);

@@ -162,6 +162,12 @@ strata_status_t ckpt_check_dataset(strata_context_t *ctx, const char *file, cons
 uint64_t ckpt_rec_begin(strata_context_t *ctx, base_op_kind_t kind);
 void ckpt_rec_end(strata_context_t *ctx, uint64_t op, strata_status_t st);
 
+/* base_agree inside a save, recorded as a wait for the other ranks (an
+ * "mpi" operation): its deadline is collective_timeout beyond the time
+ * this rank has spent in the save so far (within ckpt_timeout), so a
+ * rank stalled in the middle of a save ends the job that soon. */
+strata_status_t ckpt_agree_wait(strata_context_t *ctx, MPI_Comm comm, strata_status_t st);
+
 /* Check a caller's layout (names, sizes, overlaps, pointers, S, W, this
  * rank's place) and that every rank of comm passes the same structure.
  * Collective; every rank returns the same status. */

@@ -14,6 +14,7 @@
 
 #include <jansson.h>
 
+#include "base/file.h"
 #include "plan/plan.h"
 
 typedef struct {
@@ -363,9 +364,9 @@ strata_status_t plan_find_file(const char *kind, const char *name, char *path, s
                       name, tried);
 }
 
-static char *slurp_file(const char *path)
+static char *slurp_file(const char *path, char *why, size_t len)
 {
-    FILE *f = fopen(path, "rb");
+    FILE *f = base_fopen_regular(path, why, len);   /* a FIFO would block */
     if (!f) return NULL;
     char *buf = NULL;
     if (0 == fseek(f, 0, SEEK_END)) {
@@ -384,8 +385,10 @@ static strata_status_t load(const char *kind, const char *name, void *out, char 
     char path[PLAN_PATH_MAX];
     strata_status_t st = plan_find_file(kind, name, path, sizeof path, err, errlen);
     if (STRATA_OK != st) return st;
-    char *text = slurp_file(path);
-    if (!text) return sched_fail(err, errlen, STRATA_ERR_IO, "%s: cannot read: %s", path, strerror(errno));
+    char why[600] = "";
+    char *text = slurp_file(path, why, sizeof why);
+    if (!text) return sched_fail(err, errlen, STRATA_ERR_IO, "%s: cannot read: %s", path,
+                                 why[0] ? why : strerror(errno));
     st = !strcmp(kind, "models") ? plan_model_parse(text, path, out, err, errlen)
                                  : plan_hw_parse(text, path, out, err, errlen);
     free(text);

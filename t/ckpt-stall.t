@@ -7,12 +7,15 @@
 # ckpt_save and ckpt_timeout, within the deadline + 10 s. The flight
 # records hold the save as one operation (not one per layer of the call),
 # and the previous checkpoint is still the one `latest` names and verifies.
+# With ckpt_timeout long (600 s) and collective_timeout 2 s, the other
+# rank's wait for it to agree ends the job within collective_timeout (plus
+# the time it spent in the save itself) + 10 s, naming collective_timeout.
 set -u
 . "$top_srcdir/t/tap.sh"
 tap_need_hooks
 P="$top_builddir/t/ckpt_rt"
 tap_tmp ckpt-stall
-echo "1..6"
+echo "1..8"
 T=2
 "$L" 2 "$P" save "$tmp/d" 1 > "$tmp/save1.out" 2>&1
 check "setup: step 1 saved on 2 ranks" test -f "$tmp/d/step-00000001.h5"
@@ -50,3 +53,19 @@ check "the flight records hold the save as one unfinished ckpt_save operation" o
 check "latest still names step 1, which verifies; no step 2 under its final name" \
     sh -c 'test "$(cat "$1/latest")" = step-00000001.h5 && test ! -e "$1/step-00000002.h5" &&
            "$2" ckpt verify "$1/step-00000001.h5" > /dev/null' _ "$tmp/d" "$S"
+
+t0=$(date +%s.%N)
+# shellcheck disable=SC2046
+STRATA_CKPT_TIMEOUT=600 STRATA_COLLECTIVE_TIMEOUT=$T STRATA_FLIGHT_DIR="$tmp/fl" STRATA_TEST_FAULT=ckpt_stall@600 \
+    timeout 120 "${MPIRUN:-mpirun}" -np 2 $("$L" --flags) "$P" save "$tmp/d" 3 \
+    > "$tmp/stall2.out" 2> "$tmp/stall2.err"
+rc=$?
+t1=$(date +%s.%N)
+took=$(echo "$t1 - $t0" | bc)
+echo "# rank 1 stalled, ckpt_timeout 600 s, collective_timeout $T s: exit $rc after $took s"
+grep watchdog "$tmp/stall2.err" | sed 's/^/# /'
+check "ckpt_timeout 600 s, collective_timeout $T s: exit 75 within collective_timeout + 10 s" \
+    sh -c 'test "$1" -eq 75 && awk -v t="$2" -v b="$3" "BEGIN { exit !(t < b + 10) }"' _ "$rc" "$took" "$T"
+check "the waiting rank's report names its wait and collective_timeout" \
+    grep -q "rank 0: watchdog: mpi (group world, .*) not complete after [0-9.]* s (collective_timeout $T s)" \
+    "$tmp/stall2.err"

@@ -2,10 +2,12 @@
 # gpt-train-damaged.t - --resume never loses work. The newest checkpoint
 # (step 4 of a 6-step run) damaged in each way: truncated, empty, not
 # HDF5, one byte flipped in the tensor data, one byte flipped in HDF5's
-# metadata, the wrong shape (a model of another width). With an older
-# good one (step 2) beside it: the damaged file is named with why, the job
-# resumes from step 2 and reaches the param_hash of an uninterrupted run.
-# Alone: an error naming it, a non-zero exit, nothing written. No
+# metadata. With an older good one (step 2) beside it: the damaged file is
+# named with why, the job resumes from step 2 and reaches the param_hash of
+# an uninterrupted run. Alone: an error naming it, a non-zero exit, nothing
+# written. A sound file of another model (another width) is not damaged:
+# refused (exit 2) naming the difference, with or without an older one,
+# nothing written, no fall-back (t/gpt-train-shape.t has more). No
 # checkpoint at all: step 0, said so. Each case's time to exit is printed.
 # One rank, started without mpirun (MPI singleton): the fallback is the
 # same on any rank count (the ranks agree on each file's status), and the
@@ -42,7 +44,7 @@ damage() {  # damage KIND FILE
     shape)     cp "$tmp/other/step-00000004.h5" "$2" ;;
     esac
 }
-for kind in truncated empty not-hdf5 flip-data flip-meta shape; do
+for kind in truncated empty not-hdf5 flip-data flip-meta; do
     # with the older good one: resumes from step 2 to the uninterrupted hash
     d="$tmp/w-$kind"; mkdir "$d"
     cp "$tmp/good/step-00000002.h5" "$d/"; damage $kind "$d/step-00000004.h5"
@@ -66,6 +68,20 @@ for kind in truncated empty not-hdf5 flip-data flip-meta shape; do
         sh -c 'test "$1" -ne 0 && grep -q "skipping $2/step-00000004.h5: ." "$3" &&
                grep -q "1 checkpoint file in $2, none loads" "$3" && ! grep -q "{\"step\"" "$3" &&
                cmp -s "$4" "$5"' _ "$rc" "$d" "$tmp/a-$kind.out" "$tmp/a-$kind.before" "$tmp/a-$kind.after"
+done
+for older in yes no; do
+    d="$tmp/s-$older"; mkdir "$d"
+    [ $older = yes ] && cp "$tmp/good/step-00000002.h5" "$d/"
+    damage shape "$d/step-00000004.h5"; echo "step-00000004.h5" > "$d/latest"
+    ls -l --time-style=+%s.%N "$d" > "$tmp/s-$older.before"
+    t0=$(ms); L1 "$P" $small --ckpt-dir "$d" --resume > "$tmp/s-$older.out" 2>&1; rc=$?; t1=$(ms)
+    grep train_gpt "$tmp/s-$older.out" | sed 's/^/# /'
+    echo "# another width, older good one $older: exit $rc after $((t1 - t0)) ms"
+    ls -l --time-style=+%s.%N "$d" > "$tmp/s-$older.after"
+    check "another width (older good one: $older): refused naming it, exit 2, nothing written" \
+        sh -c 'test "$1" -eq 2 && grep -q "refusing $2/step-00000004.h5: .*dim 16 in the file, 32 here" "$3" &&
+               ! grep -q "resumed from\|{\"step\"" "$3" && cmp -s "$4" "$5"' \
+        _ "$rc" "$d" "$tmp/s-$older.out" "$tmp/s-$older.before" "$tmp/s-$older.after"
 done
 mkdir "$tmp/none"
 L1 "$P" $small --ckpt-dir "$tmp/none" --resume > "$tmp/none.out" 2>&1; rc=$?

@@ -107,7 +107,7 @@ t_ckpt_bad_LDADD = $(TEST_LDADD) $(HDF5_LIBS)
 t_ckpt_rt_SOURCES = t/ckpt_rt.c t/ckpt_synth.h
 t_ckpt_rt_LDADD = $(TEST_LDADD)
 dist_check_SCRIPTS += t/ckpt-np1.t t/ckpt-np2.t t/ckpt-np4.t t/ckpt-reshard.t t/ckpt-bad.t t/ckpt-kill.t t/ckpt-cli.t t/ckpt-h5dump.t t/ckpt-direct.t \
-    t/ckpt-stall.t
+    t/ckpt-stall.t t/ckpt-enospc.t
 TESTS += t/ckpt-np1.t t/ckpt-np2.t t/ckpt-np4.t t/ckpt-reshard.t t/ckpt-bad.t t/ckpt-kill.t t/ckpt-cli.t t/ckpt-h5dump.t t/ckpt-direct.t \
     t/ckpt-stall.t
 # h5dump, when configure found it, for t/ckpt-h5dump.t
@@ -220,7 +220,8 @@ TESTS += t/readme-example.t
 dist_check_SCRIPTS += t/gpt-train-np1-np4.t t/gpt-train-policy.t t/gpt-train-resume.t \
     t/gpt-train-errors.t t/gpt-train-trace.t t/gpt-train-tight.t t/gpt-learn.t t/slurm-run.t \
     t/gpt-train-damaged.t t/gpt-train-lock.t t/gpt-train-settings.t t/gpt-demo.t t/gpt-threads.t \
-    t/gpt-train-recompute.t t/gpt-train-nonfinite.t
+    t/gpt-train-recompute.t t/gpt-train-nonfinite.t t/gpt-train-shape.t t/ckpt-access.t \
+    t/ckpt-lock-dead.t t/cli-refusals.t t/flight-dir.t t/spill-full.t
 if HAVE_CBLAS
 check_PROGRAMS += t/gpt_grad.t t/gpt_ref.t t/gpt_data.t
 t_gpt_grad_t_SOURCES = t/gpt_grad.t.c
@@ -242,6 +243,8 @@ TESTS += t/gpt-train-np1-np4.t t/gpt-train-policy.t t/gpt-train-resume.t t/gpt-t
 # recompute at name granularity: fewer products, the same param_hash
 TESTS += t/gpt-train-recompute.t
 # the fault matrix of resume, the checkpoint lock and the settings (docs/reliability.md)
+TESTS += t/ckpt-enospc.t t/gpt-train-shape.t t/ckpt-access.t t/ckpt-lock-dead.t t/cli-refusals.t \
+    t/flight-dir.t t/spill-full.t
 TESTS += t/gpt-train-damaged.t t/gpt-train-lock.t t/gpt-train-settings.t t/gpt-train-nonfinite.t
 
 # the planner: model and hardware files, formulas, the worked example of

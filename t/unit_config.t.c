@@ -113,6 +113,12 @@ static void test_typed(void)
        0 == strcmp(text, "inf") && STRATA_OK == strata_config_set(cfg, "chunk_size", "1.5k", err, sizeof err) &&
        STRATA_OK == strata_config_get(cfg, "chunk_size", text, sizeof text) && 0 == strcmp(text, "1536"),
        "get gives exact text (inf, bytes)");
+    ok(STRATA_ERR_CONFIG == strata_config_set(cfg, "chunk_size", "0", err, sizeof err) &&
+       strstr(err, "option chunk_size: '0' is less than its minimum, 1 byte") &&
+       STRATA_ERR_CONFIG == strata_config_set_size(cfg, "chunk_size", 0, err, sizeof err) &&
+       strstr(err, "chunk_size: 0 is less than its minimum") &&
+       STRATA_OK == strata_config_get(cfg, "chunk_size", text, sizeof text) && 0 == strcmp(text, "1536"),
+       "chunk_size 0 refused with a message naming the minimum; the value stays");
     ok(STRATA_ERR_OVERFLOW == strata_config_get(cfg, "chunk_size", text, 3) &&
        STRATA_ERR_INVALID == strata_config_get_int(cfg, "prefetch", NULL),
        "get into a short buffer: OVERFLOW; NULL out-param: INVALID");
@@ -131,7 +137,7 @@ static void test_typed(void)
 
 int main(void)
 {
-    plan(33 + 12 + 3 + 12);
+    plan(34 + 12 + 3 + 12);
     for (int i = 0; sizes[i].text; i++) {
         size_t b = 12345;
         strata_status_t st = strata_parse_size(sizes[i].text, &b);

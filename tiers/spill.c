@@ -4,6 +4,7 @@
  */
 #include "config.h"
 #include "tiers/spill.h"
+#include "base/proc.h"
 #include "base/test_fault.h"
 
 #include <dirent.h>
@@ -36,25 +37,9 @@ const char *spill_file_dir(const spill_file_t *sp) { return sp ? sp->dir : ""; }
 /* Each spill directory holds `owner`: "host=H pid=P start=T" (T: the
  * process's start in clock ticks since boot, /proc/PID/stat field 22), so
  * that a later job may remove it when its owner is provably dead: same
- * host, and no process P, or a process P that started at another time
- * (the pid was reused). Directories of other hosts (a shared spill_dir on
+ * host, and no process P, a zombie P, or a process P that started at
+ * another time (the pid was reused). Directories of other hosts (a shared spill_dir on
  * a network file system) or of live owners are never touched. */
-
-static unsigned long long proc_start(long pid)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-    FILE *f = fopen(path, "r");
-    if (!f) return 0;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    char *p = strrchr(buf, ')');           /* the command may hold spaces */
-    unsigned long long t = 0;
-    for (int field = 2; p && field < 22; field++) p = strchr(p + 1, ' ');
-    if (p) t = strtoull(p + 1, NULL, 10);
-    return t;
-}
 
 static void write_owner(const char *dir)
 {
@@ -63,7 +48,7 @@ static void write_owner(const char *dir)
     snprintf(path, sizeof path, "%s/owner", dir);
     FILE *f = fopen(path, "w");
     if (!f) return;
-    fprintf(f, "host=%s pid=%ld start=%llu\n", host, (long)getpid(), proc_start((long)getpid()));
+    fprintf(f, "host=%s pid=%ld start=%llu\n", host, (long)getpid(), base_proc_start((long)getpid()));
     fclose(f);
 }
 
@@ -80,9 +65,7 @@ static int owner_dead(const char *dir)
     fclose(f);
     gethostname(me, sizeof me - 1);
     if (3 != n || pid <= 0 || strcmp(host, me)) return 0;
-    if (kill((pid_t)pid, 0) && ESRCH == errno) return 1;
-    unsigned long long now = proc_start(pid);
-    return 0 != start && 0 != now && now != start;
+    return NULL != base_proc_gone(pid, start);     /* gone, a zombie, or a reused pid */
 }
 
 static void remove_tree(const char *dir)
@@ -352,6 +335,11 @@ void spill_file_close(spill_file_t *sp)
     sp->file = -1;
     if (sp->fd >= 0) close(sp->fd);
     sp->fd = -1;
+}
+
+void spill_file_remove_dir(spill_file_t *sp)
+{
+    if (sp) remove_tree(sp->dir);
 }
 
 void spill_file_remove(spill_file_t *sp)

@@ -52,6 +52,9 @@ void spill_file_close(spill_file_t *sp);
 /* Any thread, after spill_file_close: remove the file and the directory and
  * free sp. NULL is a no-op. */
 void spill_file_remove(spill_file_t *sp);
+/* The directory and its files now, the file left open (a process about to
+ * be aborted: nothing is waited for, nothing freed). */
+void spill_file_remove_dir(spill_file_t *sp);
 const char *spill_file_path(const spill_file_t *sp);
 const char *spill_file_dir(const spill_file_t *sp);
 

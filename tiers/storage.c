@@ -80,6 +80,14 @@ int tiers_storage_no_hdf5_locked(tiers_state_t *ts, tiers_op_t *op)
     return 1;
 }
 
+/* The cause of a failed spill at the default log level, once per context:
+ * the transfer's own error, which the caller sees, names only the block. */
+static void say_cause(tiers_state_t *ts, const char *msg)
+{
+    if (!ts->spill_error_said) strata_log(ts->ctx, STRATA_LOG_ERROR, "%s", msg);
+    ts->spill_error_said = 1;
+}
+
 strata_status_t tiers_storage_start(tiers_state_t *ts, tiers_op_t *op)
 {
     char msg[STRATA_ERRMSG_LEN] = "";
@@ -87,7 +95,10 @@ strata_status_t tiers_storage_start(tiers_state_t *ts, tiers_op_t *op)
     strata_status_t st;
     if (0 == blk->bytes) return STRATA_OK;
     st = spill_file_open(ts->spill, msg, sizeof msg);
-    if (STRATA_OK != st) return base_error(ts->ctx, st, "%s", msg);
+    if (STRATA_OK != st) {
+        say_cause(ts, msg);
+        return base_error(ts->ctx, st, "%s", msg);
+    }
     pthread_mutex_lock(&ts->lock);
     ts->spill_open = 1;
     tiers_unlock(ts);
@@ -103,9 +114,11 @@ strata_status_t tiers_storage_start(tiers_state_t *ts, tiers_op_t *op)
         if (!ds) {
             uint64_t off;
             st = spill_file_dataset(ts->spill, blk->rounded, &off, msg, sizeof msg);
-            if (STRATA_OK != st)
+            if (STRATA_OK != st) {
+                say_cause(ts, msg);
                 return base_error(ts->ctx, st, "%s; the block stays in the %s tier", msg,
                                   strata_tier_name(op->src));
+            }
             ds = calloc(1, sizeof *ds);
             if (!ds) return base_error(ts->ctx, STRATA_ERR_NOMEM, "storage tier: out of memory");
             ds->capacity = blk->rounded;
@@ -188,11 +201,7 @@ strata_status_t tiers_storage_chunk(tiers_state_t *ts, tiers_op_t *op, size_t of
             if (op->hash) XXH3_64bits_update(op->hash, host + done, k);
             st = spill_file_write(ts->spill, ds->offset + off + done, host + done, k, msg, sizeof msg);
             if (STRATA_OK != st) {
-                /* the cause at the default level: the transfer's own error
-                 * names only the block */
-                if (!ts->spill_error_said)    /* once per context, not per block */
-                    strata_log(ts->ctx, STRATA_LOG_ERROR, "%s", msg);
-                ts->spill_error_said = 1;
+                say_cause(ts, msg);
                 return base_error(ts->ctx, st, "%s; the block stays in the host tier", msg);
             }
         } else {

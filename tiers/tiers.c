@@ -114,6 +114,12 @@ err:
     return st;
 }
 
+void tiers_abandon(strata_context_t *ctx)
+{
+    tiers_state_t *ts = ctx ? ctx->tiers : NULL;
+    if (ts) spill_file_remove_dir(ts->spill);
+}
+
 void tiers_cleanup(strata_context_t *ctx)
 {
     tiers_state_t *ts = ctx ? ctx->tiers : NULL;

@@ -269,6 +269,8 @@ typedef struct tiers_state {
 /* Context hooks (fsdp/context.c). */
 strata_status_t tiers_init(strata_context_t *ctx);
 void tiers_cleanup(strata_context_t *ctx);
+/* strata_abandon: the spill directory removed at once, nothing waited for. */
+void tiers_abandon(strata_context_t *ctx);
 
 /* engine.c */
 /* Release ts->lock, then send the wake-ups decided while it was held: a

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/file.h"
 #include "tools/cmds.h"
 
 typedef struct {
@@ -192,7 +193,14 @@ static int only_timeouts(const dump_t *d, int nd, int W, const char *seen, const
 static int load(const char *path, dump_t *d)
 {
     json_error_t err;
-    d->root = json_load_file(path, 0, &err);
+    char why[600];
+    FILE *f = base_fopen_regular(path, why, sizeof why);
+    if (!f) {
+        fprintf(stderr, "strata flight: %s\n", why);
+        return -1;
+    }
+    d->root = json_loadf(f, 0, &err);
+    fclose(f);
     if (!d->root) {
         fprintf(stderr, "strata flight: %s: not a flight record: %s (line %d)\n", path,
                 err.text, err.line);

@@ -12,6 +12,7 @@
 
 #include "strata.h"
 #include "base/base.h"     /* the options struct, for sched_opts_from_config */
+#include "base/file.h"
 #include "sched/sched.h"
 #include "tools/cmds.h"
 
@@ -41,9 +42,11 @@ static void plan_usage(FILE *out)
         "  save NAME SIZE          (a save of the unit above)\n");
 }
 
-static char *slurp(const char *path)
+/* The whole of path ("-": stdin), or NULL with why[] saying why. */
+static char *slurp(const char *path, char *why, size_t len)
 {
-    FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+    snprintf(why, len, "cannot read %s", path);
+    FILE *f = strcmp(path, "-") ? base_fopen_regular(path, why, len) : stdin;   /* a FIFO would block */
     if (!f) return NULL;
     size_t n = 0, cap = 4096;
     char *buf = malloc(cap);
@@ -160,7 +163,8 @@ int cmd_plan(int argc, char **argv)
         return 2;
     }
     if (lookahead >= 0) opts.lookahead = lookahead;
-    if (!(text = slurp(path))) { fprintf(stderr, "strata plan: cannot read %s\n", path); return 1; }
+    char why[600];
+    if (!(text = slurp(path, why, sizeof why))) { fprintf(stderr, "strata plan: %s\n", why); return 1; }
     if (STRATA_OK != sched_program_parse(text, &prog, err, sizeof err)) {
         fprintf(stderr, "strata plan: %s: %s\n", path, err);
         goto out;

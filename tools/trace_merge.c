@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/file.h"
 #include "tools/trace_json.h"
 
 double tj_num(const json_t *o, const char *key, double def)
@@ -29,7 +30,10 @@ const char *tj_str(const json_t *o, const char *key)
 static json_t *load_events(const char *path, char *err, size_t errlen)
 {
     json_error_t je;
-    json_t *root = json_load_file(path, 0, &je);
+    FILE *f = base_fopen_regular(path, err, errlen);
+    if (!f) return NULL;
+    json_t *root = json_loadf(f, 0, &je);
+    fclose(f);
     if (!root) {
         snprintf(err, errlen, "%s: not JSON (line %d: %s)", path, je.line, je.text);
         return NULL;

@@ -5,6 +5,7 @@
  * an array that was never closed (the run was cut short).
  */
 #include "config.h"
+#include "base/file.h"
 #include "tools/trace.h"
 
 #include <errno.h>
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static int engine_of(const char *cat)
 {
@@ -123,13 +125,9 @@ static json_t *load(const char *text, size_t len, json_error_t *jerr)
     return root;
 }
 
-strata_status_t sched_trace_parse(const char *text, size_t len, sched_trace_events_t *evs,
-                                  char *err, size_t errlen)
+/* The events of a loaded document into evs; the document is freed. */
+static strata_status_t take_events(json_t *root, sched_trace_events_t *evs, char *err, size_t errlen)
 {
-    if (!text || !evs) return sched_fail(err, errlen, STRATA_ERR_INVALID, "trace parse: NULL argument");
-    json_error_t jerr;
-    json_t *root = load(text, len, &jerr);
-    if (!root) return sched_fail(err, errlen, STRATA_ERR_FORMAT, "line %d: %s", jerr.line, jerr.text);
     json_t *arr = json_is_object(root) ? json_object_get(root, "traceEvents") : root;
     strata_status_t st = STRATA_OK;
     if (!json_is_array(arr)) {
@@ -149,46 +147,97 @@ strata_status_t sched_trace_parse(const char *text, size_t len, sched_trace_even
     return st;
 }
 
-/* The whole file into a malloc'd buffer. */
-static strata_status_t slurp(const char *path, char **buf_p, size_t *n_p, char *err, size_t errlen)
+strata_status_t sched_trace_parse(const char *text, size_t len, sched_trace_events_t *evs,
+                                  char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return sched_fail(err, errlen, STRATA_ERR_IO, "%s: %s", path, strerror(errno));
-    char *buf = NULL;
-    size_t n = 0, cap = 0;
-    for (;;) {
-        if (n + 65536 > cap) {
-            cap = cap ? 2 * cap : 1 << 20;
-            char *x = realloc(buf, cap);
-            if (!x) { free(buf); fclose(f); return sched_fail(err, errlen, STRATA_ERR_NOMEM, "%s: out of memory", path); }
-            buf = x;
+    if (!text || !evs) return sched_fail(err, errlen, STRATA_ERR_INVALID, "trace parse: NULL argument");
+    json_error_t jerr;
+    json_t *root = load(text, len, &jerr);
+    if (!root) return sched_fail(err, errlen, STRATA_ERR_FORMAT, "line %d: %s", jerr.line, jerr.text);
+    return take_events(root, evs, err, errlen);
+}
+
+/* A file fed to jansson as it reads (json_load_callback): its first `left`
+ * bytes, then `tail`. The file is never held whole in memory. */
+typedef struct {
+    FILE       *f;
+    uint64_t    left;
+    const char *tail;
+    int         error;
+} feed_t;
+
+static size_t feed(void *buf, size_t len, void *data)
+{
+    feed_t *d = data;
+    if (d->left > 0) {
+        size_t k = fread(buf, 1, len < d->left ? len : (size_t)d->left, d->f);
+        if (k > 0) {
+            d->left -= k;
+            return k;
         }
-        size_t k = fread(buf + n, 1, cap - n, f);
-        n += k;
-        if (0 == k) break;
+        if (ferror(d->f)) {
+            d->error = 1;
+            return (size_t)-1;
+        }
+        d->left = 0;
     }
-    int rerr = ferror(f);
-    fclose(f);
-    if (rerr) { free(buf); return sched_fail(err, errlen, STRATA_ERR_IO, "%s: read error", path); }
-    *buf_p = buf;
+    size_t k = strlen(d->tail) < len ? strlen(d->tail) : len;
+    memcpy(buf, d->tail, k);
+    d->tail += k;
+    return k;
+}
+
+/* Where a file cut short ends as Chrome closes it (closed() above, without
+ * reading the whole file): *n_p, its length less trailing spaces and one
+ * trailing comma, and the tail that closes it. -1 on a read error. */
+static int cut_short_end(FILE *f, uint64_t size, uint64_t *n_p, const char **tail_p)
+{
+    char blk[65536];
+    uint64_t n = size;
+    int comma = 0, done = 0;
+    while (n > 0 && !done) {         /* backwards, a block at a time */
+        size_t k = n < sizeof blk ? (size_t)n : sizeof blk;
+        if (fseeko(f, (off_t)(n - k), SEEK_SET) || k != fread(blk, 1, k, f)) return -1;
+        while (k > 0 && is_space(blk[k - 1])) k--, n--;
+        if (k > 0) {
+            comma = ',' == blk[k - 1];
+            done = 1;
+        }
+    }
+    if (comma) n--;
+    if (fseeko(f, 0, SEEK_SET)) return -1;
+    int first = ' ';
+    for (uint64_t i = 0; i < n && EOF != first && is_space((char)first); i++) first = fgetc(f);
+    *tail_p = '{' == first ? "]}" : "]";
     *n_p = n;
-    return STRATA_OK;
+    return fseeko(f, 0, SEEK_SET);
 }
 
 strata_status_t sched_trace_read(const char *path, sched_trace_events_t *evs, char *err, size_t errlen)
 {
     if (!path || !evs) return sched_fail(err, errlen, STRATA_ERR_INVALID, "trace read: NULL argument");
-    char *buf = NULL, msg[512];
-    size_t n = 0;                 /* set by slurp on success; zeroed for the compiler's sake */
-    strata_status_t st = slurp(path, &buf, &n, err, errlen);
-    if (STRATA_OK != st) return st;
-    int before = evs->nevents;
-    st = sched_trace_parse(buf, n, evs, msg, sizeof msg);
-    free(buf);
-    if (STRATA_OK != st) {
-        evs->nevents = before;
-        return sched_fail(err, errlen, st, "%s: not a strata trace: %s", path, msg);
+    char why[600];
+    struct stat sb;
+    FILE *f = base_fopen_regular(path, why, sizeof why);   /* a FIFO would block */
+    if (!f) return sched_fail(err, errlen, STRATA_ERR_IO, "%s", why);
+    if (fstat(fileno(f), &sb)) {
+        fclose(f);
+        return sched_fail(err, errlen, STRATA_ERR_IO, "%s: %s", path, strerror(errno));
     }
+    /* jansson reads the file as it parses (only the document is in
+     * memory); a file cut short is read again, closed as Chrome would */
+    json_error_t jerr, again;
+    feed_t d = { f, (uint64_t)sb.st_size, "", 0 };
+    json_t *root = json_load_callback(feed, &d, 0, &jerr);
+    if (!root && !d.error && 0 == cut_short_end(f, (uint64_t)sb.st_size, &d.left, &d.tail))
+        root = json_load_callback(feed, &d, 0, &again);   /* the first error is the one reported */
+    int rerr = d.error;
+    fclose(f);
+    if (rerr) return sched_fail(err, errlen, STRATA_ERR_IO, "%s: read error", path);
+    char msg[512];
+    strata_status_t st = root ? take_events(root, evs, msg, sizeof msg) : STRATA_ERR_FORMAT;
+    if (!root) snprintf(msg, sizeof msg, "line %d: %s", jerr.line, jerr.text);
+    if (STRATA_OK != st) return sched_fail(err, errlen, st, "%s: not a strata trace: %s", path, msg);
     return STRATA_OK;
 }
 

@@ -32,6 +32,19 @@ static volatile sig_atomic_t stop_signal;
 
 static void on_signal(int sig) { stop_signal = sig; }
 
+/* Stop requests: a flag checked at the end of every step. */
+static void stop_handlers(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGUSR1, &sa, NULL);
+}
+
 static const char *signal_name(int sig)
 {
     switch (sig) {
@@ -64,6 +77,7 @@ typedef struct {
     strata_context_t *ctx;
     strata_model_t   *model;
     int               rank, W;
+    const char       *locked;   /* the checkpoint directory this job locked, or NULL */
 } run_t;
 
 /* Report a failure of the runtime and end the job: a failure on some ranks
@@ -76,7 +90,10 @@ static int fail(run_t *r, const char *what, strata_status_t st)
     fflush(stderr);
     fflush(stdout);
     if (NULL != r->ctx) strata_flight_dump(r->ctx, "fatal");   /* what led here, per rank */
-    if (1 < r->W) MPI_Abort(MPI_COMM_WORLD, 1);
+    if (1 < r->W) {
+        strata_abandon(r->ctx);      /* no spill directory left behind */
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
     strata_model_destroy(r->model);
     strata_finalize(r->ctx);
     MPI_Finalize();
@@ -101,10 +118,10 @@ static double out_double(run_t *r, const void *out)
     return v;
 }
 
-/* A setup call that fails the same way on every rank (a budget too small,
- * a bad option): said once by rank 0 and exit 1; a failure on some ranks
- * only goes to fail(). */
-static void check_all(run_t *r, const char *what, strata_status_t st)
+/* A call that fails the same way on every rank (a budget too small, a
+ * bad option): said once by rank 0, and every rank exits with rc; a
+ * failure on some ranks only goes to fail(). */
+static void check_all_rc(run_t *r, const char *what, strata_status_t st, int rc)
 {
     int bad = STRATA_OK != st, nbad = bad;
     MPI_Allreduce(&bad, &nbad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
@@ -117,10 +134,26 @@ static void check_all(run_t *r, const char *what, strata_status_t st)
         fprintf(stderr, PROG ": %s failed: %s: %s\n", what, strata_strerror(st),
                 NULL != r->ctx ? strata_last_error(r->ctx) : "");
     fflush(stderr);
+    /* the next job finds the directory free, not a lock to take over */
+    if (NULL != r->locked) strata_ckpt_dir_unlock(r->ctx, r->locked);
     strata_model_destroy(r->model);
     strata_finalize(r->ctx);
     MPI_Finalize();
-    exit(1);
+    exit(rc);
+}
+
+static void check_all(run_t *r, const char *what, strata_status_t st)
+{
+    check_all_rc(r, what, st, 1);
+}
+
+/* The model's set-up refused what the options asked for (a shard size
+ * that does not divide the ranks, a device budget too small, a policy
+ * naming a save twice): the usage status 2, as for a bad flag. */
+static void check_setup(run_t *r, const char *what, strata_status_t st)
+{
+    int usage = STRATA_ERR_INVALID == st || STRATA_ERR_CONFIG == st || STRATA_ERR_TIER_FULL == st;
+    check_all_rc(r, what, st, usage ? 2 : 1);
 }
 
 static void *xcalloc(run_t *r, size_t n, size_t size)
@@ -244,26 +277,38 @@ static double validation_loss(run_t *r, const options *o, const gpt_data *data)
 
 typedef struct { uint64_t seed, global_rows; } rng_state;
 
+/* The model's configuration as the checkpoint records it (config.<key>):
+ * a resume with another one is refused. kv: the values' storage. */
+enum { NCONFIG = 8 };
+static void ckpt_config(const run_t *r, const options *o, char kv[NCONFIG][32],
+                        strata_ckpt_kv_t config[NCONFIG])
+{
+    static const char *const keys[NCONFIG] = { "model", "layers", "dim", "heads", "vocab", "seq",
+                                               "global_batch", "data" };
+    snprintf(kv[0], 32, "gpt");
+    snprintf(kv[1], 32, "%d", o->cfg.n_layer);
+    snprintf(kv[2], 32, "%d", o->cfg.dim);
+    snprintf(kv[3], 32, "%d", o->cfg.n_head);
+    snprintf(kv[4], 32, "%d", GPT_VOCAB);
+    snprintf(kv[5], 32, "%d", o->cfg.max_seq);
+    snprintf(kv[6], 32, "%d", o->batch * o->accum * r->W);
+    for (int i = 0; i < NCONFIG; i++) config[i] = (strata_ckpt_kv_t){ keys[i], kv[i] };
+    config[7].value = NULL != o->data ? o->data : "addition";
+}
+
 static void save_ckpt(run_t *r, const options *o, int steps_done, char *path, size_t len)
 {
-    char kv[8][32];
-    snprintf(kv[0], 32, "%d", o->cfg.n_layer);
-    snprintf(kv[1], 32, "%d", o->cfg.dim);
-    snprintf(kv[2], 32, "%d", o->cfg.n_head);
-    snprintf(kv[3], 32, "%d", o->cfg.max_seq);
-    snprintf(kv[4], 32, "%d", o->batch * o->accum * r->W);
-    strata_ckpt_kv_t config[] = {
-        { "model", "gpt" }, { "layers", kv[0] }, { "dim", kv[1] }, { "heads", kv[2] },
-        { "seq", kv[3] }, { "global_batch", kv[4] },
-        { "data", NULL != o->data ? o->data : "addition" }
-    };
+    char kv[NCONFIG][32];
+    strata_ckpt_kv_t config[NCONFIG];
+    ckpt_config(r, o, kv, config);
     rng_state rs = { o->seed, (uint64_t)o->batch * o->accum * r->W };
     strata_model_ckpt_t info = { .data_pos = (uint64_t)steps_done, .rng = &rs,
                                  .rng_len = sizeof(rs),
-                                 .nconfig = (int)(sizeof(config) / sizeof(config[0])),
-                                 .config = config };
+                                 .nconfig = NCONFIG, .config = config };
     double t0 = now();
-    CHECK(r, "checkpoint save", strata_model_save(r->model, o->ckpt_dir, &info, path, len));
+    /* a failed save fails on every rank alike (the ranks agree on it):
+     * said once, and every rank exits 1 */
+    check_all(r, "checkpoint save", strata_model_save(r->model, o->ckpt_dir, &info, path, len));
     if (0 == r->rank) {
         struct stat sb;
         double mib = 0 == stat(path, &sb) ? sb.st_size / 1048576.0 : 0;
@@ -436,9 +481,9 @@ static void setup_model(trainer *t)
     mo.clip_norm = (float)o->clip;
     mo.compute_dtype = o->dtype;
     mo.seed = o->seed;
-    check_all(r, "model create", strata_model_create(r->ctx, &mo, &r->model));
-    check_all(r, "model build", gpt_fsdp_build(r->model, &o->cfg, &t->g));
-    check_all(r, "model commit", strata_model_commit(r->model));
+    check_setup(r, "model create", strata_model_create(r->ctx, &mo, &r->model));
+    check_setup(r, "model build", gpt_fsdp_build(r->model, &o->cfg, &t->g));
+    check_setup(r, "model commit", strata_model_commit(r->model));
     if (NULL != o->trace) {
         /* --trace run/t.json -> run/t.<rank>.json, written when the model goes */
         char prefix[512];
@@ -448,15 +493,9 @@ static void setup_model(trainer *t)
         CHECK(r, "trace", strata_model_trace(r->model, prefix));
     }
 
-    /* stop requests: a flag checked at the end of every step */
-    struct sigaction sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGUSR1, &sa, NULL);
+    /* again: strata_init's flight recorder took SIGTERM over (main set
+     * these first) */
+    stop_handlers();
 
     const size_t rows = (size_t)o->accum * o->batch;
     t->in = xcalloc(r, rows * o->cfg.max_seq, sizeof(int32_t));
@@ -494,7 +533,8 @@ static int list_ckpts(run_t *r, const char *dir, char *buf, int cap)
 }
 
 /* --resume: the newest checkpoint that loads (every file skipped is named
- * with why, once). 0: resumed or nothing to resume; 1: files, none loads. */
+ * with why, once). 0: resumed or nothing to resume; 1: files, none loads;
+ * 2: the newest complete one is of another configuration. */
 static int resume(trainer *t)
 {
     run_t *r = &t->r;
@@ -509,8 +549,39 @@ static int resume(trainer *t)
     for (int i = 0; i < n; i++, nm += strlen(nm) + 1) {
         snprintf(t->ckpt_path, sizeof t->ckpt_path, "%.700s/%.255s", o->ckpt_dir, nm);
         rng_state rs;
-        strata_model_ckpt_t info = { .rng = &rs, .rng_len = sizeof(rs) };
-        if (STRATA_OK != strata_model_load(r->model, t->ckpt_path, &info)) {
+        char kv[NCONFIG][32];
+        strata_ckpt_kv_t config[NCONFIG];
+        ckpt_config(r, o, kv, config);
+        strata_model_ckpt_t info = { .rng = &rs, .rng_len = sizeof(rs), .nconfig = NCONFIG,
+                                     .config = config };
+        strata_status_t st = strata_model_load(r->model, t->ckpt_path, &info);
+        if (STRATA_ERR_CONFIG == st && 2 == o->resume) {
+            /* --resume-any-shape: said, then the tensors that fit load */
+            if (0 == r->rank)
+                fprintf(stderr, PROG ": resume: --resume-any-shape: %s\n", strata_last_error(r->ctx));
+            info.nconfig = 0;
+            st = strata_model_load(r->model, t->ckpt_path, &info);
+        }
+        if (STRATA_ERR_CONFIG == st) {
+            /* not damaged: another model's or run's; an older file would
+             * only hide that, and the first save would prune it */
+            if (0 == r->rank)
+                fprintf(stderr, PROG ": resume: refusing %s: %s (or --resume-any-shape to load "
+                        "what fits, e.g. to fine-tune); nothing was written\n", t->ckpt_path,
+                        strata_last_error(r->ctx));
+            t->ckpt_path[0] = '\0';
+            return 2;
+        }
+        if (STRATA_ERR_ACCESS == st) {
+            /* not damaged either: falling back to an older file would lose
+             * the steps since, and the first save would prune this one */
+            if (0 == r->rank)
+                fprintf(stderr, PROG ": resume: %s; not falling back to an older checkpoint; "
+                        "nothing was written\n", strata_last_error(r->ctx));
+            t->ckpt_path[0] = '\0';
+            return 1;
+        }
+        if (STRATA_OK != st) {
             if (0 == r->rank)
                 fprintf(stderr, PROG ": resume: skipping %s: %s\n", t->ckpt_path,
                         strata_last_error(r->ctx));
@@ -681,7 +752,19 @@ static int train(trainer *t)
 
 int main(int argc, char **argv)
 {
+    /* A stop request from the first instant is a stop, not death: blocked
+     * (a blocked signal stays pending across the re-exec) until the
+     * handlers are in, then delivered to them; the job stops after its
+     * first step with a checkpoint. */
+    sigset_t stops;
+    sigemptyset(&stops);
+    sigaddset(&stops, SIGTERM);
+    sigaddset(&stops, SIGINT);
+    sigaddset(&stops, SIGUSR1);
+    sigprocmask(SIG_BLOCK, &stops, NULL);
     gpt_threads_reexec(argv);
+    stop_handlers();
+    sigprocmask(SIG_UNBLOCK, &stops, NULL);
     trainer t;
     memset(&t, 0, sizeof(t));
     int provided;
@@ -697,13 +780,19 @@ int main(int argc, char **argv)
         if (NULL != t.o.ckpt_dir) {
             /* a writable directory that no other job uses, checked before
              * any step: not found out at the first save */
-            if (STRATA_OK == strata_ckpt_dir_lock(t.r.ctx, t.o.ckpt_dir)) locked = 1;
+            if (STRATA_OK == strata_ckpt_dir_lock(t.r.ctx, t.o.ckpt_dir)) {
+                locked = 1;
+                t.r.locked = t.o.ckpt_dir;
+            }
             else {
                 if (0 == t.r.rank) fprintf(stderr, PROG ": %s\n", strata_last_error(t.r.ctx));
                 rc = 2;
             }
         }
-        if (0 > rc && t.o.resume && resume(&t)) rc = 1;
+        if (0 > rc && t.o.resume) {
+            int rrc = resume(&t);
+            if (rrc) rc = rrc;
+        }
         if (0 > rc) rc = train(&t);
     }
     if (locked && STRATA_OK != strata_ckpt_dir_unlock(t.r.ctx, t.o.ckpt_dir))

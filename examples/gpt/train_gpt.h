@@ -18,7 +18,8 @@
 typedef struct {
     gpt_config  cfg;
     int         batch, accum, steps, warmup, threads, eval_every, eval_n, val_batches;
-    int         log_every, ckpt_every, resume, json, shard, stop_at;
+    int         log_every, ckpt_every, json, shard, stop_at;
+    int         resume;     /* 1: --resume; 2: --resume-any-shape */
     double      lr, min_lr_frac, wd, clip, beta2;
     uint64_t    seed;
     strata_dtype_t dtype;

@@ -73,7 +73,12 @@ void train_usage(FILE *f)
 "                    (parameters, optimizer, step, data position); damaged files\n"
 "                    are named and skipped; files of which none loads: exit 1;\n"
 "                    step 0 only if there is no checkpoint at all. The job locks\n"
-"                    --ckpt-dir (DIR/lock; 'strata ckpt unlock DIR')\n"
+"                    --ckpt-dir (DIR/lock; 'strata ckpt unlock DIR'). A checkpoint\n"
+"                    of another configuration (layers, dim, heads, vocab, seq,\n"
+"                    data, global batch) is refused (exit 2) before anything is\n"
+"                    written, naming what differs\n"
+"  --resume-any-shape  --resume, and a checkpoint of another configuration loads\n"
+"                    where its tensors fit (fine-tuning); the differences are named\n"
 "  Precedence: a flag beats its STRATA_* variable, which beats the default.\n"
 "\n"
 "Output and evaluation:\n"
@@ -124,7 +129,7 @@ static int num_dbl(const char *opt, const char *v, double lo, double hi, double 
 
 enum { O_LAYERS = 256, O_DIM, O_HEADS, O_SEQ, O_BATCH, O_ACCUM, O_STEPS, O_LR, O_WARMUP,
        O_MINLR, O_WD, O_CLIP, O_BETA2, O_SEED, O_DTYPE, O_THREADS, O_SHARD, O_DEVMEM,
-       O_HOSTMEM, O_SPILL, O_SET, O_POLICY, O_SCHED, O_CKPTDIR, O_CKPTEVERY, O_STOPAT, O_RESUME,
+       O_HOSTMEM, O_SPILL, O_SET, O_POLICY, O_SCHED, O_CKPTDIR, O_CKPTEVERY, O_STOPAT, O_RESUME, O_RESUMEANY,
        O_JSON, O_TRACE, O_DATA, O_EVALEVERY, O_EVALN, O_VALB, O_LOGEVERY, O_DEVICE, O_HELP };
 static const struct option longopts[] = {
     { "layers", 1, NULL, O_LAYERS }, { "dim", 1, NULL, O_DIM }, { "heads", 1, NULL, O_HEADS },
@@ -138,7 +143,8 @@ static const struct option longopts[] = {
     { "act-policy", 1, NULL, O_POLICY }, { "schedule", 1, NULL, O_SCHED },
     { "ckpt-dir", 1, NULL, O_CKPTDIR }, { "ckpt-every", 1, NULL, O_CKPTEVERY },
     { "stop-at", 1, NULL, O_STOPAT },
-    { "resume", 0, NULL, O_RESUME }, { "json", 0, NULL, O_JSON },
+    { "resume", 0, NULL, O_RESUME }, { "resume-any-shape", 0, NULL, O_RESUMEANY },
+    { "json", 0, NULL, O_JSON },
     { "trace", 1, NULL, O_TRACE }, { "data", 1, NULL, O_DATA },
     { "eval-every", 1, NULL, O_EVALEVERY }, { "eval-n", 1, NULL, O_EVALN },
     { "val-batches", 1, NULL, O_VALB }, { "log-every", 1, NULL, O_LOGEVERY },
@@ -183,7 +189,8 @@ int train_parse(int argc, char **argv, options *o, int loud)
         case O_CKPTDIR: o->ckpt_dir = v; break;
         case O_CKPTEVERY: rc = num_int("--ckpt-every", v, 0, BIG, &o->ckpt_every); break;
         case O_STOPAT:  rc = num_int("--stop-at", v, 1, BIG, &o->stop_at); break;
-        case O_RESUME:  o->resume = 1; break;
+        case O_RESUME:  o->resume = o->resume ? o->resume : 1; break;
+        case O_RESUMEANY: o->resume = 2; break;
         case O_JSON:    o->json = 1; break;
         case O_TRACE:   o->trace = v; break;
         case O_DATA:    o->data = v; break;

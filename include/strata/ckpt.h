@@ -154,8 +154,12 @@ strata_status_t strata_ckpt_save(strata_context_t *ctx, const strata_ckpt_layout
  * Read path into the layout's shards, optimizer states, scalars and train
  * data, whatever world and shard size wrote it. Padding elements become 0.
  * Checksums of every region read are verified. The file's shapes must match
- * the layout's (else STRATA_ERR_MISMATCH naming the dataset). On failure
- * the shards may hold partial data. Collective.
+ * the layout's (else STRATA_ERR_MISMATCH naming the dataset). With
+ * layout->nconfig > 0 the file's config.<key> attributes are compared with
+ * the layout's first: a key recorded with another value fails the load
+ * with STRATA_ERR_CONFIG, naming every difference, before any tensor is
+ * read (a key the file lacks is not compared). On failure the shards may
+ * hold partial data. Collective.
  */
 strata_status_t strata_ckpt_load(strata_context_t *ctx, strata_ckpt_layout_t *layout,
                                  const char *path);
@@ -173,10 +177,12 @@ strata_status_t strata_ckpt_find_latest(strata_context_t *ctx, const char *dir,
 /*
  * One job per checkpoint directory. strata_ckpt_dir_lock (collective, at
  * the start of a job) makes dir if needed, checks that it is a writable
- * directory, and creates dir/lock ("host=H pid=P start=T job=J") on rank
- * 0, or takes over the lock of a holder that is provably gone (same host
- * and its pid is dead, or the same $SLURM_JOB_ID) with a warning; a live
- * or unknown holder refuses the job with STRATA_ERR_STATE naming it. With
+ * directory, and creates dir/lock ("host=H pid=P start=T job=J pstart=S",
+ * S the process's start in clock ticks since boot) on rank 0, or takes
+ * over the lock of a holder that is provably gone (same host and its pid
+ * is dead, a zombie, or a process started at another time than S; or the
+ * same $SLURM_JOB_ID) with a warning; a live or unknown holder, or a lock
+ * that cannot be removed, refuses the job with STRATA_ERR_STATE naming it. With
  * the lock held it removes the step-*.tmp files of saves that died.
  * strata_ckpt_dir_unlock removes the lock if it is this process's.
  * strata_ckpt_lock_holder describes the holder of dir's lock into buf:

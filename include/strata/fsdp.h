@@ -347,14 +347,15 @@ strata_status_t strata_model_save(strata_model_t *model, const char *dir,
 /* Load a checkpoint written with any world or shard size into the model
  * (same units and parameter shapes), restoring the optimizer state and step
  * count; info->data_pos and info->rng (rng_len bytes, must match the file)
- * are filled when info is not NULL. Collective; only between steps. On
- * failure the step count and optimizer settings (lr, betas, ...) stay
- * those of before. So do the shards on the cuda backend, which reads the
- * file into host copies and moves them to the device only after a
- * complete read; the host backend reads into the master and optimizer-
- * state shards in place, so a failure part-way can leave some of them
- * holding the file's values. Load again or rebuild the model before
- * training on. */
+ * are filled when info is not NULL; info->config, when given, must match
+ * the file's (strata_ckpt_load: STRATA_ERR_CONFIG naming the differences).
+ * Collective; only between steps. On failure the step count and optimizer
+ * settings (lr, betas, ...) stay those of before. So do the shards on the
+ * cuda backend, which reads the file into host copies and moves them to
+ * the device only after a complete read; the host backend reads into the
+ * master and optimizer-state shards in place, so a failure part-way can
+ * leave some of them holding the file's values. Load again or rebuild the
+ * model before training on. */
 strata_status_t strata_model_load(strata_model_t *model, const char *path,
                                   strata_model_ckpt_t *info);
 
