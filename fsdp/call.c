@@ -60,6 +60,11 @@ strata_status_t fsdp_run_callback(strata_unit_call_t *c)
         if (!fsdp_guard_ok(&c->work[i])) bad = "workspace";
     for (int i = 0; !bad && i < u->nsaves; i++)
         if (!fsdp_guard_ok(&u->saves[i].buf)) bad = u->saves[i].name;
+    if (u->model->sizing) {   /* the sizing pass records the largest call's workspace */
+        size_t w = 0;
+        for (int i = 0; i < c->nwork; i++) w += strata_block_size(c->work[i].h);
+        if (w > u->model->sizing_ws) u->model->sizing_ws = w;
+    }
     for (int i = 0; i < c->nwork; i++) fsdp_ws_give(u->model, &c->work[i]);
     free(c->work);
     c->work = NULL;

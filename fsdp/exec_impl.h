@@ -41,7 +41,7 @@ typedef struct fsdp_exec {
     size_t           *ubytes;          /* per global save: bytes the callback asked for */
     int              *soff;            /* first global save of unit u (L+1 entries) */
     size_t            base_dev, base_host, base_storage;   /* in use when step 1 began */
-    size_t            acts_bytes, max_act, ws_bytes, grads_bytes, max_ag, max_save;
+    size_t            acts_bytes, max_act, ws_bytes, grads_bytes, max_ag, max_save, max_gsend;
     int               planned_micro;
     int               costs_measured;  /* step-1 costs replaced the estimates */
     double           *fwd_s, *bwd_s;   /* per unit, summed over this step's micro-batches */
@@ -61,6 +61,7 @@ typedef struct fsdp_exec {
     sched_actions_t   acts;
     sched_t          *sched;
     sched_result_t    pred;
+    strata_admission_t adm;            /* the last refusal's */
     int               print_after;     /* rank 0 prints measured beside predicted */
     int               said_kept;       /* rank 0 said that lhs keeps every offload */
 

@@ -96,10 +96,24 @@ strata_status_t fsdp_exec_step_begin(strata_model_t *m)
     return STRATA_OK;
 }
 
+/* Every name kept and no trace: the executor does not run, but the first
+ * step is admitted all the same. The sizing pass records the program and
+ * the keep plan is made, so a device budget too small is refused here,
+ * before any backward or update, with the budget that fits, and not by an
+ * allocation in the middle of the step. */
+static strata_status_t admit_keep(strata_model_t *m, const void *input, size_t in_bytes)
+{
+    strata_status_t st = fsdp_exec_sizing(m, input, in_bytes);
+    st = fsdp_exec_agree(m, st);
+    if (STRATA_OK == st) st = fsdp_exec_plan(m, m->n_micro, 0);
+    fsdp_exec_uninstall(m);   /* admitted: the keep path runs without a schedule */
+    return st;
+}
+
 strata_status_t fsdp_exec_forward_begin(strata_model_t *m, const void *input, size_t in_bytes)
 {
-    if (!m->exec_active) return STRATA_OK;
     fsdp_exec_t *x = m->exec;
+    if (!m->exec_active) return x && !x->prog ? admit_keep(m, input, in_bytes) : STRATA_OK;
     strata_status_t st;
     if (!x->prog) {
         st = fsdp_exec_sizing(m, input, in_bytes);

@@ -193,6 +193,9 @@ struct strata_model {
     int                 exec_active;        /* it runs (set by exec_step.c only) */
     /* memory (mem.c): the room hook, workspace kept between calls */
     fsdp_room_fn        room;
+    int                 sizing;             /* the sizing pass runs: device overflow goes to host */
+    int                 sizing_over;        /* and some did */
+    size_t              sizing_ws;          /* the most workspace one call of it held */
     fsdp_buf_t          ws_cache[FSDP_WS_CACHE];
     int                 nws_cache;
 };

@@ -298,6 +298,28 @@ strata_status_t strata_model_trace(strata_model_t *model, const char *prefix);
  * program (after the first step). Local: no communication. */
 strata_status_t strata_model_plan_need(strata_model_t *model, const char *policy, size_t *need_p,
                                        size_t *any_p);
+/* The admission of the policy in force at the device budget in force, from
+ * the recorded program (the first forward records it, also for keep): the
+ * smallest device_mem the policy fits and the smallest any policy fits,
+ * and what takes the room at the step's peak. need is the sum of the
+ * parts held ... scheduled. The caller sets size to sizeof(strata_admission_t);
+ * a smaller size (an older caller) gets the members that fit. No program
+ * yet: STRATA_ERR_STATE. Local: no communication. */
+typedef struct strata_admission {
+    size_t size;        /* set by the caller: sizeof(strata_admission_t) */
+    int    refused;     /* need > budget: the first forward failed with STRATA_ERR_TIER_FULL */
+    size_t budget;      /* device_mem in force */
+    size_t need;        /* the smallest device_mem this policy fits */
+    size_t any;         /* the smallest device_mem any policy fits (act_policy=auto) */
+    size_t held;        /* on the device all step: parameter shards, optimizer state,
+                         * gradient shards (and, with micro-batches, their gradients) */
+    size_t between;     /* unit inputs and outputs, kept from forward to backward */
+    size_t flow;        /* the gradients flowing back (two activations) */
+    size_t workspace;   /* the largest forward workspace and an activation more */
+    size_t reserve;     /* kept free so that blocks of many sizes still find a span */
+    size_t scheduled;   /* the schedule's peak of saves and gathered parameters */
+} strata_admission_t;
+strata_status_t strata_model_admission(strata_model_t *model, strata_admission_t *a_p);
 /* The plan in force (per name: action, bytes; predicted peaks and step
  * time) and its per-engine schedule, readable. */
 strata_status_t strata_model_plan_print(const strata_model_t *model, FILE *out);
