@@ -171,6 +171,13 @@ t_act_equiv_LDADD = $(MLP_LIBS) $(TRACE_LIBS) $(TEST_INTERNAL_LDADD)
 dist_check_SCRIPTS += t/act-np1.t t/act-np2.t t/act-np4.t
 TESTS += t/act-np1.t t/act-np2.t t/act-np4.t
 
+# admission: every policy swept over device budgets, refused or trains
+check_PROGRAMS += t/admit_sweep
+t_admit_sweep_SOURCES = t/admit_sweep.c
+t_admit_sweep_LDADD = $(MLP_LIBS) $(TEST_INTERNAL_LDADD)
+dist_check_SCRIPTS += t/admit-np1.t t/admit-np2.t t/gpt-train-admit.t
+TESTS += t/admit-np1.t t/admit-np2.t t/gpt-train-admit.t
+
 # the layers of docs/architecture.md: each folder includes only those below it
 dist_check_SCRIPTS += t/layers-includes.t
 TESTS += t/layers-includes.t
