@@ -181,7 +181,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &W);
     MPI_Comm_rank(MPI_COMM_WORLD, &R);
     tap_use_comm(MPI_COMM_WORLD);
-    const shape_t shapes[2] = { { 4, 16, 32 }, { 3, 32, 8 } };
+    const shape_t shapes[2] = { { 4, 16, 32 }, { 5, 24, 8 } };
     plan(2 * (3 + NPOL));
     for (int i = 0; i < 2; i++) sweep(&shapes[i]);
     done_testing();
