@@ -91,6 +91,7 @@ struct strata_context {
     pthread_mutex_t  mpi_lock;       /* serialises MPI below THREAD_MULTIPLE */
     pthread_mutex_t  err_lock;
     char             errmsg[STRATA_ERRMSG_LEN];
+    int              live_models;    /* created and not destroyed: finalize refuses */
 };
 
 /* Record a detailed message on ctx (may be NULL: then it is only logged)

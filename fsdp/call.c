@@ -75,6 +75,10 @@ strata_status_t fsdp_run_callback(strata_unit_call_t *c)
                           u->name, PHASE(c), bad);
     }
     if (STRATA_OK != c->err) return c->err;
+    if (st > STRATA_OK)   /* 1 is "in progress" to a caller: never let it pass for either */
+        return base_error(ctx, STRATA_ERR_INVALID, "unit '%s' %s callback returned %d: a "
+                          "callback returns STRATA_OK (0) or a negative strata_status_t "
+                          "error, never a positive value", u->name, PHASE(c), (int)st);
     if (STRATA_OK != st) {
         if ('\0' == ctx->errmsg[0])
             base_error(ctx, st, "unit '%s' %s callback failed: %s", u->name, PHASE(c),
@@ -101,6 +105,22 @@ strata_status_t strata_call_param(strata_unit_call_t *c, int index, void **ptr_p
     *ptr_p = (char *)u->gathered.ptr + u->params[index].offset * esz;
     if (numel_p) *numel_p = u->params[index].numel;
     return STRATA_OK;
+}
+
+strata_status_t strata_call_param_as(strata_unit_call_t *c, int index, strata_dtype_t dtype,
+                                     void **ptr_p, size_t *numel_p)
+{
+    if (!c || !ptr_p) return STRATA_ERR_INVALID;
+    strata_unit_t *u = c->unit;
+    strata_dtype_t have = u->model->opts.compute_dtype;
+    /* a callback reading f32 from a bf16 copy trains on garbage: say so */
+    if (dtype != have)
+        return misuse(c, base_error(CTX(c), STRATA_ERR_MISMATCH, "unit '%s' %s reads param %d "
+                                    "as %s, but the gathered copy is %s (the model's "
+                                    "compute_dtype): read it as %s or change compute_dtype",
+                                    u->name, PHASE(c), index, strata_dtype_name(dtype),
+                                    strata_dtype_name(have), strata_dtype_name(have)));
+    return strata_call_param(c, index, ptr_p, numel_p);
 }
 
 strata_status_t strata_call_grad(strata_unit_call_t *c, int index, float **ptr_p,

@@ -72,6 +72,7 @@ strata_status_t strata_model_create(strata_context_t *ctx, const strata_model_op
     m->n_replicas = m->W / m->S;
     pthread_mutex_init(&m->lock, NULL);
     pthread_cond_init(&m->cond, NULL);
+    ctx->live_models++;
     *model_p = m;
     return STRATA_OK;
 err:
@@ -118,6 +119,7 @@ void strata_model_destroy(strata_model_t *m)
     strata_group_destroy(m->replica);
     pthread_mutex_destroy(&m->lock);
     pthread_cond_destroy(&m->cond);
+    m->ctx->live_models--;
     free(m);
 }
 

@@ -13,7 +13,8 @@
 #include "tap.h"
 #include "fsdp/fsdp.h"   /* the enumeration checkpoints use */
 
-enum { GOOD, OVERRUN_OUT, NO_OUTPUT, OUTPUT_TWICE, OVERRUN_SAVE, SAVED_UNKNOWN, OVERRUN_GIN };
+enum { GOOD, OVERRUN_OUT, NO_OUTPUT, OUTPUT_TWICE, OVERRUN_SAVE, SAVED_UNKNOWN, OVERRUN_GIN,
+       RETURN_POSITIVE, PARAM_AS_BF16 };
 static int mode = GOOD;
 static void *seen_stream = &mode;   /* what strata_call_stream gave the last forward */
 
@@ -30,6 +31,10 @@ static strata_status_t fwd(strata_unit_call_t *c, void *user)
     strata_call_param(c, 0, (void **)&w, NULL);
     seen_stream = strata_call_stream(c);
     if (bad && NO_OUTPUT == mode) return STRATA_OK;
+    if (bad && PARAM_AS_BF16 == mode) {
+        void *wb;   /* the model computes in f32: the runtime reports it anyway */
+        strata_call_param_as(c, 0, STRATA_BF16, &wb, NULL);
+    }
     strata_status_t st = strata_call_output(c, bytes, (void **)&y);
     if (STRATA_OK != st) return st;
     if (bad && OUTPUT_TWICE == mode) {
@@ -41,7 +46,7 @@ static strata_status_t fwd(strata_unit_call_t *c, void *user)
     if (STRATA_OK != (st = strata_save(c, "x_copy", bytes, (void **)&sv))) return st;
     n = bytes / sizeof(float) + (bad && OVERRUN_SAVE == mode ? 1 : 0);
     for (size_t i = 0; i < n; i++) sv[i] = x[i % (bytes / sizeof(float))];
-    return STRATA_OK;
+    return bad && RETURN_POSITIVE == mode ? STRATA_INPROGRESS : STRATA_OK;
 }
 
 static strata_status_t bwd(strata_unit_call_t *c, void *user)
@@ -124,11 +129,12 @@ int main(int argc, char **argv)
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_size(MPI_COMM_WORLD, &W);
     tap_use_comm(MPI_COMM_WORLD);
-    plan(30);
+    plan(34);
 
     strata_config_t *cfg = NULL, *c3 = NULL, *ct = NULL;
     if (STRATA_OK != strata_config_create(&cfg)) bail_out("strata_config_create failed");
     strata_config_read_env(cfg, NULL, 0);
+    strata_config_set(cfg, "ckpt_dir", "", NULL, 0);   /* strata_model_save(m, NULL) has none */
     strata_context_t *ctx = NULL, *ctx3 = NULL, *tiny = NULL;
     if (STRATA_OK != strata_init(MPI_COMM_WORLD, cfg, &ctx)) bail_out("strata_init failed");
     strata_model_t *m = NULL, *bad = NULL;
@@ -208,6 +214,10 @@ int main(int argc, char **argv)
         { SAVED_UNKNOWN, STRATA_ERR_NOT_FOUND, "it saved: x_copy",
           "backward asking for a name never saved" },
         { OVERRUN_GIN, STRATA_ERR_MISMATCH, "grad_input", "backward writing past grad_input" },
+        { RETURN_POSITIVE, STRATA_ERR_INVALID, "returned 1", "forward returning a positive "
+          "value (not \"in progress\")" },
+        { PARAM_AS_BF16, STRATA_ERR_MISMATCH, "reads param 0 as bf16, but the gathered copy is f32",
+          "a parameter read as another dtype than compute_dtype" },
     };
     for (size_t i = 0; i < sizeof bad_cb / sizeof bad_cb[0]; i++) {
         mode = bad_cb[i].mode;
@@ -259,6 +269,11 @@ int main(int argc, char **argv)
        "optimizer state shards and scalars are enumerable (step %d)", sc.step);
     EXPECT(strata_unit_read_param(u0, 0, w, F + 1), STRATA_ERR_INVALID, "exactly",
            "read_param with a wrong element count");
+    EXPECT(strata_model_save(m, NULL, NULL, NULL, 0), STRATA_ERR_INVALID,
+           "pass dir, or set the option ckpt_dir", "strata_model_save without a directory "
+           "says what is missing");
+    EXPECT(strata_finalize(ctx), STRATA_ERR_STATE, "1 model of this context is still alive",
+           "strata_finalize with a live model says so");
     strata_model_destroy(m);
     strata_model_destroy(NULL);
 

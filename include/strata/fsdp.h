@@ -339,7 +339,8 @@ typedef struct strata_model_ckpt {
 
 /* Save the model's shards and optimizer state into dir/step-<8 digits>.h5
  * (the step is the number of completed optimizer steps), atomically, and
- * update dir/latest. Collective; only between steps. path (may be NULL)
+ * update dir/latest. Collective; only between steps. dir NULL: the option
+ * ckpt_dir (empty: STRATA_ERR_INVALID saying so). path (may be NULL)
  * receives the file written. info may be NULL. */
 strata_status_t strata_model_save(strata_model_t *model, const char *dir,
                                   const strata_model_ckpt_t *info, char *path, size_t len);
@@ -400,6 +401,11 @@ strata_status_t strata_model_load(strata_model_t *model, const char *path,
  */
 strata_status_t strata_call_param(strata_unit_call_t *call, int index, void **ptr_p,
                                   size_t *numel_p);
+/* strata_call_param, saying which dtype the callback reads: another dtype
+ * than the model's compute_dtype fails the call with STRATA_ERR_MISMATCH
+ * (naming both), even if the callback ignores the status. */
+strata_status_t strata_call_param_as(strata_unit_call_t *call, int index, strata_dtype_t dtype,
+                                     void **ptr_p, size_t *numel_p);
 strata_status_t strata_call_grad(strata_unit_call_t *call, int index, float **ptr_p,
                                  size_t *numel_p);
 strata_status_t strata_call_input(strata_unit_call_t *call, const void **ptr_p, size_t *bytes_p);
