@@ -301,6 +301,7 @@ strata_status_t strata_save(strata_unit_call_t *c, const char *name, size_t byte
     if (STRATA_OK != st) return misuse(c, st);
     snprintf(s->name, sizeof s->name, "%s", name);
     s->dropped = 0;
+    s->summed = s->left = 0;
     u->nsaves++;
     *ptr_p = s->buf.ptr;
     return STRATA_OK;

@@ -76,6 +76,7 @@ typedef struct fsdp_exec {
     /* this step */
     double            t_plan0;         /* step time without the sizing pass starts here */
     double            transfer_s, exposed_s;
+    double            verify_s;        /* verify_transfers: hashing, this step */
     size_t            moved_bytes;
     sched_trace_t    *trace;
     int               step;

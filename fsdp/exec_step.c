@@ -79,7 +79,7 @@ strata_status_t fsdp_exec_step_begin(strata_model_t *m)
     strata_tiers_reset_peaks(m->ctx);
     fsdp_exec_t *x = m->exec;
     if (!x) return STRATA_OK;
-    x->transfer_s = x->exposed_s = 0;
+    x->transfer_s = x->exposed_s = x->verify_s = 0;
     x->moved_bytes = 0;
     x->t_plan0 = base_now();
     if (x->fwd_s)

@@ -107,6 +107,9 @@ typedef struct fsdp_save {
     fsdp_buf_t  buf;
     int         dropped;    /* freed after the forward for recompute: a
                              * recompute pass must make it again */
+    int         left;       /* went off the device (a D2H issued) this micro-batch */
+    int         summed;     /* verify_transfers: sum taken as it left the device */
+    uint64_t    sum;
 } fsdp_save_t;
 
 struct strata_unit {

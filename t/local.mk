@@ -178,6 +178,10 @@ t_admit_sweep_LDADD = $(MLP_LIBS) $(TEST_INTERNAL_LDADD)
 dist_check_SCRIPTS += t/admit-np1.t t/admit-np2.t t/gpt-train-admit.t
 TESTS += t/admit-np1.t t/admit-np2.t t/gpt-train-admit.t
 
+# verify_transfers: round trips checksummed, a stale reload caught
+dist_check_SCRIPTS += t/verify-transfers.t
+TESTS += t/verify-transfers.t
+
 # the layers of docs/architecture.md: each folder includes only those below it
 dist_check_SCRIPTS += t/layers-includes.t
 TESTS += t/layers-includes.t
