@@ -206,10 +206,14 @@ strata_status_t fsdp_exec_plan(strata_model_t *m, int n_micro, int print)
         st = admission(m, &x->pol, &o, n_micro, &x->adm);
         if (STRATA_OK == st && x->adm.refused)
             st = refuse(m, x->pol.is_auto ? "auto" : x->policy, &x->adm);
-        else if (STRATA_OK == st)   /* fits the bound, not the schedule's timing */
+        else if (STRATA_OK == st) {   /* the host or storage tier, or the schedule's timing */
+            const char *hw = tiers_limit_why(ctx, STRATA_TIER_PINNED_HOST),
+                       *sw = tiers_limit_why(ctx, STRATA_TIER_STORAGE);
             st = base_error(ctx, STRATA_ERR_TIER_FULL, "activation plan for act_policy '%s' "
-                            "(%s schedule): %s", x->pol.is_auto ? "auto" : x->policy,
-                            sched_mode_name(o.mode), err);
+                            "(%s schedule): %s%s%s%s%s", x->pol.is_auto ? "auto" : x->policy,
+                            sched_mode_name(o.mode), err, hw[0] ? " (" : "", hw,
+                            sw[0] ? "; " : hw[0] ? ")" : "", sw[0] ? sw : "");
+        }
     } else if (STRATA_OK != st) {
         st = base_error(ctx, st, "activation plan: %s", err);
     }
