@@ -17,6 +17,8 @@ void fsdp_free_saves(strata_unit_t *u)
     u->nsaves = 0;
 }
 
+static strata_status_t check_io(strata_unit_t *u, int output, size_t bytes);
+
 /* A device buffer for the callback, through the door that makes room. */
 static strata_status_t call_alloc(strata_unit_call_t *c, strata_tag_t tag, size_t bytes,
                                   fsdp_buf_t *b)
@@ -47,6 +49,7 @@ strata_status_t fsdp_run_callback(strata_unit_call_t *c)
                                u->name, PHASE(c));
     c->err = STRATA_OK;
     base_clear_error(ctx);
+    if (!c->backward && c->in && STRATA_OK != (st = check_io(u, 0, c->in->bytes))) return st;
     double t0 = base_now();
     st = fn(c, u->user_data);
     u->model->compute_s += base_now() - t0;
@@ -147,6 +150,29 @@ strata_status_t strata_call_input(strata_unit_call_t *c, const void **ptr_p, siz
     return STRATA_OK;
 }
 
+/* Whether bytes fit unit u's declaration of its input (0) or output (1);
+ * else the error, naming both. */
+static strata_status_t check_io(strata_unit_t *u, int output, size_t bytes)
+{
+    int nd = u->io_ndims[output], any = 0;
+    if (nd < 1) return STRATA_OK;
+    size_t unit = strata_dtype_size(u->io_dtype[output]);
+    char shape[96] = "";
+    for (int i = 0; i < nd; i++) {
+        size_t d = u->io_dims[output][i];
+        size_t l = strlen(shape);
+        if (d) snprintf(shape + l, sizeof shape - l, "%s%zu", i ? " x " : "", d);
+        else snprintf(shape + l, sizeof shape - l, "%sany", i ? " x " : "");
+        if (d) unit *= d;
+        else any = 1;
+    }
+    if (any ? 0 == bytes % unit : bytes == unit) return STRATA_OK;
+    return base_error(u->model->ctx, STRATA_ERR_MISMATCH, "unit '%s' %s is %zu bytes, but it "
+                      "declared %s [%s]: %s %zu bytes", u->name, output ? "output" : "input",
+                      bytes, strata_dtype_name(u->io_dtype[output]), shape,
+                      any ? "a multiple of" : "exactly", unit);
+}
+
 strata_status_t strata_call_output(strata_unit_call_t *c, size_t bytes, void **ptr_p)
 {
     if (!c || !ptr_p) return STRATA_ERR_INVALID;
@@ -166,7 +192,9 @@ strata_status_t strata_call_output(strata_unit_call_t *c, size_t bytes, void **p
         *ptr_p = c->out->ptr;
         return STRATA_OK;
     }
-    strata_status_t st = call_alloc(c, STRATA_TAG_ACTIVATION, bytes, c->out);
+    strata_status_t st = check_io(c->unit, 1, bytes);
+    if (STRATA_OK != st) return misuse(c, st);
+    st = call_alloc(c, STRATA_TAG_ACTIVATION, bytes, c->out);
     if (STRATA_OK != st) return misuse(c, st);
     *ptr_p = c->out->ptr;
     return STRATA_OK;

@@ -143,6 +143,11 @@ struct strata_unit {
     fsdp_grad_state_t rstate;
     strata_request_t *rreq;
 
+    /* strata_unit_set_io: what flows in [0] and out [1]; 0 dims: undeclared */
+    int             io_ndims[2];
+    strata_dtype_t  io_dtype[2];
+    size_t          io_dims[2][4];
+
     /* saved activations of the current micro-batch */
     int             nsaves, cap_saves;
     fsdp_save_t    *saves;

@@ -159,6 +159,23 @@ strata_status_t strata_model_add_unit(strata_model_t *m, const char *name, strat
     return STRATA_OK;
 }
 
+strata_status_t strata_unit_set_io(strata_unit_t *u, int output, strata_dtype_t dtype,
+                                   int ndims, const size_t *dims)
+{
+    if (!u) return STRATA_ERR_INVALID;
+    strata_model_t *m = u->model;
+    if (ndims < 0 || ndims > 4 || (ndims > 0 && !dims) || (output != 0 && output != 1) ||
+        0 == strata_dtype_size(dtype))
+        return base_error(m->ctx, STRATA_ERR_INVALID, "strata_unit_set_io: unit '%s': output "
+                          "0 or 1, ndims 0..4 with dims, a known dtype", u->name);
+    if (PHASE_IDLE != m->phase)
+        return base_error(m->ctx, STRATA_ERR_STATE, "strata_unit_set_io: not inside a step");
+    u->io_ndims[output] = ndims;
+    u->io_dtype[output] = dtype;
+    for (int i = 0; i < ndims; i++) u->io_dims[output][i] = dims[i];
+    return STRATA_OK;
+}
+
 strata_status_t strata_unit_add_param(strata_unit_t *u, const char *name, int ndims,
                                       const size_t *dims, strata_dtype_t dtype,
                                       strata_init_t init, int *index_p)

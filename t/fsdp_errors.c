@@ -129,7 +129,7 @@ int main(int argc, char **argv)
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_size(MPI_COMM_WORLD, &W);
     tap_use_comm(MPI_COMM_WORLD);
-    plan(34);
+    plan(37);
 
     strata_config_t *cfg = NULL, *c3 = NULL, *ct = NULL;
     if (STRATA_OK != strata_config_create(&cfg)) bail_out("strata_config_create failed");
@@ -225,6 +225,22 @@ int main(int argc, char **argv)
                strata_strerror(bad_cb[i].st));
     }
     mode = GOOD;
+    /* declared shapes: u1 takes and makes f32 rows of F; a declared output
+     * of F + 1 columns does not fit what the forward makes */
+    size_t rows[2] = { 0, F }, wide[2] = { 0, F + 1 };
+    strata_unit_t *u1 = strata_model_unit(m, 1);
+    ok(STRATA_OK == strata_unit_set_io(u1, 0, STRATA_F32, 2, rows) &&
+       STRATA_OK == strata_unit_set_io(u1, 1, STRATA_F32, 2, rows) && STRATA_OK == one_step(m),
+       "declared input and output shapes that fit: the step runs");
+    strata_unit_set_io(u1, 1, STRATA_F32, 2, wide);
+    EXPECT(one_step(m), STRATA_ERR_MISMATCH, "unit 'u1' output is 32 bytes, but it declared f32 "
+           "[any x 5]: a multiple of 20 bytes", "an output that does not fit its declaration");
+    strata_unit_set_io(u1, 1, STRATA_F32, 0, NULL);
+    size_t three[2] = { 0, 3 };
+    strata_unit_set_io(u1, 0, STRATA_F32, 2, three);
+    EXPECT(one_step(m), STRATA_ERR_MISMATCH, "unit 'u1' input is 32 bytes, but it declared f32 "
+           "[any x 3]: a multiple of 12 bytes", "an input that does not fit its declaration");
+    strata_unit_set_io(u1, 0, STRATA_F32, 0, NULL);
     ok(STRATA_OK == one_step(m), "a good step runs after the failed ones");
     int cuda = 0 == strcmp(strata_backend_name(ctx), "cuda");
     ok(cuda ? NULL != seen_stream && &mode != (int *)seen_stream : NULL == seen_stream,

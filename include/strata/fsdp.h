@@ -148,6 +148,16 @@ strata_status_t strata_unit_add_param(strata_unit_t *unit, const char *name, int
                                       const size_t *dims, strata_dtype_t dtype,
                                       strata_init_t init, int *index_p);
 
+/* Declare what flows into (output 0) or out of (output 1) a unit: dtype
+ * and up to 4 dims, where a dim of 0 is any size (e.g. the batch). Each
+ * forward then checks it: the input's bytes, and the bytes the forward
+ * asks of strata_call_output, must be a multiple of the fixed dims'
+ * product times the dtype's size (exactly that without a 0 dim), else the
+ * step fails with STRATA_ERR_MISMATCH naming the unit and both sizes.
+ * ndims 0 removes the declaration. Not inside a step. */
+strata_status_t strata_unit_set_io(strata_unit_t *unit, int output, strata_dtype_t dtype,
+                                   int ndims, const size_t *dims);
+
 /* Commit the registration: lay out and allocate the shards and optimizer
  * state, initialise the parameters. Collective. After it, registration
  * calls fail with STRATA_ERR_STATE. On failure (STRATA_ERR_TIER_FULL,
