@@ -20,13 +20,21 @@
  * waited, see exec_costs.c) so that every rank plans the same, and the
  * plan is made again.
  *
+ * The sizing pass cannot fail for room: what the device cannot hold while
+ * it measures goes to the host tier (fsdp_buf_alloc_room), and the sizes
+ * it records do not depend on where the bytes went, so a budget too small
+ * is refused by the plan, naming the budget that fits, at any budget.
+ *
  * Memory the schedule does not model is added to the program's resident
- * bytes: what the device holds when the step begins (shards, optimizer
- * state), every activation between units (unit outputs stay on the device
- * from forward to backward), two of them again for the gradients flowing
- * back, the forward's workspace and one activation more, and with several
- * micro-batches every unit's accumulated gradient. The schedule's bound
- * is therefore conservative, and the budget it names is one that works.
+ * bytes, part by part (held_parts: the admission's breakdown): what the
+ * device holds when the step begins (shards, optimizer state), every
+ * activation between units (unit outputs stay on the device from forward
+ * to backward), two of them again for the gradients flowing back, the
+ * forward's workspace and one activation more, a reserve against
+ * fragmentation, and with several micro-batches every unit's accumulated
+ * gradient. The schedule's bound is therefore conservative (the peak a
+ * step then uses is some 80-93% of it), and the budget it names is one
+ * that works.
  */
 #include "config.h"
 #include "exec_impl.h"

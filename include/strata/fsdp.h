@@ -269,16 +269,20 @@ strata_status_t strata_model_stats(const strata_model_t *model, strata_model_sta
  * issued). The unit inputs/outputs (the activations between units) always
  * stay on the device.
  *
- * While every name is kept and no trace is asked for, nothing below
- * happens. Otherwise the first step begins with a sizing pass: the first
- * micro-batch's forward runs once with every save freed at the end of its
- * unit (so forward callbacks of that micro-batch run twice), which records
- * the step program (units, save names and sizes, costs). Then the plan is
- * made (auto: the fastest that fits, printed on rank 0 with the predicted
- * peaks and step time, and after the step the measured values beside
- * them). A device budget too small for any plan fails there, before any
- * backward or update, with STRATA_ERR_TIER_FULL and a message naming the
- * smallest device_mem that fits. After step 1 the plan is made again from
+ * The first step begins with a sizing pass: the first micro-batch's
+ * forward runs once with every save freed at the end of its unit (so
+ * forward callbacks of that micro-batch run twice), which records the step
+ * program (units, save names and sizes, costs); what the device cannot
+ * hold while it measures goes to the host tier, so the pass itself never
+ * fails for room. Then the plan is made (auto: the fastest that fits,
+ * printed on rank 0 with the predicted peaks and step time, and after the
+ * step the measured values beside them). A device budget too small for
+ * the policy fails there, before any backward or update, with
+ * STRATA_ERR_TIER_FULL and a message naming the smallest device_mem this
+ * policy fits, the smallest any policy fits and what takes the room
+ * (strata_model_admission gives the numbers). Keep is admitted so too;
+ * while every name is kept and no trace is asked for, nothing else below
+ * happens. After step 1 the plan is made again from
  * step 1's measured costs (mean over ranks). Every later forward is
  * checked against the program: another save name, size, order or count
  * fails at once with STRATA_ERR_MISMATCH naming the unit and the save
