@@ -128,5 +128,7 @@ strata_status_t fsdp_exec_agree(strata_model_t *m, strata_status_t st);
 strata_status_t fsdp_exec_plan(strata_model_t *m, int n_micro, int print);
 /* The sizing pass: record the step program on the first micro-batch. */
 strata_status_t fsdp_exec_sizing(strata_model_t *m, const void *input, size_t in_bytes);
+/* Its costs made the same on every rank (the slowest's). Collective. */
+strata_status_t fsdp_exec_sizing_agree(strata_model_t *m);
 
 #endif

@@ -105,6 +105,7 @@ static strata_status_t admit_keep(strata_model_t *m, const void *input, size_t i
 {
     strata_status_t st = fsdp_exec_sizing(m, input, in_bytes);
     st = fsdp_exec_agree(m, st);
+    if (STRATA_OK == st) st = fsdp_exec_sizing_agree(m);
     if (STRATA_OK == st) st = fsdp_exec_plan(m, m->n_micro, 0);
     fsdp_exec_uninstall(m);   /* admitted: the keep path runs without a schedule */
     return st;
@@ -118,6 +119,7 @@ strata_status_t fsdp_exec_forward_begin(strata_model_t *m, const void *input, si
     if (!x->prog) {
         st = fsdp_exec_sizing(m, input, in_bytes);
         st = fsdp_exec_agree(m, st);
+        if (STRATA_OK == st) st = fsdp_exec_sizing_agree(m);
         if (STRATA_OK != st) return st;
         st = fsdp_exec_plan(m, m->n_micro, 1);
         if (STRATA_OK != st) return st;
