@@ -45,6 +45,7 @@ struct strata_config {
     double   spin_time;           /* seconds engines and waiters poll before sleeping */
     int      wait_copies;         /* strata_event_wait runs an unstarted copy itself */
     int      checksums;           /* storage tier: verify blocks on read-back */
+    int      verify_transfers;    /* saves checksummed leaving the device and back */
     int      prefetch;            /* all-gather lookahead in units */
     char     act_policy[512];     /* e.g. "qkv=host,*=keep" or "auto" */
     int      schedule;            /* 0 = lhs, 1 = naive */
@@ -92,6 +93,7 @@ struct strata_context {
     pthread_mutex_t  mpi_lock;       /* serialises MPI below THREAD_MULTIPLE */
     pthread_mutex_t  err_lock;
     char             errmsg[STRATA_ERRMSG_LEN];
+    int              live_models;    /* created and not destroyed: finalize refuses */
 };
 
 /* Record a detailed message on ctx (may be NULL: then it is only logged)

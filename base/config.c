@@ -70,6 +70,10 @@ static const opt_row_t opt_table[] = {
       OFF(wait_copies), OPT_BOOL, 0, NULL },
     { "checksums",  "on",   "storage tier: checksum spilled blocks and verify them on read-back",
       OFF(checksums), OPT_BOOL, 0, NULL },
+    { "verify_transfers", "off", "checksum every saved activation as it leaves the device and "
+                            "again when it is back, on every tier; a mismatch fails the step naming "
+                            "the save, unit, step and rank (costs a hash of the bytes each way)",
+      OFF(verify_transfers), OPT_BOOL, 0, NULL },
     { "prefetch",   "1",    "all-gather lookahead in units (0 = gather each unit when it runs)",
       OFF(prefetch), OPT_INT, 0, NULL },
     { "act_policy", "*=keep", "activation policy per saved name, e.g. qkv=host,mlp_up=storage,*=keep; or auto",

@@ -39,6 +39,10 @@
  *                    reduced gradient, so the gradient norm is not finite
  *                    (fsdp/step.c, needs clip_norm > 0;
  *                    t/gpt-train-nonfinite.t)
+ *   stale_reload@N   the Nth save an activation schedule brings back to the
+ *                    device arrives stale (its first bytes not the ones
+ *                    that left), as a reload read before its copy landed
+ *                    would (fsdp/exec_run.c; t/verify-transfers.t)
  */
 #ifndef STRATA_BASE_TEST_FAULT_H
 #define STRATA_BASE_TEST_FAULT_H

@@ -18,6 +18,8 @@ void fsdp_free_saves(strata_unit_t *u)
     u->nsaves = 0;
 }
 
+static strata_status_t check_io(strata_unit_t *u, int output, size_t bytes);
+
 /* A device buffer for the callback, through the door that makes room. */
 static strata_status_t call_alloc(strata_unit_call_t *c, strata_tag_t tag, size_t bytes,
                                   fsdp_buf_t *b)
@@ -48,6 +50,7 @@ strata_status_t fsdp_run_callback(strata_unit_call_t *c)
                                u->name, PHASE(c));
     c->err = STRATA_OK;
     base_clear_error(ctx);
+    if (!c->backward && c->in && STRATA_OK != (st = check_io(u, 0, c->in->bytes))) return st;
     double t0 = base_now();
     int slot = fsdp_dev_time_begin(ctx);   /* cuda: the work on the device, read at step end */
     st = fn(c, u->user_data);
@@ -63,6 +66,11 @@ strata_status_t fsdp_run_callback(strata_unit_call_t *c)
         if (!fsdp_guard_ok(&c->work[i])) bad = "workspace";
     for (int i = 0; !bad && i < u->nsaves; i++)
         if (!fsdp_guard_ok(&u->saves[i].buf)) bad = u->saves[i].name;
+    if (u->model->sizing) {   /* the sizing pass records the largest call's workspace */
+        size_t w = 0;
+        for (int i = 0; i < c->nwork; i++) w += strata_block_size(c->work[i].h);
+        if (w > u->model->sizing_ws) u->model->sizing_ws = w;
+    }
     for (int i = 0; i < c->nwork; i++) fsdp_ws_give(u->model, &c->work[i]);
     free(c->work);
     c->work = NULL;
@@ -73,6 +81,10 @@ strata_status_t fsdp_run_callback(strata_unit_call_t *c)
                           u->name, PHASE(c), bad);
     }
     if (STRATA_OK != c->err) return c->err;
+    if (st > STRATA_OK)   /* 1 is "in progress" to a caller: never let it pass for either */
+        return base_error(ctx, STRATA_ERR_INVALID, "unit '%s' %s callback returned %d: a "
+                          "callback returns STRATA_OK (0) or a negative strata_status_t "
+                          "error, never a positive value", u->name, PHASE(c), (int)st);
     if (STRATA_OK != st) {
         if ('\0' == ctx->errmsg[0])
             base_error(ctx, st, "unit '%s' %s callback failed: %s", u->name, PHASE(c),
@@ -101,6 +113,22 @@ strata_status_t strata_call_param(strata_unit_call_t *c, int index, void **ptr_p
     return STRATA_OK;
 }
 
+strata_status_t strata_call_param_as(strata_unit_call_t *c, int index, strata_dtype_t dtype,
+                                     void **ptr_p, size_t *numel_p)
+{
+    if (!c || !ptr_p) return STRATA_ERR_INVALID;
+    strata_unit_t *u = c->unit;
+    strata_dtype_t have = u->model->opts.compute_dtype;
+    /* a callback reading f32 from a bf16 copy trains on garbage: say so */
+    if (dtype != have)
+        return misuse(c, base_error(CTX(c), STRATA_ERR_MISMATCH, "unit '%s' %s reads param %d "
+                                    "as %s, but the gathered copy is %s (the model's "
+                                    "compute_dtype): read it as %s or change compute_dtype",
+                                    u->name, PHASE(c), index, strata_dtype_name(dtype),
+                                    strata_dtype_name(have), strata_dtype_name(have)));
+    return strata_call_param(c, index, ptr_p, numel_p);
+}
+
 strata_status_t strata_call_grad(strata_unit_call_t *c, int index, float **ptr_p,
                                  size_t *numel_p)
 {
@@ -125,6 +153,29 @@ strata_status_t strata_call_input(strata_unit_call_t *c, const void **ptr_p, siz
     return STRATA_OK;
 }
 
+/* Whether bytes fit unit u's declaration of its input (0) or output (1);
+ * else the error, naming both. */
+static strata_status_t check_io(strata_unit_t *u, int output, size_t bytes)
+{
+    int nd = u->io_ndims[output], any = 0;
+    if (nd < 1) return STRATA_OK;
+    size_t unit = strata_dtype_size(u->io_dtype[output]);
+    char shape[96] = "";
+    for (int i = 0; i < nd; i++) {
+        size_t d = u->io_dims[output][i];
+        size_t l = strlen(shape);
+        if (d) snprintf(shape + l, sizeof shape - l, "%s%zu", i ? " x " : "", d);
+        else snprintf(shape + l, sizeof shape - l, "%sany", i ? " x " : "");
+        if (d) unit *= d;
+        else any = 1;
+    }
+    if (any ? 0 == bytes % unit : bytes == unit) return STRATA_OK;
+    return base_error(u->model->ctx, STRATA_ERR_MISMATCH, "unit '%s' %s is %zu bytes, but it "
+                      "declared %s [%s]: %s %zu bytes", u->name, output ? "output" : "input",
+                      bytes, strata_dtype_name(u->io_dtype[output]), shape,
+                      any ? "a multiple of" : "exactly", unit);
+}
+
 strata_status_t strata_call_output(strata_unit_call_t *c, size_t bytes, void **ptr_p)
 {
     if (!c || !ptr_p) return STRATA_ERR_INVALID;
@@ -144,7 +195,9 @@ strata_status_t strata_call_output(strata_unit_call_t *c, size_t bytes, void **p
         *ptr_p = c->out->ptr;
         return STRATA_OK;
     }
-    strata_status_t st = call_alloc(c, STRATA_TAG_ACTIVATION, bytes, c->out);
+    strata_status_t st = check_io(c->unit, 1, bytes);
+    if (STRATA_OK != st) return misuse(c, st);
+    st = call_alloc(c, STRATA_TAG_ACTIVATION, bytes, c->out);
     if (STRATA_OK != st) return misuse(c, st);
     *ptr_p = c->out->ptr;
     return STRATA_OK;
@@ -279,6 +332,7 @@ strata_status_t strata_save(strata_unit_call_t *c, const char *name, size_t byte
     if (STRATA_OK != st) return misuse(c, st);
     snprintf(s->name, sizeof s->name, "%s", name);
     s->dropped = 0;
+    s->summed = s->left = 0;
     u->nsaves++;
     *ptr_p = s->buf.ptr;
     return STRATA_OK;

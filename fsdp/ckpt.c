@@ -229,7 +229,11 @@ static strata_status_t stage_end(strata_model_t *m, stage_t *sg, int to_shards)
 strata_status_t strata_model_save(strata_model_t *m, const char *dir,
                                   const strata_model_ckpt_t *info, char *path, size_t len)
 {
-    if (!m || !dir) return STRATA_ERR_INVALID;
+    if (!m) return STRATA_ERR_INVALID;
+    if (!dir) dir = m->ctx->cfg.ckpt_dir;
+    if (!dir[0])
+        return base_error(m->ctx, STRATA_ERR_INVALID, "strata_model_save: no directory: pass "
+                          "dir, or set the option ckpt_dir (STRATA_CKPT_DIR)");
     layout_store_t ls;
     strata_status_t st = build_layout(m, info, &ls);
     if (STRATA_OK != st) return st;

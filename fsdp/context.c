@@ -153,6 +153,13 @@ strata_status_t strata_abandon(strata_context_t *ctx)
 strata_status_t strata_finalize(strata_context_t *ctx)
 {
     if (!ctx) return STRATA_OK;
+    /* its memory lives in this context's tiers: finalizing under it would
+     * leave the model pointing at freed memory */
+    if (ctx->live_models > 0)
+        return base_error(ctx, STRATA_ERR_STATE, "strata_finalize: %d model%s of this context "
+                          "%s still alive; call strata_model_destroy first (nothing was "
+                          "finalized)", ctx->live_models, 1 == ctx->live_models ? "" : "s",
+                          1 == ctx->live_models ? "is" : "are");
     tiers_cleanup(ctx);
     comm_cleanup(ctx);
     fsdp_dev_cleanup(ctx);

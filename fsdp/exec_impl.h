@@ -41,7 +41,7 @@ typedef struct fsdp_exec {
     size_t           *ubytes;          /* per global save: bytes the callback asked for */
     int              *soff;            /* first global save of unit u (L+1 entries) */
     size_t            base_dev, base_host, base_storage;   /* in use when step 1 began */
-    size_t            acts_bytes, max_act, ws_bytes, grads_bytes, max_ag, max_save;
+    size_t            acts_bytes, max_act, ws_bytes, grads_bytes, max_ag, max_save, max_gsend;
     int               planned_micro;
     int               costs_measured;  /* step-1 costs replaced the estimates */
     double           *fwd_s, *bwd_s;   /* per unit, summed over this step's micro-batches */
@@ -61,6 +61,7 @@ typedef struct fsdp_exec {
     sched_actions_t   acts;
     sched_t          *sched;
     sched_result_t    pred;
+    strata_admission_t adm;            /* the last refusal's */
     int               print_after;     /* rank 0 prints measured beside predicted */
     int               said_kept;       /* rank 0 said that lhs keeps every offload */
 
@@ -75,6 +76,7 @@ typedef struct fsdp_exec {
     /* this step */
     double            t_plan0;         /* step time without the sizing pass starts here */
     double            transfer_s, exposed_s;
+    double            verify_s;        /* verify_transfers: hashing, this step */
     size_t            moved_bytes;
     sched_trace_t    *trace;
     int               step;
@@ -126,5 +128,7 @@ strata_status_t fsdp_exec_agree(strata_model_t *m, strata_status_t st);
 strata_status_t fsdp_exec_plan(strata_model_t *m, int n_micro, int print);
 /* The sizing pass: record the step program on the first micro-batch. */
 strata_status_t fsdp_exec_sizing(strata_model_t *m, const void *input, size_t in_bytes);
+/* Its costs made the same on every rank (the slowest's). Collective. */
+strata_status_t fsdp_exec_sizing_agree(strata_model_t *m);
 
 #endif

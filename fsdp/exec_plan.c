@@ -20,13 +20,21 @@
  * waited, see exec_costs.c) so that every rank plans the same, and the
  * plan is made again.
  *
+ * The sizing pass cannot fail for room: what the device cannot hold while
+ * it measures goes to the host tier (fsdp_buf_alloc_room), and the sizes
+ * it records do not depend on where the bytes went, so a budget too small
+ * is refused by the plan, naming the budget that fits, at any budget.
+ *
  * Memory the schedule does not model is added to the program's resident
- * bytes: what the device holds when the step begins (shards, optimizer
- * state), every activation between units (unit outputs stay on the device
- * from forward to backward), two of them again for the gradients flowing
- * back, the forward's workspace and one activation more, and with several
- * micro-batches every unit's accumulated gradient. The schedule's bound
- * is therefore conservative, and the budget it names is one that works.
+ * bytes, part by part (held_parts: the admission's breakdown): what the
+ * device holds when the step begins (shards, optimizer state), every
+ * activation between units (unit outputs stay on the device from forward
+ * to backward), two of them again for the gradients flowing back, the
+ * forward's workspace and one activation more, a reserve against
+ * fragmentation, and with several micro-batches every unit's accumulated
+ * gradient. The schedule's bound is therefore conservative (the peak a
+ * step then uses is some 80-93% of it), and the budget it names is one
+ * that works.
  */
 #include "config.h"
 #include "exec_impl.h"
@@ -34,6 +42,7 @@
 #include "tiers/tiers.h"
 #include "dev.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,27 +54,93 @@ static size_t blk_bytes(size_t user)
 
 /* ---- the plan ------------------------------------------------------------------------- */
 
-static size_t resident(const fsdp_exec_t *x, int n_micro)
+/* What the device holds beyond the schedule's own bytes (saves, gathered
+ * parameters and their gradients), part by part: the admission's
+ * breakdown, whose sum is the program's resident_bytes. */
+static void held_parts(const fsdp_exec_t *x, int n_micro, strata_admission_t *a)
 {
+    a->held = x->base_dev;
+    a->between = x->acts_bytes;
+    a->flow = 2 * x->max_act;
+    a->workspace = x->ws_bytes;
     /* the schedule counts bytes, the tier needs contiguous spans: the
      * slack of one more workspace and the largest save keeps a plan at the
      * budget's edge from failing on fragmentation (blocks of many sizes
      * come and go in a step) */
     size_t slack = x->ws_bytes + x->max_save;
-    size_t r = x->base_dev + x->acts_bytes + 2 * x->max_act + x->ws_bytes + slack;
+    a->reserve = slack;
     /* several micro-batches: the gradients stay between them, and two
      * more slacks, as the blocks that live across micro-batches split the
      * free spans further, by how the drains land in time (with one more
      * slack, a 2-micro-batch host-lhs run at its named budget still found
      * 8.8 KiB free but no 4.2 KiB span, in 1 of about 20 CI runs) */
-    if (n_micro > 1) r += x->grads_bytes + 2 * slack;
-    return r;
+    if (n_micro > 1) {
+        a->held += x->grads_bytes;
+        a->reserve += 2 * slack;
+    }
+}
+
+static size_t resident(const fsdp_exec_t *x, int n_micro)
+{
+    strata_admission_t a;
+    held_parts(x, n_micro, &a);
+    return a.held + a.between + a.flow + a.workspace + a.reserve;
 }
 
 static size_t left(size_t budget, size_t used)
 {
     /* 0 would mean unlimited to the scheduler */
     return budget > used ? budget - used : 1;
+}
+
+/* The admission of policy p at the device budget of o, for n_micro
+ * micro-batches: what it needs, what any plan needs, and the parts. */
+static strata_status_t admission(strata_model_t *m, const sched_policy_t *p, const sched_opts_t *o,
+                                 int n_micro, strata_admission_t *a)
+{
+    fsdp_exec_t *x = m->exec;
+    char err[1024];
+    memset(a, 0, sizeof *a);
+    a->size = sizeof *a;
+    held_parts(x, n_micro, a);
+    x->prog->resident_bytes = resident(x, n_micro);
+    a->budget = o->budget[STRATA_TIER_DEVICE];
+    a->any = sched_plan_min_device(x->prog, o);
+    a->need = a->any;
+    if (!p->is_auto) {
+        sched_actions_t acts;
+        strata_status_t st = sched_policy_resolve(p, x->prog, &acts, err, sizeof err);
+        if (STRATA_OK != st) return base_error(m->ctx, st, "%s", err);
+        a->need = sched_min_device(x->prog, &acts, o);
+    }
+    size_t res = x->prog->resident_bytes;
+    a->scheduled = a->need > res ? a->need - res : 0;
+    a->refused = a->budget && a->need > a->budget;
+    return STRATA_OK;
+}
+
+/* The refusal, readable: the budget that fits this policy and any, and
+ * what takes the room. */
+static strata_status_t refuse(strata_model_t *m, const char *policy, const strata_admission_t *a)
+{
+    char b[32], n[32], y[32], h[32], w[32], f[32], k[32], r[32], s[32];
+    return base_error(m->ctx, STRATA_ERR_TIER_FULL,
+                      "device_mem %s is too small for act_policy '%s': it needs %s "
+                      "(device_mem=%zu); the smallest any policy needs is %s (device_mem=%zu, "
+                      "act_policy=auto). What takes the room at the step's peak: %s held all "
+                      "step (parameter shards, optimizer state, gradient shards), %s unit "
+                      "inputs and outputs kept for the backward, %s gradients flowing back, "
+                      "%s workspace, %s kept free against fragmentation, %s saved "
+                      "activations and gathered parameters as the schedule holds them",
+                      strata_format_size(a->budget, b, sizeof b), policy,
+                      strata_format_size(a->need, n, sizeof n), a->need,
+                      strata_format_size(a->any, y, sizeof y), a->any,
+                      strata_format_size(a->held, h, sizeof h),
+                      strata_format_size(a->between, w, sizeof w),
+                      strata_format_size(a->flow, f, sizeof f),
+                      strata_format_size(a->workspace, k, sizeof k),
+                      strata_format_size(a->reserve, r, sizeof r),
+                      strata_format_size(a->scheduled, s, sizeof s));
 }
 
 /* Agree over all ranks: a plan that fails anywhere fails everywhere, with
@@ -136,17 +211,17 @@ strata_status_t fsdp_exec_plan(strata_model_t *m, int n_micro, int print)
     if (STRATA_OK == st) st = sched_build(x->prog, &acts, &o, &s, err, sizeof err);
     if (STRATA_OK == st) st = sched_simulate(s, &pred, NULL, NULL, err, sizeof err);
     if (STRATA_ERR_TIER_FULL == st) {
-        size_t any = sched_plan_min_device(x->prog, &o);
-        char a[32], b[32], c[64] = "";
-        if (!x->pol.is_auto)
-            snprintf(c, sizeof c, " (this policy needs device_mem >= %zu)",
-                     sched_min_device(x->prog, &acts, &o));
-        st = base_error(ctx, st, "activation plan for act_policy '%s' (%s schedule): %s. "
-                        "Device budget %s%s; the smallest device budget any plan fits is %s "
-                        "(device_mem=%zu, e.g. with act_policy=auto)",
-                        x->pol.is_auto ? "auto" : x->policy, sched_mode_name(o.mode), err,
-                        strata_format_size(ud.budget, a, sizeof a), c,
-                        strata_format_size(any, b, sizeof b), any);
+        st = admission(m, &x->pol, &o, n_micro, &x->adm);
+        if (STRATA_OK == st && x->adm.refused)
+            st = refuse(m, x->pol.is_auto ? "auto" : x->policy, &x->adm);
+        else if (STRATA_OK == st) {   /* the host or storage tier, or the schedule's timing */
+            const char *hw = tiers_limit_why(ctx, STRATA_TIER_PINNED_HOST),
+                       *sw = tiers_limit_why(ctx, STRATA_TIER_STORAGE);
+            st = base_error(ctx, STRATA_ERR_TIER_FULL, "activation plan for act_policy '%s' "
+                            "(%s schedule): %s%s%s%s%s", x->pol.is_auto ? "auto" : x->policy,
+                            sched_mode_name(o.mode), err, hw[0] ? " (" : "", hw,
+                            sw[0] ? "; " : hw[0] ? ")" : "", sw[0] ? sw : "");
+        }
     } else if (STRATA_OK != st) {
         st = base_error(ctx, st, "activation plan: %s", err);
     }
@@ -275,6 +350,7 @@ static strata_status_t size_unit(strata_model_t *m, int ui, size_t *nsaves_p, si
     st = fsdp_run_callback(&c);
     if (STRATA_OK == st) st = fsdp_dev_wait(m->ctx);
     double f = base_now() - t0;
+    if (STRATA_OK == st && m->sizing_over) st = fsdp_dev_wait(m->ctx);   /* host blocks free now */
     if (STRATA_OK != st) return st;
     x->soff[ui + 1] = x->soff[ui] + u->nsaves;
     st = record_saves(m, u, nsaves_p, cap_p);
@@ -306,7 +382,11 @@ strata_status_t fsdp_exec_sizing(strata_model_t *m, const void *input, size_t in
     size_t nsaves = 0, cap = 0;
     x->acts_bytes = x->max_act = x->grads_bytes = x->max_ag = x->max_save = 0;
     fsdp_buf_free(&m->acts[L]);
-    st = fsdp_buf_alloc(ctx, STRATA_TIER_DEVICE, STRATA_TAG_ACTIVATION, in_bytes, 0, &m->acts[0]);
+    m->sizing = 1;
+    m->sizing_over = 0;
+    m->sizing_ws = 0;
+    x->max_gsend = 0;
+    st = fsdp_buf_alloc_room(m, STRATA_TAG_ACTIVATION, in_bytes, &m->acts[0]);
     if (STRATA_OK != st) goto out;
     if (in_bytes) st = fsdp_dev_copy(m->ctx, m->acts[0].ptr, input, in_bytes);
     if (STRATA_OK != st) goto out;
@@ -316,13 +396,22 @@ strata_status_t fsdp_exec_sizing(strata_model_t *m, const void *input, size_t in
         if (STRATA_OK != st) goto out;
     }
     fsdp_buf_free(&m->acts[L]);
-    strata_tier_usage_t ud;
-    strata_tier_usage(ctx, STRATA_TIER_DEVICE, &ud);
-    /* forward workspace, and the backward's at least one activation's worth */
-    x->ws_bytes = ud.peak_by_tag[STRATA_TAG_WORKSPACE] + x->max_act;
+    /* the largest forward workspace (counted per call, wherever the pass
+     * put it, so the sizes do not depend on the budget), a 16-bit
+     * gather's send copy, and the backward's at least one activation's
+     * worth */
+    x->ws_bytes = m->sizing_ws + x->max_act;
+    if (strata_dtype_size(m->opts.compute_dtype) < sizeof(float))
+        for (int ui = 0; ui < L; ui++) {
+            size_t g = blk_bytes(m->units[ui]->shard_len * strata_dtype_size(m->opts.compute_dtype));
+            if (g > x->max_gsend) x->max_gsend = g;
+        }
+    x->ws_bytes += x->max_gsend;
     st = sched_record_end(x->prog, 0, 0.0, err, sizeof err);
     if (STRATA_OK != st) st = base_error(ctx, st, "%s", err);
 out:
+    if (m->sizing_over) fsdp_dev_wait(ctx);   /* the compute stream is done with host blocks */
+    m->sizing = 0;
     for (int i = 0; i <= L; i++) fsdp_buf_free(&m->acts[i]);
     for (int i = 0; i < L; i++) {
         fsdp_free_saves(m->units[i]);
@@ -333,6 +422,30 @@ out:
         x->prog = NULL;
     }
     return st;
+}
+
+/* The sizing pass's costs, the same on every rank (the slowest rank's):
+ * each rank timed its own pass, and auto, planning from them, must choose
+ * the same plan everywhere. Collective; after the pass succeeded on every
+ * rank. */
+strata_status_t fsdp_exec_sizing_agree(strata_model_t *m)
+{
+    fsdp_exec_t *x = m->exec;
+    int L = m->nunits;
+    if (m->ctx->size < 2) return STRATA_OK;
+    double *c = malloc((size_t)L * SCHED_COST_COUNT * sizeof *c);
+    if (!c) return base_error(m->ctx, STRATA_ERR_NOMEM, "sizing costs");
+    for (int u = 0; u < L; u++)
+        for (int k = 0; k < SCHED_COST_COUNT; k++) c[u * SCHED_COST_COUNT + k] = x->prog->units[u].cost_s[k];
+    pthread_mutex_lock(&m->lock);
+    int rc = MPI_Allreduce(MPI_IN_PLACE, c, L * SCHED_COST_COUNT, MPI_DOUBLE, MPI_MAX, m->ctx->comm);
+    pthread_mutex_unlock(&m->lock);
+    for (int u = 0; MPI_SUCCESS == rc && u < L; u++)
+        for (int k = 0; k < SCHED_COST_COUNT; k++)
+            sched_record_cost(x->prog, u, (sched_cost_t)k, c[u * SCHED_COST_COUNT + k], NULL, 0);
+    free(c);
+    return MPI_SUCCESS == rc ? STRATA_OK
+                             : base_error(m->ctx, STRATA_ERR_MPI, "sizing costs: MPI_Allreduce failed");
 }
 
 /* ---- public queries of the plan ------------------------------------------------------- */
@@ -356,16 +469,38 @@ strata_status_t strata_model_plan_need(strata_model_t *m, const char *policy, si
     if (STRATA_OK != st) return base_error(m->ctx, st, "%s", err);
     o.link.chunk = 0;
     o.prefetch = m->prefetch;
-    x->prog->resident_bytes = resident(x, x->planned_micro > 0 ? x->planned_micro : 1);
-    size_t any = sched_plan_min_device(x->prog, &o), need = any;
-    if (!p.is_auto) {
-        sched_actions_t acts;
-        st = sched_policy_resolve(&p, x->prog, &acts, err, sizeof err);
-        if (STRATA_OK != st) return base_error(m->ctx, st, "%s", err);
-        need = sched_min_device(x->prog, &acts, &o);
-    }
-    if (need_p) *need_p = need;
-    if (any_p) *any_p = any;
+    strata_admission_t a;
+    st = admission(m, &p, &o, x->planned_micro > 0 ? x->planned_micro : m->n_micro, &a);
+    if (STRATA_OK != st) return st;
+    if (need_p) *need_p = a.need;
+    if (any_p) *any_p = a.any;
+    return STRATA_OK;
+}
+
+strata_status_t strata_model_admission(strata_model_t *m, strata_admission_t *a_p)
+{
+    if (!m || !a_p || a_p->size < offsetof(strata_admission_t, any) + sizeof a_p->any)
+        return m ? base_error(m->ctx, STRATA_ERR_INVALID, "strata_model_admission: NULL, or "
+                              "its size member not set to sizeof(strata_admission_t)")
+                 : STRATA_ERR_INVALID;
+    fsdp_exec_t *x = m->exec;
+    if (!x || !x->prog)
+        return base_error(m->ctx, STRATA_ERR_STATE, "strata_model_admission: no step program "
+                          "recorded yet (the first forward records it)");
+    char err[1024];
+    sched_opts_t o;
+    strata_status_t st = sched_opts_from_config(&m->ctx->cfg, &o, err, sizeof err);
+    if (STRATA_OK != st) return base_error(m->ctx, st, "%s", err);
+    o.link.chunk = 0;
+    o.prefetch = m->prefetch;
+    strata_tier_usage_t ud;
+    strata_tier_usage(m->ctx, STRATA_TIER_DEVICE, &ud);
+    o.budget[STRATA_TIER_DEVICE] = ud.budget;
+    strata_admission_t a;
+    st = admission(m, &x->pol, &o, x->planned_micro > 0 ? x->planned_micro : m->n_micro, &a);
+    if (STRATA_OK != st) return st;
+    size_t n = a_p->size < sizeof a ? a_p->size : sizeof a;
+    memcpy((char *)a_p + sizeof a.size, (char *)&a + sizeof a.size, n - sizeof a.size);
     return STRATA_OK;
 }
 

@@ -27,8 +27,10 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 #include "base/nvtx.h"
+#include "base/test_fault.h"
 
 static int is_transfer(sched_engine_t e)
 {
@@ -167,6 +169,64 @@ static strata_status_t is_done(strata_model_t *m, int id, int *done_p)
     return finish(m, id);
 }
 
+/* ---- verify_transfers ------------------------------------------------------------------ */
+
+/* The save's bytes hashed where they are: on the device (through a host
+ * copy on the cuda backend, after the compute stream made them). */
+static strata_status_t save_sum(strata_model_t *m, const fsdp_save_t *s, uint64_t *sum_p)
+{
+    fsdp_exec_t *x = m->exec;
+    double t0 = base_now();
+    strata_status_t st = STRATA_OK;
+    if (!fsdp_dev_on(m->ctx)) {
+        *sum_p = XXH3_64bits(s->buf.ptr, s->buf.bytes);
+    } else {
+        void *h = malloc(s->buf.bytes ? s->buf.bytes : 1);
+        if (!h) return base_error(m->ctx, STRATA_ERR_NOMEM, "verify_transfers: %zu bytes",
+                                  s->buf.bytes);
+        st = fsdp_dev_copy(m->ctx, h, s->buf.ptr, s->buf.bytes);
+        if (STRATA_OK == st) st = fsdp_dev_wait(m->ctx);
+        if (STRATA_OK == st) *sum_p = XXH3_64bits(h, s->buf.bytes);
+        free(h);
+    }
+    x->verify_s += base_now() - t0;
+    return st;
+}
+
+/* The stale_reload test fault: the Nth save brought back arrives with its
+ * first 16 bytes not the ones that left. */
+static void stale_reload_fault(strata_model_t *m, fsdp_save_t *s)
+{
+    static uint64_t reloads;
+    uint64_t at = test_fault_arg("stale_reload");
+    if (!at || ++reloads != at || s->buf.bytes < 32) return;
+    /* plausible values (the save's own next 16 bytes), so the loss stays
+     * finite and nothing but a checksum notices */
+    fsdp_dev_copy(m->ctx, s->buf.ptr, (char *)s->buf.ptr + 16, 16);
+    fsdp_dev_wait(m->ctx);
+}
+
+/* A save back on the device before unit u's backward or recompute: the
+ * same bytes that left, or the step fails naming it. */
+static strata_status_t verify_back(strata_model_t *m, strata_unit_t *u, fsdp_save_t *s)
+{
+    if (!s->left) return STRATA_OK;
+    s->left = 0;
+    stale_reload_fault(m, s);
+    if (!s->summed) return STRATA_OK;
+    s->summed = 0;
+    uint64_t now = 0;
+    strata_status_t st = save_sum(m, s, &now);
+    if (STRATA_OK != st) return st;
+    if (now == s->sum) return STRATA_OK;
+    return base_error(m->ctx, STRATA_ERR_CHECKSUM, "verify_transfers: save '%s' of unit '%s' "
+                      "came back to the device changed (step %d, micro-batch %d, rank %d): "
+                      "checksum %016llx when it left, %016llx now; a copy was read before it "
+                      "landed, or memory on its way was overwritten", s->name, u->name,
+                      m->step_count + 1, m->micro, m->ctx->rank, (unsigned long long)s->sum,
+                      (unsigned long long)now);
+}
+
 static strata_status_t issue(strata_model_t *m, int id)
 {
     fsdp_exec_t *x = m->exec;
@@ -181,6 +241,11 @@ static strata_status_t issue(strata_model_t *m, int id)
                       : SCHED_OP_S2H == o->kind ? STRATA_TIER_PINNED_HOST : STRATA_TIER_DEVICE;
     strata_event_t *ev = NULL;
     strata_status_t st = STRATA_OK;
+    if (SCHED_OP_D2H == o->kind && m->ctx->cfg.verify_transfers && !s->summed) {
+        st = save_sum(m, s, &s->sum);
+        if (STRATA_OK != st) return st;
+        s->summed = 1;
+    }
     /* cuda: the offload starts on the d2h stream after the compute that
      * made the save (its event), not after a host wait */
     if (SCHED_OP_D2H == o->kind) st = tiers_block_after(s->buf.h, m->ctx->compute_stream);
@@ -191,6 +256,7 @@ static strata_status_t issue(strata_model_t *m, int id)
     x->issued[id] = 1;
     if (SCHED_OP_D2H == o->kind) {
         s->buf.ptr = NULL;          /* the device copy goes away */
+        s->left = 1;
         x->moved_bytes += strata_block_size(s->buf.h);
     }
     if (SCHED_MODE_NAIVE == x->opts.mode) {   /* in line: compute waits for it now */
@@ -380,6 +446,8 @@ strata_status_t fsdp_exec_before(strata_model_t *m, int kind, int unit)
                 return base_error(m->ctx, STRATA_ERR_STATE, "unit '%s' save '%s' is not on "
                                   "the device before its %s", u->name, s->name,
                                   sched_op_kind_name((sched_op_kind_t)kind));
+            st = verify_back(m, u, s);
+            if (STRATA_OK != st) return st;
         }
     }
     base_nvtx_push(sched_op_kind_name((sched_op_kind_t)kind));

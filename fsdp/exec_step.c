@@ -79,7 +79,7 @@ strata_status_t fsdp_exec_step_begin(strata_model_t *m)
     strata_tiers_reset_peaks(m->ctx);
     fsdp_exec_t *x = m->exec;
     if (!x) return STRATA_OK;
-    x->transfer_s = x->exposed_s = 0;
+    x->transfer_s = x->exposed_s = x->verify_s = 0;
     x->moved_bytes = 0;
     x->t_plan0 = base_now();
     if (x->fwd_s)
@@ -96,14 +96,30 @@ strata_status_t fsdp_exec_step_begin(strata_model_t *m)
     return STRATA_OK;
 }
 
+/* Every name kept and no trace: the executor does not run, but the first
+ * step is admitted all the same. The sizing pass records the program and
+ * the keep plan is made, so a device budget too small is refused here,
+ * before any backward or update, with the budget that fits, and not by an
+ * allocation in the middle of the step. */
+static strata_status_t admit_keep(strata_model_t *m, const void *input, size_t in_bytes)
+{
+    strata_status_t st = fsdp_exec_sizing(m, input, in_bytes);
+    st = fsdp_exec_agree(m, st);
+    if (STRATA_OK == st) st = fsdp_exec_sizing_agree(m);
+    if (STRATA_OK == st) st = fsdp_exec_plan(m, m->n_micro, 0);
+    fsdp_exec_uninstall(m);   /* admitted: the keep path runs without a schedule */
+    return st;
+}
+
 strata_status_t fsdp_exec_forward_begin(strata_model_t *m, const void *input, size_t in_bytes)
 {
-    if (!m->exec_active) return STRATA_OK;
     fsdp_exec_t *x = m->exec;
+    if (!m->exec_active) return x && !x->prog ? admit_keep(m, input, in_bytes) : STRATA_OK;
     strata_status_t st;
     if (!x->prog) {
         st = fsdp_exec_sizing(m, input, in_bytes);
         st = fsdp_exec_agree(m, st);
+        if (STRATA_OK == st) st = fsdp_exec_sizing_agree(m);
         if (STRATA_OK != st) return st;
         st = fsdp_exec_plan(m, m->n_micro, 1);
         if (STRATA_OK != st) return st;

@@ -107,6 +107,9 @@ typedef struct fsdp_save {
     fsdp_buf_t  buf;
     int         dropped;    /* freed after the forward for recompute: a
                              * recompute pass must make it again */
+    int         left;       /* went off the device (a D2H issued) this micro-batch */
+    int         summed;     /* verify_transfers: sum taken as it left the device */
+    uint64_t    sum;
 } fsdp_save_t;
 
 struct strata_unit {
@@ -139,6 +142,11 @@ struct strata_unit {
     fsdp_buf_t      rs_recv;      /* reduce-dtype shard (16-bit only) */
     fsdp_grad_state_t rstate;
     strata_request_t *rreq;
+
+    /* strata_unit_set_io: what flows in [0] and out [1]; 0 dims: undeclared */
+    int             io_ndims[2];
+    strata_dtype_t  io_dtype[2];
+    size_t          io_dims[2][4];
 
     /* saved activations of the current micro-batch */
     int             nsaves, cap_saves;
@@ -193,6 +201,9 @@ struct strata_model {
     int                 exec_active;        /* it runs (set by exec_step.c only) */
     /* memory (mem.c): the room hook, workspace kept between calls */
     fsdp_room_fn        room;
+    int                 sizing;             /* the sizing pass runs: device overflow goes to host */
+    int                 sizing_over;        /* and some did */
+    size_t              sizing_ws;          /* the most workspace one call of it held */
     fsdp_buf_t          ws_cache[FSDP_WS_CACHE];
     int                 nws_cache;
 };

@@ -124,7 +124,17 @@ strata_status_t fsdp_buf_alloc_room(strata_model_t *m, strata_tag_t tag, size_t 
         strata_status_t st = fsdp_buf_alloc(m->ctx, STRATA_TIER_DEVICE, tag, bytes, 0, b);
         if (STRATA_ERR_TIER_FULL != st && STRATA_ERR_FRAGMENTED != st) return st;
         /* the kept workspace goes first: freeing it costs no wait */
-        if (!fsdp_ws_cache_drop(m) && !(m->room && m->room(m))) return st;
+        if (fsdp_ws_cache_drop(m) || (m->room && m->room(m))) continue;
+        if (!m->sizing) return st;
+        /* the sizing pass only measures: what the device cannot hold now
+         * goes to the pinned-host tier (device-addressable on cuda), so a
+         * budget too small is found by the plan, with the budget that
+         * fits, not by this allocation. The bytes still count as the
+         * device's in the sizes the pass records. */
+        base_clear_error(m->ctx);
+        st = fsdp_buf_alloc(m->ctx, STRATA_TIER_PINNED_HOST, tag, bytes, 0, b);
+        if (STRATA_OK == st) m->sizing_over = 1;
+        return st;
     }
 }
 

@@ -93,6 +93,7 @@ strata_status_t strata_model_create(strata_context_t *ctx, const strata_model_op
     m->n_replicas = m->W / m->S;
     pthread_mutex_init(&m->lock, NULL);
     pthread_cond_init(&m->cond, NULL);
+    ctx->live_models++;
     *model_p = m;
     return STRATA_OK;
 err:
@@ -139,6 +140,7 @@ void strata_model_destroy(strata_model_t *m)
     strata_group_destroy(m->replica);
     pthread_mutex_destroy(&m->lock);
     pthread_cond_destroy(&m->cond);
+    m->ctx->live_models--;
     free(m);
 }
 
@@ -175,6 +177,23 @@ strata_status_t strata_model_add_unit(strata_model_t *m, const char *name, strat
     u->user_data = user_data;
     m->units[m->nunits++] = u;
     *unit_p = u;
+    return STRATA_OK;
+}
+
+strata_status_t strata_unit_set_io(strata_unit_t *u, int output, strata_dtype_t dtype,
+                                   int ndims, const size_t *dims)
+{
+    if (!u) return STRATA_ERR_INVALID;
+    strata_model_t *m = u->model;
+    if (ndims < 0 || ndims > 4 || (ndims > 0 && !dims) || (output != 0 && output != 1) ||
+        0 == strata_dtype_size(dtype))
+        return base_error(m->ctx, STRATA_ERR_INVALID, "strata_unit_set_io: unit '%s': output "
+                          "0 or 1, ndims 0..4 with dims, a known dtype", u->name);
+    if (PHASE_IDLE != m->phase)
+        return base_error(m->ctx, STRATA_ERR_STATE, "strata_unit_set_io: not inside a step");
+    u->io_ndims[output] = ndims;
+    u->io_dtype[output] = dtype;
+    for (int i = 0; i < ndims; i++) u->io_dims[output][i] = dims[i];
     return STRATA_OK;
 }
 

@@ -231,8 +231,7 @@ strata_status_t fsdp_gather_start(strata_model_t *m, strata_unit_t *u)
     if (STRATA_OK != st) return st;
     const void *send = u->master.ptr;
     if (STRATA_BF16 == dt) {
-        st = fsdp_buf_alloc(m->ctx, STRATA_TIER_DEVICE, STRATA_TAG_WORKSPACE,
-                            u->shard_len * esz, 0, &u->gsend);
+        st = fsdp_buf_alloc_room(m, STRATA_TAG_WORKSPACE, u->shard_len * esz, &u->gsend);
         if (STRATA_OK != st) goto err;
         st = fsdp_dev_round(m->ctx, u->master.ptr, u->gsend.ptr, u->shard_len, STRATA_BF16);
         if (STRATA_OK != st) goto err;

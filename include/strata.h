@@ -231,7 +231,9 @@ strata_status_t strata_init(MPI_Comm comm, const strata_config_t *cfg,
  * allocated and the spill directory. Groups from strata_group_split,
  * models and events are not: destroy or release them first, as they refer
  * to the context. Every pointer borrowed from ctx is invalid afterwards.
- * NULL is a no-op. Collective. */
+ * A model of the context still alive: STRATA_ERR_STATE saying so, and
+ * nothing is released (destroy it and call again). NULL is a no-op.
+ * Collective. */
 strata_status_t strata_finalize(strata_context_t *ctx);
 
 /* The detailed message of the last failed call on ctx ("" if none; "" for

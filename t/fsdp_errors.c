@@ -15,7 +15,8 @@
 #include "tap.h"
 #include "fsdp/fsdp.h"   /* the enumeration checkpoints use */
 
-enum { GOOD, OVERRUN_OUT, NO_OUTPUT, OUTPUT_TWICE, OVERRUN_SAVE, SAVED_UNKNOWN, OVERRUN_GIN };
+enum { GOOD, OVERRUN_OUT, NO_OUTPUT, OUTPUT_TWICE, OVERRUN_SAVE, SAVED_UNKNOWN, OVERRUN_GIN,
+       RETURN_POSITIVE, PARAM_AS_BF16 };
 static int mode = GOOD;
 static void *seen_stream = &mode;   /* what strata_call_stream gave the last forward */
 
@@ -32,6 +33,10 @@ static strata_status_t fwd(strata_unit_call_t *c, void *user)
     strata_call_param(c, 0, (void **)&w, NULL);
     seen_stream = strata_call_stream(c);
     if (bad && NO_OUTPUT == mode) return STRATA_OK;
+    if (bad && PARAM_AS_BF16 == mode) {
+        void *wb;   /* the model computes in f32: the runtime reports it anyway */
+        strata_call_param_as(c, 0, STRATA_BF16, &wb, NULL);
+    }
     strata_status_t st = strata_call_output(c, bytes, (void **)&y);
     if (STRATA_OK != st) return st;
     if (bad && OUTPUT_TWICE == mode) {
@@ -43,7 +48,7 @@ static strata_status_t fwd(strata_unit_call_t *c, void *user)
     if (STRATA_OK != (st = strata_save(c, "x_copy", bytes, (void **)&sv))) return st;
     n = bytes / sizeof(float) + (bad && OVERRUN_SAVE == mode ? 1 : 0);
     for (size_t i = 0; i < n; i++) sv[i] = x[i % (bytes / sizeof(float))];
-    return STRATA_OK;
+    return bad && RETURN_POSITIVE == mode ? STRATA_INPROGRESS : STRATA_OK;
 }
 
 static strata_status_t bwd(strata_unit_call_t *c, void *user)
@@ -126,13 +131,14 @@ int main(int argc, char **argv)
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_size(MPI_COMM_WORLD, &W);
     tap_use_comm(MPI_COMM_WORLD);
-    plan(30);
+    plan(37);
 
     strata_config_t *cfg = NULL, *c3 = NULL, *ct = NULL;
     if (STRATA_OK != strata_config_create(&cfg)) bail_out("strata_config_create failed");
     strata_config_read_env(cfg, NULL, 0);
     if (STRATA_OK != strata_config_set(cfg, "backend", "host", NULL, 0))
         bail_out("strata_config_set backend=host failed");
+    strata_config_set(cfg, "ckpt_dir", "", NULL, 0);   /* strata_model_save(m, NULL) has none */
     strata_context_t *ctx = NULL, *ctx3 = NULL, *tiny = NULL;
     if (STRATA_OK != strata_init(MPI_COMM_WORLD, cfg, &ctx)) bail_out("strata_init failed");
     strata_model_t *m = NULL, *bad = NULL;
@@ -212,6 +218,10 @@ int main(int argc, char **argv)
         { SAVED_UNKNOWN, STRATA_ERR_NOT_FOUND, "it saved: x_copy",
           "backward asking for a name never saved" },
         { OVERRUN_GIN, STRATA_ERR_MISMATCH, "grad_input", "backward writing past grad_input" },
+        { RETURN_POSITIVE, STRATA_ERR_INVALID, "returned 1", "forward returning a positive "
+          "value (not \"in progress\")" },
+        { PARAM_AS_BF16, STRATA_ERR_MISMATCH, "reads param 0 as bf16, but the gathered copy is f32",
+          "a parameter read as another dtype than compute_dtype" },
     };
     for (size_t i = 0; i < sizeof bad_cb / sizeof bad_cb[0]; i++) {
         mode = bad_cb[i].mode;
@@ -219,6 +229,22 @@ int main(int argc, char **argv)
                strata_strerror(bad_cb[i].st));
     }
     mode = GOOD;
+    /* declared shapes: u1 takes and makes f32 rows of F; a declared output
+     * of F + 1 columns does not fit what the forward makes */
+    size_t rows[2] = { 0, F }, wide[2] = { 0, F + 1 };
+    strata_unit_t *u1 = strata_model_unit(m, 1);
+    ok(STRATA_OK == strata_unit_set_io(u1, 0, STRATA_F32, 2, rows) &&
+       STRATA_OK == strata_unit_set_io(u1, 1, STRATA_F32, 2, rows) && STRATA_OK == one_step(m),
+       "declared input and output shapes that fit: the step runs");
+    strata_unit_set_io(u1, 1, STRATA_F32, 2, wide);
+    EXPECT(one_step(m), STRATA_ERR_MISMATCH, "unit 'u1' output is 32 bytes, but it declared f32 "
+           "[any x 5]: a multiple of 20 bytes", "an output that does not fit its declaration");
+    strata_unit_set_io(u1, 1, STRATA_F32, 0, NULL);
+    size_t three[2] = { 0, 3 };
+    strata_unit_set_io(u1, 0, STRATA_F32, 2, three);
+    EXPECT(one_step(m), STRATA_ERR_MISMATCH, "unit 'u1' input is 32 bytes, but it declared f32 "
+           "[any x 3]: a multiple of 12 bytes", "an input that does not fit its declaration");
+    strata_unit_set_io(u1, 0, STRATA_F32, 0, NULL);
     ok(STRATA_OK == one_step(m), "a good step runs after the failed ones");
     int cuda = 0 == strcmp(strata_backend_name(ctx), "cuda");
     ok(cuda ? NULL != seen_stream && &mode != (int *)seen_stream : NULL == seen_stream,
@@ -263,6 +289,11 @@ int main(int argc, char **argv)
        "optimizer state shards and scalars are enumerable (step %d)", sc.step);
     EXPECT(strata_unit_read_param(u0, 0, w, F + 1), STRATA_ERR_INVALID, "exactly",
            "read_param with a wrong element count");
+    EXPECT(strata_model_save(m, NULL, NULL, NULL, 0), STRATA_ERR_INVALID,
+           "pass dir, or set the option ckpt_dir", "strata_model_save without a directory "
+           "says what is missing");
+    EXPECT(strata_finalize(ctx), STRATA_ERR_STATE, "1 model of this context is still alive",
+           "strata_finalize with a live model says so");
     strata_model_destroy(m);
     strata_model_destroy(NULL);
 

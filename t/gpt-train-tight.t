@@ -21,8 +21,7 @@ for pol in "$@"; do
     n=$((n + 1))
     # the refusal at a budget far too small names what this policy needs
     "$L" 2 "$P" $small --device-mem 600K --act-policy "$pol" > "$tmp/r$n" 2>&1
-    if [ "$pol" = auto ]; then need=$(grep -o "(device_mem=[0-9]*" "$tmp/r$n" | head -1 | tr -dc 0-9)
-    else need=$(grep -o "needs device_mem >= [0-9]*" "$tmp/r$n" | head -1 | tr -dc 0-9); fi
+    need=$(sed -n 's/^{"refused":true,"needs_device_bytes":\([0-9]*\),.*/\1/p' "$tmp/r$n")
     if [ -z "$need" ]; then
         echo "not ok $n - '$pol': the refusal names the budget it needs"; tail -3 "$tmp/r$n" | sed 's/^/#   /'
         continue

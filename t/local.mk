@@ -72,7 +72,9 @@ endif
 
 # tiers: single-rank programs; the ones with a context call
 # strata_init, which starts MPI itself.
-check_PROGRAMS += t/tiers_arena.t t/tiers_move.t t/tiers_storage.t t/tiers_link.t t/tiers_cuda.t
+check_PROGRAMS += t/tiers_arena.t t/tiers_move.t t/tiers_storage.t t/tiers_link.t t/tiers_cuda.t t/tiers_limits.t
+t_tiers_limits_t_SOURCES = t/tiers_limits.t.c
+t_tiers_limits_t_LDADD = $(TEST_INTERNAL_LDADD)
 t_tiers_arena_t_SOURCES = t/tiers_arena.t.c
 t_tiers_move_t_SOURCES = t/tiers_move.t.c t/tiers_util.h
 t_tiers_storage_t_SOURCES = t/tiers_storage.t.c t/tiers_util.h
@@ -83,7 +85,7 @@ t_tiers_move_t_LDADD = $(TEST_INTERNAL_LDADD)
 t_tiers_storage_t_LDADD = $(TEST_INTERNAL_LDADD) $(HDF5_LIBS)
 t_tiers_link_t_LDADD = $(TEST_INTERNAL_LDADD)
 t_tiers_cuda_t_LDADD = $(TEST_LDADD) $(CUDA_LIBS)
-TESTS += t/tiers_arena.t t/tiers_move.t t/tiers_storage.t t/tiers_link.t t/tiers_cuda.t
+TESTS += t/tiers_arena.t t/tiers_move.t t/tiers_storage.t t/tiers_link.t t/tiers_cuda.t t/tiers_limits.t
 # checkpoints (io/ckpt_*.c)
 check_PROGRAMS += t/unit_ckpt_geom.t
 t_unit_ckpt_geom_t_SOURCES = t/unit_ckpt_geom.t.c
@@ -190,6 +192,17 @@ t_act_equiv_SOURCES = t/act_equiv.c
 t_act_equiv_LDADD = $(MLP_LIBS) $(TRACE_LIBS) $(TEST_INTERNAL_LDADD)
 dist_check_SCRIPTS += t/act-np1.t t/act-np2.t t/act-np4.t
 TESTS += t/act-np1.t t/act-np2.t t/act-np4.t
+
+# admission: every policy swept over device budgets, refused or trains
+check_PROGRAMS += t/admit_sweep
+t_admit_sweep_SOURCES = t/admit_sweep.c
+t_admit_sweep_LDADD = $(MLP_LIBS) $(TEST_INTERNAL_LDADD)
+dist_check_SCRIPTS += t/admit-np1.t t/admit-np2.t t/gpt-train-admit.t
+TESTS += t/admit-np1.t t/admit-np2.t t/gpt-train-admit.t
+
+# verify_transfers: round trips checksummed, a stale reload caught
+dist_check_SCRIPTS += t/verify-transfers.t
+TESTS += t/verify-transfers.t
 
 # the layers of docs/architecture.md: each folder includes only those below it
 dist_check_SCRIPTS += t/layers-includes.t

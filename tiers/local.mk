@@ -9,6 +9,7 @@ libstrata_core_la_SOURCES += \
     tiers/engine.c \
     tiers/storage.c \
     tiers/spill.c \
+    tiers/limits.c \
     tiers/host.c
 if HAVE_CUDA
 libstrata_core_la_SOURCES += tiers/cuda.c

@@ -41,6 +41,45 @@ int tiers_device_headroom(size_t free_b, size_t total_b, size_t budget, char *ms
     return low;
 }
 
+/* A host or storage budget above what the machine has is lowered to it,
+ * said once (rank 0): the plan is then made, and refused, against what
+ * there is, naming the limit, and not found out as an OOM kill or ENOSPC
+ * in a step. */
+static void limit_budgets(tiers_state_t *ts, size_t budget[2])
+{
+    const strata_config_t *cfg = &ts->ctx->cfg;
+    char what[256], a[32], b[32];
+    /* the cuda backend pins the whole host region; the host backend's
+     * mlock is best effort (host.c) and not a limit */
+    int pinned = ts->be != &tiers_host_backend;
+    size_t lim = tiers_host_limit("", pinned, what, sizeof what);
+    if (lim && budget[1] > lim) {
+        snprintf(ts->host_why, sizeof ts->host_why, "host_mem %s lowered to %s, %s",
+                 strata_format_size(budget[1], a, sizeof a),
+                 strata_format_size(lim, b, sizeof b), what);
+        budget[1] = lim;
+        if (0 == ts->ctx->rank) strata_info(ts->ctx, "%s", ts->host_why);
+    }
+    size_t free_b = tiers_storage_limit(cfg->spill_dir);
+    if (free_b && cfg->storage_mem > free_b) {
+        snprintf(ts->storage_why, sizeof ts->storage_why, "storage_mem %s lowered to %s, the "
+                 "free space of spill_dir '%.200s''s file system",
+                 strata_format_size(cfg->storage_mem, a, sizeof a),
+                 strata_format_size(free_b, b, sizeof b), cfg->spill_dir);
+        ts->storage_acct.budget = free_b;
+        if (0 == ts->ctx->rank) strata_info(ts->ctx, "%s", ts->storage_why);
+    }
+}
+
+const char *tiers_limit_why(const strata_context_t *ctx, strata_tier_t tier)
+{
+    const tiers_state_t *ts = ctx ? ctx->tiers : NULL;
+    if (!ts) return "";
+    if (STRATA_TIER_PINNED_HOST == tier) return ts->host_why;
+    if (STRATA_TIER_STORAGE == tier) return ts->storage_why;
+    return "";
+}
+
 strata_status_t tiers_init(strata_context_t *ctx)
 {
     const strata_config_t *cfg = &ctx->cfg;
@@ -74,7 +113,8 @@ strata_status_t tiers_init(strata_context_t *ctx)
     ts->checksums = cfg->checksums;
     ts->storage_acct.budget = cfg->storage_mem;
 
-    const size_t budget[2] = { cfg->device_mem, cfg->host_mem };
+    size_t budget[2] = { cfg->device_mem, cfg->host_mem };
+    limit_budgets(ts, budget);
     for (int t = 0; t < 2; t++) {
         size_t cap = budget[t] < TIERS_MAX_RESERVE ? budget[t] : TIERS_MAX_RESERVE;
         cap &= ~(size_t)(TIERS_ALIGN - 1);

@@ -48,6 +48,17 @@ void tier_acct_describe(const tier_acct_t *a, char *buf, size_t len);
 /* Round up to TIERS_ALIGN; -1 on overflow. */
 int tiers_round(size_t bytes, size_t *out);
 
+/* limits.c: what the machine lets the host tier have (the least of the
+ * cgroup memory limit, v2 then v1, MemAvailable, and RLIMIT_MEMLOCK when
+ * pinned), read under root ("" = this machine); 0 when none is known.
+ * *what (len bytes) names the one that decides. */
+size_t tiers_host_limit(const char *root, int pinned, char *what, size_t len);
+/* The bytes free to an unprivileged writer on dir's file system; 0 when
+ * unknown. */
+size_t tiers_storage_limit(const char *dir);
+/* Why the tier's budget is below its option ("" when it is not). */
+const char *tiers_limit_why(const strata_context_t *ctx, strata_tier_t tier);
+
 /* ---- arena (pure: offsets only, no memory behind them) ------------------ */
 
 /* Best fit over an address-ordered list of spans; a freed span merges with
@@ -250,6 +261,8 @@ typedef struct tiers_state {
     size_t                  capacity[2];
     arena_t                 arena[2];
     int                     pinned_locked;
+    char                    host_why[320];     /* what lowered the host budget, or "" */
+    char                    storage_why[320];  /* the same for storage */
     /* storage */
     tier_acct_t             storage_acct;
     struct spill_file      *spill;            /* NULL until the first spill */

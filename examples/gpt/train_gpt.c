@@ -623,6 +623,23 @@ static float load_batch(trainer *t, int step)
     return cnt;
 }
 
+/* The first forward refused the job (on every rank: the plan is agreed):
+ * said once, and the job ends with its own status. A tier full that is no
+ * refusal goes on to fail(). */
+static void refused(trainer *t)
+{
+    run_t *r = &t->r;
+    strata_admission_t a = { .size = sizeof a };
+    if (STRATA_OK != strata_model_admission(r->model, &a) || !a.refused) return;
+    char pol[512] = "";
+    strata_config_get(strata_get_config(r->ctx), "act_policy", pol, sizeof pol);
+    if (0 == r->rank) report_refusal(&t->o, &a, pol, strata_last_error(r->ctx));
+    strata_model_destroy(r->model);
+    strata_finalize(r->ctx);
+    MPI_Finalize();
+    exit(TRAIN_EXIT_REFUSED);
+}
+
 /* One optimizer step: every micro-batch forward and backward, then the
  * update; and what it measured. */
 static step_report train_step(trainer *t, int step)
@@ -646,9 +663,11 @@ static step_report train_step(trainer *t, int step)
                                 .grad_scale = scale };
         const void *out;
         size_t ob;
-        CHECK(r, "forward", strata_model_forward(r->model, t->in + (size_t)m * B * T,
-                                                 (size_t)B * T * sizeof(int32_t), &t->bt[m],
-                                                 &out, &ob));
+        strata_status_t st = strata_model_forward(r->model, t->in + (size_t)m * B * T,
+                                                  (size_t)B * T * sizeof(int32_t), &t->bt[m],
+                                                  &out, &ob);
+        if (STRATA_ERR_TIER_FULL == st) refused(t);
+        CHECK(r, "forward", st);
         /* cuda: kept on the device, read once after the step */
         if (on_device(r)) CHECK(r, "loss", gpt_dev_loss_keep(m, out));
         else loss[m] = *(const double *)out;

@@ -72,5 +72,12 @@ void report_add(run_stats *rs, const step_report *s);   /* every rank, every ste
 void report_step(const options *o, const run_stats *rs, const step_report *s);
 void report_stop(const options *o, int steps_done, const char *why, const char *ckpt);
 void report_summary(const options *o, const run_stats *rs, const run_result *res);
+/* The exit status of a job refused before step 1: no plan of its policy
+ * fits the device budget (the refusal names the budget that does). */
+#define TRAIN_EXIT_REFUSED 4
+/* The refusal: with --json one object {"refused":true,"needs_device_bytes":N,...}
+ * on stdout; the message on stderr. Rank 0. */
+void report_refusal(const options *o, const strata_admission_t *a, const char *policy,
+                    const char *message);
 
 #endif

@@ -176,3 +176,20 @@ void report_summary(const options *o, const run_stats *rs, const run_result *res
     else printf("val loss: %.4f\n", res->metric);
     fflush(stdout);
 }
+
+void report_refusal(const options *o, const strata_admission_t *a, const char *policy,
+                    const char *message)
+{
+    if (o->json) {
+        emit(json_pack("{s:b, s:o, s:o, s:o, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:i}",
+                       "refused", 1, "needs_device_bytes", bytes(a->need),
+                       "min_any_policy_bytes", bytes(a->any), "device_budget_bytes",
+                       bytes(a->budget), "act_policy", policy, "held_bytes", bytes(a->held),
+                       "between_bytes", bytes(a->between), "flow_bytes", bytes(a->flow),
+                       "workspace_bytes", bytes(a->workspace), "reserve_bytes",
+                       bytes(a->reserve), "scheduled_bytes", bytes(a->scheduled),
+                       "exit", TRAIN_EXIT_REFUSED));
+    }
+    fprintf(stderr, PROG ": refused before step 1: %s\n", message);
+    fflush(stderr);
+}

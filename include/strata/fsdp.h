@@ -165,6 +165,16 @@ strata_status_t strata_unit_add_param(strata_unit_t *unit, const char *name, int
                                       const size_t *dims, strata_dtype_t dtype,
                                       strata_init_t init, int *index_p);
 
+/* Declare what flows into (output 0) or out of (output 1) a unit: dtype
+ * and up to 4 dims, where a dim of 0 is any size (e.g. the batch). Each
+ * forward then checks it: the input's bytes, and the bytes the forward
+ * asks of strata_call_output, must be a multiple of the fixed dims'
+ * product times the dtype's size (exactly that without a 0 dim), else the
+ * step fails with STRATA_ERR_MISMATCH naming the unit and both sizes.
+ * ndims 0 removes the declaration. Not inside a step. */
+strata_status_t strata_unit_set_io(strata_unit_t *unit, int output, strata_dtype_t dtype,
+                                   int ndims, const size_t *dims);
+
 /* Commit the registration: lay out and allocate the shards and optimizer
  * state, initialise the parameters. Collective. After it, registration
  * calls fail with STRATA_ERR_STATE. On failure (STRATA_ERR_TIER_FULL,
@@ -282,16 +292,20 @@ strata_status_t strata_model_stats(const strata_model_t *model, strata_model_sta
  * issued). The unit inputs/outputs (the activations between units) always
  * stay on the device.
  *
- * While every name is kept and no trace is asked for, nothing below
- * happens. Otherwise the first step begins with a sizing pass: the first
- * micro-batch's forward runs once with every save freed at the end of its
- * unit (so forward callbacks of that micro-batch run twice), which records
- * the step program (units, save names and sizes, costs). Then the plan is
- * made (auto: the fastest that fits, printed on rank 0 with the predicted
- * peaks and step time, and after the step the measured values beside
- * them). A device budget too small for any plan fails there, before any
- * backward or update, with STRATA_ERR_TIER_FULL and a message naming the
- * smallest device_mem that fits. After step 1 the plan is made again from
+ * The first step begins with a sizing pass: the first micro-batch's
+ * forward runs once with every save freed at the end of its unit (so
+ * forward callbacks of that micro-batch run twice), which records the step
+ * program (units, save names and sizes, costs); what the device cannot
+ * hold while it measures goes to the host tier, so the pass itself never
+ * fails for room. Then the plan is made (auto: the fastest that fits,
+ * printed on rank 0 with the predicted peaks and step time, and after the
+ * step the measured values beside them). A device budget too small for
+ * the policy fails there, before any backward or update, with
+ * STRATA_ERR_TIER_FULL and a message naming the smallest device_mem this
+ * policy fits, the smallest any policy fits and what takes the room
+ * (strata_model_admission gives the numbers). Keep is admitted so too;
+ * while every name is kept and no trace is asked for, nothing else below
+ * happens. After step 1 the plan is made again from
  * step 1's measured costs (mean over ranks). Every later forward is
  * checked against the program: another save name, size, order or count
  * fails at once with STRATA_ERR_MISMATCH naming the unit and the save
@@ -321,6 +335,28 @@ strata_status_t strata_model_trace(strata_model_t *model, const char *prefix);
  * program (after the first step). Local: no communication. */
 strata_status_t strata_model_plan_need(strata_model_t *model, const char *policy, size_t *need_p,
                                        size_t *any_p);
+/* The admission of the policy in force at the device budget in force, from
+ * the recorded program (the first forward records it, also for keep): the
+ * smallest device_mem the policy fits and the smallest any policy fits,
+ * and what takes the room at the step's peak. need is the sum of the
+ * parts held ... scheduled. The caller sets size to sizeof(strata_admission_t);
+ * a smaller size (an older caller) gets the members that fit. No program
+ * yet: STRATA_ERR_STATE. Local: no communication. */
+typedef struct strata_admission {
+    size_t size;        /* set by the caller: sizeof(strata_admission_t) */
+    int    refused;     /* need > budget: the first forward failed with STRATA_ERR_TIER_FULL */
+    size_t budget;      /* device_mem in force */
+    size_t need;        /* the smallest device_mem this policy fits */
+    size_t any;         /* the smallest device_mem any policy fits (act_policy=auto) */
+    size_t held;        /* on the device all step: parameter shards, optimizer state,
+                         * gradient shards (and, with micro-batches, their gradients) */
+    size_t between;     /* unit inputs and outputs, kept from forward to backward */
+    size_t flow;        /* the gradients flowing back (two activations) */
+    size_t workspace;   /* the largest forward workspace and an activation more */
+    size_t reserve;     /* kept free so that blocks of many sizes still find a span */
+    size_t scheduled;   /* the schedule's peak of saves and gathered parameters */
+} strata_admission_t;
+strata_status_t strata_model_admission(strata_model_t *model, strata_admission_t *a_p);
 /* The plan in force (per name: action, bytes; predicted peaks and step
  * time) and its per-engine schedule, readable. */
 strata_status_t strata_model_plan_print(const strata_model_t *model, FILE *out);
@@ -340,7 +376,8 @@ typedef struct strata_model_ckpt {
 
 /* Save the model's shards and optimizer state into dir/step-<8 digits>.h5
  * (the step is the number of completed optimizer steps), atomically, and
- * update dir/latest. Collective; only between steps. path (may be NULL)
+ * update dir/latest. Collective; only between steps. dir NULL: the option
+ * ckpt_dir (empty: STRATA_ERR_INVALID saying so). path (may be NULL)
  * receives the file written. info may be NULL. */
 strata_status_t strata_model_save(strata_model_t *model, const char *dir,
                                   const strata_model_ckpt_t *info, char *path, size_t len);
@@ -451,6 +488,11 @@ strata_status_t strata_unit_gradcheck(strata_model_t *model, strata_unit_t *unit
  */
 strata_status_t strata_call_param(strata_unit_call_t *call, int index, void **ptr_p,
                                   size_t *numel_p);
+/* strata_call_param, saying which dtype the callback reads: another dtype
+ * than the model's compute_dtype fails the call with STRATA_ERR_MISMATCH
+ * (naming both), even if the callback ignores the status. */
+strata_status_t strata_call_param_as(strata_unit_call_t *call, int index, strata_dtype_t dtype,
+                                     void **ptr_p, size_t *numel_p);
 strata_status_t strata_call_grad(strata_unit_call_t *call, int index, float **ptr_p,
                                  size_t *numel_p);
 strata_status_t strata_call_input(strata_unit_call_t *call, const void **ptr_p, size_t *bytes_p);
