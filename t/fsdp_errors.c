@@ -125,41 +125,38 @@ static int has(strata_context_t *ctx, const char *what)
             diag("got %s: %s", strata_strerror(st_), strata_last_error(ctx));        \
     } while (0)
 
-int main(int argc, char **argv)
+/* A context of cfg with one option changed; bails out if it cannot start. */
+static strata_context_t *context_with(const strata_config_t *cfg, const char *opt, size_t v)
 {
-    int provided, W;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    MPI_Comm_size(MPI_COMM_WORLD, &W);
-    tap_use_comm(MPI_COMM_WORLD);
-    plan(37);
+    strata_config_t *c = NULL;
+    strata_context_t *ctx = NULL;
+    char val[32];
+    snprintf(val, sizeof val, "%zu", v);
+    if (STRATA_OK != strata_config_dup(cfg, &c) ||
+        STRATA_OK != strata_config_set(c, opt, val, NULL, 0) ||
+        STRATA_OK != strata_init(MPI_COMM_WORLD, c, &ctx)) bail_out("strata_init (%s) failed", opt);
+    strata_config_destroy(c);
+    return ctx;
+}
 
-    strata_config_t *cfg = NULL, *c3 = NULL, *ct = NULL;
-    if (STRATA_OK != strata_config_create(&cfg)) bail_out("strata_config_create failed");
-    strata_config_read_env(cfg, NULL, 0);
-    if (STRATA_OK != strata_config_set(cfg, "backend", "host", NULL, 0))
-        bail_out("strata_config_set backend=host failed");
-    strata_config_set(cfg, "ckpt_dir", "", NULL, 0);   /* strata_model_save(m, NULL) has none */
-    strata_context_t *ctx = NULL, *ctx3 = NULL, *tiny = NULL;
-    if (STRATA_OK != strata_init(MPI_COMM_WORLD, cfg, &ctx)) bail_out("strata_init failed");
+/* a shard size that does not divide the world is refused at create */
+static void test_bad_shard(const strata_config_t *cfg, int W)
+{
+    strata_context_t *ctx = context_with(cfg, "shard_size", (size_t)W + 1);
+    strata_model_t *bad = NULL;
+    EXPECT(strata_model_create(ctx, NULL, &bad), STRATA_ERR_INVALID, "does not divide",
+           "shard size %d on %d ranks: STRATA_ERR_INVALID, 'does not divide'", W + 1, W);
+    strata_finalize(ctx);
+}
+
+/* creation and registration: bad options, names, dtypes, order */
+static void test_register(strata_context_t *ctx)
+{
     strata_model_t *m = NULL, *bad = NULL;
     strata_unit_t *u = NULL;
     strata_model_opts_t o;
     strata_init_t zero = { .kind = STRATA_INIT_ZEROS };
     size_t dims[1] = { F };
-
-    /* ---- creation and registration ---- */
-    if (STRATA_OK != strata_config_dup(cfg, &c3) ||
-        STRATA_OK != strata_config_set_int(c3, "shard_size", W + 1, NULL, 0) ||
-        STRATA_OK != strata_init(MPI_COMM_WORLD, c3, &ctx3)) bail_out("strata_init failed");
-    strata_config_destroy(c3);
-    {
-        strata_context_t *ctx_save = ctx;
-        ctx = ctx3;
-        EXPECT(strata_model_create(ctx3, NULL, &bad), STRATA_ERR_INVALID, "does not divide",
-               "shard size %d on %d ranks: STRATA_ERR_INVALID, 'does not divide'", W + 1, W);
-        ctx = ctx_save;
-    }
-    strata_finalize(ctx3);
     strata_model_opts_default(&o);
     o.compute_dtype = STRATA_F16;
     EXPECT(strata_model_create(ctx, &o, &bad), STRATA_ERR_INVALID, "compute dtype",
@@ -178,10 +175,11 @@ int main(int argc, char **argv)
     EXPECT(strata_unit_add_param(u, "w2", 1, dims, STRATA_F32, zero, NULL), STRATA_ERR_STATE,
            "committed", "adding a param after commit: STRATA_ERR_STATE");
     strata_model_destroy(m);
-    m = NULL;
+}
 
-    /* ---- calls out of order ---- */
-    if (STRATA_OK != build(ctx, &m, 0)) bail_out("build: %s", strata_last_error(ctx));
+/* calls out of order are refused, and the step goes on after them */
+static void test_order(strata_context_t *ctx, strata_model_t *m)
+{
     const void *out;
     size_t ob;
     EXPECT(strata_model_forward(m, xin, sizeof xin, NULL, &out, &ob), STRATA_ERR_STATE,
@@ -205,8 +203,11 @@ int main(int argc, char **argv)
     strata_model_forward(m, xin, sizeof xin, NULL, &out, &ob);
     strata_model_backward(m, dout, ob);
     strata_model_step_end(m);
+}
 
-    /* ---- callbacks that misbehave (unit u1) ---- */
+/* callbacks that misbehave (unit u1): each fails its step with a message */
+static void test_bad_callbacks(strata_context_t *ctx, strata_model_t *m)
+{
     static const struct { int mode; strata_status_t st; const char *text, *what; } bad_cb[] = {
         { OVERRUN_OUT, STRATA_ERR_MISMATCH, "'u1' forward wrote past the end of its output",
           "forward writing past its output" },
@@ -229,9 +230,13 @@ int main(int argc, char **argv)
                strata_strerror(bad_cb[i].st));
     }
     mode = GOOD;
-    /* declared shapes: u1 takes and makes f32 rows of F; a declared output
-     * of F + 1 columns does not fit what the forward makes */
-    size_t rows[2] = { 0, F }, wide[2] = { 0, F + 1 };
+}
+
+/* declared shapes: u1 takes and makes f32 rows of F; a declared output of
+ * F + 1 columns does not fit what the forward makes */
+static void test_declared_io(strata_context_t *ctx, strata_model_t *m)
+{
+    size_t rows[2] = { 0, F }, wide[2] = { 0, F + 1 }, three[2] = { 0, 3 };
     strata_unit_t *u1 = strata_model_unit(m, 1);
     ok(STRATA_OK == strata_unit_set_io(u1, 0, STRATA_F32, 2, rows) &&
        STRATA_OK == strata_unit_set_io(u1, 1, STRATA_F32, 2, rows) && STRATA_OK == one_step(m),
@@ -240,7 +245,6 @@ int main(int argc, char **argv)
     EXPECT(one_step(m), STRATA_ERR_MISMATCH, "unit 'u1' output is 32 bytes, but it declared f32 "
            "[any x 5]: a multiple of 20 bytes", "an output that does not fit its declaration");
     strata_unit_set_io(u1, 1, STRATA_F32, 0, NULL);
-    size_t three[2] = { 0, 3 };
     strata_unit_set_io(u1, 0, STRATA_F32, 2, three);
     EXPECT(one_step(m), STRATA_ERR_MISMATCH, "unit 'u1' input is 32 bytes, but it declared f32 "
            "[any x 3]: a multiple of 12 bytes", "an input that does not fit its declaration");
@@ -251,11 +255,14 @@ int main(int argc, char **argv)
        "strata_call_stream: %s on the %s backend", cuda ? "a stream" : "NULL",
        strata_backend_name(ctx));
     ok(NULL == strata_call_stream(NULL), "strata_call_stream(NULL) is NULL");
+}
 
-    /* eval: the same output as a training forward, and not inside a step */
+/* eval: the same output as a training forward, and not inside a step */
+static void test_eval(strata_context_t *ctx, strata_model_t *m)
+{
     float ev[2 * F];
-    const void *eo;
-    size_t eb = 0;
+    const void *eo, *out;
+    size_t eb = 0, ob;
     strata_status_t est = strata_model_eval(m, xin, sizeof xin, NULL, &eo, &eb);
     if (STRATA_OK == est) memcpy(ev, eo, sizeof ev);
     strata_model_step_begin(m, 1);
@@ -266,10 +273,13 @@ int main(int argc, char **argv)
            "inside a training step", "eval inside a step: STRATA_ERR_STATE");
     strata_model_backward(m, dout, ob);
     strata_model_step_end(m);
+}
+
+/* the checkpoint view: the master shard is the slice base_shard_range names */
+static void test_checkpoint_view(strata_context_t *ctx, strata_model_t *m, int W)
+{
     float w[F];
     strata_unit_t *u0 = strata_model_unit(m, 0);
-
-    /* the checkpoint view: the master shard is the slice base_shard_range names */
     fsdp_geom_t g;
     fsdp_scalars_t sc;
     size_t soff, slen, fpad = 0;
@@ -294,21 +304,51 @@ int main(int argc, char **argv)
            "says what is missing");
     EXPECT(strata_finalize(ctx), STRATA_ERR_STATE, "1 model of this context is still alive",
            "strata_finalize with a live model says so");
-    strata_model_destroy(m);
-    strata_model_destroy(NULL);
+}
 
-    /* ---- a device budget too small ---- */
-    if (STRATA_OK != strata_config_dup(cfg, &ct) ||
-        STRATA_OK != strata_config_set_size(ct, "device_mem", 4096, NULL, 0) ||
-        STRATA_OK != strata_init(MPI_COMM_WORLD, ct, &tiny)) bail_out("strata_init failed");
-    strata_config_destroy(ct);
-    strata_config_destroy(cfg);
+/* a device budget too small names the tier and the budget */
+static void test_tiny_budget(const strata_config_t *cfg)
+{
+    strata_context_t *tiny = context_with(cfg, "device_mem", 4096);
+    strata_model_t *m = NULL;
     strata_status_t st = build(tiny, &m, 1);
     ok(STRATA_ERR_TIER_FULL == st && strstr(strata_last_error(tiny), "device tier full") &&
        strstr(strata_last_error(tiny), "budget 4 KiB"),
        "a budget too small fails with STRATA_ERR_TIER_FULL naming the tier and budget");
     diag("%s", strata_last_error(tiny));
     strata_finalize(tiny);
+}
+
+int main(int argc, char **argv)
+{
+    int provided, W;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_size(MPI_COMM_WORLD, &W);
+    tap_use_comm(MPI_COMM_WORLD);
+    plan(37);
+
+    strata_config_t *cfg = NULL;
+    if (STRATA_OK != strata_config_create(&cfg)) bail_out("strata_config_create failed");
+    strata_config_read_env(cfg, NULL, 0);
+    if (STRATA_OK != strata_config_set(cfg, "backend", "host", NULL, 0))
+        bail_out("strata_config_set backend=host failed");
+    strata_config_set(cfg, "ckpt_dir", "", NULL, 0);   /* strata_model_save(m, NULL) has none */
+    strata_context_t *ctx = NULL;
+    if (STRATA_OK != strata_init(MPI_COMM_WORLD, cfg, &ctx)) bail_out("strata_init failed");
+
+    test_bad_shard(cfg, W);
+    test_register(ctx);
+    strata_model_t *m = NULL;
+    if (STRATA_OK != build(ctx, &m, 0)) bail_out("build: %s", strata_last_error(ctx));
+    test_order(ctx, m);
+    test_bad_callbacks(ctx, m);
+    test_declared_io(ctx, m);
+    test_eval(ctx, m);
+    test_checkpoint_view(ctx, m, W);
+    strata_model_destroy(m);
+    strata_model_destroy(NULL);
+    test_tiny_budget(cfg);
+    strata_config_destroy(cfg);
 
     strata_finalize(ctx);
     int rc = done_testing();
