@@ -424,28 +424,29 @@ out:
     return st;
 }
 
-/* The sizing pass's costs, the same on every rank (the slowest rank's):
+/* The sizing pass's costs, the same on every rank (rank 0's, as f32):
  * each rank timed its own pass, and auto, planning from them, must choose
- * the same plan everywhere. Collective; after the pass succeeded on every
- * rank. */
+ * the same plan everywhere. A broadcast, not a max: it goes through the
+ * recorded collectives (a deadline, a flight record) and gives every rank
+ * the same bits, which a floating-point reduction need not. Collective;
+ * after the pass succeeded on every rank. */
 strata_status_t fsdp_exec_sizing_agree(strata_model_t *m)
 {
     fsdp_exec_t *x = m->exec;
     int L = m->nunits;
     if (m->ctx->size < 2) return STRATA_OK;
-    double *c = malloc((size_t)L * SCHED_COST_COUNT * sizeof *c);
+    size_t n = (size_t)L * SCHED_COST_COUNT;
+    float *c = malloc(n * sizeof *c);
     if (!c) return base_error(m->ctx, STRATA_ERR_NOMEM, "sizing costs");
     for (int u = 0; u < L; u++)
-        for (int k = 0; k < SCHED_COST_COUNT; k++) c[u * SCHED_COST_COUNT + k] = x->prog->units[u].cost_s[k];
-    pthread_mutex_lock(&m->lock);
-    int rc = MPI_Allreduce(MPI_IN_PLACE, c, L * SCHED_COST_COUNT, MPI_DOUBLE, MPI_MAX, m->ctx->comm);
-    pthread_mutex_unlock(&m->lock);
-    for (int u = 0; MPI_SUCCESS == rc && u < L; u++)
+        for (int k = 0; k < SCHED_COST_COUNT; k++)
+            c[u * SCHED_COST_COUNT + k] = (float)x->prog->units[u].cost_s[k];
+    strata_status_t st = strata_broadcast(m->ctx->world, c, n, STRATA_F32, 0);
+    for (int u = 0; STRATA_OK == st && u < L; u++)
         for (int k = 0; k < SCHED_COST_COUNT; k++)
             sched_record_cost(x->prog, u, (sched_cost_t)k, c[u * SCHED_COST_COUNT + k], NULL, 0);
     free(c);
-    return MPI_SUCCESS == rc ? STRATA_OK
-                             : base_error(m->ctx, STRATA_ERR_MPI, "sizing costs: MPI_Allreduce failed");
+    return st;
 }
 
 /* ---- public queries of the plan ------------------------------------------------------- */

@@ -90,7 +90,7 @@ static void run(const shape_t *s, const char *policy, size_t budget, int ref, re
         mlp_train_t a = { .batch = s->batch, .accum = 1, .steps = 1, .data_seed = 7,
                           .data_rank = R, .data_ranks = W, .first_step = k };
         st = mlp_train(model, &mlp, &a, NULL);
-        strata_model_stats_t ms;
+        strata_model_stats_t ms = STRATA_MODEL_STATS_INIT;
         if (model && STRATA_OK == strata_model_stats(model, &ms)) {
             res->steps_done = ms.steps;
             if (STRATA_OK == st && ms.peak_device_bytes > res->max_peak)
