@@ -9,14 +9,17 @@
  * environment's setting, not ours to change) forces any family on any CPU.
  * oneDNN picks its kernels from the CPUID feature bits alone. So where
  * oneDNN is built in and has AVX2 kernels or better for this CPU, the
- * products go to oneDNN's dnnl_sgemm; else to the CBLAS. Measured on a
- * Zen 4 (2 threads, best of repeats, GFLOP/s): 1024^3 oneDNN 41-198,
- * OpenBLAS Cooperlake 30-43, OpenBLAS forced Prescott 11-16; the Xeon of
- * the report above: oneDNN 254-317, OpenBLAS Prescott 49-59, SkylakeX
- * 225-312. The choice uses no timing on purpose: a measurement on a shared
- * machine could pick differently from one run to the next, and the two
- * libraries round differently, so the bits of a run would depend on the
- * load. Within one library the result does not depend on how rows are
+ * products go to oneDNN's dnnl_sgemm; else to the CBLAS. Measured (2
+ * threads, rows split as kernels.c does, best of repeats, GFLOP/s): on a
+ * Zen 4 the model's shapes oneDNN 72-146 against OpenBLAS forced to
+ * Prescott 23-67 in the same process (its own Cooperlake pick 63-122,
+ * even with oneDNN within the noise); on an Emerald Rapids Xeon, 1024^3:
+ * oneDNN 254-317, OpenBLAS's own pick (Prescott) 49-59. make demo with
+ * OPENBLAS_CORETYPE=Prescott on the Zen 4: 84 s on oneDNN, 201 s on
+ * OpenBLAS. The choice uses no timing on purpose: a measurement on a
+ * shared machine could pick differently from one run to the next, and the
+ * two libraries round differently, so the bits of a run would depend on
+ * the load. Within one library the result does not depend on how rows are
  * split at multiples of 48 (kernels.c), which t/gpt-threads.t asserts.
  *
  * STRATA_GEMM=onednn|openblas overrides the choice (to compare the two).
