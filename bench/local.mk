@@ -21,7 +21,8 @@ if HAVE_CBLAS
 noinst_PROGRAMS += bench/sgemm_bench
 bench_sgemm_bench_SOURCES = bench/sgemm_bench.c bench/stats.h
 bench_sgemm_bench_CPPFLAGS = $(AM_CPPFLAGS) $(BLAS_CFLAGS)
-bench_sgemm_bench_LDADD = $(BLAS_LIBS)
+bench_sgemm_bench_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS)
+bench_sgemm_bench_LDADD = $(BLAS_LIBS) $(DNNL_LIBS) $(OPENMP_CFLAGS)
 # bench/plan: the CPU's compute.mfu from one block through the GPT's kernels
 noinst_PROGRAMS += bench/calibrate_mfu
 bench_calibrate_mfu_SOURCES = bench/calibrate_mfu.c bench/stats.h

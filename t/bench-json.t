@@ -111,10 +111,13 @@ bench_check "peers: an unknown config is refused, named" sh -c "[ $rc -eq 2 ] &&
 bench_check "kernels: exit 0" test $? -eq 0
 kern_ok() {
     only_objects "$tmp/kern" &&
-        rows_have "$tmp/kern" 'true' config ranks threads dtype tokens_per_s model_gflops sgemm_gflops ratio &&
-        jq -e -s 'length == 3 and all(.[]; .tokens_per_s > 0 and .sgemm_gflops > 0)' "$tmp/kern" > /dev/null
+        rows_have "$tmp/kern" 'has("config")' config ranks threads dtype tokens_per_s model_gflops sgemm_gflops peak ratio matmul &&
+        rows_have "$tmp/kern" 'has("candidate")' candidate coretype kernels sgemm_gflops &&
+        jq -e -s '[.[] | select(has("config"))] as $s | [.[] | select(has("candidate"))] as $c |
+            ($s | length) == 3 and all($s[]; .tokens_per_s > 0 and .sgemm_gflops > 0) and
+            ($c | length) >= 1 and ($c | length) + ($s | length) == length' "$tmp/kern" > /dev/null
 }
-bench_check "kernels: --json prints only JSON objects, one per setup, with the ratio" kern_ok
+bench_check "kernels: --json prints only JSON objects: each matrix-product candidate, then one per setup with the ratio to the best" kern_ok
 skip=""
 
 "$run" nonesuch > "$tmp/out" 2> "$tmp/err"

@@ -294,6 +294,15 @@ static const char *op_nvtx_name(const tiers_op_t *op)
          : STRATA_TIER_DEVICE == op->src ? "D2H" : "H2D";
 }
 
+/* One chunk of n bytes of a device<->host transfer of total bytes. */
+static strata_status_t copy_chunk(tiers_state_t *ts, tiers_engine_t *e, void *dst,
+                                  const void *src, size_t n, size_t total)
+{
+    if (NULL != ts->be->copy_part)
+        return ts->be->copy_part(ts, e->kind, e->backend_data, dst, src, n, total);
+    return ts->be->copy(ts, e->kind, e->backend_data, dst, src, n);
+}
+
 /* Run one chunk of op; called and returns with the lock held. */
 static void run_chunk(tiers_state_t *ts, tiers_engine_t *e, tiers_op_t *op)
 {
@@ -338,8 +347,8 @@ static void run_chunk(tiers_state_t *ts, tiers_engine_t *e, tiers_op_t *op)
         if (first && op->after && ts->be->order)   /* after the producer's stream work */
             st = ts->be->order(ts, e->kind, e->backend_data, op->after);
         if (STRATA_OK == st)
-            st = ts->be->copy(ts, e->kind, e->backend_data, (char *)dptr + op->done,
-                          (const char *)sptr + op->done, n);
+            st = copy_chunk(ts, e, (char *)dptr + op->done, (const char *)sptr + op->done, n,
+                            bytes);
         if (STRATA_OK == st && op->done + n == bytes && ts->be->drain)
             st = ts->be->drain(ts, e->kind, e->backend_data);
     }
@@ -424,7 +433,7 @@ static void wait_copy(tiers_state_t *ts, strata_event_t *ev)
             size_t bytes = blk->bytes;
             while (STRATA_OK == st && done < bytes) {
                 size_t n = bytes - done < ts->chunk ? bytes - done : ts->chunk;
-                st = ts->be->copy(ts, e->kind, e->backend_data, dptr + done, sptr + done, n);
+                st = copy_chunk(ts, e, dptr + done, sptr + done, n, bytes);
                 done += n;
                 if (STRATA_OK == st && done < bytes &&
                     __atomic_load_n(&ts->shutdown, __ATOMIC_ACQUIRE))

@@ -129,6 +129,11 @@ typedef struct tiers_backend {
     strata_status_t (*mark)(struct tiers_state *ts, void *stream, void **mark_p);
     strata_status_t (*order)(struct tiers_state *ts, int engine, void *data, void *mark);
     void             (*forget)(void *mark);
+    /* Optional: copy for one chunk of a transfer of total bytes (the host
+     * backend stores past the cache when total cannot stay in it, as
+     * memcpy does for one large call); NULL: copy. */
+    strata_status_t (*copy_part)(struct tiers_state *ts, int engine, void *data, void *dst,
+                                 const void *src, size_t n, size_t total);
 } tiers_backend_t;
 
 extern const tiers_backend_t tiers_host_backend;

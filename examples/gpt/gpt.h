@@ -189,6 +189,27 @@ int gpt_affinity_cores(void);
  * them); returns buf. */
 const char *gpt_blas_name(char *buf, size_t len);
 
+/* The f32 matrix products (gemm.c): oneDNN where it has AVX2 kernels or
+ * wider for this CPU, else the CBLAS; chosen once, from the CPU's features
+ * (never from OPENBLAS_CORETYPE or a timing), or by STRATA_GEMM=onednn|
+ * openblas. gpt_threads_init makes the choice; gpt_sgemm1 runs one product
+ * (row-major, C = alpha op(A) op(B) + beta C, op transposing where ta/tb)
+ * on the calling thread alone. */
+typedef struct {
+    char library[32];       /* "oneDNN 2.6.3", "OpenBLAS 0.3.21" */
+    char kernels[32];       /* oneDNN's ISA ("avx512_core_bf16") or OpenBLAS's core */
+    char blas[128];         /* gpt_blas_name: what OpenBLAS alone would run */
+    char note[96];          /* "" or why STRATA_GEMM was not followed */
+    int fallback_avoided;   /* oneDNN runs where OpenBLAS would run a narrower core */
+} gpt_gemm_desc;
+void gpt_gemm_init(void);
+void gpt_gemm_info(gpt_gemm_desc *d);
+/* One line for the banner: "oneDNN 2.6.3, avx512_core_bf16 ISA (not
+ * OpenBLAS 0.3.21, Prescott kernels: a fallback avoided)" */
+const char *gpt_gemm_name(char *buf, size_t len);
+void gpt_sgemm1(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                const float *B, int ldb, float beta, float *C, int ldc);
+
 /* Floating-point operations of one forward+backward per token at length T
  * (matrix products and attention; attention counted over the full T x T,
  * as computed). Used for GFLOP/s reports. */

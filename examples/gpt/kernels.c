@@ -1,19 +1,18 @@
 /*
  * kernels.c - the layer kernels of the GPT model: pure functions over
- * caller-provided buffers. Matrix products go to CBLAS, split between the
- * rank's threads here (the BLAS itself runs one thread per call, see
- * threads.c); the arithmetic of every other kernel is the shared per-row
+ * caller-provided buffers. Matrix products go to oneDNN or the CBLAS
+ * (gemm.c picks one per machine), split between the rank's threads here
+ * (the library itself runs one thread per call, see threads.c); the arithmetic of every other kernel is the shared per-row
  * code of kernels_scalar.h, run here over rows split between the rank's
  * threads (OpenMP, where the compiler has it). A thread always owns whole
  * rows (of a product: whole rows or columns of the result, each summed over
- * the full depth by one BLAS call), and sums over rows (parameter
+ * the full depth by one library call), and sums over rows (parameter
  * gradients, the loss) run in a fixed order, so results are bitwise the
  * same for any thread count.
  * Row-major throughout.
  */
 #include <string.h>
 
-#include <cblas.h>       /* cblas_sgemm */
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -153,9 +152,10 @@ CLONES void gpt_layernorm_backward(float *dx, float *dw, float *db, const float 
  * AVX2 sgemm (Haswell and Zen kernels, 0.3.21) computes the last rows of a
  * call that are not a multiple of its 12-row block with other kernels,
  * which round differently, and any split by columns changes the rounding
- * there. With row parts on multiples of 48 (of 12, 16 and 24, the blocks
- * of the x86-64 kernels) each row is computed as in one call over all of
- * C, so the result does not depend on the thread count. */
+ * there; oneDNN's sgemm (2.6, AVX2 and AVX-512 kernels of 24 and 48 rows)
+ * likewise. With row parts on multiples of 48 (of 12, 16, 24 and 48, the
+ * blocks of the x86-64 kernels) each row is computed as in one call over
+ * all of C, so the result does not depend on the thread count. */
 #define GEMM_PAR_MIN (1L << 20)
 #define GEMM_ROWS 48
 
@@ -174,14 +174,14 @@ static void fill_bias(float *C, int ldc, const float *bias, int i0, int m, int n
         memcpy(C + (size_t)i * ldc, bias, sizeof(float) * (size_t)n);
 }
 
-/* cblas_sgemm (row-major) with C's rows split between the rank's threads:
- * each thread computes its rows of C with one single-threaded BLAS call
+/* gpt_sgemm1 (row-major) with C's rows split between the rank's threads:
+ * each thread computes its rows of C with one single-threaded call
  * over the full depth K, the same arithmetic per element as one call over
  * all of C (GEMM_ROWS). Inside a parallel region it is just the BLAS call.
  * With bias (beta 1 then), each thread first sets its rows of C to the
  * bias: one pass on the calling thread over a 1024 x 1024 output took
  * 0.4 ms the other threads waited for. */
-static void sgemm_b(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha,
+static void sgemm_b(int ta, int tb, int M, int N, int K, float alpha,
                     const float *A, int lda, const float *B, int ldb, float beta,
                     float *C, int ldc, const float *bias)
 {
@@ -194,19 +194,18 @@ static void sgemm_b(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K,
             int t = omp_get_thread_num(), i0 = gemm_part_row(t, nt, M), n = gemm_part_row(t + 1, nt, M) - i0;
             if (0 < n) {
                 if (NULL != bias) fill_bias(C, ldc, bias, i0, n, N);
-                cblas_sgemm(CblasRowMajor, ta, tb, n, N, K, alpha,
-                            CblasNoTrans == ta ? A + (size_t)i0 * lda : A + i0, lda,
-                            B, ldb, beta, C + (size_t)i0 * ldc, ldc);
+                gpt_sgemm1(ta, tb, n, N, K, alpha, ta ? A + i0 : A + (size_t)i0 * lda, lda,
+                           B, ldb, beta, C + (size_t)i0 * ldc, ldc);
             }
         }
         return;
     }
 #endif
     if (NULL != bias) fill_bias(C, ldc, bias, 0, M, N);
-    cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    gpt_sgemm1(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
-static void sgemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha,
+static void sgemm(int ta, int tb, int M, int N, int K, float alpha,
                   const float *A, int lda, const float *B, int ldb, float beta,
                   float *C, int ldc)
 {
@@ -216,7 +215,7 @@ static void sgemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, f
 void gpt_matmul_forward(float *y, const float *x, const float *W, const float *b,
                         size_t N, int IC, int OC)
 {
-    sgemm_b(CblasNoTrans, CblasTrans, (int)N, OC, IC, 1.0f, x, IC, W, IC, NULL != b ? 1.0f : 0.0f,
+    sgemm_b(0, 1, (int)N, OC, IC, 1.0f, x, IC, W, IC, NULL != b ? 1.0f : 0.0f,
             y, OC, b);
 }
 
@@ -225,10 +224,10 @@ void gpt_matmul_backward(float *dx, float *dW, float *db, const float *dy,
                          int accumulate)
 {
     if (NULL != dx)
-        sgemm(CblasNoTrans, CblasNoTrans, (int)N, IC, OC,
+        sgemm(0, 0, (int)N, IC, OC,
               1.0f, dy, OC, W, IC, accumulate ? 1.0f : 0.0f, dx, IC);
     if (NULL != dW)
-        sgemm(CblasTrans, CblasNoTrans, OC, IC, (int)N, 1.0f, dy, OC, x, IC, 1.0f, dW, IC);
+        sgemm(1, 0, OC, IC, (int)N, 1.0f, dy, OC, x, IC, 1.0f, dW, IC);
     if (NULL != db)
         colsum(db, dy, NULL, N, OC);
 }
@@ -245,11 +244,11 @@ CLONES static void attn_fwd_one(float *out, float *P, const float *q, int T, int
 {
     const int C3 = 3 * C;
     const float *k = q + C, *v = q + 2 * C;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hd,
+    gpt_sgemm1(0, 1, T, T, hd,
                 1.0f / sqrtf((float)hd), q, C3, k, C3, 0.0f, P, T);
     for (int i = 0; i < T; i++)
         gpt_s_softmax_causal_row(P + (size_t)i * T, i, T);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hd, T,
+    gpt_sgemm1(0, 0, T, hd, T,
                 1.0f, P, T, v, C3, 0.0f, out, C);
 }
 
@@ -272,18 +271,18 @@ CLONES static void attn_bwd_one(float *dq, float *dP, const float *dO, const flo
     const float *k = q + C, *v = q + 2 * C;
     float *dk = dq + C, *dv = dq + 2 * C;
     /* dP = dO v^T; dv = P^T dO */
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hd,
+    gpt_sgemm1(0, 1, T, T, hd,
                 1.0f, dO, C, v, C3, 0.0f, dP, T);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hd, T,
+    gpt_sgemm1(1, 0, T, hd, T,
                 1.0f, P, T, dO, C, 0.0f, dv, C3);
     /* softmax backward in place: dS = P * (dP - rowsum(P * dP)) * scale */
     for (int i = 0; i < T; i++)
         gpt_s_softmax_row_backward(dP + (size_t)i * T, P + (size_t)i * T, i, T,
                                    1.0f / sqrtf((float)hd));
     /* dq = dS k; dk = dS^T q */
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hd, T,
+    gpt_sgemm1(0, 0, T, hd, T,
                 1.0f, dP, T, k, C3, 0.0f, dq, C3);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hd, T,
+    gpt_sgemm1(1, 0, T, hd, T,
                 1.0f, dP, T, q, C3, 0.0f, dk, C3);
 }
 

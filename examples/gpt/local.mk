@@ -10,6 +10,7 @@ examples_gpt_libgpt_a_SOURCES = \
     examples/gpt/gpt.h \
     examples/gpt/kernels_scalar.h \
     examples/gpt/kernels.c \
+    examples/gpt/gemm.c \
     examples/gpt/gemm_bf16.c \
     examples/gpt/kernels_gpu.h \
     examples/gpt/gpt_cuda.h \

@@ -24,8 +24,6 @@
 /* Declared weak and without cblas.h: present in OpenBLAS, absent from a
  * reference CBLAS, where the environment variables below are all we have. */
 void openblas_set_num_threads(int n) __attribute__((weak));
-char *openblas_get_corename(void) __attribute__((weak));
-char *openblas_get_config(void) __attribute__((weak));
 
 int gpt_affinity_cores(void)
 {
@@ -51,26 +49,6 @@ static void blas_threads(int n)
     }
 }
 
-/* Which kernels the matrix products run on: Debian's OpenBLAS picks them
- * at run time from the CPU (or from OPENBLAS_CORETYPE, which forces one
- * CPU's kernels on another: they round differently and can run at half
- * the speed), so a tokens/s figure means little without it. */
-const char *gpt_blas_name(char *buf, size_t len)
-{
-    if (NULL == openblas_get_corename) {
-        snprintf(buf, len, "a CBLAS other than OpenBLAS");
-        return buf;
-    }
-    /* the config string begins "OpenBLAS 0.3.21 DYNAMIC_ARCH ...": its first two words */
-    char name[32] = "OpenBLAS", ver[32] = "";
-    if (NULL != openblas_get_config) sscanf(openblas_get_config(), "%31s %31s", name, ver);
-    const char *forced = getenv("OPENBLAS_CORETYPE");
-    int f = NULL != forced && '\0' != *forced;
-    snprintf(buf, len, "%s%s%s, %s kernels%s%s%s", name, *ver ? " " : "", ver, openblas_get_corename(),
-             f ? " (OPENBLAS_CORETYPE=" : "", f ? forced : "", f ? ")" : "");
-    return buf;
-}
-
 int gpt_threads_init(int n)
 {
     if (0 >= n)
@@ -81,6 +59,7 @@ int gpt_threads_init(int n)
 #else
     blas_threads(n);
 #endif
+    gpt_gemm_init();
     return n;
 }
 

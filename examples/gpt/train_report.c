@@ -84,7 +84,7 @@ static json_t *final_json(const run_stats *rs, const run_result *res, double tps
 
 void report_banner(const options *o, int W, int threads, const strata_config_t *cfg)
 {
-    char dm[32], pol[512], sched[16], shard[32] = "0", blas[128];
+    char dm[32], pol[512], sched[16], shard[32] = "0", mm[320];
     size_t budget = 0;
     strata_config_get(cfg, "shard_size", shard, sizeof(shard));
     const int S = atoi(shard);
@@ -94,12 +94,18 @@ void report_banner(const options *o, int W, int threads, const strata_config_t *
     const int B = o->batch, M = o->accum;
     printf(PROG ": %d rank%s, shard group %d, layers %d dim %d heads %d seq %d, "
            "%zu parameters, batch %d x %d micro x %d ranks = %d rows/step, %s, %d thread%s "
-           "per rank, device budget %s, act-policy %s, schedule %s, data %s, BLAS %s\n",
+           "per rank, device budget %s, act-policy %s, schedule %s, data %s, matmul %s\n",
            W, 1 == W ? "" : "s", 0 < S ? S : W, o->cfg.n_layer, o->cfg.dim,
            o->cfg.n_head, o->cfg.max_seq, gpt_num_params(&o->cfg), B, M, W, B * M * W,
            strata_dtype_name(o->dtype), threads, 1 == threads ? "" : "s",
            strata_format_size(budget, dm, sizeof(dm)), pol, sched,
-           NULL != o->data ? o->data : "addition (generated)", gpt_blas_name(blas, sizeof(blas)));
+           NULL != o->data ? o->data : "addition (generated)", gpt_gemm_name(mm, sizeof(mm)));
+    if (o->json) {      /* what runs the products, for scripts */
+        gpt_gemm_desc g;
+        gpt_gemm_info(&g);
+        emit(json_pack("{s:{s:s, s:s, s:b, s:s}}", "matmul", "library", g.library, "kernels",
+                       g.kernels, "fallback_avoided", g.fallback_avoided, "openblas", g.blas));
+    }
     fflush(stdout);
 }
 
