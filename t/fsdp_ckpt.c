@@ -74,7 +74,7 @@ static char path[4096], bin[4200];
  * trains the same 3 steps bitwise */
 static void test_resume(strata_context_t *ctx, const char *dir)
 {
-    mlp_t mlp_a, mlp_b;
+    mlp_t mlp_a = { 0 }, mlp_b = { 0 };   /* every layer saves "pre" */
     size_t n, nb;
     plan(6);
     strata_model_t *a = make_model(ctx, &mlp_a);
@@ -108,7 +108,7 @@ static void test_resume(strata_context_t *ctx, const char *dir)
 /* save: 3 steps on W ranks, the checkpoint and rank 0's parameter dump */
 static void test_save(strata_context_t *ctx, const char *dir)
 {
-    mlp_t mlp_a;
+    mlp_t mlp_a = { 0 };
     size_t n;
     plan(2);
     strata_model_t *a = make_model(ctx, &mlp_a);
@@ -128,7 +128,7 @@ static void test_save(strata_context_t *ctx, const char *dir)
 /* load: the latest checkpoint on this rank count, resharded bitwise */
 static void test_load(strata_context_t *ctx, const char *dir)
 {
-    mlp_t mlp_b;
+    mlp_t mlp_b = { 0 };
     size_t n;
     plan(3);
     strata_model_t *b = make_model(ctx, &mlp_b);
