@@ -1,4 +1,5 @@
 #!/bin/sh
 # Admission swept over device budgets, every policy, two model shapes, on 2
 # rank(s): refused before step 1 naming the budget it needs, or trains.
-exec "$top_srcdir/t/launch" 2 "$top_builddir/t/admit_sweep"
+. "$top_srcdir/t/tap.sh"
+exec "$L" 2 "$top_builddir/t/admit_sweep"

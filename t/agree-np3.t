@@ -1,3 +1,4 @@
 #!/bin/sh
 # The one agreement on an error (base/agree.h) on 3 ranks: which failure wins, and its message everywhere.
-exec "$top_srcdir/t/launch" 3 "$top_builddir/t/base_agree"
+. "$top_srcdir/t/tap.sh"
+exec "$L" 3 "$top_builddir/t/base_agree"

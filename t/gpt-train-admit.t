@@ -4,9 +4,9 @@
 # the budget N the policy needs, exit 4 and no step line; N-1 bytes is
 # refused the same way; N trains.
 set -u
-L="$top_srcdir/t/launch"; P="$top_builddir/examples/gpt/train_gpt"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpt-admit.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
+. "$top_srcdir/t/tap.sh"
+P="$top_builddir/examples/gpt/train_gpt"
+tap_tmp gpt-admit
 small="--threads 1 --layers 2 --dim 32 --heads 4 --batch 4 --steps 2 --json --eval-n 8
        --spill-dir $tmp"
 need_of() { sed -n 's/^{"refused":true,"needs_device_bytes":\([0-9]*\),.*/\1/p' "$1"; }

@@ -5,8 +5,8 @@
 # default, and every row is an option, so the two cannot drift apart.
 strata="$top_builddir/tools/strata"
 readme="$top_srcdir/docs/options.md"
-tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT
+. "$top_srcdir/t/tap.sh"
+tap_tmp readme-options
 
 if ! "$strata" config -v > "$tmp/cfg" 2> "$tmp/err"; then
     echo "Bail out! strata config -v failed: $(cat "$tmp/err")"

@@ -5,12 +5,11 @@
 # stale_reload goes unnoticed without it (the job trains on) and with it
 # fails the step naming the save, the unit, the step and the rank.
 set -u
-L="$top_srcdir/t/launch"; P="$top_builddir/examples/gpt/train_gpt"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/verify-xfer.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
+. "$top_srcdir/t/tap.sh"
+P="$top_builddir/examples/gpt/train_gpt"
+tap_tmp verify-xfer
 small="--threads 1 --layers 2 --dim 32 --heads 4 --batch 4 --steps 3 --json --eval-n 8
        --spill-dir $tmp"
-hash_of() { sed -n 's/^{"final":true.*"param_hash":"\([0-9a-f]*\)".*/\1/p' "$1"; }
 echo "1..6"
 "$L" 2 "$P" $small > "$tmp/ref" 2>&1
 ref=$(hash_of "$tmp/ref")
