@@ -12,13 +12,7 @@ set -u
 . "$top_srcdir/t/tap.sh"
 P="$top_builddir/examples/gpt/train_gpt"
 tap_tmp ckpt-enospc
-fs="$tmp/fs"
-mkdir "$fs"
-if ! mount -t tmpfs -o size=3m tmpfs "$fs" 2>/dev/null; then
-    echo "1..0 # SKIP cannot mount a tmpfs here (needs root and mount permission)"
-    exit 0
-fi
-trap 'umount "$fs" 2>/dev/null; rm -rf "$tmp"' EXIT
+tap_tmpfs 3m
 echo "1..12"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 small="--threads 1 --layers 2 --dim 32 --heads 4 --eval-n 8 --ckpt-dir $fs/d"

@@ -11,13 +11,7 @@ set -u
 . "$top_srcdir/t/tap.sh"
 P="$top_builddir/examples/gpt/train_gpt"
 tap_tmp spill-full
-fs="$tmp/fs"
-mkdir "$fs"
-if ! mount -t tmpfs -o size=3m tmpfs "$fs" 2>/dev/null; then
-    echo "1..0 # SKIP cannot mount a tmpfs here (needs root and mount permission)"
-    exit 0
-fi
-trap 'umount "$fs" 2>/dev/null; rm -rf "$tmp"' EXIT
+tap_tmpfs 3m
 echo "1..4"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 dd if=/dev/zero of="$fs/fill" bs=64k 2>/dev/null

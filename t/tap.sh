@@ -27,11 +27,20 @@ tap_need_hooks() {
 }
 tap_at_exit() {
     command -v tap_cleanup > /dev/null 2>&1 && tap_cleanup
+    [ -z "${tap_mounted:-}" ] || umount "$tap_mounted" 2>/dev/null
     rm -rf "$tmp"
 }
 tap_tmp() {
     tmp=$(mktemp -d "${2:-${TMPDIR:-/tmp}}/$1.XXXXXX") || exit 1
     trap tap_at_exit EXIT
+}
+# tap_tmpfs SIZE: a tmpfs of SIZE mounted at $fs (under $tmp, after
+# tap_tmp) and unmounted at exit; the test skips where it cannot be mounted
+tap_tmpfs() {
+    fs="$tmp/fs"
+    mkdir "$fs" && mount -t tmpfs -o "size=$1" tmpfs "$fs" 2>/dev/null ||
+        tap_skip_all "cannot mount a tmpfs here (needs root and mount permission)"
+    tap_mounted=$fs
 }
 check() {
     n=$((n + 1)); tap_desc=$1; shift
