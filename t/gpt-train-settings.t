@@ -84,4 +84,5 @@ check "a dead owner's spill directory is reclaimed at start, the live job's is k
            grep -q "removed 1 spill directory of dead jobs" "$4"' _ "$rc" "$tmp/sp" "$live" "$tmp/reclaim.out"
 kill -USR1 $bg; wait $bg; rc=$?; bg=
 check "the live job ran on undisturbed, and removed its own directory" \
-    sh -c 'test "$1" -eq 0 && grep -q "SIGUSR1 received" "$2" && test -z "$(ls "$3")"' _ "$rc" "$tmp/live.out" "$tmp/sp"
+    sh -c 'test "$1" -eq 0 && grep -q "SIGUSR1 received" "$2" && test -z "$(ls "$3")"' _ "$rc" "$tmp/live.out" "$tmp/sp" ||
+    { echo "# live job: exit $rc; left in spill_dir: $(ls "$tmp/sp" | tr '\n' ' ')"; tail -5 "$tmp/live.out" | sed 's/^/# /'; }
