@@ -7,7 +7,8 @@
 # printed once; the spill file system full (test fault spill_enospc) says
 # ENOSPC, the file, the bytes needed and free and what to do; spill
 # directories of dead owners are reclaimed at start while a live job's,
-# in the same spill_dir, is left alone. Times to exit are printed. The
+# in the same spill_dir, is left alone; the stop signals reach one thread
+# only. Times to exit are printed. The
 # storage runs use the naive schedule: lhs keeps every save on device when
 # it fits, and then nothing spills. The banner names the BLAS kernels.
 set -u
@@ -16,7 +17,7 @@ P="$top_builddir/examples/gpt/train_gpt"
 tap_tmp gpt-settings
 tap_cleanup() { kill $bg 2>/dev/null; }
 bg=
-echo "1..14"
+echo "1..15"
 one() { timeout 120 "$P" --steps 1 --layers 1 --dim 16 "$@"; }   # MPI singleton, 1 rank
 tiny="--steps 1 --layers 1 --dim 16 --threads 1"
 
@@ -73,6 +74,19 @@ check "and its spill directory is gone" sh -c 'test -z "$(ls "$1")"' _ "$tmp/sp"
 bg=$!
 i=0; while [ $i -lt 600 ] && ! grep -q '^step  *20/' "$tmp/live.out"; do sleep 0.1; i=$((i + 1)); done
 live=$(ls "$tmp/sp")
+# the stop signals (and SIGUSR2) reach one thread only, never a thread in
+# the middle of a kernel or an MPI call: every other thread blocks them
+takers=0 threads=0
+for st in /proc/$bg/task/*/status; do
+    blk=$(sed -n 's/^SigBlk:[[:space:]]*//p' "$st" 2>/dev/null) || continue
+    [ -n "$blk" ] || continue
+    threads=$((threads + 1))
+    # SIGINT 2, SIGUSR1 10, SIGUSR2 12, SIGTERM 15: bits 1, 9, 11, 14
+    [ $(( 0x$blk & 0x4a02 )) -eq 0 ] && takers=$((takers + 1))
+done
+echo "# live job: $threads threads, $takers take SIGINT, SIGUSR1, SIGUSR2 and SIGTERM"
+check "one thread of the live job's takes the stop signals and SIGUSR2; the others block them" \
+    sh -c 'test "$1" -eq 1 && test "$2" -gt 2' _ "$takers" "$threads"
 sh -c 'exit 0' & dead=$!; wait $dead
 mkdir "$tmp/sp/strata-spill-r0-dead01"
 echo "host=$(hostname) pid=$dead start=1" > "$tmp/sp/strata-spill-r0-dead01/owner"

@@ -18,6 +18,7 @@
 
 #include <dirent.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,50 @@
 static volatile sig_atomic_t stop_signal;
 
 static void on_signal(int sig) { stop_signal = sig; }
+
+/* The signals a job takes: the stop requests, and SIGUSR2 (the runtime's
+ * flight record). */
+static void job_signals(sigset_t *set)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGUSR1);
+    sigaddset(set, SIGUSR2);
+}
+
+/* The one thread that takes them: their handlers (the flag below, the
+ * runtime's watchdog wake-up) run here. Every other thread blocks them,
+ * so that no signal lands in a thread in the middle of a kernel, a BLAS
+ * call or an MPI call: a SIGUSR1 that did so corrupted the heap inside a
+ * oneDNN product, now and then, on an AVX-512 KVM guest. */
+static void *signal_main(void *arg)
+{
+    sigset_t set;
+    job_signals(&set);
+    pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+    (void)arg;
+    for (;;) pause();
+    return NULL;
+}
+
+/* Called with the job's signals blocked, before any other thread starts
+ * (threads inherit the mask): they stay blocked on this thread and every
+ * later one, and go to signal_main. */
+static void signal_thread_start(void)
+{
+    pthread_t tid;
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    if (0 != pthread_create(&tid, &a, signal_main, NULL)) {
+        /* no thread: the handlers run on whichever thread gets them */
+        sigset_t set;
+        job_signals(&set);
+        pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+    }
+    pthread_attr_destroy(&a);
+}
 
 /* Stop requests: a flag checked at the end of every step. */
 static void stop_handlers(void)
@@ -773,17 +818,14 @@ int main(int argc, char **argv)
 {
     /* A stop request from the first instant is a stop, not death: blocked
      * (a blocked signal stays pending across the re-exec) until the
-     * handlers are in, then delivered to them; the job stops after its
-     * first step with a checkpoint. */
+     * handlers are in, then delivered to them on the signal thread; the
+     * job stops after its first step with a checkpoint. */
     sigset_t stops;
-    sigemptyset(&stops);
-    sigaddset(&stops, SIGTERM);
-    sigaddset(&stops, SIGINT);
-    sigaddset(&stops, SIGUSR1);
-    sigprocmask(SIG_BLOCK, &stops, NULL);
+    job_signals(&stops);
+    pthread_sigmask(SIG_BLOCK, &stops, NULL);
     gpt_threads_reexec(argv);
     stop_handlers();
-    sigprocmask(SIG_UNBLOCK, &stops, NULL);
+    signal_thread_start();
     trainer t;
     memset(&t, 0, sizeof(t));
     int provided;
