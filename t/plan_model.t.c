@@ -370,7 +370,7 @@ static const struct { int hw; const char *text, *needle; } bad[] = {
     { 1, "{\"name\":\"h\",\"hbm\":{\"usable_bytes\":1e10,\"bandwidth\":1e12},\"compute\":{\"dense_flops\":1e12,\"mfu\":0.5},"
          "\"host_link\":{\"d2h_bw\":1e9,\"h2d_bw\":1e9},\"host_bytes\":1e9,\"collectives\":{\"domain_size\":8,"
          "\"compute_cost\":-0.5}}",
-      "field 'collectives.compute_cost': expected a number in [0, 100], got -0.5" },
+      "field 'collectives.compute_cost': expected a number in [0, 1e+06], got -0.5" },
     { 1, "{\"name\":\"h\",\"hbm\":{\"usable_bytes\":1e10,\"bandwidth\":1e12},\"compute\":{\"dense_flops\":1e12,\"mfu\":0.5},"
          "\"host_link\":{\"d2h_bw\":1e9,\"h2d_bw\":1e9},\"host_bytes\":1e9,\"collectives\":{\"domain_size\":8,"
          "\"sync_s\":\"slow\"}}",
