@@ -58,6 +58,7 @@ struct strata_config {
     int      ckpt_mpio;           /* 0 independent, 1 collective, 2 individual */
     double   collective_timeout;  /* seconds an operation may take; 0 = no deadline */
     double   ckpt_timeout;        /* seconds a whole checkpoint save or load may take */
+    int      ckpt_async;          /* strata_model_save stages and writes in the background */
     int      flight_entries;      /* flight recorder ring per rank; 0 = recorder off */
     char     flight_dir[512];     /* flight records; "" = ckpt_dir if it exists, else cwd */
 };

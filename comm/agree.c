@@ -121,3 +121,11 @@ strata_status_t comm_agree_status(strata_group_t *g, strata_status_t st)
     comm_rec_end(ctx, rop, STRATA_ERR_MPI == st ? st : STRATA_OK);
     return st;
 }
+
+strata_status_t comm_agree_all(strata_group_t *g, int mine, int *all_p)
+{
+    long long v = mine ? 1 : 0;
+    strata_status_t st = allreduce_ll(g, &v, 1, MPI_MIN);
+    *all_p = STRATA_OK == st && 1 == v;
+    return st;
+}

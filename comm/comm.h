@@ -142,6 +142,10 @@ uint64_t comm_hash_text(const char *s);
  * flight recorder. Collective over g. */
 strata_status_t comm_agree_status(strata_group_t *g, strata_status_t st);
 
+/* Whether mine is true on every rank of g: *all_p = 1 then, else 0.
+ * Collective, recorded; one small allreduce. */
+strata_status_t comm_agree_all(strata_group_t *g, int mine, int *all_p);
+
 /* rs.c: a nonblocking reduce-scatter (f32 sum, then / div unless div is
  * 0) of p blocks of count floats over comm, by point-to-point messages:
  * the MPI backend's (mpi.c) and strata calibrate's (rs.c says why not

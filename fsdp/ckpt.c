@@ -3,15 +3,18 @@
  * layout (strata/ckpt.h) from the model's units, parameters, shards and
  * optimizer state, so a model saves and resumes with one call each.
  */
+#define _GNU_SOURCE 1   /* pthread_timedjoin_np */
 #include "config.h"
 #include "fsdp.h"
 #include "base/test_fault.h"
 #include "comm/comm.h"
 #include "dev.h"
+#include "base/thread.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Optimizer scalars, stored as attributes of every unit (the io layer keeps
  * scalars per unit); on load they are read back from unit 0. The names
@@ -154,21 +157,31 @@ static strata_status_t build_layout(strata_model_t *m, const strata_model_ckpt_t
 typedef struct {
     int     on;         /* staging: every rank stages or none does */
     float  *host;       /* NULL: not staged */
+    int     owned;      /* host is malloc's (else the caller's: an asynchronous save's block) */
     float **shard;      /* the shards the host copies stand for, in order */
 } stage_t;
 
-/* Point the layout's shards at host copies; with to_host, the shards'
- * values go into them. */
-static strata_status_t stage_fill(strata_model_t *m, layout_store_t *ls, int to_host,
-                                  stage_t *sg)
+/* Floats a host copy of this rank's shards takes (master, then the states). */
+static size_t stage_floats(const strata_model_t *m)
 {
-    const int per = 1 + fsdp_optim_nstate(&m->opts);    /* master, then the states */
+    const int per = 1 + fsdp_optim_nstate(&m->opts);
     size_t total = 0;
     for (int u = 0; u < m->nunits; u++) total += (size_t)per * m->units[u]->shard_len;
-    sg->host = malloc((total + 1) * sizeof *sg->host);
+    return total;
+}
+
+/* Point the layout's shards at host copies (into, or a malloc of ours when
+ * NULL); with to_host, the shards' values go into them. */
+static strata_status_t stage_fill(strata_model_t *m, layout_store_t *ls, int to_host,
+                                  float *into, stage_t *sg)
+{
+    const int per = 1 + fsdp_optim_nstate(&m->opts);    /* master, then the states */
+    size_t total = stage_floats(m);
+    sg->owned = !into;
+    sg->host = into ? into : malloc((total + 1) * sizeof *sg->host);
     sg->shard = malloc((size_t)(m->nunits * per) * sizeof *sg->shard);
     if (!sg->host || !sg->shard) {
-        free(sg->host);
+        if (sg->owned) free(sg->host);
         free(sg->shard);
         sg->host = NULL;
         return base_error(m->ctx, STRATA_ERR_NOMEM, "checkpoint: cannot allocate %zu floats to "
@@ -199,7 +212,7 @@ static strata_status_t stage_begin(strata_model_t *m, layout_store_t *ls, int to
     memset(sg, 0, sizeof *sg);
     sg->on = fsdp_dev_on(m->ctx) || 0 != test_fault_arg("ckpt_stage");
     if (!sg->on) return STRATA_OK;
-    strata_status_t st = stage_fill(m, ls, to_host, sg);
+    strata_status_t st = stage_fill(m, ls, to_host, NULL, sg);
     pthread_mutex_lock(&m->lock);
     st = comm_agree_status(m->ctx->world, st);
     pthread_mutex_unlock(&m->lock);
@@ -220,10 +233,266 @@ static strata_status_t stage_end(strata_model_t *m, stage_t *sg, int to_shards)
     }
     /* the copies read the host buffer: it goes only once they are done */
     strata_status_t w = fsdp_dev_wait(m->ctx);
-    free(sg->host);
+    if (sg->owned) free(sg->host);
     free(sg->shard);
     sg->host = NULL;
     return STRATA_OK != st ? st : w;
+}
+
+
+/* ---- saves written in the background (the option ckpt_async) ---------------------------
+ *
+ * strata_model_save copies this rank's shards into one block of the host
+ * tier (so the copy counts against host_mem, and a copy that does not fit
+ * makes this save synchronous, said once), starts a thread and returns.
+ * The thread writes the file exactly as a synchronous save would -- a
+ * NAME.tmp, fsynced, renamed, the directory fsynced, only then `latest`
+ * and the pruning (io/ckpt_save.c) -- on a context of its own whose
+ * communicator is a duplicate of the model's, so its collectives can
+ * never meet training's; HDF5 calls stay one thread at a time through the
+ * process's HDF5 lock. One save is in flight at a time: the next save
+ * (and a load, and strata_model_save_wait) waits for it. Whether it failed
+ * is agreed by the ranks between steps (fsdp_bgsave_poll), so every rank
+ * returns the failure from the same strata_model_step_begin.
+ */
+struct fsdp_bgsave {
+    strata_context_t *wctx;            /* the writer's context, for the model's life */
+    int               running;         /* started and not joined (the same on every rank) */
+    int               threaded;        /* 0: the save ran inline (no thread could start) */
+    int               done;            /* set last by the writer (atomic) */
+    pthread_t         thread;
+    strata_status_t   st;              /* the writer's */
+    layout_store_t    ls;              /* what it writes, pointing at the copy */
+    stage_t           sg;
+    strata_block_t   *blk;             /* the host tier's block holding the copy */
+    strata_ckpt_save_opts_t opts;
+    unsigned char    *rng;             /* copies of what the caller's info pointed at */
+    strata_ckpt_kv_t *config;
+    char             *kv;
+    int               said_sync;       /* "written synchronously" said once */
+    char              dir[4096];
+    char              path[4200];      /* the file the writer wrote */
+    char              last[4200];      /* the last file written in the background */
+};
+
+static strata_status_t agree(strata_model_t *m, strata_status_t st)
+{
+    pthread_mutex_lock(&m->lock);
+    st = comm_agree_status(m->ctx->world, st);
+    pthread_mutex_unlock(&m->lock);
+    return st;
+}
+
+static void *bg_main(void *arg)
+{
+    struct fsdp_bgsave *b = arg;
+    uint64_t delay_ms = test_fault_arg("ckpt_bg_delay");
+    if (delay_ms) nanosleep(&(struct timespec){ (time_t)(delay_ms / 1000),
+                                                (long)(delay_ms % 1000) * 1000000L }, NULL);
+    b->st = strata_ckpt_save(b->wctx, &b->ls.layout, b->dir, &b->opts, b->path, sizeof b->path);
+    __atomic_store_n(&b->done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* Free what one save held (not the writer's context). */
+static void bg_release(struct fsdp_bgsave *b)
+{
+    free(b->sg.shard);
+    b->sg.shard = NULL;
+    if (b->blk) strata_block_free(b->blk);
+    b->blk = NULL;
+    store_free(&b->ls);
+    memset(&b->ls, 0, sizeof b->ls);
+    free(b->rng);
+    free(b->config);
+    free(b->kv);
+    b->rng = NULL;
+    b->config = NULL;
+    b->kv = NULL;
+}
+
+/* Wait for the save in flight (it is done, or finishing: its collectives
+ * agree its outcome on every rank), release it, and return its status
+ * with its message on the model's context. */
+static strata_status_t bg_join(strata_model_t *m)
+{
+    struct fsdp_bgsave *b = m->bgsave;
+    if (!b || !b->running) return STRATA_OK;
+    if (b->threaded) pthread_join(b->thread, NULL);
+    b->running = 0;
+    bg_release(b);
+    if (STRATA_OK != b->st)
+        return base_error(m->ctx, b->st, "checkpoint written in the background: %s",
+                          b->wctx->errmsg[0] ? b->wctx->errmsg : strata_strerror(b->st));
+    snprintf(b->last, sizeof b->last, "%s", b->path);
+    return STRATA_OK;
+}
+
+/* The caller's rng and config, copied: the caller may change or free them
+ * once strata_model_save returns. */
+static strata_status_t bg_copy_info(strata_model_t *m, struct fsdp_bgsave *b)
+{
+    strata_ckpt_layout_t *L = &b->ls.layout;
+    size_t kvlen = 1;
+    for (int i = 0; i < L->nconfig; i++)
+        kvlen += strlen(L->config[i].key) + strlen(L->config[i].value) + 2;
+    b->rng = malloc(L->train.rng_len + 1);
+    b->config = malloc(((size_t)L->nconfig + 1) * sizeof *b->config);
+    b->kv = malloc(kvlen);
+    if (!b->rng || !b->config || !b->kv)
+        return base_error(m->ctx, STRATA_ERR_NOMEM, "checkpoint: out of memory");
+    if (L->train.rng_len) memcpy(b->rng, L->train.rng, L->train.rng_len);
+    char *p = b->kv;
+    for (int i = 0; i < L->nconfig; i++) {
+        size_t k = strlen(L->config[i].key) + 1, v = strlen(L->config[i].value) + 1;
+        b->config[i].key = memcpy(p, L->config[i].key, k);
+        b->config[i].value = memcpy(p + k, L->config[i].value, v);
+        p += k + v;
+    }
+    L->train.rng = L->train.rng_len ? b->rng : NULL;
+    L->config = b->config;
+    return STRATA_OK;
+}
+
+
+/* Room on the host tier for the copy, agreed: when a rank has none, every
+ * rank saves synchronously this time (*sync_p), and rank 0 says why once. */
+static strata_status_t bg_room(strata_model_t *m, struct fsdp_bgsave *b, int *sync_p)
+{
+    size_t bytes = (stage_floats(m) + 1) * sizeof(float);
+    strata_status_t room = strata_block_alloc(m->ctx, STRATA_TIER_PINNED_HOST, bytes,
+                                              STRATA_TAG_WORKSPACE, &b->blk);
+    char why[STRATA_ERRMSG_LEN];
+    snprintf(why, sizeof why, "%s", STRATA_OK != room ? strata_last_error(m->ctx) : "");
+    room = agree(m, room);
+    if (STRATA_OK == room) return STRATA_OK;
+    if (b->blk) strata_block_free(b->blk);
+    b->blk = NULL;
+    *sync_p = 1;
+    if (0 == m->ctx->rank && !b->said_sync) {
+        b->said_sync = 1;
+        strata_warn(m->ctx, "ckpt_async: no room in the host tier for the copy of the shards a "
+                    "background save needs (%s); saving synchronously until there is (a larger "
+                    "host_mem gives it room)", why[0] ? why : strata_last_error(m->ctx));
+    }
+    base_clear_error(m->ctx);
+    return STRATA_OK;
+}
+
+/* An asynchronous save: staged, its thread started; *sync_p when it must
+ * be a synchronous one instead (MPI without threads, or no room). */
+static strata_status_t save_async(strata_model_t *m, const char *dir, const strata_model_ckpt_t *info,
+                                  char *path, size_t len, int *sync_p)
+{
+    strata_context_t *ctx = m->ctx;
+    *sync_p = 0;
+    if (ctx->thread_level < MPI_THREAD_MULTIPLE || strlen(dir) >= sizeof m->bgsave->dir) {
+        *sync_p = 1;   /* the same on every rank: MPI grants one level, dir is the caller's */
+        return STRATA_OK;
+    }
+    strata_status_t st = STRATA_OK;
+    if (!m->bgsave) {
+        struct fsdp_bgsave *nb = calloc(1, sizeof *nb);
+        st = nb ? fsdp_ctx_writer_create(ctx, &nb->wctx)
+                : base_error(ctx, STRATA_ERR_NOMEM, "checkpoint: out of memory");
+        if (STRATA_OK == st) m->bgsave = nb;
+        else free(nb);
+        st = agree(m, st);
+        if (STRATA_OK != st) return st;
+    }
+    struct fsdp_bgsave *b = m->bgsave;
+    st = build_layout(m, info, &b->ls);
+    if (STRATA_OK == st) st = bg_copy_info(m, b);
+    st = agree(m, st);
+    if (STRATA_OK == st) st = bg_room(m, b, sync_p);
+    if (STRATA_OK == st && !*sync_p) {
+        memset(&b->sg, 0, sizeof b->sg);
+        st = agree(m, stage_fill(m, &b->ls, 1, strata_block_ptr(b->blk, STRATA_TIER_PINNED_HOST),
+                                 &b->sg));
+    }
+    if (STRATA_OK != st || *sync_p) {
+        bg_release(b);
+        return st;
+    }
+    strata_ckpt_save_opts_default(&b->opts);
+    if (info) {
+        b->opts.half_copy = info->half_copy;
+        b->opts.keep = info->keep;
+    }
+    snprintf(b->dir, sizeof b->dir, "%s", dir);
+    b->path[0] = '\0';
+    b->st = STRATA_OK;
+    b->done = 0;
+    b->running = 1;
+    /* without a thread the save still runs, here: every rank's writer must
+     * take part in the collectives of the others' */
+    b->threaded = 0 == base_thread_create(ctx, &b->thread, bg_main, b);
+    if (!b->threaded) bg_main(b);
+    /* the name the writer gives the file (io/ckpt_save.c, docs/checkpoint-format.md) */
+    if (path && len && (size_t)snprintf(path, len, "%s/step-%08llu.h5", dir,
+                                        (unsigned long long)b->ls.layout.train.step) >= len)
+        path[0] = '\0';
+    strata_debug(ctx, "checkpoint of step %llu: staged; written in the background",
+                 (unsigned long long)b->ls.layout.train.step);
+    return STRATA_OK;
+}
+
+strata_status_t fsdp_bgsave_poll(strata_model_t *m)
+{
+    struct fsdp_bgsave *b = m->bgsave;
+    if (!b || !b->running) return STRATA_OK;
+    int done = __atomic_load_n(&b->done, __ATOMIC_ACQUIRE);
+    strata_status_t mine = STRATA_OK;
+    if (done && STRATA_OK != b->st)
+        mine = base_error(m->ctx, b->st, "checkpoint written in the background: %s", b->wctx->errmsg);
+    strata_status_t st = agree(m, mine);
+    if (STRATA_OK != st) {
+        char msg[STRATA_ERRMSG_LEN];
+        snprintf(msg, sizeof msg, "%s", strata_last_error(m->ctx));
+        (void)bg_join(m);
+        return base_error(m->ctx, st, "%s", msg);
+    }
+    int all = 0;
+    pthread_mutex_lock(&m->lock);
+    st = comm_agree_all(m->ctx->world, done, &all);
+    pthread_mutex_unlock(&m->lock);
+    return STRATA_OK == st && all ? bg_join(m) : st;
+}
+
+strata_status_t strata_model_save_wait(strata_model_t *m, char *path, size_t len)
+{
+    if (!m) return STRATA_ERR_INVALID;
+    strata_status_t st = bg_join(m);
+    if (path && len)
+        snprintf(path, len, "%s", STRATA_OK == st && m->bgsave ? m->bgsave->last : "");
+    if (m->bgsave) m->bgsave->last[0] = '\0';   /* each file is named once */
+    return st;
+}
+
+void fsdp_bgsave_destroy(strata_model_t *m)
+{
+    struct fsdp_bgsave *b = m->bgsave;
+    if (!b) return;
+    if (b->running && b->threaded && m->ctx->cfg.ckpt_timeout > 0) {
+        /* a writer stuck in a collective with a rank that is gone would
+         * hold destroy for ever: after ckpt_timeout it is left behind */
+        struct timespec t;
+        clock_gettime(CLOCK_REALTIME, &t);
+        t.tv_sec += (time_t)m->ctx->cfg.ckpt_timeout + 1;
+        if (pthread_timedjoin_np(b->thread, NULL, &t)) {
+            strata_warn(m->ctx, "strata_model_destroy: the checkpoint written in the background "
+                        "did not finish within ckpt_timeout (%g s); left behind",
+                        m->ctx->cfg.ckpt_timeout);
+            m->bgsave = NULL;
+            return;
+        }
+        b->threaded = 0;
+    }
+    if (STRATA_OK != bg_join(m))
+        strata_warn(m->ctx, "strata_model_destroy: %s", strata_last_error(m->ctx));
+    fsdp_ctx_writer_destroy(b->wctx);
+    free(b);
+    m->bgsave = NULL;
 }
 
 strata_status_t strata_model_save(strata_model_t *m, const char *dir,
@@ -234,8 +503,19 @@ strata_status_t strata_model_save(strata_model_t *m, const char *dir,
     if (!dir[0])
         return base_error(m->ctx, STRATA_ERR_INVALID, "strata_model_save: no directory: pass "
                           "dir, or set the option ckpt_dir (STRATA_CKPT_DIR)");
+    double t0 = base_now();
+    strata_status_t st = bg_join(m);   /* one save in flight at a time */
+    if (STRATA_OK != st) return st;
+    if (base_now() - t0 > 0.01)
+        strata_info(m->ctx, "checkpoint: waited %.2f s for the one being written in the background",
+                    base_now() - t0);
+    if (m->ctx->cfg.ckpt_async) {
+        int sync = 0;
+        st = save_async(m, dir, info, path, len, &sync);
+        if (!sync) return st;
+    }
     layout_store_t ls;
-    strata_status_t st = build_layout(m, info, &ls);
+    st = build_layout(m, info, &ls);
     if (STRATA_OK != st) return st;
     strata_ckpt_save_opts_t opts;
     strata_ckpt_save_opts_default(&opts);
@@ -256,8 +536,10 @@ strata_status_t strata_model_save(strata_model_t *m, const char *dir,
 strata_status_t strata_model_load(strata_model_t *m, const char *path, strata_model_ckpt_t *info)
 {
     if (!m || !path) return STRATA_ERR_INVALID;
+    strata_status_t st = bg_join(m);   /* a save in flight may write the file asked for */
+    if (STRATA_OK != st) return st;
     layout_store_t ls;
-    strata_status_t st = build_layout(m, info, &ls);
+    st = build_layout(m, info, &ls);
     if (STRATA_OK != st) return st;
     /* gathered copies would go stale under the new master values */
     fsdp_drain(m);

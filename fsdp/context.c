@@ -7,6 +7,7 @@
 #include "comm/comm.h"
 #include "tiers/tiers.h"
 #include "dev.h"
+#include "fsdp.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -141,6 +142,39 @@ err_free:
     pthread_mutex_destroy(&ctx->err_lock);
     free(ctx);
     return st;
+}
+
+strata_status_t fsdp_ctx_writer_create(strata_context_t *ctx, strata_context_t **w_p)
+{
+    strata_context_t *w = malloc(sizeof *w);
+    if (!w) return base_error(ctx, STRATA_ERR_NOMEM, "checkpoint writer: out of memory");
+    *w = *ctx;
+    int rc = MPI_Comm_dup(ctx->comm, &w->comm);
+    if (MPI_SUCCESS != rc) {
+        free(w);
+        return base_mpi_error(ctx, rc, "MPI_Comm_dup (the checkpoint writer's communicator)");
+    }
+    /* the recorder orders the world's collectives by sequence number; the
+     * writer's are on another communicator at times of their own */
+    w->rec = NULL;
+    w->op_begin = NULL;
+    w->op_end = NULL;
+    w->world = NULL;
+    w->live_models = 0;
+    w->errmsg[0] = '\0';
+    pthread_mutex_init(&w->mpi_lock, NULL);
+    pthread_mutex_init(&w->err_lock, NULL);
+    *w_p = w;
+    return STRATA_OK;
+}
+
+void fsdp_ctx_writer_destroy(strata_context_t *w)
+{
+    if (!w) return;
+    MPI_Comm_free(&w->comm);
+    pthread_mutex_destroy(&w->mpi_lock);
+    pthread_mutex_destroy(&w->err_lock);
+    free(w);
 }
 
 strata_status_t strata_abandon(strata_context_t *ctx)

@@ -206,7 +206,26 @@ struct strata_model {
     size_t              sizing_ws;          /* the most workspace one call of it held */
     fsdp_buf_t          ws_cache[FSDP_WS_CACHE];
     int                 nws_cache;
+    /* checkpoints (ckpt.c): the save written in the background, if any */
+    struct fsdp_bgsave *bgsave;
 };
+
+/* ---- checkpoints written in the background (ckpt.c) ---------------------------- */
+
+/* Between steps, while a background save is in flight: the ranks agree
+ * whether it failed anywhere (then every rank returns its error) and
+ * whether it is done everywhere (then its thread and staging go).
+ * Collective; a no-op on every rank when none is in flight. */
+strata_status_t fsdp_bgsave_poll(strata_model_t *m);
+/* Wait for the save in flight, if any, and free what it held (destroy). */
+void fsdp_bgsave_destroy(strata_model_t *m);
+
+/* context.c: a context for a thread that writes checkpoints beside the
+ * training loop: a copy of ctx with a duplicate of its communicator (so
+ * its collectives never meet training's), its own messages, and no flight
+ * recorder. Collective over ctx's ranks. */
+strata_status_t fsdp_ctx_writer_create(strata_context_t *ctx, strata_context_t **w_p);
+void fsdp_ctx_writer_destroy(strata_context_t *w);
 
 /* ---- progress (progress.c) ------------------------------------------------------- */
 

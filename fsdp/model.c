@@ -123,6 +123,7 @@ void strata_model_destroy(strata_model_t *m)
 {
     if (!m) return;
     if (MODEL_BUILDING != m->state) fsdp_drain(m);
+    fsdp_bgsave_destroy(m);
     fsdp_exec_abort(m);
     fsdp_progress_stop(m);
     if (m->acts)

@@ -138,6 +138,8 @@ strata_status_t strata_model_step_begin(strata_model_t *m, int n_micro)
     if (n_micro < 1)
         return base_error(m->ctx, STRATA_ERR_INVALID, "step_begin: %d micro-batches; need "
                           ">= 1", n_micro);
+    st = fsdp_bgsave_poll(m);   /* a checkpoint written in the background failed? */
+    if (STRATA_OK != st) return st;
     m->n_micro = n_micro;
     m->micro = 0;
     m->phase = PHASE_STEP;

@@ -6,14 +6,14 @@
 # the same. Each run ends with exit 1 on every rank within 60 s (no hang in
 # HDF5's collective close, no segfault at MPI_Finalize), the message names
 # the file system and the lack of space, `latest` still names the previous
-# checkpoint, which verifies, and no step-*.tmp or lock is left. Needs
-# root (mount).
+# checkpoint, which verifies, and no step-*.tmp or lock is left. The same
+# for a save written in the background (ckpt_async). Needs root (mount).
 set -u
 . "$top_srcdir/t/tap.sh"
 P="$top_builddir/examples/gpt/train_gpt"
 tap_tmp ckpt-enospc
 tap_tmpfs 3m
-echo "1..12"
+echo "1..15"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 small="--threads 1 --layers 2 --dim 32 --heads 4 --eval-n 8 --ckpt-dir $fs/d"
 
@@ -23,13 +23,14 @@ dd if=/dev/zero of="$fs/fill" bs=64k 2>/dev/null
 truncate -s -131072 "$fs/fill"
 echo "# $(df -k "$fs" | tail -1)"
 
-# one full save: NP, the fault (or empty), the case's name
+# one full save: NP, the fault (or empty), the case's name, more options
 full() {
     np=$1 fault=$2 name=$3
+    shift 3
     t0=$(ms)
     # the same global batch of 8 rows, or the resume is refused
     STRATA_TEST_FAULT=$fault "$L" "$np" "$P" $small --batch $((8 / np)) --steps 4 --ckpt-every 2 --resume \
-        > "$tmp/$name.out" 2>&1
+        "$@" > "$tmp/$name.out" 2>&1
     rc=$?; t1=$(ms)
     grep -v "^step\|^{" "$tmp/$name.out" | grep -iv "^ *$\|^---\|mpirun\|process\|exit code\|per user\|primary job" | sed "s/^/# /"
     echo "# $name: exit $rc after $((t1 - t0)) ms"
@@ -50,3 +51,6 @@ else
     n=9
 fi
 full 1 "" reserve-np1
+# written in the background: the failure ends the job at the next step
+# (steps 5 and 6 follow the failed save of step 4) or save, all ranks alike
+full 2 "" async-np2 --steps 6 --set ckpt_async=on

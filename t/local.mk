@@ -109,7 +109,7 @@ t_ckpt_bad_LDADD = $(TEST_LDADD) $(HDF5_LIBS)
 t_ckpt_rt_SOURCES = t/ckpt_rt.c t/ckpt_synth.h
 t_ckpt_rt_LDADD = $(TEST_LDADD)
 dist_check_SCRIPTS += t/ckpt-np1.t t/ckpt-np2.t t/ckpt-np4.t t/ckpt-reshard.t t/ckpt-bad.t t/ckpt-kill.t t/ckpt-cli.t t/ckpt-h5dump.t t/ckpt-direct.t \
-    t/ckpt-stall.t t/ckpt-enospc.t
+    t/ckpt-stall.t t/ckpt-enospc.t t/ckpt-async.t
 TESTS += t/ckpt-np1.t t/ckpt-np2.t t/ckpt-np4.t t/ckpt-reshard.t t/ckpt-bad.t t/ckpt-kill.t t/ckpt-cli.t t/ckpt-h5dump.t t/ckpt-direct.t \
     t/ckpt-stall.t
 # h5dump, when configure found it, for t/ckpt-h5dump.t
@@ -256,7 +256,7 @@ TESTS += t/gpt-train-np1-np4.t t/gpt-train-policy.t t/gpt-train-resume.t t/gpt-t
 # recompute at name granularity: fewer products, the same param_hash
 TESTS += t/gpt-train-recompute.t
 # the fault matrix of resume, the checkpoint lock and the settings (docs/reliability.md)
-TESTS += t/ckpt-enospc.t t/gpt-train-shape.t t/ckpt-access.t t/ckpt-lock-dead.t t/cli-refusals.t \
+TESTS += t/ckpt-enospc.t t/ckpt-async.t t/gpt-train-shape.t t/ckpt-access.t t/ckpt-lock-dead.t t/cli-refusals.t \
     t/flight-dir.t t/spill-full.t
 TESTS += t/gpt-train-damaged.t t/gpt-train-lock.t t/gpt-train-settings.t t/gpt-train-nonfinite.t
 

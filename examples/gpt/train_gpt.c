@@ -123,6 +123,7 @@ typedef struct {
     strata_model_t   *model;
     int               rank, W;
     const char       *locked;   /* the checkpoint directory this job locked, or NULL */
+    int               writing;  /* a checkpoint is being written in the background */
 } run_t;
 
 /* Report a failure of the runtime and end the job: a failure on some ranks
@@ -341,6 +342,33 @@ static void ckpt_config(const run_t *r, const options *o, char kv[NCONFIG][32],
     config[7].value = NULL != o->data ? o->data : "addition";
 }
 
+/* "checkpoint: PATH (SIZE MiB in|after S s)", rank 0's, on stdout (stderr with --json). */
+static void ckpt_said(const options *o, const char *path, double s, const char *how)
+{
+    struct stat sb;
+    double mib = 0 == stat(path, &sb) ? sb.st_size / 1048576.0 : 0;
+    fprintf(o->json ? stderr : stdout, "checkpoint: %s (%.1f MiB %s %.2f s)\n", path, mib, how, s);
+    fflush(o->json ? stderr : stdout);
+}
+
+static int ckpt_async(const run_t *r)
+{
+    char v[16] = "";
+    strata_config_get(strata_get_config(r->ctx), "ckpt_async", v, sizeof(v));
+    return 0 == strcmp(v, "on");
+}
+
+/* Wait for the checkpoint written in the background, if any: its failure
+ * ends the job as a synchronous save's would; its file is named once done. */
+static void ckpt_wait(run_t *r, const options *o)
+{
+    char done[1024];
+    double t0 = now();
+    check_all(r, "checkpoint save", strata_model_save_wait(r->model, done, sizeof(done)));
+    r->writing = 0;
+    if (0 == r->rank && done[0]) ckpt_said(o, done, now() - t0, "written; waited");
+}
+
 static void save_ckpt(run_t *r, const options *o, int steps_done, char *path, size_t len)
 {
     char kv[NCONFIG][32];
@@ -350,16 +378,19 @@ static void save_ckpt(run_t *r, const options *o, int steps_done, char *path, si
     strata_model_ckpt_t info = { .data_pos = (uint64_t)steps_done, .rng = &rs,
                                  .rng_len = sizeof(rs),
                                  .nconfig = NCONFIG, .config = config };
+    /* the one written in the background first, said when it is done */
+    ckpt_wait(r, o);
     double t0 = now();
     /* a failed save fails on every rank alike (the ranks agree on it):
      * said once, and every rank exits 1 */
     check_all(r, "checkpoint save", strata_model_save(r->model, o->ckpt_dir, &info, path, len));
-    if (0 == r->rank) {
-        struct stat sb;
-        double mib = 0 == stat(path, &sb) ? sb.st_size / 1048576.0 : 0;
-        fprintf(o->json ? stderr : stdout, "checkpoint: %s (%.1f MiB in %.2f s)\n", path, mib,
-                now() - t0);
+    r->writing = ckpt_async(r);
+    if (0 == r->rank && r->writing) {
+        fprintf(o->json ? stderr : stdout, "checkpoint: %s staged in %.2f s, written in the "
+                "background\n", path, now() - t0);
         fflush(o->json ? stderr : stdout);
+    } else if (0 == r->rank) {
+        ckpt_said(o, path, now() - t0, "in");
     }
 }
 
@@ -701,7 +732,10 @@ static step_report train_step(trainer *t, int step)
     float scale = (float)((double)r->W * M / (0 < cnt ? cnt : 1));
     step_report s = { .done = step + 1, .lr = lr_at(o, step), .ms = STRATA_MODEL_STATS_INIT };
     CHECK(r, "set_lr", strata_model_set_lr(r->model, (float)s.lr));
-    CHECK(r, "step_begin", strata_model_step_begin(r->model, M));
+    /* a checkpoint written in the background that failed fails this on
+     * every rank alike: said once, exit 1, as a synchronous save's failure */
+    if (r->writing) check_all(r, "step_begin", strata_model_step_begin(r->model, M));
+    else CHECK(r, "step_begin", strata_model_step_begin(r->model, M));
     double lsum = 0, *loss = t->loss;
     for (int m = 0; m < M; m++) {
         t->bt[m] = (gpt_batch){ .B = B, .T = T, .targets = t->tg + (size_t)m * B * T,
@@ -797,6 +831,7 @@ static int train(trainer *t)
     }
     const int steps_done = step, saved = NULL != o->ckpt_dir && steps_done > t->start;
     if (saved) save_ckpt(&t->r, o, steps_done, t->ckpt_path, sizeof(t->ckpt_path));
+    if (NULL != o->ckpt_dir) ckpt_wait(&t->r, o);   /* the last one is on disk before the summary */
 
     if (s.stop) {       /* no summary: the run is not finished */
         char why[64];

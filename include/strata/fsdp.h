@@ -395,6 +395,17 @@ strata_status_t strata_model_save(strata_model_t *model, const char *dir,
  * model before training on. */
 strata_status_t strata_model_load(strata_model_t *model, const char *path,
                                   strata_model_ckpt_t *info);
+/* With the option ckpt_async on, strata_model_save copies the shards into
+ * host memory (from the host tier's budget; without room there it saves
+ * synchronously, said once), starts writing in the background and
+ * returns; path receives the file being written. Training may go on at
+ * once. The next save and a load wait for it first. A failure of the
+ * background write is returned by the next strata_model_step_begin (on
+ * every rank alike), save, load or strata_model_save_wait. This waits
+ * for the save in flight, if any, and returns its status; path (may be
+ * NULL) receives the file written in the background since the last call
+ * (once), or "". Local: no communication. */
+strata_status_t strata_model_save_wait(strata_model_t *model, char *path, size_t len);
 
 /* ---- checking a unit's backward (fsdp/gradcheck.c) ------------------------------ */
 
