@@ -247,6 +247,24 @@ void comm_rec_end(strata_context_t *ctx, rec_op_t op, strata_status_t st)
     pthread_mutex_unlock(&r->lock);
 }
 
+void comm_rec_note(strata_context_t *ctx, const char *text)
+{
+    comm_recorder_t *r = ctx ? ctx->rec : NULL;
+    if (!r) return;
+    pthread_mutex_lock(&r->lock);
+    if (r->nnotes < REC_MAX_NOTES) {
+        /* JSON-safe as it is written: no quote, backslash or control character */
+        char *d = r->notes[r->nnotes++];
+        size_t k = 0;
+        for (; text[k] && k + 1 < REC_NOTE_LEN; k++) {
+            unsigned char c = (unsigned char)text[k];
+            d[k] = c < 0x20 || '"' == c || '\\' == c ? '\'' : (char)c;
+        }
+        d[k] = '\0';
+    }
+    pthread_mutex_unlock(&r->lock);
+}
+
 /* ---- the dump ------------------------------------------------------------------------ */
 
 static void write_entry(FILE *f, const comm_recorder_t *r, const rec_entry_t *e, int first)
@@ -281,6 +299,10 @@ static int dump_to(comm_recorder_t *r, const char *why, size_t count, uint64_t n
     for (int g = 0; g < r->ngroups; g++)
         fprintf(f, "%s{\"name\": \"%s\", \"size\": %d, \"rank\": %d}", g ? ", " : "",
                 r->gname[g], r->gsize[g], r->grank[g]);
+    fprintf(f, "],\n  \"notes\": [");
+    pthread_mutex_lock(&r->lock);   /* the notes, as comm_rec_note leaves them */
+    for (int i = 0; i < r->nnotes; i++) fprintf(f, "%s\"%s\"", i ? ", " : "", r->notes[i]);
+    pthread_mutex_unlock(&r->lock);
     fprintf(f, "],\n  \"entries\": [");
     for (size_t i = 0; i < count; i++) write_entry(f, r, &r->snap[i], 0 == i);
     fprintf(f, "\n  ]\n}\n");

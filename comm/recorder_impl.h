@@ -16,6 +16,8 @@ typedef struct {
 } rec_entry_t;
 
 #define REC_MAX_GROUPS 8
+#define REC_MAX_NOTES  8
+#define REC_NOTE_LEN   400
 
 typedef struct comm_recorder {
     strata_context_t *ctx;
@@ -33,6 +35,8 @@ typedef struct comm_recorder {
     double            ckpt_start;    /* when the open save/load began */
     int               ckpt_depth;
     double            t0_wall;       /* wall clock minus monotonic, at create */
+    int               nnotes;        /* comm_rec_note's lines, under lock */
+    char              notes[REC_MAX_NOTES][REC_NOTE_LEN];
     /* watchdog */
     pthread_t         thread;
     int               running, stop;

@@ -140,7 +140,8 @@ dist_check_SCRIPTS += \
     t/fsdp-np1.t t/fsdp-np2.t t/fsdp-np2-s1.t t/fsdp-np2-thread.t t/fsdp-np3.t t/fsdp-np4.t \
     t/fsdp-np4-s2.t t/fsdp-np8.t \
     t/fsdp-np128.t t/fsdp-errors.t t/step-check.t t/flight-stop.t t/flight-bypass.t \
-    t/flight-cmd.t
+    t/flight-cmd.t t/straggler.t
+TESTS += t/straggler.t
 TESTS += \
     t/unit_fsdp_geometry.t t/unit_fsdp_mem.t t/unit_fsdp_optim.t t/unit_fsdp_pool.t \
     t/fsdp-errors.t t/step-check.t t/flight-stop.t t/flight-bypass.t t/flight-cmd.t \
