@@ -12,8 +12,10 @@
  * warning, and by every rank into its flight record (a later `strata
  * flight` prints it). The decision is fsdp_straggler_find, pure.
  */
-#include "fsdp/fsdp.h"
+#include "config.h"
+#include "fsdp.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -98,41 +100,58 @@ static void name_rank(strata_model_t *m, const float *all, int r, double median)
     comm_rec_note(m->ctx, line);
 }
 
-/* Exchange the window and judge it; every rank sees the same figures. */
+/* The window's typical step: its median busy time (sorts s->typ, which
+ * the window's end discards anyway). */
+static double typical_step(fsdp_straggler_t *s)
+{
+    int n = s->n;
+    if (n < 1) return 0;
+    qsort(s->typ, (size_t)n, sizeof *s->typ, cmp_double);
+    return n % 2 ? s->typ[n / 2] : 0.5 * (s->typ[n / 2 - 1] + s->typ[n / 2]);
+}
+
+/* Exchange the window and judge it; every rank sees the same figures, so
+ * every rank names the same ranks and notes them in its flight record. */
 static strata_status_t judge(strata_model_t *m)
 {
     fsdp_straggler_t *s = &m->strag;
     int W = strata_group_size(m->ctx->world), N = s->n;
     float v[F_COUNT], *all = malloc((size_t)W * F_COUNT * sizeof *all);
-    double *d = malloc((size_t)W * 4 * sizeof *d);
-    if (!all || !d) {
-        free(all);
-        free(d);
-        return base_error(m->ctx, STRATA_ERR_NOMEM, "straggler check");
+    double *d = malloc((size_t)W * 3 * sizeof *d);
+    int *slow = malloc((size_t)W * sizeof *slow);
+    strata_status_t st = STRATA_ERR_NOMEM;
+    if (!all || !d || !slow) {
+        st = base_error(m->ctx, STRATA_ERR_NOMEM, "straggler check: no memory for %d ranks", W);
+        goto out;
     }
-    double tmp_typ = median_of(s->typ, N, -1, d);
-    for (int i = 0; i < F_COUNT; i++) v[i] = (float)(F_TYPICAL == i ? tmp_typ : s->sum[i]);
+    double typ = typical_step(s);
+    for (int i = 0; i < F_COUNT; i++) v[i] = (float)(F_TYPICAL == i ? typ : s->sum[i]);
     pthread_mutex_lock(&m->lock);
-    strata_status_t st = strata_allgather(m->ctx->world, v, all, F_COUNT, STRATA_F32);
+    st = strata_allgather(m->ctx->world, v, all, F_COUNT, STRATA_F32);
     pthread_mutex_unlock(&m->lock);
-    if (STRATA_OK == st) {
-        double *busy = d, *typ = d + W, *median = d + 2 * W;
-        int *slow = (int *)(d + 3 * W);     /* W ints fit in W doubles */
-        for (int r = 0; r < W; r++) {
-            busy[r] = all[(size_t)r * F_COUNT + F_BUSY];
-            typ[r] = all[(size_t)r * F_COUNT + F_TYPICAL];
-        }
-        fsdp_straggler_find(busy, typ, W, N, m->ctx->cfg.straggler_ratio, slow, median);
-        for (int r = 0; r < W; r++)
-            if (slow[r] && !s->named[r]) {
-                s->named[r] = 1;
-                name_rank(m, all, r, median[r]);
-            }
+    if (STRATA_OK != st) goto out;
+    double *busy = d, *typs = d + W, *median = d + 2 * W;
+    for (int r = 0; r < W; r++) {
+        busy[r] = all[(size_t)r * F_COUNT + F_BUSY];
+        typs[r] = all[(size_t)r * F_COUNT + F_TYPICAL];
     }
+    int named = 0;
+    fsdp_straggler_find(busy, typs, W, N, m->ctx->cfg.straggler_ratio, slow, median);
+    for (int r = 0; r < W; r++)
+        if (slow[r] && !s->named[r]) {
+            s->named[r] = 1;
+            named = 1;
+            name_rank(m, all, r, median[r]);
+        }
+    /* the record on file holds the note even when the job ends well (a
+     * later dump, a timeout's, rewrites it with the note kept) */
+    if (named) (void)comm_rec_dump(m->ctx, "straggler");
+out:
     memset(s->sum, 0, sizeof s->sum);
     s->n = 0;
     free(all);
     free(d);
+    free(slow);
     return st;
 }
 
