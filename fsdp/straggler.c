@@ -92,7 +92,7 @@ static void name_rank(strata_model_t *m, const float *all, int r, double median)
     char line[400];
     snprintf(line, sizeof line, "straggler: rank %d busy %.3f s over steps %d-%d, %.1fx the "
              "other ranks' median %.3f s (compute %.3f s, optimizer %.3f s, waiting for "
-             "collectives %.3f s, for transfers %.3f s, between steps %.3f s)", r,
+             "collectives %.3f s, for transfers %.3f s, between steps (data, I/O) %.3f s)", r,
              (double)v[F_BUSY], m->step_count - N + 1, m->step_count,
              median > 0 ? v[F_BUSY] / median : 0.0, median, (double)v[F_COMPUTE],
              (double)v[F_OPTIM], (double)v[F_COMM], (double)v[F_XFER], (double)v[F_OUTSIDE]);
@@ -158,9 +158,8 @@ out:
 strata_status_t fsdp_straggler_step(strata_model_t *m)
 {
     fsdp_straggler_t *s = &m->strag;
-    double now = base_now();
     int every = m->ctx->cfg.straggler_every;
-    if (every <= 0 || m->ctx->size < 2) return STRATA_OK;
+    if (every <= 0 || m->ctx->size < 2) return STRATA_OK;   /* off: not even a clock read */
     if (!s->typ) {
         s->typ = malloc((size_t)every * sizeof *s->typ);
         s->named = calloc((size_t)m->ctx->size, 1);
@@ -170,7 +169,7 @@ strata_status_t fsdp_straggler_step(strata_model_t *m)
         }
         s->every = every;
     }
-    add_step(m, now);
+    add_step(m, base_now());
     /* every rank counts the same steps: the exchange lines up */
     if (s->n < s->every) return STRATA_OK;
     strata_status_t st = judge(m);
