@@ -79,6 +79,7 @@ strata_status_t comm_rec_create(strata_context_t *ctx)
         return base_error(ctx, STRATA_ERR_NOMEM, "flight recorder: %zu entries", n);
     }
     pthread_mutex_init(&r->lock, NULL);
+    pthread_mutex_init(&r->dump_lock, NULL);
     r->ctx = ctx;
     r->n = n;
     r->step = r->unit = -1;
@@ -105,6 +106,7 @@ void comm_rec_destroy(strata_context_t *ctx)
     ctx->op_begin = NULL;
     ctx->op_end = NULL;
     pthread_mutex_destroy(&r->lock);
+    pthread_mutex_destroy(&r->dump_lock);
     free(r->ring);
     free(r->snap);
     free(r);
@@ -314,10 +316,8 @@ static int dump_to(comm_recorder_t *r, const char *why, size_t count, uint64_t n
     return e;
 }
 
-strata_status_t comm_rec_dump(strata_context_t *ctx, const char *reason)
+static strata_status_t dump_locked(strata_context_t *ctx, comm_recorder_t *r, const char *reason)
 {
-    comm_recorder_t *r = ctx ? ctx->rec : NULL;
-    if (!r) return STRATA_OK;
     pthread_mutex_lock(&r->lock);
     uint64_t next = r->next;
     size_t count = next < r->n ? (size_t)next : r->n;
@@ -344,6 +344,19 @@ strata_status_t comm_rec_dump(strata_context_t *ctx, const char *reason)
     }
     snprintf(r->path, sizeof r->path, "(none written)");
     return STRATA_ERR_IO;
+}
+
+/* The training thread (a straggler named, a fatal error) and the watchdog
+ * thread (a timeout, a signal) may dump at once: they share snap, path and
+ * the .tmp file, so one waits for the other. */
+strata_status_t comm_rec_dump(strata_context_t *ctx, const char *reason)
+{
+    comm_recorder_t *r = ctx ? ctx->rec : NULL;
+    if (!r) return STRATA_OK;
+    pthread_mutex_lock(&r->dump_lock);
+    strata_status_t st = dump_locked(ctx, r, reason);
+    pthread_mutex_unlock(&r->dump_lock);
+    return st;
 }
 
 strata_status_t strata_flight_dump(strata_context_t *ctx, const char *reason)

@@ -22,6 +22,7 @@ typedef struct {
 typedef struct comm_recorder {
     strata_context_t *ctx;
     pthread_mutex_t   lock;
+    pthread_mutex_t   dump_lock;     /* one dump at a time: snap, path and the .tmp */
     rec_entry_t      *ring, *snap;   /* snap: the dump's copy, allocated once */
     size_t            n;
     uint64_t          next;          /* operations begun */
