@@ -61,6 +61,8 @@ struct strata_config {
     int      ckpt_async;          /* strata_model_save stages and writes in the background */
     int      flight_entries;      /* flight recorder ring per rank; 0 = recorder off */
     char     flight_dir[512];     /* flight records; "" = ckpt_dir if it exists, else cwd */
+    int      straggler_every;     /* steps per straggler check; 0 = off */
+    double   straggler_ratio;     /* busy time over the others' median that names a rank */
 };
 
 /* Fill *cfg with the defaults (config.c; strata_config_create's contents). */

@@ -117,6 +117,13 @@ static const opt_row_t opt_table[] = {
     { "flight_dir", "",     "directory for the flight records flight.<rank>.json (on a timeout, a fatal "
                             "error, SIGTERM, SIGUSR2); empty = ckpt_dir if it exists, else the working directory",
       OFF(flight_dir), STR(flight_dir) },
+    { "straggler_every", "50", "every N steps the ranks compare their busy time (step minus waits "
+                            "for collectives, plus time between steps); a rank persistently slower "
+                            "than the others is named once, on rank 0 and in the flight records; 0 = off",
+      OFF(straggler_every), OPT_INT, 0, NULL },
+    { "straggler_ratio", "1.5", "a rank whose busy time over straggler_every steps and in its median "
+                            "step is above this times the other ranks' median is a straggler (at least 1)",
+      OFF(straggler_ratio), OPT_DOUBLE, 0, NULL },
     { NULL, NULL, NULL, 0, 0, 0, NULL }
 };
 
@@ -214,6 +221,13 @@ static size_t size_min(const opt_row_t *r)
     return OFF(chunk_size) == r->offset ? 1 : 0;
 }
 
+/* The smallest value of an OPT_DOUBLE option: a straggler is slower than
+ * the median, so a ratio below 1 would name ranks that are not. */
+static double double_min(const opt_row_t *r)
+{
+    return OFF(straggler_ratio) == r->offset ? 1.0 : 0.0;
+}
+
 static strata_status_t set_row(strata_config_t *cfg, const opt_row_t *r,
                                const char *value, char *errbuf, size_t errlen)
 {
@@ -245,6 +259,12 @@ static strata_status_t set_row(strata_config_t *cfg, const opt_row_t *r,
         errno = 0;
         double d = strtod(value, &end);
         if (!errno && end != value && !*end && isfinite(d) && d >= 0) {
+            if (d < double_min(r)) {
+                if (errbuf)
+                    snprintf(errbuf, errlen, "option %s: '%s' is less than its minimum, %g (%s)",
+                             r->name, value, double_min(r), r->doc);
+                return STRATA_ERR_CONFIG;
+            }
             *(double *)field = d;
             return STRATA_OK;
         }

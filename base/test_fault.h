@@ -42,6 +42,9 @@
  *                    reduced gradient, so the gradient norm is not finite
  *                    (fsdp/step.c, needs clip_norm > 0;
  *                    t/gpt-train-nonfinite.t)
+ *   slow_rank@R      rank R (>= 1) sleeps 5 ms at the end of every unit
+ *                    callback: a straggler (fsdp/call.c;
+ *                    t/gpt-train-straggler.t)
  *   stale_reload@N   the Nth save an activation schedule brings back to the
  *                    device arrives stale (its first bytes not the ones
  *                    that left), as a reload read before its copy landed

@@ -79,6 +79,7 @@ strata_status_t comm_rec_create(strata_context_t *ctx)
         return base_error(ctx, STRATA_ERR_NOMEM, "flight recorder: %zu entries", n);
     }
     pthread_mutex_init(&r->lock, NULL);
+    pthread_mutex_init(&r->dump_lock, NULL);
     r->ctx = ctx;
     r->n = n;
     r->step = r->unit = -1;
@@ -105,6 +106,7 @@ void comm_rec_destroy(strata_context_t *ctx)
     ctx->op_begin = NULL;
     ctx->op_end = NULL;
     pthread_mutex_destroy(&r->lock);
+    pthread_mutex_destroy(&r->dump_lock);
     free(r->ring);
     free(r->snap);
     free(r);
@@ -247,6 +249,24 @@ void comm_rec_end(strata_context_t *ctx, rec_op_t op, strata_status_t st)
     pthread_mutex_unlock(&r->lock);
 }
 
+void comm_rec_note(strata_context_t *ctx, const char *text)
+{
+    comm_recorder_t *r = ctx ? ctx->rec : NULL;
+    if (!r) return;
+    pthread_mutex_lock(&r->lock);
+    if (r->nnotes < REC_MAX_NOTES) {
+        /* JSON-safe as it is written: no quote, backslash or control character */
+        char *d = r->notes[r->nnotes++];
+        size_t k = 0;
+        for (; text[k] && k + 1 < REC_NOTE_LEN; k++) {
+            unsigned char c = (unsigned char)text[k];
+            d[k] = c < 0x20 || '"' == c || '\\' == c ? '\'' : (char)c;
+        }
+        d[k] = '\0';
+    }
+    pthread_mutex_unlock(&r->lock);
+}
+
 /* ---- the dump ------------------------------------------------------------------------ */
 
 static void write_entry(FILE *f, const comm_recorder_t *r, const rec_entry_t *e, int first)
@@ -281,6 +301,10 @@ static int dump_to(comm_recorder_t *r, const char *why, size_t count, uint64_t n
     for (int g = 0; g < r->ngroups; g++)
         fprintf(f, "%s{\"name\": \"%s\", \"size\": %d, \"rank\": %d}", g ? ", " : "",
                 r->gname[g], r->gsize[g], r->grank[g]);
+    fprintf(f, "],\n  \"notes\": [");
+    pthread_mutex_lock(&r->lock);   /* the notes, as comm_rec_note leaves them */
+    for (int i = 0; i < r->nnotes; i++) fprintf(f, "%s\"%s\"", i ? ", " : "", r->notes[i]);
+    pthread_mutex_unlock(&r->lock);
     fprintf(f, "],\n  \"entries\": [");
     for (size_t i = 0; i < count; i++) write_entry(f, r, &r->snap[i], 0 == i);
     fprintf(f, "\n  ]\n}\n");
@@ -292,10 +316,8 @@ static int dump_to(comm_recorder_t *r, const char *why, size_t count, uint64_t n
     return e;
 }
 
-strata_status_t comm_rec_dump(strata_context_t *ctx, const char *reason)
+static strata_status_t dump_locked(strata_context_t *ctx, comm_recorder_t *r, const char *reason)
 {
-    comm_recorder_t *r = ctx ? ctx->rec : NULL;
-    if (!r) return STRATA_OK;
     pthread_mutex_lock(&r->lock);
     uint64_t next = r->next;
     size_t count = next < r->n ? (size_t)next : r->n;
@@ -322,6 +344,19 @@ strata_status_t comm_rec_dump(strata_context_t *ctx, const char *reason)
     }
     snprintf(r->path, sizeof r->path, "(none written)");
     return STRATA_ERR_IO;
+}
+
+/* The training thread (a straggler named, a fatal error) and the watchdog
+ * thread (a timeout, a signal) may dump at once: they share snap, path and
+ * the .tmp file, so one waits for the other. */
+strata_status_t comm_rec_dump(strata_context_t *ctx, const char *reason)
+{
+    comm_recorder_t *r = ctx ? ctx->rec : NULL;
+    if (!r) return STRATA_OK;
+    pthread_mutex_lock(&r->dump_lock);
+    strata_status_t st = dump_locked(ctx, r, reason);
+    pthread_mutex_unlock(&r->dump_lock);
+    return st;
 }
 
 strata_status_t strata_flight_dump(strata_context_t *ctx, const char *reason)

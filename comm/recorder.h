@@ -78,6 +78,10 @@ void comm_rec_fatal(strata_context_t *ctx, const char *why) __attribute__((noret
  * Path: <flight_dir>/flight.<rank>.json. */
 strata_status_t comm_rec_dump(strata_context_t *ctx, const char *reason);
 
+/* A line of text for the record's "notes" (a straggler named, ...): the
+ * first REC_MAX_NOTES are kept; a no-op with the recorder off. */
+void comm_rec_note(strata_context_t *ctx, const char *text);
+
 const char *comm_rec_kind_name(rec_kind_t kind);
 
 #endif

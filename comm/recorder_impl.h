@@ -16,10 +16,13 @@ typedef struct {
 } rec_entry_t;
 
 #define REC_MAX_GROUPS 8
+#define REC_MAX_NOTES  8
+#define REC_NOTE_LEN   400
 
 typedef struct comm_recorder {
     strata_context_t *ctx;
     pthread_mutex_t   lock;
+    pthread_mutex_t   dump_lock;     /* one dump at a time: snap, path and the .tmp */
     rec_entry_t      *ring, *snap;   /* snap: the dump's copy, allocated once */
     size_t            n;
     uint64_t          next;          /* operations begun */
@@ -33,6 +36,8 @@ typedef struct comm_recorder {
     double            ckpt_start;    /* when the open save/load began */
     int               ckpt_depth;
     double            t0_wall;       /* wall clock minus monotonic, at create */
+    int               nnotes;        /* comm_rec_note's lines, under lock */
+    char              notes[REC_MAX_NOTES][REC_NOTE_LEN];
     /* watchdog */
     pthread_t         thread;
     int               running, stop;

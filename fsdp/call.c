@@ -8,9 +8,11 @@
 #include "config.h"
 #include "fsdp.h"
 #include "dev.h"
+#include "base/test_fault.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 void fsdp_free_saves(strata_unit_t *u)
 {
@@ -39,6 +41,16 @@ static strata_status_t misuse(strata_unit_call_t *c, strata_status_t st)
 #define CTX(c) ((c)->unit->model->ctx)
 #define PHASE(c) ((c)->backward ? "backward" : "forward")
 
+/* The slow_rank test fault (base/test_fault.h): rank R takes 5 ms longer
+ * in every callback, a persistently slow rank for the straggler check. */
+static void slow_rank_fault(const strata_context_t *ctx)
+{
+    uint64_t r = test_fault_arg("slow_rank");
+    if (0 == r || (uint64_t)ctx->rank != r) return;
+    struct timespec ts = { 0, 5000000 };
+    while (nanosleep(&ts, &ts)) {}
+}
+
 strata_status_t fsdp_run_callback(strata_unit_call_t *c)
 {
     strata_unit_t *u = c->unit;
@@ -54,6 +66,7 @@ strata_status_t fsdp_run_callback(strata_unit_call_t *c)
     double t0 = base_now();
     int slot = fsdp_dev_time_begin(ctx);   /* cuda: the work on the device, read at step end */
     st = fn(c, u->user_data);
+    slow_rank_fault(ctx);
     fsdp_dev_time_end(ctx, slot);
     u->model->compute_s += base_now() - t0;
 

@@ -162,6 +162,16 @@ struct strata_unit {
     double          t_gdone, t_rdone;     /* when they were seen complete (costs) */
 };
 
+/* The straggler check's window (straggler.c): busy-time sums by section,
+ * each step's busy time, the ranks already named. */
+typedef struct fsdp_straggler {
+    int     every, n;         /* window length (straggler_every at the first step); steps in it */
+    double  sum[8];
+    double *typ;              /* [every]: each step's busy seconds */
+    char   *named;            /* [world size]: named once */
+    double  t_prev_end;       /* when the previous step ended (0: none yet) */
+} fsdp_straggler_t;
+
 typedef enum { MODEL_BUILDING = 0, MODEL_READY, MODEL_BROKEN } fsdp_model_state_t;
 typedef enum { PHASE_IDLE = 0, PHASE_STEP, PHASE_FORWARD_DONE } fsdp_phase_t;
 
@@ -194,6 +204,7 @@ struct strata_model {
     /* statistics */
     double              t_step0, compute_s, exposed_s, optim_s;
     strata_model_stats_t stats;
+    fsdp_straggler_t    strag;
 
     /* activation policies, the recorded program and its executor (exec_*.c;
      * its state is private to it: exec_impl.h) */
@@ -226,6 +237,19 @@ void fsdp_bgsave_destroy(strata_model_t *m);
  * recorder. Collective over ctx's ranks. */
 strata_status_t fsdp_ctx_writer_create(strata_context_t *ctx, strata_context_t **w_p);
 void fsdp_ctx_writer_destroy(strata_context_t *w);
+
+/* ---- stragglers (straggler.c) ---------------------------------------------------- */
+
+/* After a step's stats are set: add it to the window; every straggler_every
+ * steps exchange the windows over the world and name a slow rank once. */
+strata_status_t fsdp_straggler_step(strata_model_t *m);
+void fsdp_straggler_free(fsdp_straggler_t *s);
+/* Pure: slow[r] = 1 when rank r's busy[r] (summed over `steps` steps) and
+ * typical[r] (its median step) are both above ratio times the median of
+ * the other ranks' and above it by a floor (2 ms a step); median[r] = that
+ * median of busy. 0 for every rank when W < 2. Returns how many are slow. */
+int fsdp_straggler_find(const double *busy, const double *typical, int W, int steps,
+                        double ratio, int *slow, double *median);
 
 /* ---- progress (progress.c) ------------------------------------------------------- */
 

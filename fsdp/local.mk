@@ -15,6 +15,7 @@ libstrata_core_la_SOURCES += \
     fsdp/model.c \
     fsdp/progress.c \
     fsdp/step.c \
+    fsdp/straggler.c \
     fsdp/exec_impl.h \
     fsdp/exec_step.c \
     fsdp/exec_run.c \

@@ -430,7 +430,9 @@ strata_status_t strata_model_step_end(strata_model_t *m)
     m->stats.compute_s = m->compute_s;
     m->stats.exposed_comm_s = m->exposed_s;
     m->stats.optim_s = m->optim_s;
-    return fsdp_exec_step_end(m);
+    st = fsdp_exec_step_end(m);
+    if (STRATA_OK == st) st = fsdp_straggler_step(m);
+    return st;
 fail:
     abort_step(m);
     return st;

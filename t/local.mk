@@ -115,7 +115,7 @@ TESTS += t/ckpt-np1.t t/ckpt-np2.t t/ckpt-np4.t t/ckpt-reshard.t t/ckpt-bad.t t/
 # h5dump, when configure found it, for t/ckpt-h5dump.t
 AM_TESTS_ENVIRONMENT += H5DUMP='$(H5DUMP)'; export H5DUMP;
 # FSDP core
-check_PROGRAMS += t/unit_fsdp_geometry.t t/unit_fsdp_mem.t t/unit_fsdp_optim.t t/unit_fsdp_pool.t t/fsdp_equiv t/fsdp_errors t/step_check
+check_PROGRAMS += t/unit_fsdp_geometry.t t/unit_fsdp_mem.t t/unit_fsdp_optim.t t/unit_fsdp_pool.t t/unit_fsdp_straggler.t t/fsdp_equiv t/fsdp_errors t/step_check
 t_step_check_SOURCES = t/step_check.c
 t_step_check_LDADD = $(TEST_LDADD)
 t_unit_fsdp_geometry_t_SOURCES = t/unit_fsdp_geometry.t.c
@@ -126,6 +126,8 @@ t_unit_fsdp_optim_t_SOURCES = t/unit_fsdp_optim.t.c
 t_unit_fsdp_optim_t_LDADD = $(TEST_INTERNAL_LDADD) -lm
 t_unit_fsdp_pool_t_SOURCES = t/unit_fsdp_pool.t.c
 t_unit_fsdp_pool_t_LDADD = $(TEST_INTERNAL_LDADD)
+t_unit_fsdp_straggler_t_SOURCES = t/unit_fsdp_straggler.t.c
+t_unit_fsdp_straggler_t_LDADD = $(TEST_INTERNAL_LDADD)
 t_fsdp_equiv_SOURCES = t/fsdp_equiv.c
 t_fsdp_equiv_LDADD = $(MLP_LIBS) $(TEST_LDADD)
 t_fsdp_errors_SOURCES = t/fsdp_errors.c
@@ -143,6 +145,7 @@ dist_check_SCRIPTS += \
     t/flight-cmd.t
 TESTS += \
     t/unit_fsdp_geometry.t t/unit_fsdp_mem.t t/unit_fsdp_optim.t t/unit_fsdp_pool.t \
+    t/unit_fsdp_straggler.t \
     t/fsdp-errors.t t/step-check.t t/flight-stop.t t/flight-bypass.t t/flight-cmd.t \
     t/fsdp-np1.t t/fsdp-np2.t t/fsdp-np2-s1.t t/fsdp-np2-thread.t t/fsdp-np3.t t/fsdp-np4.t \
     t/fsdp-np4-s2.t t/fsdp-np8.t \
@@ -234,7 +237,8 @@ dist_check_SCRIPTS += t/gpt-train-np1-np4.t t/gpt-train-policy.t t/gpt-train-res
     t/gpt-train-errors.t t/gpt-train-trace.t t/gpt-train-tight.t t/gpt-learn.t t/slurm-run.t \
     t/gpt-train-damaged.t t/gpt-train-lock.t t/gpt-train-settings.t t/gpt-demo.t t/gpt-threads.t \
     t/gpt-train-recompute.t t/gpt-train-nonfinite.t t/gpt-train-shape.t t/ckpt-access.t \
-    t/ckpt-lock-dead.t t/cli-refusals.t t/flight-dir.t t/spill-full.t t/gpt-matmul.t
+    t/ckpt-lock-dead.t t/cli-refusals.t t/flight-dir.t t/spill-full.t t/gpt-matmul.t \
+    t/gpt-train-straggler.t
 if HAVE_CBLAS
 check_PROGRAMS += t/gpt_grad.t t/gpt_ref.t t/gpt_data.t
 t_gpt_grad_t_SOURCES = t/gpt_grad.t.c
@@ -259,6 +263,8 @@ TESTS += t/gpt-train-recompute.t
 TESTS += t/ckpt-enospc.t t/ckpt-async.t t/gpt-train-shape.t t/ckpt-access.t t/ckpt-lock-dead.t t/cli-refusals.t \
     t/flight-dir.t t/spill-full.t
 TESTS += t/gpt-train-damaged.t t/gpt-train-lock.t t/gpt-train-settings.t t/gpt-train-nonfinite.t
+# a rank slowed by a test fault is named once (fsdp/straggler.c)
+TESTS += t/gpt-train-straggler.t
 
 # the planner: model and hardware files, formulas, the worked example of
 # docs/planner.md (checks the example GPT against examples/gpt's own sizes)

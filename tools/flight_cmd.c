@@ -190,6 +190,27 @@ static int only_timeouts(const dump_t *d, int nd, int W, const char *seen, const
     return 1;
 }
 
+/* The records' notes (a straggler named, ...), each text once: every rank
+ * notes the same straggler. */
+static void print_notes(const dump_t *d, int nd)
+{
+    for (int i = 0; i < nd; i++) {
+        size_t k;
+        json_t *n;
+        json_array_foreach(json_object_get(d[i].root, "notes"), k, n) {
+            const char *t = json_string_value(n);
+            int seen = !t;
+            for (int j = 0; j < i && !seen; j++) {
+                size_t q;
+                json_t *o;
+                json_array_foreach(json_object_get(d[j].root, "notes"), q, o)
+                    if (json_string_value(o) && !strcmp(json_string_value(o), t)) seen = 1;
+            }
+            if (!seen) printf("note: %s\n", t);
+        }
+    }
+}
+
 static int load(const char *path, dump_t *d)
 {
     json_error_t err;
@@ -248,6 +269,7 @@ int cmd_flight(int argc, char **argv)
         if (d[i].rank < W) seen[d[i].rank] = 1;
     }
     printf("%d of %d ranks have a flight record\n", nd, W);
+    if (2 != rc) print_notes(d, nd);
     for (int r = 0; r < W && 2 != rc; r++)
         if (!seen[r]) { printf("rank %d: no flight record\n", r); suspect[r] = 1; }
     json_t *groups = json_object_get(d[0].root, "groups"), *gr;
