@@ -18,6 +18,15 @@
  * fsync before a write counts as done, and both drop their file from the
  * page cache (posix_fadvise DONTNEED) before a timed read. A time is the
  * slowest rank's; GB/s are 1e9 bytes per second of state bytes.
+ *
+ * The stall of an asynchronous save: a model of NUNITS units holding
+ * about the same state (one parameter each, AdamW) is saved with
+ * strata_model_save on two contexts, ckpt_async off and on, alternating
+ * which goes first. The synchronous save's time is what the training loop
+ * would stop for; the asynchronous one's is the time strata_model_save
+ * takes to copy the shards and start the writer (the write itself then
+ * runs beside the loop; strata_model_save_wait ends it, untimed).
+ * stall_ratio = asynchronous stall / synchronous save, medians.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -53,6 +62,53 @@ static void die(const char *what)
 {
     fprintf(stderr, "ckpt_bench rank %d: %s: %s\n", R, what, ctx ? strata_last_error(ctx) : strerror(errno));
     MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+static strata_status_t no_call(strata_unit_call_t *call, void *user)
+{
+    (void)call;
+    (void)user;
+    return STRATA_OK;
+}
+
+/* A model on a context of its own (ckpt_async on or off) whose units hold
+ * per_unit parameters each. */
+static strata_model_t *state_model(int async, uint64_t per_unit, strata_context_t **c_p)
+{
+    strata_config_t *cfg;
+    strata_model_t *m;
+    if (strata_config_create(&cfg) || strata_config_read_env(cfg, NULL, 0) ||
+        strata_config_set(cfg, "ckpt_async", async ? "on" : "off", NULL, 0) ||
+        strata_init(MPI_COMM_WORLD, cfg, c_p))
+        die("strata_init (model)");
+    strata_config_destroy(cfg);
+    ctx = *c_p;
+    if (strata_model_create(*c_p, NULL, &m)) die("strata_model_create");
+    static const char *const names[NUNITS] = { "u0", "u1", "u2", "u3" };
+    for (int u = 0; u < NUNITS; u++) {
+        strata_unit_t *un;
+        uint64_t dims[1] = { per_unit };
+        if (strata_model_add_unit(m, names[u], no_call, no_call, NULL, &un) ||
+            strata_unit_add_param(un, "w", 1, dims, STRATA_F32, STRATA_PARAM_NORMAL(0.02f), NULL))
+            die("strata_unit_add_param");
+    }
+    if (strata_model_commit(m)) die("strata_model_commit");
+    return m;
+}
+
+/* One save of m into dir, timed (the slowest rank); the asynchronous one's
+ * write is then waited for, untimed. */
+static double model_save(strata_model_t *m, strata_context_t *c, const char *dir)
+{
+    strata_model_ckpt_t info = { .keep = 1, .half_copy = STRATA_F32 };
+    char path[4200];
+    ctx = c;
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    if (strata_model_save(m, dir, &info, path, sizeof path)) die("strata_model_save");
+    double t = slowest(MPI_Wtime() - t0);
+    if (strata_model_save_wait(m, NULL, 0)) die("strata_model_save_wait");
+    return t;
 }
 
 /* Raw reference: each rank writes its contiguous part of one file, fsyncs. */
@@ -197,20 +253,46 @@ int main(int argc, char **argv)
         unlink(ck);
         unlink(rawpath);
     }
+    /* the stall of an asynchronous save against a synchronous one */
+    strata_context_t *cs, *ca, *main_ctx = ctx;
+    strata_model_t *ms = state_model(0, per_unit, &cs), *ma = state_model(1, per_unit, &ca);
+    char dsync[4200], dasync[4200];
+    snprintf(dsync, sizeof dsync, "%s/ckpt-bench-sync-%d-%ld", dir, W, pid);
+    snprintf(dasync, sizeof dasync, "%s/ckpt-bench-async-%d-%ld", dir, W, pid);
+    double tsync[51], tstall[51];
+    for (int k = 0; k < repeats; k++) {
+        if (k % 2) tstall[k] = model_save(ma, ca, dasync);
+        tsync[k] = model_save(ms, cs, dsync);
+        if (!(k % 2)) tstall[k] = model_save(ma, ca, dasync);
+    }
+    strata_model_destroy(ms);
+    strata_model_destroy(ma);
+    strata_finalize(cs);
+    strata_finalize(ca);
+    ctx = main_ctx;
+    if (0 == R) {
+        char cmd[9000];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", dsync, dasync);
+        if (system(cmd)) fprintf(stderr, "ckpt_bench: could not remove %s, %s\n", dsync, dasync);
+    }
+    double sync_s = median(tsync, repeats), stall_s = median(tstall, repeats);
     double gb = (double)state_bytes / 1e9;
     double save = gb / median(ts, repeats), rw = gb / median(tw, repeats);
     double load = gb / median(tl, repeats), rr = gb / median(tr, repeats);
     if (0 == R) {
         if (json) {
             printf("{\"ranks\":%d,\"bytes\":%zu,\"save_gbs\":%.4f,\"raw_write_gbs\":%.4f,\"save_ratio\":%.4f,"
-                   "\"load_gbs\":%.4f,\"raw_read_gbs\":%.4f,\"load_ratio\":%.4f,\"repeats\":%d}\n",
-                   W, state_bytes, save, rw, save / rw, load, rr, load / rr, repeats);
+                   "\"load_gbs\":%.4f,\"raw_read_gbs\":%.4f,\"load_ratio\":%.4f,\"sync_save_s\":%.4f,"
+                   "\"async_stall_s\":%.4f,\"stall_ratio\":%.4f,\"repeats\":%d}\n",
+                   W, state_bytes, save, rw, save / rw, load, rr, load / rr, sync_s, stall_s,
+                   stall_s / sync_s, repeats);
         } else {
             if (header)
-                printf("%5s %12s %9s %9s %7s %9s %9s %7s   (GB/s, medians of %d)\n", "ranks", "bytes",
-                       "save", "raw_wr", "ratio", "load", "raw_rd", "ratio", repeats);
-            printf("%5d %12zu %9.3f %9.3f %7.2f %9.3f %9.3f %7.2f\n", W, state_bytes, save, rw, save / rw,
-                   load, rr, load / rr);
+                printf("%5s %12s %9s %9s %7s %9s %9s %7s %9s %9s %7s   (GB/s, s; medians of %d)\n",
+                       "ranks", "bytes", "save", "raw_wr", "ratio", "load", "raw_rd", "ratio",
+                       "sync_s", "stall_s", "stall", repeats);
+            printf("%5d %12zu %9.3f %9.3f %7.2f %9.3f %9.3f %7.2f %9.4f %9.4f %7.3f\n", W, state_bytes,
+                   save, rw, save / rw, load, rr, load / rr, sync_s, stall_s, stall_s / sync_s);
         }
         fflush(stdout);
     }

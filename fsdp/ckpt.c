@@ -294,13 +294,13 @@ static void *bg_main(void *arg)
     return NULL;
 }
 
-/* Free what one save held (not the writer's context). */
+/* Free what one save held (not the writer's context, nor the copy's
+ * block: the next save fills it again, without a first touch of every
+ * page inside the training loop's stall). */
 static void bg_release(struct fsdp_bgsave *b)
 {
     free(b->sg.shard);
     b->sg.shard = NULL;
-    if (b->blk) strata_block_free(b->blk);
-    b->blk = NULL;
     store_free(&b->ls);
     memset(&b->ls, 0, sizeof b->ls);
     free(b->rng);
@@ -359,6 +359,7 @@ static strata_status_t bg_copy_info(strata_model_t *m, struct fsdp_bgsave *b)
  * rank saves synchronously this time (*sync_p), and rank 0 says why once. */
 static strata_status_t bg_room(strata_model_t *m, struct fsdp_bgsave *b, int *sync_p)
 {
+    if (b->blk) return STRATA_OK;   /* every rank has it, from the first save that had room */
     size_t bytes = (stage_floats(m) + 1) * sizeof(float);
     strata_status_t room = strata_block_alloc(m->ctx, STRATA_TIER_PINNED_HOST, bytes,
                                               STRATA_TAG_WORKSPACE, &b->blk);
@@ -401,16 +402,16 @@ static strata_status_t save_async(strata_model_t *m, const char *dir, const stra
         if (STRATA_OK != st) return st;
     }
     struct fsdp_bgsave *b = m->bgsave;
+    st = bg_room(m, b, sync_p);
+    if (STRATA_OK != st || *sync_p) return st;
+    /* one agreement for the layout, the copies of info and the staging */
     st = build_layout(m, info, &b->ls);
     if (STRATA_OK == st) st = bg_copy_info(m, b);
+    memset(&b->sg, 0, sizeof b->sg);
+    if (STRATA_OK == st)
+        st = stage_fill(m, &b->ls, 1, strata_block_ptr(b->blk, STRATA_TIER_PINNED_HOST), &b->sg);
     st = agree(m, st);
-    if (STRATA_OK == st) st = bg_room(m, b, sync_p);
-    if (STRATA_OK == st && !*sync_p) {
-        memset(&b->sg, 0, sizeof b->sg);
-        st = agree(m, stage_fill(m, &b->ls, 1, strata_block_ptr(b->blk, STRATA_TIER_PINNED_HOST),
-                                 &b->sg));
-    }
-    if (STRATA_OK != st || *sync_p) {
+    if (STRATA_OK != st) {
         bg_release(b);
         return st;
     }
@@ -490,6 +491,7 @@ void fsdp_bgsave_destroy(strata_model_t *m)
     }
     if (STRATA_OK != bg_join(m))
         strata_warn(m->ctx, "strata_model_destroy: %s", strata_last_error(m->ctx));
+    if (b->blk) strata_block_free(b->blk);
     fsdp_ctx_writer_destroy(b->wctx);
     free(b);
     m->bgsave = NULL;
