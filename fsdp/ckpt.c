@@ -8,6 +8,7 @@
 #include "fsdp.h"
 #include "base/test_fault.h"
 #include "comm/comm.h"
+#include "comm/recorder.h"
 #include "dev.h"
 #include "base/thread.h"
 
@@ -270,6 +271,7 @@ struct fsdp_bgsave {
     strata_ckpt_kv_t *config;
     char             *kv;
     int               said_sync;       /* "written synchronously" said once */
+    double            t_start;         /* when it was handed to the writer */
     char              dir[4096];
     char              path[4200];      /* the file the writer wrote */
     char              last[4200];      /* the last file written in the background */
@@ -311,6 +313,18 @@ static void bg_release(struct fsdp_bgsave *b)
     b->kv = NULL;
 }
 
+/* A background save is one checkpoint save to the watchdog's rules: one
+ * that has not finished ckpt_timeout after it began ends the job as the
+ * watchdog ends a synchronous one (flight records, exit 75): its writer
+ * may be stuck in a collective with a rank that is gone. */
+static void bg_overdue(strata_model_t *m)
+{
+    char why[4400];
+    snprintf(why, sizeof why, "the checkpoint written in the background into %.4096s did not "
+             "finish within ckpt_timeout (%g s)", m->bgsave->dir, m->ctx->cfg.ckpt_timeout);
+    comm_rec_fatal(m->ctx, why);
+}
+
 /* Wait for the save in flight (it is done, or finishing: its collectives
  * agree its outcome on every rank), release it, and return its status
  * with its message on the model's context. */
@@ -318,7 +332,23 @@ static strata_status_t bg_join(strata_model_t *m)
 {
     struct fsdp_bgsave *b = m->bgsave;
     if (!b || !b->running) return STRATA_OK;
-    if (b->threaded) pthread_join(b->thread, NULL);
+    double timeout = m->ctx->cfg.ckpt_timeout;
+    if (b->threaded && timeout > 0) {
+        /* the deadline on the clock pthread_timedjoin_np reads */
+        struct timespec t;
+        clock_gettime(CLOCK_REALTIME, &t);
+        double left = b->t_start + timeout - base_now();
+        if (left < 0) left = 0;
+        t.tv_sec += (time_t)left;
+        t.tv_nsec += (long)((left - (double)(time_t)left) * 1e9);
+        if (t.tv_nsec >= 1000000000L) {
+            t.tv_sec++;
+            t.tv_nsec -= 1000000000L;
+        }
+        if (pthread_timedjoin_np(b->thread, NULL, &t)) bg_overdue(m);
+    } else if (b->threaded) {
+        pthread_join(b->thread, NULL);
+    }
     b->running = 0;
     bg_release(b);
     if (STRATA_OK != b->st)
@@ -425,6 +455,7 @@ static strata_status_t save_async(strata_model_t *m, const char *dir, const stra
     b->st = STRATA_OK;
     b->done = 0;
     b->running = 1;
+    b->t_start = base_now();
     /* without a thread the save still runs, here: every rank's writer must
      * take part in the collectives of the others' */
     b->threaded = 0 == base_thread_create(ctx, &b->thread, bg_main, b);
@@ -443,6 +474,8 @@ strata_status_t fsdp_bgsave_poll(strata_model_t *m)
     struct fsdp_bgsave *b = m->bgsave;
     if (!b || !b->running) return STRATA_OK;
     int done = __atomic_load_n(&b->done, __ATOMIC_ACQUIRE);
+    if (!done && m->ctx->cfg.ckpt_timeout > 0 && base_now() - b->t_start > m->ctx->cfg.ckpt_timeout)
+        bg_overdue(m);
     strata_status_t mine = STRATA_OK;
     if (done && STRATA_OK != b->st)
         mine = base_error(m->ctx, b->st, "checkpoint written in the background: %s", b->wctx->errmsg);
@@ -474,21 +507,6 @@ void fsdp_bgsave_destroy(strata_model_t *m)
 {
     struct fsdp_bgsave *b = m->bgsave;
     if (!b) return;
-    if (b->running && b->threaded && m->ctx->cfg.ckpt_timeout > 0) {
-        /* a writer stuck in a collective with a rank that is gone would
-         * hold destroy for ever: after ckpt_timeout it is left behind */
-        struct timespec t;
-        clock_gettime(CLOCK_REALTIME, &t);
-        t.tv_sec += (time_t)m->ctx->cfg.ckpt_timeout + 1;
-        if (pthread_timedjoin_np(b->thread, NULL, &t)) {
-            strata_warn(m->ctx, "strata_model_destroy: the checkpoint written in the background "
-                        "did not finish within ckpt_timeout (%g s); left behind",
-                        m->ctx->cfg.ckpt_timeout);
-            m->bgsave = NULL;
-            return;
-        }
-        b->threaded = 0;
-    }
     if (STRATA_OK != bg_join(m))
         strata_warn(m->ctx, "strata_model_destroy: %s", strata_last_error(m->ctx));
     if (b->blk) strata_block_free(b->blk);

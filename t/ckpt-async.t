@@ -6,13 +6,15 @@
 # byte for byte what a synchronous save writes, and the run's param_hash
 # must not move. A rank killed in the middle of a background write
 # (ckpt_kill) leaves the previous checkpoint as `latest`, verified. A
-# bad value is a usage error.
+# writer stuck in the middle of a file (ckpt_stall) ends the job at
+# ckpt_timeout as a synchronous save does (exit 75, flight records). A bad
+# value is a usage error.
 set -u
 . "$top_srcdir/t/tap.sh"
 tap_need_hooks
 P="$top_builddir/examples/gpt/train_gpt"
 tap_tmp ckpt-async
-echo "1..9"
+echo "1..12"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 small="--threads 1 --layers 2 --dim 32 --heads 4 --eval-n 8 --batch 4 --json"
 
@@ -51,6 +53,21 @@ check "the killed run fails (not a timeout)" test "$rc" -ne 0 -a "$rc" -ne 124
 check "latest still names step 4, which verifies; no step-00000008.h5" \
     sh -c 'grep -qx step-00000004.h5 "$1/latest" && "$2" ckpt verify "$1/step-00000004.h5" >/dev/null &&
            test ! -e "$1/step-00000008.h5"' _ "$tmp/kill" "$S"
+
+# rank 1's writer stuck in the middle of step 8's file, ckpt_timeout 4 s
+# shellcheck disable=SC2046
+t0=$(ms)
+STRATA_TEST_FAULT=ckpt_stall@600 timeout 120 "${MPIRUN:-mpirun}" -np 2 $("$L" --flags) \
+    "$P" $small --steps 8 --ckpt-every 4 --ckpt-dir "$tmp/kill" --resume --set ckpt_async=on \
+    --set ckpt_timeout=4 > "$tmp/stall.out" 2>&1
+rc=$?; t1=$(ms)
+echo "# stalled writer: exit $rc after $((t1 - t0)) ms"
+check "a stuck background write ends the job with exit 75 within ckpt_timeout + 15 s" \
+    test "$rc" -eq 75 -a $((t1 - t0)) -lt 19000 || sed 's/^/# /' "$tmp/stall.out"
+check "the message names the background checkpoint and ckpt_timeout; a flight record written" \
+    sh -c 'grep -q "written in the background into .* did not finish within ckpt_timeout (4 s)" "$1" &&
+           ls "$2" | grep -q "^flight\.[01]\.json$"' _ "$tmp/stall.out" "$tmp/kill"
+check "latest still names step 4" grep -qx step-00000004.h5 "$tmp/kill/latest"
 
 "$L" 1 "$P" $small --steps 1 --set ckpt_async=maybe > "$tmp/bad.out" 2>&1
 rc=$?
