@@ -25,7 +25,7 @@ const char *sched_engine_name(sched_engine_t e)
 
 const char *sched_mode_name(sched_mode_t m)
 {
-    return SCHED_MODE_NAIVE == m ? "naive" : "lhs";
+    return SCHED_MODE_NAIVE == m ? "naive" : SCHED_MODE_NONE == m ? "none" : "lhs";
 }
 
 /* Copy [b, e) without surrounding whitespace into out (size SCHED_NAME_MAX);

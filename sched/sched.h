@@ -263,7 +263,13 @@ typedef struct {
 
 double sched_link_time(const sched_link_t *link, sched_engine_t engine, size_t bytes);
 
-typedef enum { SCHED_MODE_LHS = 0, SCHED_MODE_NAIVE = 1 } sched_mode_t;
+/* lhs: transfers and collectives placed to hide behind compute; naive:
+ * one transfer at a time, compute waiting for each right after producing
+ * / right before using; none: nothing overlaps at all -- every op waits
+ * for the one before it, collectives included, as a compiler without a
+ * latency-hiding scheduler runs a step (a model for strata plan; the
+ * runtime runs lhs or naive). */
+typedef enum { SCHED_MODE_LHS = 0, SCHED_MODE_NAIVE = 1, SCHED_MODE_NONE = 2 } sched_mode_t;
 const char *sched_mode_name(sched_mode_t m);
 
 typedef struct {

@@ -205,6 +205,143 @@ out:
     return st;
 }
 
+/* ---- none: nothing overlaps ----------------------------------------------- */
+
+/* A binary min-heap of op ids by (key, id). */
+typedef struct { int *id; const double *key; int n; } heap_t;
+
+static int heap_less(const heap_t *h, int a, int b)
+{
+    double ka = h->key[h->id[a]], kb = h->key[h->id[b]];
+    return ka < kb || (ka == kb && h->id[a] < h->id[b]);
+}
+
+static void heap_swap(heap_t *h, int a, int b)
+{
+    int t = h->id[a];
+    h->id[a] = h->id[b];
+    h->id[b] = t;
+}
+
+static void heap_push(heap_t *h, int op)
+{
+    int i = h->n++;
+    h->id[i] = op;
+    for (; i > 0 && heap_less(h, i, (i - 1) / 2); i = (i - 1) / 2) heap_swap(h, i, (i - 1) / 2);
+}
+
+static int heap_pop(heap_t *h)
+{
+    int top = h->id[0];
+    h->id[0] = h->id[--h->n];
+    for (int i = 0;;) {
+        int l = 2 * i + 1, r = l + 1, m = i;
+        if (l < h->n && heap_less(h, l, m)) m = l;
+        if (r < h->n && heap_less(h, r, m)) m = r;
+        if (m == i) break;
+        heap_swap(h, i, m);
+        i = m;
+    }
+    return top;
+}
+
+/* Every op's successors (its dependents and the next op of its engine),
+ * back to back: succ[soff[i] .. soff[i+1]); indeg[i] its predecessors. */
+static int successors(const sched_t *s, int **soff_p, int **succ_p, int *indeg)
+{
+    int n = s->nops, ne = s->ndeps + n;
+    int *soff = calloc((size_t)n + 1, sizeof *soff), *succ = malloc(((size_t)ne + 1) * sizeof *succ);
+    int *fill = calloc((size_t)n + 1, sizeof *fill);
+    if (!soff || !succ || !fill) {
+        free(soff); free(succ); free(fill);
+        return -1;
+    }
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < s->ops[i].ndeps; k++) soff[s->ops[i].deps[k] + 1]++;
+    for (int e = 0; e < SCHED_ENGINE_COUNT; e++)
+        for (int j = 1; j < s->norder[e]; j++) soff[s->order[e][j - 1] + 1]++;
+    for (int i = 0; i < n; i++) soff[i + 1] += soff[i];
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < s->ops[i].ndeps; k++) {
+            int d = s->ops[i].deps[k];
+            succ[soff[d] + fill[d]++] = i;
+            indeg[i]++;
+        }
+    for (int e = 0; e < SCHED_ENGINE_COUNT; e++)
+        for (int j = 1; j < s->norder[e]; j++) {
+            int a = s->order[e][j - 1], b = s->order[e][j];
+            succ[soff[a] + fill[a]++] = b;
+            indeg[b]++;
+        }
+    free(fill);
+    *soff_p = soff;
+    *succ_p = succ;
+    return 0;
+}
+
+/* One total order of the ops that keeps every dep and engine order: Kahn's,
+ * the earliest simulated start first (then the lower id). */
+static int total_order(const sched_t *s, const double *start, int *seq)
+{
+    int n = s->nops, *soff = NULL, *succ = NULL, k = 0;
+    int *indeg = calloc((size_t)n + 1, sizeof *indeg);
+    heap_t h = { malloc(((size_t)n + 1) * sizeof(int)), start, 0 };
+    if (!indeg || !h.id || successors(s, &soff, &succ, indeg)) {
+        free(indeg); free(h.id);
+        return -1;
+    }
+    for (int i = 0; i < n; i++) if (0 == indeg[i]) heap_push(&h, i);
+    while (h.n > 0) {
+        int i = heap_pop(&h);
+        seq[k++] = i;
+        for (int j = soff[i]; j < soff[i + 1]; j++)
+            if (0 == --indeg[succ[j]]) heap_push(&h, succ[j]);
+    }
+    free(indeg); free(h.id); free(soff); free(succ);
+    return k == n ? 0 : -1;
+}
+
+/* none: the naive schedule s with every op waiting for the one before it in
+ * a total order (the naive run's simulated start times, kept consistent
+ * with its deps and engine orders), so no two ops ever overlap: every
+ * collective and transfer is exposed. More deps only remove timings, so
+ * the device bound still holds. */
+static strata_status_t serialize(sched_t *s, char *err, size_t errlen)
+{
+    int n = s->nops;
+    double *start = malloc(((size_t)n + 1) * sizeof *start);
+    int *seq = malloc(((size_t)n + 1) * sizeof *seq), *prev = malloc(((size_t)n + 1) * sizeof *prev);
+    int *deps = malloc(((size_t)s->ndeps + (size_t)n + 1) * sizeof *deps);
+    sched_result_t r;
+    strata_status_t st = STRATA_ERR_NOMEM;
+    if (!start || !seq || !prev || !deps) goto out;
+    st = sched_simulate(s, &r, start, NULL, err, errlen);
+    if (STRATA_OK != st) goto out;
+    st = STRATA_ERR_NOMEM;
+    if (total_order(s, start, seq)) goto out;
+    for (int k = 0; k < n; k++) prev[seq[k]] = k ? seq[k - 1] : -1;
+    int nd = 0;
+    for (int i = 0; i < n; i++) {
+        int first = nd;
+        for (int k = 0; k < s->ops[i].ndeps; k++) deps[nd++] = s->ops[i].deps[k];
+        if (prev[i] >= 0) deps[nd++] = prev[i];
+        s->ops[i].ndeps = nd - first;
+    }
+    free(s->deps);
+    s->deps = deps;
+    s->ndeps = nd;
+    deps = NULL;
+    for (int i = 0, off = 0; i < n; i++) {
+        s->ops[i].deps = s->deps + off;
+        off += s->ops[i].ndeps;
+    }
+    st = STRATA_OK;
+out:
+    if (STRATA_ERR_NOMEM == st) st = sched_fail(err, errlen, st, "out of memory serializing the schedule");
+    free(start); free(seq); free(prev); free(deps);
+    return st;
+}
+
 /* Bytes the schedule moves down a tier (D2H and H2S ops): what the
  * tie-break minimises. Not transfer_s: an unpaced link (bandwidth 0, the
  * runtime's default) gives every transfer 0 s, so all variants would tie
@@ -310,7 +447,7 @@ static int list_variants(const sched_program_t *prog, sched_mode_t mode, variant
 {
     int nvar = 0;
     var[nvar++] = (variant_t){ 0, 0, 1 };   /* the minimal-drain form, first */
-    if (SCHED_MODE_NAIVE == mode) return nvar;
+    if (SCHED_MODE_LHS != mode) return nvar;
     for (int t = 0; nvar < MAX_VARIANTS - 4; t = t ? 2 * t : 1) {
         if (t > prog->nunits) t = prog->nunits;
         var[nvar++] = (variant_t){ 1, t, 0 };
@@ -355,6 +492,14 @@ static strata_status_t build_candidates(const sched_program_t *prog, const sched
         if (STRATA_ERR_NOMEM == vst) {
             candidates_free(c, v, -1);
             return sched_fail(err, errlen, STRATA_ERR_NOMEM, "out of memory building the schedule");
+        }
+        if (STRATA_OK == vst && SCHED_MODE_NONE == opts->mode) {
+            vst = serialize(s, err, errlen);
+            if (STRATA_OK != vst) sched_destroy(s);
+            if (STRATA_ERR_NOMEM == vst) {
+                candidates_free(c, v, -1);
+                return vst;
+            }
         }
         if (STRATA_OK != vst) continue;
         s->tail_kept = var[v].tail;

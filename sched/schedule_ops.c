@@ -353,7 +353,7 @@ static int add_deps(builder_t *b, const sched_layout_t *l, const sched_decide_t 
     if (add_param_deps(b, l, ids)) return -1;
     for (int i = 0; i < l->nsaves; i++)
         if (sched_offloaded(l->save_act[i]) && add_save_deps(b, l, d, ids, i)) return -1;
-    if (SCHED_MODE_NAIVE == l->mode && add_naive_deps(b, l, ids)) return -1;
+    if (SCHED_MODE_LHS != l->mode && add_naive_deps(b, l, ids)) return -1;
     return 0;
 }
 

@@ -12,17 +12,17 @@
 tap_tmp plan-model-cli
 has() { grep -q -- "$1" "$2"; }
 
-echo 1..19
+echo 1..20
 gpt="--model gpt-example --hw h200-hgx --fsdp 2 --micro 16 --seq 64"
 
 "$S" plan $gpt --policy all > "$tmp/all" 2>&1
-check "policy all prints keep, recompute, host naive, host lhs, auto" \
-    sh -c "grep -q '^keep  *lhs' '$tmp/all' && grep -q '^recompute  *lhs' '$tmp/all' && grep -q '^host  *naive' '$tmp/all' && grep -q '^host  *lhs' '$tmp/all' && grep -q '^auto  *lhs' '$tmp/all'"
+check "policy all prints keep, recompute, host none, host naive, host lhs, auto" \
+    sh -c "grep -q '^keep  *lhs' '$tmp/all' && grep -q '^recompute  *lhs' '$tmp/all' && grep -q '^host  *none' '$tmp/all' && grep -q '^host  *naive' '$tmp/all' && grep -q '^host  *lhs' '$tmp/all' && grep -q '^auto  *lhs' '$tmp/all'"
 check "the breakdown names the parameter shard and optimizer state" \
     sh -c "grep -q 'parameter shard' '$tmp/all' && grep -q 'optimizer state' '$tmp/all'"
 
 "$S" plan $gpt --policy all --json > "$tmp/json" 2>"$tmp/json.err"
-check "--json: five lines, only JSON on stdout" sh -c "test \$(grep -c '^{' '$tmp/json') -eq 5 && test \$(wc -l < '$tmp/json') -eq 5"
+check "--json: six lines, only JSON on stdout" sh -c "test \$(grep -c '^{' '$tmp/json') -eq 6 && test \$(wc -l < '$tmp/json') -eq 6"
 ok=1
 for f in model hw fsdp ep micro_batch seq policy schedule fits device_bytes device_capacity host_bytes \
          step_s tokens_per_s tflops_per_device breakdown kept_activations offloaded_activations; do
@@ -43,6 +43,14 @@ for l in open('$tmp/json'):
     --fsdp 8 --micro 1 --seq 4096 --policy 'qkv=host,*=recompute' --schedule both > "$tmp/path" 2>&1
 check "files by path; a policy text with --schedule both gives a naive and an lhs row" \
     sh -c "grep -q '^qkv=host,\*=recompute naive' '$tmp/path' && grep -q '^qkv=host,\*=recompute lhs' '$tmp/path'"
+
+"$S" plan --model llama3-8b --hw h100-hgx --fsdp 8 --micro 1 --seq 4096 --policy 'qkv=host,*=recompute' \
+    --schedule all > "$tmp/all" 2>&1
+step() { awk -v m="$1" '$1 == "qkv=host,*=recompute" && $2 == m { print $10 }' "$2"; }
+check "--schedule all: none, naive and lhs rows, none the slowest (nothing overlaps)" \
+    awk -v a="$(step none "$tmp/all")" -v b="$(step naive "$tmp/all")" -v c="$(step lhs "$tmp/all")" \
+    'BEGIN { exit !(a != "" && b != "" && c != "" && a + 0 > b + 0 && b + 0 >= c + 0) }' ||
+    sed 's/^/# /' "$tmp/all"
 
 "$S" plan --model llama3-8b --hw h100-hgx --fsdp 8 --micro max --seq 4096 --policy '*=keep' > "$tmp/max" 2>&1
 check "--micro max finds a largest micro-batch" sh -c "grep -q 'micro-batch max [1-9]' '$tmp/max'"

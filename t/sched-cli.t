@@ -7,7 +7,7 @@ prog="$top_srcdir/t/sched_gpt.prog"
 tap_tmp sched-cli
 has() { grep -q -- "$1" "$2"; }
 
-echo 1..13
+echo 1..15
 link="--link-d2h 8G --link-h2d 8G --link-storage 2G --link-latency 0.00002"
 
 "$S" plan --help > "$tmp/help" 2>&1
@@ -15,6 +15,17 @@ check "plan --help documents the program format" has "unit NAME" "$tmp/help"
 
 "$S" plan -q --budget 1200M --policy '*=host' --schedule both $link "$prog" > "$tmp/both" 2>&1
 check "plan prints lhs and naive results" sh -c "grep -q '^lhs ' '$tmp/both' && grep -q '^naive ' '$tmp/both'"
+
+"$S" plan -q --budget 1200M --policy '*=host' --schedule all $link "$prog" > "$tmp/all" 2>&1
+step_of() { sed -n "s/^$1 *step *\([0-9.]*\) ms.*/\1/p" "$2"; }
+check "--schedule all prints none, naive and lhs, slowest first (nothing overlaps in none)" \
+    awk -v a="$(step_of none "$tmp/all")" -v b="$(step_of naive "$tmp/all")" -v c="$(step_of lhs "$tmp/all")" \
+    'BEGIN { exit !(a != "" && b != "" && c != "" && a + 0 > b + 0 && b + 0 >= c + 0) }' ||
+    sed 's/^/# /' "$tmp/all"
+"$S" plan -q --schedule sometimes "$prog" > "$tmp/badmode" 2>&1
+rc=$?
+check "a bad --schedule names the choices, exit 2" \
+    sh -c "[ $rc -eq 2 ] && grep -q 'lhs' '$tmp/badmode' && grep -q 'none, both or all' '$tmp/badmode'"
 
 "$S" plan --budget 1200M --policy 'qkv=storage,*=host' $link "$prog" > "$tmp/list" 2>&1
 check "plan prints the per-engine schedule" sh -c "grep -q '^engine io' '$tmp/list' && grep -q 'H2S u1 qkv' '$tmp/list'"

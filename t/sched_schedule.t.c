@@ -1,7 +1,8 @@
 /* sched_schedule.t - the scheduler, simulator and automatic plan:
  * invariants over randomized programs (deps precede ops in simulated time,
  * engines run in issue order, device peak within the bound within the
- * budget, lhs never slower than naive, naive exposes every transfer, ample
+ * budget, lhs never slower than naive, naive exposes every transfer, none
+ * overlaps nothing and is never faster than naive, ample
  * bandwidth hides them), recompute's cost, auto's choices and the
  * smallest-budget message checked against a program built to know it. */
 #include <math.h>
@@ -158,6 +159,7 @@ static size_t d2h_bytes(const sched_t *s)
 /* Counts over the randomized cases, each checked once at the end. */
 typedef struct {
     int built, fit_fail, time_bad, peak_bad, slower, naive_hidden, ample_exposed;
+    int none_built, none_overlap, none_faster;
     int fitting, refused_ok, refused;
     double worst_gain;
 } tally_t;
@@ -216,6 +218,24 @@ static void check_ample(int c, sched_program_t *p, const sched_actions_t *a, sch
     sched_destroy(x);
 }
 
+/* none: no two ops overlap in simulated time (the step is the sum of every
+ * op's seconds), and it is never faster than naive. */
+static void check_none(int c, const sched_t *s, const sched_result_t *r, const sched_result_t *naive,
+                       tally_t *t)
+{
+    double sum = 0;
+    for (int i = 0; i < sched_nops(s); i++) sum += sched_op(s, i)->seconds;
+    t->none_built++;
+    if (fabs(r->step_s - sum) > 1e-9 * (1 + sum)) {
+        t->none_overlap++;
+        diag("case %d: none step %g, its ops' sum %g", c, r->step_s, sum);
+    }
+    if (r->step_s < naive->step_s - 1e-12) {
+        t->none_faster++;
+        diag("case %d: none %g < naive %g", c, r->step_s, naive->step_s);
+    }
+}
+
 /* One random program, actions, link and budget (from just below the
  * minimum to above keeping everything), built lhs and naive. */
 static void random_case(int c, tally_t *t)
@@ -234,10 +254,11 @@ static void random_case(int c, tally_t *t)
     size_t budget = need + (size_t)(urand() * 1.2 * (double)(all_keep - need + 1));
     if (c % 7 == 3) budget = need - 1;
     o.budget[STRATA_TIER_DEVICE] = budget;
-    sched_result_t r[2];
-    sched_t *s[2] = { NULL, NULL };
+    sched_result_t r[3];
+    sched_t *s[3] = { NULL, NULL, NULL };
     int okb = 1;
-    for (int m = 0; m < 2; m++) okb &= build_mode(c, p, &a, &o, need, (sched_mode_t)m, &s[m], &r[m], t);
+    for (int m = 0; m < 3; m++) okb &= build_mode(c, p, &a, &o, need, (sched_mode_t)m, &s[m], &r[m], t);
+    if (okb) check_none(c, s[2], &r[2], &r[1], t);
     if (okb) {
         if (r[0].step_s > r[1].step_s + 1e-12) { t->slower++; diag("case %d: lhs %g > naive %g", c, r[0].step_s, r[1].step_s); }
         if (r[1].step_s > 0 && r[1].transfer_s > 0)
@@ -249,6 +270,7 @@ static void random_case(int c, tally_t *t)
     }
     sched_destroy(s[0]);
     sched_destroy(s[1]);
+    sched_destroy(s[2]);
     if (budget >= need) check_ample(c, p, &a, o, t);
     sched_program_destroy(p);
 }
@@ -268,6 +290,9 @@ static void test_random_invariants(void)
     is_int(t.slower, 0, "lhs never slower than naive");
     is_int(t.naive_hidden, 0, "naive exposes all of its transfer time (no comm in the way)");
     is_int(t.ample_exposed, 0, "lhs with ample bandwidth exposes ~0");
+    ok(t.none_built > CASES / 2, "none builds where naive does (%d)", t.none_built);
+    is_int(t.none_overlap, 0, "none: nothing overlaps (the step is the sum of its ops)");
+    is_int(t.none_faster, 0, "none never faster than naive");
 }
 
 /* recompute adds the forward time */
@@ -519,7 +544,7 @@ static void test_published_ordering(void)
 
 int main(void)
 {
-    plan(34);
+    plan(37);
     test_save_costs();
     test_random_invariants();
     test_recompute_cost();

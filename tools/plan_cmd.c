@@ -27,7 +27,9 @@ static void plan_usage(FILE *out)
         "  --host-budget SIZE     pinned-host budget (host_mem)\n"
         "  --storage-budget SIZE  storage budget (storage_mem)\n"
         "  --policy TEXT          e.g. qkv=host,mlp_up=storage,*=keep, or auto (act_policy)\n"
-        "  --schedule MODE        lhs, naive or both (schedule)\n"
+        "  --schedule MODE        lhs, naive (schedule), none (nothing overlaps, collectives\n"
+        "                         included: a compiler without latency hiding; a model only),\n"
+        "                         both (naive and lhs) or all\n"
         "  --link-d2h BW, --link-h2d BW, --link-storage BW   bytes/s, e.g. 8G; 0 = unpaced\n"
         "  --link-latency SEC     per copy\n"
         "  --chunk SIZE           transfer chunk (chunk_size)\n"
@@ -152,9 +154,11 @@ int cmd_plan(int argc, char **argv)
         path = a;
     }
     if (!path) { plan_usage(stderr); return 2; }
-    int both = mode && !strcmp(mode, "both");
-    if (mode && !both && STRATA_OK != strata_config_set(&cfg, "schedule", mode, err, sizeof err)) {
-        fprintf(stderr, "strata plan: --schedule: %s\n", err);
+    /* the runtime's option knows lhs and naive; none, both and all are this tool's */
+    int all = mode && !strcmp(mode, "all"), none = mode && !strcmp(mode, "none");
+    int both = all || (mode && !strcmp(mode, "both"));
+    if (mode && !both && !none && STRATA_OK != strata_config_set(&cfg, "schedule", mode, err, sizeof err)) {
+        fprintf(stderr, "strata plan: --schedule: %s, or none, both or all\n", err);
         return 2;
     }
     sched_opts_t opts;
@@ -163,6 +167,7 @@ int cmd_plan(int argc, char **argv)
         return 2;
     }
     if (lookahead >= 0) opts.lookahead = lookahead;
+    if (none) opts.mode = SCHED_MODE_NONE;
     char why[600];
     if (!(text = slurp(path, why, sizeof why))) { fprintf(stderr, "strata plan: %s\n", why); return 1; }
     if (STRATA_OK != sched_program_parse(text, &prog, err, sizeof err)) {
@@ -192,8 +197,11 @@ int cmd_plan(int argc, char **argv)
     printf("policy: %s\n", sched_actions_string(&acts, prog, pstr, sizeof pstr));
 
     rc = 0;
-    for (int m = 0; m < 2; m++) {
-        if (!both && m != (int)opts.mode) continue;
+    /* all: none, naive, lhs (the order of more overlap); both: naive, lhs */
+    static const sched_mode_t order[] = { SCHED_MODE_NONE, SCHED_MODE_NAIVE, SCHED_MODE_LHS };
+    for (int k = 0; k < 3; k++) {
+        int m = (int)order[k];
+        if (both ? (!all && SCHED_MODE_NONE == m) : m != (int)opts.mode) continue;
         sched_opts_t o = opts;
         o.mode = (sched_mode_t)m;
         sched_t *s = NULL;

@@ -42,7 +42,8 @@ static void usage(FILE *out)
         "  --prefetch P      all-gather lookahead in units (1)\n"
         "  --policy P        name=action list as train_gpt's --act-policy, auto, or all\n"
         "                    (all: keep, recompute, host naive, host lhs, auto)\n"
-        "  --schedule M      lhs, naive or both (lhs)\n"
+        "  --schedule M      lhs, naive, none (nothing overlaps, collectives included: a\n"
+        "                    compiler without latency hiding), both (naive and lhs) or all (lhs)\n"
         "  --hbm BYTES       usable device memory instead of the hardware file's\n"
         "  --json            one JSON object per row on stdout\n"
         "Shipped files are found in $STRATA_DATADIR, the source tree (uninstalled) or\n"
@@ -100,8 +101,10 @@ static int parse_args(int argc, char **argv, popts_t *o)
                        !o->shape.seq ? "--seq" : !o->policy ? "--policy" :
                        !o->shape.micro && !o->micro_max ? "--micro" : NULL;
     if (miss) { fprintf(stderr, "strata plan: %s is required (see strata plan --help)\n", miss); return -1; }
-    if (strcmp(o->schedule, "lhs") && strcmp(o->schedule, "naive") && strcmp(o->schedule, "both")) {
-        fprintf(stderr, "strata plan: --schedule: expected lhs, naive or both, got '%s'\n", o->schedule);
+    if (strcmp(o->schedule, "lhs") && strcmp(o->schedule, "naive") && strcmp(o->schedule, "none") &&
+        strcmp(o->schedule, "both") && strcmp(o->schedule, "all")) {
+        fprintf(stderr, "strata plan: --schedule: expected lhs, naive, none, both or all, got '%s'\n",
+                o->schedule);
         return -1;
     }
     return 0;
@@ -113,13 +116,17 @@ static int wants(const popts_t *o, want_t *w)
     if (!strcmp(o->policy, "all")) {
         w[n++] = (want_t){ "*=keep", "keep", SCHED_MODE_LHS };
         w[n++] = (want_t){ "*=recompute", "recompute", SCHED_MODE_LHS };
+        w[n++] = (want_t){ "*=host", "host", SCHED_MODE_NONE };
         w[n++] = (want_t){ "*=host", "host", SCHED_MODE_NAIVE };
         w[n++] = (want_t){ "*=host", "host", SCHED_MODE_LHS };
         w[n++] = (want_t){ "auto", "auto", SCHED_MODE_LHS };
         return n;
     }
-    if (strcmp(o->schedule, "lhs")) w[n++] = (want_t){ o->policy, o->policy, SCHED_MODE_NAIVE };
-    if (strcmp(o->schedule, "naive")) w[n++] = (want_t){ o->policy, o->policy, SCHED_MODE_LHS };
+    const char *m = o->schedule;
+    int all = !strcmp(m, "all"), both = !strcmp(m, "both");
+    if (all || !strcmp(m, "none")) w[n++] = (want_t){ o->policy, o->policy, SCHED_MODE_NONE };
+    if (all || both || !strcmp(m, "naive")) w[n++] = (want_t){ o->policy, o->policy, SCHED_MODE_NAIVE };
+    if (all || both || !strcmp(m, "lhs")) w[n++] = (want_t){ o->policy, o->policy, SCHED_MODE_LHS };
     return n;
 }
 
