@@ -39,6 +39,10 @@
  *                    reduced gradient, so the gradient norm is not finite
  *                    (fsdp/step.c, needs clip_norm > 0;
  *                    t/gpt-train-nonfinite.t)
+ *   rank_kill@STEP   the last rank of the world raises SIGKILL at the start
+ *                    of optimizer step STEP (1-based), as a dead node would
+ *                    (fsdp/step.c; t/strata-run.t, which arms it on the
+ *                    first run only)
  *   stale_reload@N   the Nth save an activation schedule brings back to the
  *                    device arrives stale (its first bytes not the ones
  *                    that left), as a reload read before its copy landed

@@ -1,23 +1,26 @@
 /*
  * run_cmd.c - strata run [OPTIONS] -- LAUNCHER ARGS...: start a job,
- * watch it, and when a rank dies (killed by a signal) or the watchdog ends
- * it (exit 75), start it again with the same command, which resumes from
- * the newest good checkpoint (train_gpt --resume), on the ranks that are
- * left. The launcher's standard error passes through this process, which
- * reads the launcher's own report of a rank that died:
+ * watch it, and when a rank dies (the launcher reports it killed by a
+ * signal) or the watchdog ends it (exit 75), start it again with the same
+ * command, which resumes from the newest good checkpoint (train_gpt
+ * --resume). The launcher's standard error passes through this process,
+ * which reads the launcher's own report of a rank that died:
  *   Open MPI: "mpirun noticed that process rank R with PID P on node H
  *              exited on signal S (...)"
  *   Slurm:    "srun: error: H: task R: Killed" (or "tasks R-Q: ...")
- * Each rank named there is one rank fewer for the next run; a watchdog's
- * end or a death nobody named restarts on as many ranks as before. With
- * --global-batch N in the command, the next count is the largest one left
- * that divides N, so the global batch stays N. Everything else (a usage
- * error, a refusal, a runtime error, success) ends the supervisor with the
- * job's own status; a stop signal to this process goes to the launcher and
- * no restart follows. docs/reliability.md lists the cases.
+ * and the watchdog's "strata: rank R: watchdog: ..." line.
+ * With --global-batch G in the command, each rank named dead is one rank
+ * fewer for the next run (the largest count left that divides G, so the
+ * global batch stays G and the checkpoint reshards on load); without it
+ * the count stays, since train_gpt refuses to resume a checkpoint of
+ * another global batch. Everything else (a usage error, a refusal, a
+ * runtime error, success) ends the supervisor with the job's own status;
+ * a stop signal to this process goes to the launcher and no restart
+ * follows. docs/train_gpt.md and docs/reliability.md describe it.
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -27,11 +30,14 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #include "tools/cmds.h"
 
-#define RUN_EXIT_GAVE_UP 76     /* restarts or time exhausted (documented) */
-#define WATCHDOG_EXIT 75        /* train_gpt's watchdog: MPI_Abort(..., 75) */
+#define RUN_EXIT_GAVE_UP 76     /* a restart was needed and none was left */
+#define WATCHDOG_EXIT 75        /* the runtime's watchdog: MPI_Abort(..., 75) */
 
 typedef struct {
     int     max_restarts, min_ranks;
@@ -48,15 +54,20 @@ typedef struct {
     int     status;             /* the job's exit status (128 + S if signalled) */
     int     died;               /* ranks the launcher said died of a signal */
     int     rank, sig;          /* the first of them and its signal */
-    char    when[16];           /* local time the death was seen */
+    int     wd_rank;            /* the first rank whose watchdog fired, or -1 */
+    double  fault;              /* when the first death was seen (else the job's end) */
 } run_end;
 
 static volatile sig_atomic_t child_pid, stop_sig;
 
+/* A stop signal goes to the launcher's process group (the launcher leads
+ * it): mpirun and srun pass it on to every rank, and train_gpt stops after
+ * the current step with a checkpoint. Open MPI puts each rank in a group of
+ * its own, so the ranks get it once, from mpirun. */
 static void forward(int sig)
 {
     stop_sig = sig;
-    if (0 < child_pid) kill((pid_t)child_pid, sig);
+    if (0 < child_pid) kill(-(pid_t)child_pid, sig);
 }
 
 static void usage(FILE *f)
@@ -64,21 +75,27 @@ static void usage(FILE *f)
     fprintf(f,
 "usage: strata run [--max-restarts N] [--max-time SECONDS] [--min-ranks N] -- LAUNCHER ARGS...\n"
 "Run the job LAUNCHER ARGS... (mpirun -np N ... or srun -n N ...) and, when one of its\n"
-"ranks dies of a signal or the watchdog ends it (exit 75), run it again: the same\n"
-"command, on the ranks that are left (the rank count after -np/-n/--np/-c/--ntasks\n"
-"lowered by the ranks the launcher names as dead; with --global-batch N in the\n"
-"command, the largest count left that divides N). Give the program its resume\n"
-"flag (train_gpt --ckpt-dir DIR --resume) so each run continues from the newest\n"
-"good checkpoint. Every restart is one line on stderr naming its cause.\n"
+"ranks dies of a signal or the watchdog ends it (exit %d), run it again from the newest\n"
+"good checkpoint. Give the program its resume flag (train_gpt --ckpt-dir DIR --resume;\n"
+"a first run with no checkpoint starts from step 0); each run gets STRATA_RUN_RESTART\n"
+"(0 on the first, then 1, 2, ...) in its environment.\n"
+"Rank count: with --global-batch G in the command, a restart runs on the ranks left\n"
+"(the count after -np/-n/--np/--ntasks lowered by the ranks the launcher names as dead,\n"
+"then to the largest that divides G), so the global batch stays G; without it, on as\n"
+"many ranks as before (train_gpt resumes only at the same global batch).\n"
+"Every restart is one line on stderr: its number, the cause, the time since the fault,\n"
+"the rank count.\n"
 "  --max-restarts N  restarts at most (3)\n"
-"  --max-time S      no restart begins S seconds after the start (0 = no bound)\n"
+"  --max-time S      no restart begins S seconds or more after the start (0 = no bound)\n"
 "  --min-ranks N     no restart on fewer than N ranks (1)\n"
-"SIGTERM, SIGINT and SIGUSR1 go to the launcher (train_gpt stops with a checkpoint);\n"
-"no restart follows them.\n"
-"Exit: the job's own status when it ends without a rank's death (0: done; 2: a usage\n"
-"error; 4: refused, ...; 128+S: the launcher killed by signal S); %d: a rank died\n"
-"and no restart is left (--max-restarts, --max-time or --min-ranks); 2: usage.\n",
-            RUN_EXIT_GAVE_UP);
+"SIGTERM, SIGINT, SIGHUP and SIGUSR1 go to the launcher (train_gpt stops after the\n"
+"current step with a checkpoint); no restart follows them. Nothing is left running:\n"
+"the launcher's process group is killed when it ends, and the launcher gets SIGTERM\n"
+"if this process dies.\n"
+"Exit: the job's own status when no restart is needed (0: done; 2: usage; 4: refused;\n"
+"128+S: the launcher killed by signal S; ...); %d: a restart was needed and none is\n"
+"left (--max-restarts, --max-time or --min-ranks); 2: a usage error of strata run.\n",
+            WATCHDOG_EXIT, RUN_EXIT_GAVE_UP);
 }
 
 static int num(const char *opt, const char *v, long lo, long hi, long *out)
@@ -95,13 +112,13 @@ static int num(const char *opt, const char *v, long lo, long hi, long *out)
     return 0;
 }
 
-/* The rank count in the launcher's command: the first -np/-n/--np/-c/--n/
- * --ntasks N or --np=/--n=/--ntasks=N whose N is a whole number (sh -c
- * 'script' is no rank count). 0 if found, -1 if not. */
+/* The rank count in the launcher's command: the first -np/-n/--np/
+ * --ntasks N or --np=/--ntasks=N whose N is a whole number. (srun's -c is
+ * cpus per task, not ranks.) 0 if found, -1 if not. */
 static int find_ranks(run_spec *s)
 {
-    static const char *const opts[] = { "-np", "-n", "--np", "-c", "--n", "--ntasks",
-                                        "--np=", "--n=", "--ntasks=", NULL };
+    static const char *const opts[] = { "-np", "-n", "--np", "--ntasks",
+                                        "--np=", "--ntasks=", NULL };
     for (int i = 1; i < s->ncmd; i++)
         for (int k = 0; opts[k]; k++) {
             size_t l = strlen(opts[k]);
@@ -121,13 +138,16 @@ static int find_ranks(run_spec *s)
     return -1;
 }
 
-/* The program's --global-batch and --accum, if the command gives them. */
-static void find_batch(run_spec *s)
+/* The value of the program's option `name` (NAME V or NAME=V), or 0. */
+static int find_opt(const run_spec *s, const char *name)
 {
-    for (int i = 0; i + 1 < s->ncmd; i++) {
-        if (!strcmp(s->cmd[i], "--global-batch")) s->gbatch = atoi(s->cmd[i + 1]);
-        if (!strcmp(s->cmd[i], "--accum")) s->accum = atoi(s->cmd[i + 1]);
+    size_t l = strlen(name);
+    int v = 0;
+    for (int i = 0; i < s->ncmd; i++) {
+        if (!strcmp(s->cmd[i], name) && i + 1 < s->ncmd) v = atoi(s->cmd[i + 1]);
+        else if (!strncmp(s->cmd[i], name, l) && '=' == s->cmd[i][l]) v = atoi(s->cmd[i] + l + 1);
     }
+    return v;
 }
 
 /* 0: go on; 1: --help printed; 2: usage error (said) */
@@ -155,7 +175,7 @@ static int parse(int argc, char **argv, run_spec *s)
         }
         i++;
     }
-    if (i >= argc || i + 1 >= argc) {
+    if (i + 1 >= argc) {
         fprintf(stderr, "strata run: no job: give its command after '--' (strata run -- mpirun "
                 "-np 4 train_gpt ... --ckpt-dir DIR --resume; see --help)\n");
         return 2;
@@ -167,7 +187,8 @@ static int parse(int argc, char **argv, run_spec *s)
                 "(mpirun), -n N or --ntasks=N (srun)\n");
         return 2;
     }
-    find_batch(s);
+    s->gbatch = find_opt(s, "--global-batch");
+    s->accum = find_opt(s, "--accum");
     int resume = 0;
     for (int k = 0; k < s->ncmd; k++)
         resume |= !strcmp(s->cmd[k], "--resume") || !strcmp(s->cmd[k], "--resume-any-shape");
@@ -177,12 +198,25 @@ static int parse(int argc, char **argv, run_spec *s)
     return 0;
 }
 
-/* The launcher's report of a dead rank in one line of its stderr: the
- * rank and signal noted in *e (the first only), counted once per rank. */
+static double mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+/* The launcher's report of a dead rank, or a watchdog's, in one line of
+ * its stderr: the first rank and signal noted in *e, each dead rank
+ * counted once. */
 static void scan_line(const char *line, run_end *e)
 {
     int r, sig, hi;
     const char *p;
+    if (0 > e->wd_rank && NULL != (p = strstr(line, "strata: rank ")) &&
+        1 == sscanf(p, "strata: rank %d: watchdog:", &r) && strstr(p, ": watchdog:")) {
+        e->wd_rank = r;
+        return;
+    }
     if (NULL != (p = strstr(line, "noticed that process rank ")) &&
         2 == sscanf(p, "noticed that process rank %d with PID %*d on node %*s exited on signal %d",
                     &r, &sig)) {
@@ -196,8 +230,7 @@ static void scan_line(const char *line, run_end *e)
         return;
     }
     if (0 == e->died) {
-        time_t now = time(NULL);
-        strftime(e->when, sizeof e->when, "%H:%M:%S", localtime(&now));
+        e->fault = mono();
         e->rank = r;
         e->sig = sig;
     }
@@ -230,11 +263,69 @@ static void relay(int fd, run_end *e)
     if (used) scan_line(line, e);
 }
 
+/* In the child: its own process group (the signals forwarded reach it and
+ * its helpers, and a terminal's ^C reaches it once, through us), the
+ * launcher killed if we die, no terminal input (a background group
+ * reading it would stop), the stderr pipe, the restart count. */
+static void exec_child(char **cmd, int errfd, int restarts)
+{
+    char nb[16];
+    setpgid(0, 0);
+#ifdef __linux__
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+#endif
+    int nul = open("/dev/null", O_RDONLY);
+    if (0 <= nul) { dup2(nul, STDIN_FILENO); close(nul); }
+    dup2(errfd, STDERR_FILENO);
+    snprintf(nb, sizeof nb, "%d", restarts);
+    setenv("STRATA_RUN_RESTART", nb, 1);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    execvp(cmd[0], cmd);
+    fprintf(stderr, "strata run: cannot run '%s': %s\n", cmd[0], strerror(errno));
+    _exit(127);
+}
+
+/* The processes of the job that outlived its launcher. On Linux this
+ * process is their subreaper (cmd_run): a rank whose launcher died, or that
+ * it left behind, is reparented here, and is killed and reaped, so that
+ * none keeps running, holding a device, or stays a zombie whose pid holds
+ * the checkpoint lock. Elsewhere the launcher's group is all we reach. */
+static void reap_orphans(void)
+{
+#ifdef __linux__
+    int killed = 0;
+    DIR *d = opendir("/proc");
+    struct dirent *de;
+    const pid_t self = getpid();
+    while (d && NULL != (de = readdir(d))) {
+        char path[288], buf[512];
+        long ppid;
+        if (de->d_name[0] < '1' || de->d_name[0] > '9') continue;
+        snprintf(path, sizeof path, "/proc/%s/stat", de->d_name);
+        FILE *f = fopen(path, "r");
+        size_t got = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+        if (f) fclose(f);
+        buf[got] = '\0';
+        const char *p = strrchr(buf, ')');     /* the name may hold anything */
+        if (p && 1 == sscanf(p + 1, " %*c %ld", &ppid) && ppid == (long)self)
+            killed += 0 == kill((pid_t)atol(de->d_name), SIGKILL);
+    }
+    if (d) closedir(d);
+    /* the killed ones, then any that were zombies already */
+    for (pid_t w; 0 < killed; killed -= 0 < w)
+        if (0 > (w = waitpid(-1, NULL, 0)) && EINTR != errno) break;
+#endif
+    while (0 < waitpid(-1, NULL, WNOHANG)) {}
+}
+
 /* One run of the command; -1 if it could not start (said). */
-static int run_once(char **cmd, run_end *e)
+static int run_once(char **cmd, int restarts, run_end *e)
 {
     int fds[2];
     memset(e, 0, sizeof *e);
+    e->wd_rank = -1;
     if (pipe(fds) || fcntl(fds[0], F_SETFD, FD_CLOEXEC) || fcntl(fds[1], F_SETFD, FD_CLOEXEC)) {
         fprintf(stderr, "strata run: pipe: %s\n", strerror(errno));
         return -1;
@@ -246,52 +337,53 @@ static int run_once(char **cmd, run_end *e)
         close(fds[1]);
         return -1;
     }
-    if (0 == pid) {
-        dup2(fds[1], STDERR_FILENO);
-        execvp(cmd[0], cmd);
-        fprintf(stderr, "strata run: cannot run '%s': %s\n", cmd[0], strerror(errno));
-        _exit(127);
-    }
+    if (0 == pid) exec_child(cmd, fds[1], restarts);
+    setpgid(pid, pid);      /* also here: a signal may come before the child runs */
     child_pid = pid;
-    if (stop_sig) kill(pid, stop_sig);   /* a stop that came while it started */
+    if (stop_sig) kill(-pid, stop_sig);   /* a stop that came while it started */
     close(fds[1]);
     relay(fds[0], e);
     close(fds[0]);
+    /* whatever of its group outlived the launcher goes, while the
+     * launcher is not yet reaped (its pid, the group's id, cannot be reused) */
+    siginfo_t si;
+    while (0 > waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT) && EINTR == errno) {}
+    kill(-pid, SIGKILL);
     int st;
     while (0 > waitpid(pid, &st, 0) && EINTR == errno) {}
+    reap_orphans();
     child_pid = 0;
     e->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    if (!e->died) {     /* the time the restart line gives: the job's end */
-        time_t now = time(NULL);
-        strftime(e->when, sizeof e->when, "%H:%M:%S", localtime(&now));
-    }
+    if (!e->died) e->fault = mono();    /* no death seen: the job's end */
     return 0;
 }
 
 /* The rank count of the next run after `died` ranks died; 0 if none fits
- * (fewer than --min-ranks, or none dividing the global batch). */
+ * (fewer than --min-ranks, or none dividing the global batch). Without
+ * --global-batch the count stays: another count is another global batch. */
 static int next_ranks(const run_spec *s, int died)
 {
-    for (int n = s->np - died; n >= s->min_ranks && n >= 1; n--) {
-        if (0 == s->gbatch) return n;
+    if (0 == s->gbatch) return s->np >= s->min_ranks ? s->np : 0;
+    for (int n = s->np - died; n >= s->min_ranks && n >= 1; n--)
         if (0 == s->gbatch % n && 0 == (s->gbatch / n) % (0 < s->accum ? s->accum : 1)) return n;
-    }
     return 0;
 }
 
 /* Why a run ended, as the restart line says it; 0 if no restart can help. */
 static int cause(const run_end *e, char *why, size_t len)
 {
-    if (0 < e->died && 1 == e->died)
-        snprintf(why, len, "rank %d died (signal %d) at %s", e->rank, e->sig, e->when);
+    if (1 == e->died)
+        snprintf(why, len, "rank %d died (signal %d)", e->rank, e->sig);
     else if (0 < e->died)
-        snprintf(why, len, "%d ranks died (rank %d first, signal %d) at %s", e->died, e->rank,
-                 e->sig, e->when);
+        snprintf(why, len, "%d ranks died (rank %d first, signal %d)", e->died, e->rank, e->sig);
+    else if (WATCHDOG_EXIT == e->status && 0 <= e->wd_rank)
+        snprintf(why, len, "the watchdog of rank %d ended the job (exit %d)", e->wd_rank,
+                 WATCHDOG_EXIT);
     else if (WATCHDOG_EXIT == e->status)
-        snprintf(why, len, "the watchdog ended the job (exit %d) at %s", WATCHDOG_EXIT, e->when);
-    else if (128 < e->status && 124 + 128 != e->status)
-        snprintf(why, len, "the job was killed (status %d, no rank named) at %s", e->status,
-                 e->when);
+        snprintf(why, len, "the watchdog ended the job (exit %d)", WATCHDOG_EXIT);
+    else if (128 < e->status)
+        snprintf(why, len, "the job ended with status %d (128 + signal %d), no rank named",
+                 e->status, e->status - 128);
     else
         return 0;
     return 1;
@@ -305,14 +397,19 @@ static void install(void)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
     sigaction(SIGUSR1, &sa, NULL);
 }
 
-static double mono(void)
+/* The rank count field of the command set to n (its "--ntasks=" kept). */
+static void set_ranks(run_spec *s, int n)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+    static char npbuf[64];
+    char pre[32];       /* copied first: npbuf may hold it */
+    snprintf(pre, sizeof pre, "%.*s", s->np_prefix, s->cmd[s->np_at]);
+    snprintf(npbuf, sizeof npbuf, "%s%d", pre, n);
+    s->cmd[s->np_at] = npbuf;
+    s->np = n;
 }
 
 int cmd_run(int argc, char **argv)
@@ -321,28 +418,33 @@ int cmd_run(int argc, char **argv)
     int rc = parse(argc, argv, &s);
     if (rc) return 1 == rc ? 0 : rc;
     install();
-    char npbuf[64], why[256];
+#ifdef __linux__
+    prctl(PR_SET_CHILD_SUBREAPER, 1);   /* see reap_orphans */
+#endif
+    char why[256], batch[96];
     const double t0 = mono();
     for (int restarts = 0;; restarts++) {
         run_end e;
-        if (run_once(s.cmd, &e)) return 1;
+        if (run_once(s.cmd, restarts, &e)) return 1;
         if (stop_sig || !cause(&e, why, sizeof why)) return e.status;
-        int n = 0 < e.died ? next_ranks(&s, e.died) : s.np;
+        int n = next_ranks(&s, 0 < e.died ? e.died : 0);
         const char *limit = restarts >= s.max_restarts ? "no restart is left (--max-restarts)"
             : 0 < s.max_time && mono() - t0 >= s.max_time ? "past --max-time"
             : 0 == n ? "too few ranks are left (--min-ranks, or none dividing --global-batch)"
             : NULL;
         if (limit) {
-            fprintf(stderr, "strata run: %s; %s: giving up after %d restart%s (exit %d)\n", why,
-                    limit, restarts, 1 == restarts ? "" : "s", RUN_EXIT_GAVE_UP);
+            fprintf(stderr, "strata run: %s (job exit %d); %s: giving up after %d restart%s "
+                    "(exit %d)\n", why, e.status, limit, restarts, 1 == restarts ? "" : "s",
+                    RUN_EXIT_GAVE_UP);
             return RUN_EXIT_GAVE_UP;
         }
-        fprintf(stderr, "strata run: %s; restart %d of %d on %d rank%s from the newest "
-                "checkpoint\n", why, restarts + 1, s.max_restarts, n, 1 == n ? "" : "s");
-        char pre[32];   /* "--ntasks=" of "--ntasks=4"; copied: npbuf may hold it */
-        snprintf(pre, sizeof pre, "%.*s", s.np_prefix, s.cmd[s.np_at]);
-        snprintf(npbuf, sizeof npbuf, "%s%d", pre, n);
-        s.cmd[s.np_at] = npbuf;
-        s.np = n;
+        if (s.gbatch)
+            snprintf(batch, sizeof batch, "global batch %d kept (--global-batch)", s.gbatch);
+        else
+            snprintf(batch, sizeof batch, "the same count: no --global-batch in the command");
+        fprintf(stderr, "strata run: restart %d of %d: %s (job exit %d); %.1f s after the fault; "
+                "on %d rank%s (was %d), %s\n", restarts + 1, s.max_restarts, why, e.status,
+                mono() - e.fault, n, 1 == n ? "" : "s", s.np, batch);
+        set_ranks(&s, n);
     }
 }
