@@ -33,7 +33,8 @@ void train_usage(FILE *f)
 "                    in --accum micro-batches if given (it must divide them), else\n"
 "                    in the fewest micro-batches of at most --batch rows if --batch\n"
 "                    is given, else in one; the same N on any rank count gives\n"
-"                    the same data and results (a restart on fewer ranks)\n"
+"                    the same data and, up to rounding, the same losses (a\n"
+"                    restart on fewer ranks: strata run)\n"
 "  --steps N         optimizer steps in all, counting resumed ones (800; the\n"
 "                    recipe of examples/gpt/demo learns the addition task)\n"
 "  --lr X            peak AdamW learning rate (1e-3). Schedule: linear warmup from\n"
@@ -271,6 +272,12 @@ int train_split_batch(options *o, int W, char *why, size_t len)
         return -2;
     }
     const int R = N / W;   /* this rank's rows per step */
+    if (3 == (o->given & 3) && o->batch * o->accum != R) {
+        snprintf(why, len, "--global-batch %d on %d ranks is %d rows per rank, not --batch %d x "
+                 "--accum %d; give --global-batch with --accum or --batch, not both", N, W, R,
+                 o->batch, o->accum);
+        return -2;
+    }
     if (o->given & 2) {
         if (0 != R % o->accum) {
             snprintf(why, len, "--global-batch %d on %d ranks is %d rows per rank, which --accum %d "
