@@ -2,7 +2,9 @@
 # strata-run.t - strata run, the restarting supervisor (tools/run_cmd.c):
 #  - bad input: no job after '--', an unknown option, no rank count in the
 #    job's command (exit 2 each, with a message); --help exits 0;
-#    train_gpt --global-batch that the ranks do not divide (10 on 3) (exit 2, the
+#    train_gpt --global-batch that the ranks do not divide (10 on 3);
+#  - --global-batch 12 on 3 ranks with --batch 2 takes 2 micro-batches of
+#    2 rows, and its losses are a 4-rank run's (3 rows each) within 1e-5; (exit 2, the
 #    counts that divide it named);
 #  - a 4-rank train_gpt at --global-batch 12, checkpoints every 5 steps,
 #    whose last rank dies (SIGKILL, test fault rank_kill@15) at the start
@@ -20,7 +22,7 @@ set -u
 . "$top_srcdir/t/tap.sh"
 P="$top_builddir/examples/gpt/train_gpt"
 tap_tmp strata-run
-echo "1..13"
+echo "1..15"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
 # refuses DESC REGEX ARGS...: strata run ARGS exits 2 with a line matching REGEX
 refuses() {
@@ -50,6 +52,18 @@ A="--threads 1 --layers 2 --dim 32 --heads 4 --steps 30 --lr 3e-3 --json --eval-
 "$L" 4 "$P" $A > "$tmp/ref" 2>&1
 ok $? "an uninterrupted 4-rank run at --global-batch 12" "$tmp/ref"
 
+"$L" 3 "$P" $A --batch 2 > "$tmp/acc" 2>&1 && grep -q "batch 2 x 2 micro x 3 ranks = 12 rows" "$tmp/acc"
+ok $? "3 ranks at --global-batch 12 --batch 2: 2 micro-batches of 2 rows" "$tmp/acc"
+# close A B: every step's loss of train_gpt's output A within 1e-5 of B's
+close() {
+    for f in "$1" "$2"; do sed -n 's/^[0-9 ]*{"step":\([0-9]*\),"loss":\([0-9.e+-]*\),.*/\1 \2/p' "$f"; done |
+        awk '{ if ($1 in l) { d = $2 - l[$1]; if (d < 0) d = -d; if (d > max) max = d; k++ } else l[$1] = $2 }
+             END { printf "# steps %d..30: max |loss - uninterrupted 4 ranks| %.2g\n", 31 - k, max;
+                   exit !(k > 0 && max < 1e-5) }'
+}
+close "$tmp/acc" "$tmp/ref"
+ok $? "... whose losses are those of 4 ranks x 3 rows within 1e-5"
+
 # the supervised job; every line stamped with the wall clock (ms) as it comes
 stamp() { while IFS= read -r tap_l; do echo "$(ms) $tap_l"; done; }
 # the fault armed on the first run only (STRATA_RUN_RESTART=0)
@@ -68,12 +82,8 @@ grep -q " resumed from $tmp/ck/step-00000010.h5 at step 10$" "$tmp/run" &&
     grep -q ' train_gpt: 3 ranks, .* batch 4 x 1 micro x 3 ranks = 12 rows/step' "$tmp/run"
 ok $? "the resumed job: resumed from step-00000010.h5, on 3 ranks x 4 rows"
 # the steps after "resumed from", against the uninterrupted run's
-sed -n '/ resumed from /,$p' "$tmp/run" | sed -n 's/^[0-9]* {"step":\([0-9]*\),"loss":\([0-9.e+-]*\),.*/\1 \2/p' > "$tmp/res"
-sed -n 's/^{"step":\([0-9]*\),"loss":\([0-9.e+-]*\),.*/\1 \2/p' "$tmp/ref" > "$tmp/refl"
-awk 'NR == FNR { ref[$1] = $2; next }
-     { d = $2 - ref[$1]; if (d < 0) d = -d; if (d > max) max = d; k++ }
-     END { printf "# steps %d..30 after the restart: max |loss - uninterrupted| %.2g\n", 31 - k, max;
-           exit !(k == 20 && max < 1e-5) }' "$tmp/refl" "$tmp/res"
+sed -n '/ resumed from /,$p' "$tmp/run" > "$tmp/res"
+close "$tmp/res" "$tmp/ref" && [ "$(grep -c '{"step"' "$tmp/res")" -eq 20 ]
 ok $? "losses of steps 11..30 on 3 ranks within 1e-5 of the uninterrupted 4-rank run"
 # the fault: rank 3 dies at the start of step 15, right after step 14's line
 t_fault=$(sed -n 's/^\([0-9]*\) {"step":14,.*/\1/p' "$tmp/run" | head -n 1)
