@@ -7,7 +7,8 @@
  * which reads the launcher's own report of a rank that died:
  *   Open MPI: "mpirun noticed that process rank R with PID P on node H
  *              exited on signal S (...)"
- *   Slurm:    "srun: error: H: task R: Killed" (or "tasks R-Q: ...")
+ *   Slurm:    "srun: error: H: task R: Killed" (or "tasks R-Q: ..."), until
+ *             srun says it ends the step (then it names the tasks it kills)
  * and the watchdog's "strata: rank R: watchdog: ..." line.
  * With --global-batch G in the command, each rank named dead is one rank
  * fewer for the next run (the largest count left that divides G, so the
@@ -56,6 +57,7 @@ typedef struct {
     int     rank, sig;          /* the first of them and its signal */
     int     wd_rank;            /* the first rank whose watchdog fired, or -1 */
     double  fault;              /* when the first death was seen (else the job's end) */
+    int     ending;             /* srun said it ends the step: its kills follow */
 } run_end;
 
 static volatile sig_atomic_t child_pid, stop_sig;
@@ -221,7 +223,13 @@ static void scan_line(const char *line, run_end *e)
         2 == sscanf(p, "noticed that process rank %d with PID %*d on node %*s exited on signal %d",
                     &r, &sig)) {
         hi = r;
-    } else if (NULL != strstr(line, "srun: error:") && NULL != (p = strstr(line, ": task"))) {
+    } else if (strstr(line, "srun: ") && (strstr(line, "Terminating StepId") ||
+                                          strstr(line, "Job step aborted"))) {
+        /* --kill-on-bad-exit: the tasks srun names as killed from here on
+         * are the ones it killed itself, not more dead ranks */
+        e->ending = 1;
+        return;
+    } else if (!e->ending && strstr(line, "srun: error:") && NULL != (p = strstr(line, ": task"))) {
         const char *q = p + strlen(": task") + ('s' == p[strlen(": task")]);
         if (1 > sscanf(q, " %d", &r)) return;
         if (1 != sscanf(q, " %*d-%d", &hi)) hi = r;
