@@ -93,12 +93,16 @@ echo "# fault (after step 14) to the resumed job's first step (11): $(( ${t_res:
     ! ps -eo args | grep -v grep | grep -q -- "--ckpt-dir $tmp/ck"
 ok $? "fault to resumed step under 60 s; no process of the job left"
 
-# a fault on every run: one restart (on 1 rank, which dies too), then exit 76
+# a rank that stalls in every save (ckpt_stall, rank 1 of 2): the watchdog
+# ends each run (exit 75); one restart on as many ranks, then exit 76; both
+# lines name the suspect from the flight records
 # shellcheck disable=SC2046
-STRATA_TEST_FAULT=rank_kill@2 timeout -k 5 120 "$S" run --max-restarts 1 -- "$mpi" -np 2 \
-    $("$L" --flags) "$P" $A --ckpt-dir "$tmp/ck2" --resume > "$tmp/ex" 2>&1
+STRATA_TEST_FAULT=ckpt_stall@600 timeout -k 5 120 "$S" run --max-restarts 1 -- "$mpi" -np 2 \
+    $("$L" --flags) "$P" $A --set collective_timeout=2 --ckpt-every 2 --ckpt-dir "$tmp/ck2" \
+    --resume > "$tmp/ex" 2>&1
 rc=$?
 grep "strata run" "$tmp/ex" | sed 's/^/# /'
-[ $rc -eq 76 ] && grep -q "^strata run: restart 1 of 1: rank 1 died" "$tmp/ex" &&
-    grep -q "^strata run: rank 0 died (signal 9) (job exit 137); no restart is left (--max-restarts): giving up after 1 restart (exit 76)" "$tmp/ex"
-ok $? "restarts exhausted: exit 76 and a line saying why ($rc)"
+[ $rc -eq 76 ] &&
+    grep -q "^strata run: restart 1 of 1: the watchdog of rank 0 ended the job (exit 75; flight records: suspect ranks 1) (job exit 75); .* on 2 ranks (was 2)" "$tmp/ex" &&
+    grep -q "^strata run: the watchdog of rank 0 ended the job (exit 75; flight records: suspect ranks 1) (job exit 75); no restart is left (--max-restarts): giving up after 1 restart (exit 76)" "$tmp/ex"
+ok $? "the watchdog's end: a restart naming the suspect rank, then exit 76 ($rc)" "$tmp/ex"

@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -58,6 +59,9 @@ typedef struct {
     int     wd_rank;            /* the first rank whose watchdog fired, or -1 */
     double  fault;              /* when the first death was seen (else the job's end) */
     int     ending;             /* srun said it ends the step: its kills follow */
+    char    flight[1024];       /* the directory of the watchdog's flight records */
+    char    suspect[64];        /* strata flight's suspect ranks, or "" */
+    time_t  started;            /* when the run began: older records are not its */
 } run_end;
 
 static volatile sig_atomic_t child_pid, stop_sig;
@@ -217,6 +221,9 @@ static void scan_line(const char *line, run_end *e)
     if (0 > e->wd_rank && NULL != (p = strstr(line, "strata: rank ")) &&
         1 == sscanf(p, "strata: rank %d: watchdog:", &r) && strstr(p, ": watchdog:")) {
         e->wd_rank = r;
+        const char *f = strstr(p, "; flight record "), *end;
+        if (f && NULL != (end = strstr(f, "/flight.")) && end - f - 16 < (int)sizeof e->flight)
+            snprintf(e->flight, sizeof e->flight, "%.*s", (int)(end - f - 16), f + 16);
         return;
     }
     if (NULL != (p = strstr(line, "noticed that process rank ")) &&
@@ -295,6 +302,48 @@ static void exec_child(char **cmd, int errfd, int restarts)
     _exit(127);
 }
 
+/* After the watchdog's end: the suspect ranks `strata flight` names from
+ * this run's flight records (flight.*.json in the directory the watchdog
+ * named, written since the run began), into e->suspect; "" if none. */
+static void flight_suspects(run_end *e)
+{
+    char *files[258], line[256];
+    int nf = 0, fds[2];
+    DIR *d = e->flight[0] ? opendir(e->flight) : NULL;
+    struct dirent *de;
+    while (d && nf < 256 && NULL != (de = readdir(d))) {
+        struct stat sb;
+        size_t l = strlen(de->d_name);
+        char path[2048];
+        if (strncmp(de->d_name, "flight.", 7) || l < 6 || strcmp(de->d_name + l - 5, ".json"))
+            continue;
+        snprintf(path, sizeof path, "%s/%s", e->flight, de->d_name);
+        if (0 == stat(path, &sb) && sb.st_mtime >= e->started) files[1 + nf++] = strdup(path);
+    }
+    if (d) closedir(d);
+    if (0 < nf && 0 == pipe(fds)) {
+        fflush(NULL);           /* nothing of ours written twice by the child */
+        pid_t pid = fork();
+        if (0 == pid) {     /* strata flight, its report into the pipe */
+            files[0] = "flight";
+            files[nf + 1] = NULL;
+            dup2(fds[1], STDOUT_FILENO);
+            int nul = open("/dev/null", O_WRONLY);
+            if (0 <= nul) dup2(nul, STDERR_FILENO);
+            int rc = cmd_flight(nf + 1, files);
+            fflush(stdout);     /* _exit flushes nothing */
+            _exit(rc);
+        }
+        close(fds[1]);
+        FILE *f = fdopen(fds[0], "r");
+        while (f && fgets(line, sizeof line, f))
+            if (1 == sscanf(line, "suspect ranks: %63s", e->suspect)) break;
+        if (f) fclose(f); else close(fds[0]);
+        if (0 < pid) while (0 > waitpid(pid, NULL, 0) && EINTR == errno) {}
+    }
+    for (int i = 1; i <= nf; i++) free(files[i]);
+}
+
 /* The processes of the job that outlived its launcher. On Linux this
  * process is their subreaper (cmd_run): a rank whose launcher died, or that
  * it left behind, is reparented here, and is killed and reaped, so that
@@ -334,6 +383,7 @@ static int run_once(char **cmd, int restarts, run_end *e)
     int fds[2];
     memset(e, 0, sizeof *e);
     e->wd_rank = -1;
+    e->started = time(NULL) - 1;    /* mtimes have whole seconds at worst */
     if (pipe(fds) || fcntl(fds[0], F_SETFD, FD_CLOEXEC) || fcntl(fds[1], F_SETFD, FD_CLOEXEC)) {
         fprintf(stderr, "strata run: pipe: %s\n", strerror(errno));
         return -1;
@@ -363,6 +413,7 @@ static int run_once(char **cmd, int restarts, run_end *e)
     child_pid = 0;
     e->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
     if (!e->died) e->fault = mono();    /* no death seen: the job's end */
+    if (WATCHDOG_EXIT == e->status && !e->died) flight_suspects(e);
     return 0;
 }
 
@@ -385,8 +436,9 @@ static int cause(const run_end *e, char *why, size_t len)
     else if (0 < e->died)
         snprintf(why, len, "%d ranks died (rank %d first, signal %d)", e->died, e->rank, e->sig);
     else if (WATCHDOG_EXIT == e->status && 0 <= e->wd_rank)
-        snprintf(why, len, "the watchdog of rank %d ended the job (exit %d)", e->wd_rank,
-                 WATCHDOG_EXIT);
+        snprintf(why, len, "the watchdog of rank %d ended the job (exit %d; flight records: "
+                 "suspect ranks %s)", e->wd_rank, WATCHDOG_EXIT,
+                 e->suspect[0] ? e->suspect : "not named");
     else if (WATCHDOG_EXIT == e->status)
         snprintf(why, len, "the watchdog ended the job (exit %d)", WATCHDOG_EXIT);
     else if (128 < e->status)
