@@ -22,7 +22,7 @@ set -u
 . "$top_srcdir/t/tap.sh"
 P="$top_builddir/examples/gpt/train_gpt"
 tap_tmp strata-run
-echo "1..15"
+echo "1..16"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
 # refuses DESC REGEX ARGS...: strata run ARGS exits 2 with a line matching REGEX
 refuses() {
@@ -106,3 +106,20 @@ grep "strata run" "$tmp/ex" | sed 's/^/# /'
     grep -q "^strata run: restart 1 of 1: the watchdog of rank 0 ended the job (exit 75; flight records: suspect ranks 1) (job exit 75); .* on 2 ranks (was 2)" "$tmp/ex" &&
     grep -q "^strata run: the watchdog of rank 0 ended the job (exit 75; flight records: suspect ranks 1) (job exit 75); no restart is left (--max-restarts): giving up after 1 restart (exit 76)" "$tmp/ex"
 ok $? "the watchdog's end: a restart naming the suspect rank, then exit 76 ($rc)" "$tmp/ex"
+
+# SIGTERM to strata run: passed on to mpirun, the ranks stop after a step
+# with a checkpoint, no restart follows, no process of the job is left
+# shellcheck disable=SC2046
+timeout -k 5 120 "$S" run -- "$mpi" -np 2 $("$L" --flags) "$P" --threads 1 --layers 1 --dim 16 \
+    --steps 1000000 --log-every 10 --ckpt-dir "$tmp/ck3" --resume > "$tmp/term" 2>&1 &
+sup=$!
+i=0
+while [ $i -lt 300 ] && ! grep -q "^step " "$tmp/term"; do sleep 0.1; i=$((i + 1)); done
+kill -TERM $sup
+wait $sup
+rc=$?
+grep "stopped\|strata run" "$tmp/term" | sed 's/^/# /'
+grep -q "^train_gpt: stopped after step [0-9]* of 1000000 (SIGTERM received); checkpoint" "$tmp/term" &&
+    ! grep -q "strata run: restart" "$tmp/term" &&
+    ! ps -eo args | grep -v grep | grep -q -- "--ckpt-dir $tmp/ck3"
+ok $? "SIGTERM to strata run: a stop with a checkpoint, no restart, nothing left (exit $rc)" "$tmp/term"
