@@ -2,10 +2,11 @@
 # strata-run.t - strata run, the restarting supervisor (tools/run_cmd.c):
 #  - bad input: no job after '--', an unknown option, no rank count in the
 #    job's command (exit 2 each, with a message); --help exits 0;
-#    train_gpt --global-batch that the ranks do not divide (10 on 3);
+#    train_gpt --global-batch that the ranks do not divide (10 on 3: the
+#    counts that divide it named), or with a --batch x --accum that is not
+#    its share (exit 2, why);
 #  - --global-batch 12 on 3 ranks with --batch 2 takes 2 micro-batches of
-#    2 rows, and its losses are a 4-rank run's (3 rows each) within 1e-5; (exit 2, the
-#    counts that divide it named);
+#    2 rows, and its losses are a 4-rank run's (3 rows each) within 1e-5;
 #  - a 4-rank train_gpt at --global-batch 12, checkpoints every 5 steps,
 #    whose last rank dies (SIGKILL, test fault rank_kill@15) at the start
 #    of step 15: the supervisor logs one restart line naming rank 3 and
@@ -15,14 +16,19 @@
 #    same 12 rows in another order: equal up to rounding, so not the
 #    param_hash), and no process of the job is left; the time from the
 #    fault to the resumed job's first step is printed and must be < 60 s;
-#  - a rank that dies on every run (2 ranks, then 1) with --max-restarts 1:
-#    one restart, then exit 76 with a line that says why it gave up.
+#  - a rank that stalls in every checkpoint save (ckpt_stall, 2 ranks,
+#    collective_timeout 2 s) with --max-restarts 1: the watchdog ends each
+#    run; one restart line naming the suspect rank from the flight records
+#    (strata flight), on as many ranks, then exit 76 with a line saying why;
+#  - SIGTERM to strata run reaches the ranks through mpirun (as SIGUSR1):
+#    they stop after a step with a checkpoint, exit 0, no restart follows,
+#    nothing is left.
 # Open MPI only: the supervisor reads mpirun's report of the dead rank.
 set -u
 . "$top_srcdir/t/tap.sh"
 P="$top_builddir/examples/gpt/train_gpt"
 tap_tmp strata-run
-echo "1..16"
+echo "1..17"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
 # refuses DESC REGEX ARGS...: strata run ARGS exits 2 with a line matching REGEX
 refuses() {
@@ -42,6 +48,9 @@ ok $? "--help names the options and exit 76" "$tmp/help"
 [ $rc -eq 2 ] && grep -q "global-batch 10 cannot be split over 3 ranks.*(1, 2, 5, 10)" "$tmp/gb"
 ok $? "train_gpt --global-batch 10 on 3 ranks: exit 2, the counts that divide it named ($rc)" "$tmp/gb"
 
+"$L" 1 "$P" --threads 1 --layers 1 --dim 16 --steps 1 --global-batch 12 --batch 4 --accum 2 > "$tmp/gb2" 2>&1; rc=$?
+[ $rc -eq 2 ] && grep -q "global-batch 12 on 1 ranks is 12 rows per rank, not --batch 4 x --accum 2" "$tmp/gb2"
+ok $? "train_gpt --global-batch 12 --batch 4 --accum 2 on 1 rank: exit 2, why ($rc)" "$tmp/gb2"
 if [ "${test_hooks:-no}" != yes ] || [ "${MPI_FLAVOUR:-openmpi}" != openmpi ]; then
     why="needs the test hooks (configure --enable-test-hooks) and Open MPI's mpirun"
     for d in "uninterrupted run" "restarted job ends 0" "restart line" "resumed from" \
@@ -107,19 +116,25 @@ grep "strata run" "$tmp/ex" | sed 's/^/# /'
     grep -q "^strata run: the watchdog of rank 0 ended the job (exit 75; flight records: suspect ranks 1) (job exit 75); no restart is left (--max-restarts): giving up after 1 restart (exit 76)" "$tmp/ex"
 ok $? "the watchdog's end: a restart naming the suspect rank, then exit 76 ($rc)" "$tmp/ex"
 
-# SIGTERM to strata run: passed on to mpirun, the ranks stop after a step
-# with a checkpoint, no restart follows, no process of the job is left
+# SIGTERM to strata run: passed on to mpirun (as SIGUSR1), the ranks stop
+# after a step with a checkpoint, no restart follows, no process of the job
+# is left
 # shellcheck disable=SC2046
-timeout -k 5 120 "$S" run -- "$mpi" -np 2 $("$L" --flags) "$P" --threads 1 --layers 1 --dim 16 \
+"$S" run -- "$mpi" -np 2 $("$L" --flags) "$P" --threads 1 --layers 1 --dim 16 \
     --steps 1000000 --log-every 10 --ckpt-dir "$tmp/ck3" --resume > "$tmp/term" 2>&1 &
 sup=$!
 i=0
 while [ $i -lt 300 ] && ! grep -q "^step " "$tmp/term"; do sleep 0.1; i=$((i + 1)); done
 kill -TERM $sup
+# the stop takes a step and a checkpoint; a hang is a failure, not a hung suite
+i=0
+while [ $i -lt 600 ] && kill -0 $sup 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
+kill -KILL $sup 2>/dev/null
 wait $sup
 rc=$?
 grep "stopped\|strata run" "$tmp/term" | sed 's/^/# /'
-grep -q "^train_gpt: stopped after step [0-9]* of 1000000 (SIGTERM received); checkpoint" "$tmp/term" &&
+[ $rc -eq 0 ] &&
+    grep -q "^train_gpt: stopped after step [0-9]* of 1000000 (SIGUSR1 received); checkpoint" "$tmp/term" &&
     ! grep -q "strata run: restart" "$tmp/term" &&
     ! ps -eo args | grep -v grep | grep -q -- "--ckpt-dir $tmp/ck3"
 ok $? "SIGTERM to strata run: a stop with a checkpoint, no restart, nothing left (exit $rc)" "$tmp/term"

@@ -67,13 +67,19 @@ typedef struct {
 static volatile sig_atomic_t child_pid, stop_sig;
 
 /* A stop signal goes to the launcher's process group (the launcher leads
- * it): mpirun and srun pass it on to every rank, and train_gpt stops after
- * the current step with a checkpoint. Open MPI puts each rank in a group of
- * its own, so the ranks get it once, from mpirun. */
+ * it), which passes it on to every rank. The first one goes as SIGUSR1, the
+ * stop that train_gpt finishes with a checkpoint: mpirun and srun forward
+ * SIGUSR1 at once, while Open MPI 4.1 gives the ranks a SIGTERM or SIGINT
+ * only after odls_base_sigkill_timeout and SIGKILLs them as long after,
+ * which cut a loaded machine's stop before its checkpoint. A second one
+ * goes as it came. Open MPI puts each rank in a group of its own, so the
+ * ranks get it once, from mpirun. */
 static void forward(int sig)
 {
+    static volatile sig_atomic_t stops;
     stop_sig = sig;
-    if (0 < child_pid) kill(-(pid_t)child_pid, sig);
+    int send = 0 == stops++ ? SIGUSR1 : sig;
+    if (0 < child_pid) kill(-(pid_t)child_pid, send);
 }
 
 static void usage(FILE *f)
@@ -94,8 +100,9 @@ static void usage(FILE *f)
 "  --max-restarts N  restarts at most (3)\n"
 "  --max-time S      no restart begins S seconds or more after the start (0 = no bound)\n"
 "  --min-ranks N     no restart on fewer than N ranks (1)\n"
-"SIGTERM, SIGINT, SIGHUP and SIGUSR1 go to the launcher (train_gpt stops after the\n"
-"current step with a checkpoint); no restart follows them. Nothing is left running:\n"
+"SIGTERM, SIGINT, SIGHUP or SIGUSR1 goes to the launcher as SIGUSR1 (train_gpt stops\n"
+"after the current step with a checkpoint), a second one as it came; no restart\n"
+"follows them. Nothing is left running:\n"
 "the launcher's process group is killed when it ends, and the launcher gets SIGTERM\n"
 "if this process dies.\n"
 "Exit: the job's own status when no restart is needed (0: done; 2: usage; 4: refused;\n"
@@ -398,7 +405,7 @@ static int run_once(char **cmd, int restarts, run_end *e)
     if (0 == pid) exec_child(cmd, fds[1], restarts);
     setpgid(pid, pid);      /* also here: a signal may come before the child runs */
     child_pid = pid;
-    if (stop_sig) kill(-pid, stop_sig);   /* a stop that came while it started */
+    if (stop_sig) kill(-pid, SIGUSR1);    /* a stop that came while it started */
     close(fds[1]);
     relay(fds[0], e);
     close(fds[0]);

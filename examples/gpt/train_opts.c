@@ -262,13 +262,22 @@ int train_split_batch(options *o, int W, char *why, size_t len)
     const int N = o->global_batch;
     if (0 == N) return 0;
     if (0 != N % W) {
+        /* the divisors in pairs (d, N / d) up to the square root: a
+         * large N takes sqrt(N) steps, not N; the first 12 are named */
+        int lo[12], hi[12], nl = 0, nh = 0, more = 0;
+        for (int d = 1; (long)d * d <= N; d++) {
+            if (0 != N % d) continue;
+            if (nl < 12) lo[nl++] = d; else more = 1;
+            if (d != N / d) { if (nh < 12) hi[nh++] = N / d; else more = 1; }
+        }
         char divs[200] = "";
-        for (int d = 1, k = 0; d <= N && k < 12; d++)
-            if (0 == N % d) k += 0 < snprintf(divs + strlen(divs), sizeof divs - strlen(divs),
-                                              "%s%d", k ? ", " : "", d);
+        for (int i = 0, k = 0; i < nl + nh && k < 12; i++, k++)
+            snprintf(divs + strlen(divs), sizeof divs - strlen(divs), "%s%d", k ? ", " : "",
+                     i < nl ? lo[i] : hi[nh - 1 - (i - nl)]);
+        more |= nl + nh > 12;
         snprintf(why, len, "--global-batch %d cannot be split over %d ranks: %d is not a multiple "
                  "of %d; run on a rank count that divides it (%s%s) or give another global batch",
-                 N, W, N, W, divs, N > 12 ? ", ..." : "");
+                 N, W, N, W, divs, more ? ", ..." : "");
         return -2;
     }
     const int R = N / W;   /* this rank's rows per step */
