@@ -45,6 +45,10 @@
  *   slow_rank@R      rank R (>= 1) sleeps 5 ms at the end of every unit
  *                    callback: a straggler (fsdp/call.c;
  *                    t/gpt-train-straggler.t)
+ *   rank_kill@STEP   the last rank of the world raises SIGKILL at the start
+ *                    of optimizer step STEP (1-based), as a dead node would
+ *                    (fsdp/step.c; t/strata-run.t, which arms it on the
+ *                    first run only)
  *   stale_reload@N   the Nth save an activation schedule brings back to the
  *                    device arrives stale (its first bytes not the ones
  *                    that left), as a reload read before its copy landed

@@ -20,6 +20,7 @@
 #include "base/test_fault.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -127,6 +128,16 @@ static strata_status_t run_forward(strata_model_t *m, const void *input, size_t 
     return training ? fsdp_exec_forward_end(m) : STRATA_OK;
 }
 
+/* The rank_kill test fault (base/test_fault.h): the last rank dies at the
+ * start of optimizer step N, as a node failure would; the restarting
+ * supervisor (strata run) must go on without it. */
+static void kill_point(const strata_model_t *m)
+{
+    uint64_t at = test_fault_arg("rank_kill");
+    if (at && (uint64_t)m->step_count + 1 == at && m->ctx->rank == m->ctx->size - 1)
+        raise(SIGKILL);
+}
+
 strata_status_t strata_model_step_begin(strata_model_t *m, int n_micro)
 {
     strata_status_t st = need_ready(m, "strata_model_step_begin");
@@ -140,6 +151,7 @@ strata_status_t strata_model_step_begin(strata_model_t *m, int n_micro)
                           ">= 1", n_micro);
     st = fsdp_bgsave_poll(m);   /* a checkpoint written in the background failed? */
     if (STRATA_OK != st) return st;
+    kill_point(m);
     m->n_micro = n_micro;
     m->micro = 0;
     m->phase = PHASE_STEP;

@@ -307,3 +307,6 @@ TESTS += t/fuzz-classify.t
 # t/launch's rank cap (STRATA_TEST_MAX_RANKS, set by make check-sanitize)
 dist_check_SCRIPTS += t/launch-cap.t
 TESTS += t/launch-cap.t
+# strata run, the restarting supervisor: a rank killed, the job goes on on 3
+dist_check_SCRIPTS += t/strata-run.t
+TESTS += t/strata-run.t

@@ -9,7 +9,11 @@
 #    a checkpoint and exit 0, the job requeues itself, the requeued run
 #    resumes from that checkpoint and ends COMPLETED (job completion log);
 #  - a direct srun --mpi=pmix launch of 4 ranks ends with the same param_hash
-#    as the same run under t/launch.
+#    as the same run under t/launch;
+#  - with --global-batch 12, a task killed at step 8 (test fault rank_kill,
+#    armed on the first run only): the script's `strata run` reads srun's
+#    report, runs srun again on 3 tasks from the step-5 checkpoint, and the
+#    job ends COMPLETED (skipped without the test hooks).
 # Skips where Slurm or munge is not installed or the user is not root (the
 # daemons run as root here); where slurmctld is installed and the user is
 # root, daemons that do not start are a failure.
@@ -32,9 +36,13 @@ tap_cleanup() {
     sleep 1
 }
 trap 'exit 1' INT TERM HUP
-echo "1..7"
+echo "1..9"
 show() { for f in "$@"; do [ -f "$f" ] && sed 's/^/# /' "$f" | tail -n 20; done; }
 
+# KillWait: when a task dies, srun (--kill-on-bad-exit) sends the others
+# SIGTERM, which train_gpt takes for a stop request: it waits for the dead
+# rank in the step's agreement until SIGKILL comes KillWait seconds later
+# (Slurm's default 30); strata run restarts once srun has ended.
 # A requeued job may start again cred_expire seconds after its last run
 # (Slurm's default 120): the test's cluster uses 15. Forcing an earlier
 # start (scontrol update StartTime=now) raced slurmd's revocation of the
@@ -69,6 +77,7 @@ JobAcctGatherType=jobacct_gather/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 MpiDefault=none
+KillWait=5
 ReturnToService=2
 SlurmdParameters=config_overrides
 NodeName=strata1 NodeHostname=@HOST@ NodeAddr=127.0.0.1 CPUs=8 State=UNKNOWN
@@ -149,3 +158,24 @@ echo "# param_hash: srun $(hash_of "$tmp/srun.out"), t/launch $(hash_of "$tmp/mp
 check "srun --mpi=$STRATA_SRUN_MPI -n 4 train_gpt exits 0" test $rc -eq 0
 check "with the param_hash of the same run under mpirun" \
     sh -c 'test -n "$1" && test "$1" = "$2"' _ "$(hash_of "$tmp/srun.out")" "$(hash_of "$tmp/mpirun.out")"
+
+# 4. a task killed: the script's strata run starts srun again on the 3 left
+if [ "${test_hooks:-no}" = yes ]; then
+    printf '#!/bin/sh\n[ "$STRATA_RUN_RESTART" = 0 ] || unset STRATA_TEST_FAULT\nexec "%s" "$@"\n' "$P" > "$tmp/arm"
+    chmod +x "$tmp/arm"
+    j4=$(STRATA_CKPT_DIR="$tmp/ck4" STRATA_TRAIN_GPT="$tmp/arm" STRATA_TOOL="$S" STRATA_TEST_FAULT=rank_kill@8 \
+         sbatch --parsable -n 4 -o "$tmp/run4.out" -D "$tmp" "$SB" $small --global-batch 12 --steps 12 \
+         --ckpt-every 5 --log-every 4)
+    finished "$j4" 120
+    grep -v '^step' "$tmp/run4.out" | sed 's/^/# /'
+    sed -n 's/^strata run: restart .*; \([0-9.]*\) s after the fault;.*/# fault to restart under srun: \1 s (KillWait 5)/p' "$tmp/run4.out"
+    check "a task killed under the script: one restart line (task 3), srun again on 3 tasks" \
+        sh -c 'grep -q "^strata run: restart 1 of 3: rank 3 died (signal 9) .*; on 3 ranks (was 4), global batch 12 kept" "$1" &&
+               grep -q "^resumed from .*step-00000005.h5 at step 5$" "$1" &&
+               grep -q "^train_gpt: 3 ranks, .* batch 4 x 1 micro x 3 ranks = 12 rows/step" "$1"' _ "$tmp/run4.out"
+    check "which runs to step 12, and the job COMPLETED" \
+        sh -c 'grep -q "^step  *12/12 " "$1" && test "$2" = COMPLETED' _ "$tmp/run4.out" "$(state "$j4")"
+else
+    skip "a task killed under the script: restart on 3 tasks" "needs the test hooks (configure --enable-test-hooks)"
+    skip "which runs to step 12, and the job COMPLETED" "needs the test hooks"
+fi

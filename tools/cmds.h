@@ -10,5 +10,6 @@ int cmd_plan_model(int argc, char **argv);   /* tools/plan_model_cmd.c: plan --m
 int cmd_trace(int argc, char **argv);   /* tools/trace_cmd.c */
 int cmd_calibrate(int argc, char **argv);   /* tools/calibrate_cmd.c */
 int cmd_flight(int argc, char **argv);   /* tools/flight_cmd.c */
+int cmd_run(int argc, char **argv);      /* tools/run_cmd.c: the restarting supervisor */
 
 #endif

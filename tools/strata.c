@@ -8,6 +8,7 @@
  *   strata trace FILE...                  transfer overlap per step from rank traces
  *   strata flight FILE...                 suspect ranks from the flight records (tools/flight_cmd.c)
  *   strata calibrate [--out FILE]         measure this machine into a hardware file (mpirun)
+ *   strata run [OPTIONS] -- LAUNCHER ...  run a job, restarting it when a rank dies (tools/run_cmd.c)
  *
  * Each subcommand is a row of the subcommands table below.
  */
@@ -102,6 +103,7 @@ static const subcommand_t subcommands[] = {
     { "trace",   "[--merge|--plot OUT] FILE...", "transfer overlap per step; one merged trace; a step drawn", cmd_trace },
     { "flight",  "FILE...",               "where the ranks parted ways, from their flight records",    cmd_flight },
     { "calibrate", "[--out FILE]",        "measure this machine into a planner hardware file (mpirun)", cmd_calibrate },
+    { "run",     "[OPTIONS] -- mpirun ...", "run a job; restart it on the ranks left when a rank dies", cmd_run },
     { NULL, NULL, NULL, NULL }
 };
 

@@ -463,6 +463,7 @@ static int setup_options(trainer *t, int argc, char **argv)
     char why[600];
     int prc = train_parse(argc, argv, &t->o, 0 == rank);
     if (0 == prc) prc = check_options(&t->o, why, sizeof why);
+    if (0 == prc) prc = train_split_batch(&t->o, W, why, sizeof why);
     if (0 == prc) prc = load_data(&t->o, &t->data, why, sizeof why);
     /* ranks agree before any collective: a file missing on one node only
      * must not leave the others waiting in strata_init */

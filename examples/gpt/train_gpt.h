@@ -19,6 +19,8 @@ typedef struct {
     gpt_config  cfg;
     int         batch, accum, steps, warmup, threads, eval_every, eval_n, val_batches;
     int         log_every, ckpt_every, json, shard, stop_at;
+    int         global_batch;   /* --global-batch; 0: ranks x batch x accum */
+    int         given;      /* bit 0: --batch given; bit 1: --accum given */
     int         resume;     /* 1: --resume; 2: --resume-any-shape */
     double      lr, min_lr_frac, wd, clip, beta2;
     uint64_t    seed;
@@ -34,6 +36,9 @@ void train_usage(FILE *f);
 
 /* 0: parsed; 1: --help printed; -1: bad input (message on stderr if loud) */
 int train_parse(int argc, char **argv, options *o, int loud);
+
+/* --global-batch N over W ranks: sets batch and accum. 0, or -2 with why. */
+int train_split_batch(options *o, int W, char *why, size_t len);
 
 /* ------------------------------------------------------------ measurements --- */
 

@@ -28,6 +28,13 @@ void train_usage(FILE *f)
 "  --batch N         rows per micro-batch per rank (16)\n"
 "  --accum N         micro-batches per step (gradient accumulation) (1)\n"
 "                    global batch = ranks x batch x accum rows\n"
+"  --global-batch N  rows per step over all ranks, whatever their number: each\n"
+"                    rank takes N / ranks (exit 2 if the ranks do not divide N),\n"
+"                    in --accum micro-batches if given (it must divide them), else\n"
+"                    in the fewest micro-batches of at most --batch rows if --batch\n"
+"                    is given, else in one; the same N on any rank count gives\n"
+"                    the same data and, up to rounding, the same losses (a\n"
+"                    restart on fewer ranks: strata run)\n"
 "  --steps N         optimizer steps in all, counting resumed ones (800; the\n"
 "                    recipe of examples/gpt/demo learns the addition task)\n"
 "  --lr X            peak AdamW learning rate (1e-3). Schedule: linear warmup from\n"
@@ -129,13 +136,14 @@ static int num_dbl(const char *opt, const char *v, double lo, double hi, double 
     return 0;
 }
 
-enum { O_LAYERS = 256, O_DIM, O_HEADS, O_SEQ, O_BATCH, O_ACCUM, O_STEPS, O_LR, O_WARMUP,
+enum { O_LAYERS = 256, O_DIM, O_HEADS, O_SEQ, O_BATCH, O_ACCUM, O_GBATCH, O_STEPS, O_LR, O_WARMUP,
        O_MINLR, O_WD, O_CLIP, O_BETA2, O_SEED, O_DTYPE, O_THREADS, O_SHARD, O_DEVMEM,
        O_HOSTMEM, O_SPILL, O_SET, O_POLICY, O_SCHED, O_CKPTDIR, O_CKPTEVERY, O_STOPAT, O_RESUME, O_RESUMEANY,
        O_JSON, O_TRACE, O_DATA, O_EVALEVERY, O_EVALN, O_VALB, O_LOGEVERY, O_DEVICE, O_HELP };
 static const struct option longopts[] = {
     { "layers", 1, NULL, O_LAYERS }, { "dim", 1, NULL, O_DIM }, { "heads", 1, NULL, O_HEADS },
     { "seq", 1, NULL, O_SEQ }, { "batch", 1, NULL, O_BATCH }, { "accum", 1, NULL, O_ACCUM },
+    { "global-batch", 1, NULL, O_GBATCH },
     { "steps", 1, NULL, O_STEPS }, { "lr", 1, NULL, O_LR }, { "warmup", 1, NULL, O_WARMUP },
     { "min-lr", 1, NULL, O_MINLR }, { "wd", 1, NULL, O_WD }, { "clip", 1, NULL, O_CLIP },
     { "beta2", 1, NULL, O_BETA2 }, { "seed", 1, NULL, O_SEED }, { "dtype", 1, NULL, O_DTYPE },
@@ -171,8 +179,9 @@ int train_parse(int argc, char **argv, options *o, int loud)
         case O_DIM:     rc = num_int("--dim", v, 1, 1 << 16, &o->cfg.dim); break;
         case O_HEADS:   rc = num_int("--heads", v, 1, 1 << 12, &o->cfg.n_head); break;
         case O_SEQ:     rc = num_int("--seq", v, 1, 1 << 16, &seq); break;
-        case O_BATCH:   rc = num_int("--batch", v, 1, 1 << 20, &o->batch); break;
-        case O_ACCUM:   rc = num_int("--accum", v, 1, 1 << 16, &o->accum); break;
+        case O_BATCH:   rc = num_int("--batch", v, 1, 1 << 20, &o->batch); o->given |= 1; break;
+        case O_ACCUM:   rc = num_int("--accum", v, 1, 1 << 16, &o->accum); o->given |= 2; break;
+        case O_GBATCH:  rc = num_int("--global-batch", v, 1, 1 << 30, &o->global_batch); break;
         case O_STEPS:   rc = num_int("--steps", v, 1, BIG, &o->steps); break;
         case O_LR:      rc = num_dbl("--lr", v, 0, 10, &o->lr); break;
         case O_WARMUP:  rc = num_int("--warmup", v, 0, BIG, &o->warmup); break;
@@ -243,5 +252,53 @@ int train_parse(int argc, char **argv, options *o, int loud)
     if (0 != rc) return -1;
     o->cfg.max_seq = seq;
     if (0 > o->warmup) o->warmup = o->steps / 10 < 100 ? o->steps / 10 : 100;
+    return 0;
+}
+
+/* --global-batch N over W ranks: this rank's --batch and --accum (see the
+ * help text). 0, or -2 with why. */
+int train_split_batch(options *o, int W, char *why, size_t len)
+{
+    const int N = o->global_batch;
+    if (0 == N) return 0;
+    if (0 != N % W) {
+        /* the divisors in pairs (d, N / d) up to the square root: a
+         * large N takes sqrt(N) steps, not N; the first 12 are named */
+        int lo[12], hi[12], nl = 0, nh = 0, more = 0;
+        for (int d = 1; (long)d * d <= N; d++) {
+            if (0 != N % d) continue;
+            if (nl < 12) lo[nl++] = d; else more = 1;
+            if (d != N / d) { if (nh < 12) hi[nh++] = N / d; else more = 1; }
+        }
+        char divs[200] = "";
+        for (int i = 0, k = 0; i < nl + nh && k < 12; i++, k++)
+            snprintf(divs + strlen(divs), sizeof divs - strlen(divs), "%s%d", k ? ", " : "",
+                     i < nl ? lo[i] : hi[nh - 1 - (i - nl)]);
+        more |= nl + nh > 12;
+        snprintf(why, len, "--global-batch %d cannot be split over %d ranks: %d is not a multiple "
+                 "of %d; run on a rank count that divides it (%s%s) or give another global batch",
+                 N, W, N, W, divs, more ? ", ..." : "");
+        return -2;
+    }
+    const int R = N / W;   /* this rank's rows per step */
+    if (3 == (o->given & 3) && o->batch * o->accum != R) {
+        snprintf(why, len, "--global-batch %d on %d ranks is %d rows per rank, not --batch %d x "
+                 "--accum %d; give --global-batch with --accum or --batch, not both", N, W, R,
+                 o->batch, o->accum);
+        return -2;
+    }
+    if (o->given & 2) {
+        if (0 != R % o->accum) {
+            snprintf(why, len, "--global-batch %d on %d ranks is %d rows per rank, which --accum %d "
+                     "does not divide", N, W, R, o->accum);
+            return -2;
+        }
+        o->batch = R / o->accum;
+        return 0;
+    }
+    int cap = (o->given & 1) ? o->batch : R, a = 1;
+    while (a <= R && (0 != R % a || R / a > cap)) a++;
+    o->accum = a;      /* a <= R always: R / R = 1 row fits any cap */
+    o->batch = R / a;
     return 0;
 }
