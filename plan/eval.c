@@ -23,6 +23,11 @@ static strata_status_t check_shape(const plan_model_t *m, const plan_shape_t *sh
         sh->prefetch < 0)
         return sched_fail(err, errlen, STRATA_ERR_INVALID, "plan: --fsdp, --replicas, --ep, --micro, --seq "
                           "and --accum must be >= 1, --prefetch >= 0");
+    if (!(sh->moe_imbalance == 0 || (sh->moe_imbalance >= 1 && sh->moe_imbalance <= 64)) ||
+        (sh->moe_imbalance > 1 && !m->moe))
+        return sched_fail(err, errlen, STRATA_ERR_INVALID, "plan: --moe-imbalance %g: a number in "
+                          "[1, 64] for a model with experts ('%s' has %s)", sh->moe_imbalance, m->name,
+                          m->moe ? "them" : "none");
     if (sh->ep > 1 && !m->moe)
         return sched_fail(err, errlen, STRATA_ERR_INVALID, "plan: --ep %ld: model '%s' has no experts", sh->ep, m->name);
     if (sh->ep > 1 && (m->experts % sh->ep || sh->fsdp % sh->ep))

@@ -132,6 +132,7 @@ double plan_buf(double bytes);
 typedef struct {
     long fsdp, replicas, ep, micro, seq, accum, prefetch;
     double hbm_override;       /* 0 = the hardware file's */
+    double moe_imbalance;      /* the busiest rank's routed tokens over the mean (>= 1; 0 = 1) */
 } plan_shape_t;
 
 /* Per-device bytes that are not activations, and the totals. */

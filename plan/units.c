@@ -129,11 +129,14 @@ static void dense_mlp(const plan_model_t *m, double n, plan_unit_t *u)
     u->fwd_flops += 2 * n * f * h;   /* down projection: the unit's output */
 }
 
-/* Routed experts (perfect balance: each token to k experts) and shared ones. */
+/* Routed experts (each token to k experts; the busiest rank's experts get
+ * moe_imbalance times the mean share, and the step waits for it) and
+ * shared ones. */
 static void moe_mlp(const plan_model_t *m, const plan_shape_t *sh, double n, plan_unit_t *u)
 {
     double h = (double)m->hidden, fe = (double)m->expert_ffn, a = m->compute_b;
-    double E = (double)m->experts, k = (double)m->experts_per_token, S = (double)m->shared_experts;
+    double E = (double)m->experts, S = (double)m->shared_experts;
+    double k = (double)m->experts_per_token * (sh->moe_imbalance > 1 ? sh->moe_imbalance : 1);
     double routed = E * 3 * h * fe;
     u->params += h * E + routed + S * 3 * h * fe;
     if (sh->ep > 1) u->local_params = routed;   /* sharded across ep ranks, not gathered */
@@ -144,6 +147,10 @@ static void moe_mlp(const plan_model_t *m, const plan_shape_t *sh, double n, pla
     add_save(u, "moe_up", n * k * fe * a, 2 * n * k * h * fe);
     add_save(u, "moe_act", n * k * fe * a, 0);
     add_save(u, "moe_down", n * k * h * a, 2 * n * k * fe * h);
+    /* a recompute that makes the experts' outputs again runs the block to
+     * its end: the combine too, as frameworks that checkpoint the MoE
+     * block redo both all-to-alls */
+    if (sh->ep > 1) u->saves[u->nsaves - 1].a2a_bytes = n * k * h * a;
     if (S > 0) {
         add_save(u, "shared_gate", n * S * fe * a, 2 * n * S * h * fe);
         add_save(u, "shared_up", n * S * fe * a, 2 * n * S * h * fe);

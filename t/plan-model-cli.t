@@ -12,7 +12,7 @@
 tap_tmp plan-model-cli
 has() { grep -q -- "$1" "$2"; }
 
-echo 1..20
+echo 1..21
 gpt="--model gpt-example --hw h200-hgx --fsdp 2 --micro 16 --seq 64"
 
 "$S" plan $gpt --policy all > "$tmp/all" 2>&1
@@ -51,6 +51,15 @@ check "--schedule all: none, naive and lhs rows, none the slowest (nothing overl
     awk -v a="$(step none "$tmp/all")" -v b="$(step naive "$tmp/all")" -v c="$(step lhs "$tmp/all")" \
     'BEGIN { exit !(a != "" && b != "" && c != "" && a + 0 > b + 0 && b + 0 >= c + 0) }' ||
     sed 's/^/# /' "$tmp/all"
+
+"$S" plan --model qwen3-30b-a3b --hw h100-hgx --fsdp 8 --ep 8 --micro 1 --seq 4096 --policy '*=recompute' \
+    --moe-imbalance 1.5 > "$tmp/imb" 2>&1
+"$S" plan --model llama3-8b --hw h100-hgx --fsdp 8 --micro 1 --seq 4096 --policy '*=keep' \
+    --moe-imbalance 1.5 > "$tmp/imbd" 2>&1
+rc=$?
+check "--moe-imbalance: stated in the assumptions; refused for a model without experts, as --ep is (exit 1)" \
+    sh -c "grep -q 'load imbalance 1.5' '$tmp/imb' && [ $rc -eq 1 ] && grep -q 'has none' '$tmp/imbd'" ||
+    { sed 's/^/# /' "$tmp/imbd"; tail -5 "$tmp/imb" | sed 's/^/# /'; }
 
 "$S" plan --model llama3-8b --hw h100-hgx --fsdp 8 --micro max --seq 4096 --policy '*=keep' > "$tmp/max" 2>&1
 check "--micro max finds a largest micro-batch" sh -c "grep -q 'micro-batch max [1-9]' '$tmp/max'"

@@ -396,12 +396,52 @@ static void test_bad(void)
        "an unknown model name says where it looked");
 }
 
+/* MoE: with --ep > 1 the dispatch is paid by a recompute of moe_in and the
+ * combine by one of moe_down (a recompute runs the block to its end); the
+ * load-imbalance factor multiplies the busiest rank's routed tokens. */
+static void test_moe(void)
+{
+    char err[512];
+    plan_model_t m;
+    if (STRATA_OK != plan_model_parse("{\"name\":\"moe\",\"family\":\"llama\",\"layers\":1,\"hidden\":8,"
+                                      "\"heads\":2,\"kv_heads\":1,\"head_dim\":4,\"ffn\":16,\"vocab\":10,"
+                                      "\"tied_embeddings\":false,\"moe\":{\"routed_experts\":4,"
+                                      "\"active_per_token\":2,\"shared_experts\":0,\"expert_ffn\":6,"
+                                      "\"dense_layers\":0},\"dtypes\":{\"params\":\"bf16\",\"compute\":\"bf16\","
+                                      "\"grads\":\"fp32\",\"master\":\"fp32\",\"optimizer\":\"fp32\"},"
+                                      "\"optimizer_states\":2}", "moe", &m, err, sizeof err))
+        bail_out("moe model: %s", err);
+    /* n = 4 tokens, k = 2, h = 8, bf16: n k h a = 128 bytes per all-to-all */
+    plan_shape_t sh = { .fsdp = 2, .replicas = 1, .ep = 2, .micro = 1, .seq = 4, .accum = 1, .prefetch = 1 };
+    plan_unit_t *u, *v, *w;
+    int n;
+    if (STRATA_OK != plan_units(&m, &sh, &u, &n, err, sizeof err)) bail_out("plan_units: %s", err);
+    const plan_save_t *in = save_of(&u[1], "moe_in"), *down = save_of(&u[1], "moe_down"),
+                      *gate = save_of(&u[1], "moe_gate");
+    ok(in && down && 128 == in->a2a_bytes && 128 == down->a2a_bytes,
+       "--ep 2: a recompute of moe_in redoes the dispatch, of moe_down the combine (128 bytes each)");
+    sh.ep = 1;
+    if (STRATA_OK != plan_units(&m, &sh, &v, &n, err, sizeof err)) bail_out("plan_units: %s", err);
+    down = save_of(&v[1], "moe_down");
+    ok(down && 0 == down->a2a_bytes && 0 == save_of(&v[1], "moe_in")->a2a_bytes, "--ep 1: no all-to-all");
+    sh.ep = 2;
+    sh.moe_imbalance = 2;
+    if (STRATA_OK != plan_units(&m, &sh, &w, &n, err, sizeof err)) bail_out("plan_units: %s", err);
+    const plan_save_t *g2 = save_of(&w[1], "moe_gate");
+    ok(gate && g2 && g2->bytes == 2 * gate->bytes && g2->flops == 2 * gate->flops &&
+       256 == save_of(&w[1], "moe_in")->a2a_bytes && w[1].a2a_bytes == 2 * u[1].a2a_bytes,
+       "--moe-imbalance 2: the busiest rank's expert saves, FLOPs and all-to-alls twice the balanced ones");
+    free(u);
+    free(v);
+    free(w);
+}
+
 int main(void)
 {
     char err[512];
     plan_model_t m;
     plan_hw_t hw;
-    plan(93);
+    plan(96);
     if (STRATA_OK != plan_model_parse(tiny_model, "tiny", &m, err, sizeof err) ||
         STRATA_OK != plan_hw_parse(tiny_hw, "tinyhw", &hw, err, sizeof err))
         bail_out("worked example files: %s", err);
@@ -413,5 +453,6 @@ int main(void)
     test_coll_compute(&m, &hw);
     test_link_compute(&m, &hw);
     test_bad();
+    test_moe();
     return done_testing();
 }

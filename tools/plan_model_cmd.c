@@ -35,7 +35,7 @@ static void usage(FILE *out)
         "host bytes, step time from the runtime's schedule builder and simulator.\n"
         "  --fsdp N          ranks sharding the parameters\n"
         "  --replicas R      data-parallel copies of the fsdp group (1)\n"
-        "  --ep E            expert parallelism: experts split over E ranks, not gathered (1)\n"
+        "  --ep E            expert parallelism: experts split over E ranks, not gathered (1)\n"        "  --moe-imbalance F the busiest rank's routed tokens over the mean share (1: balanced)\n"
         "  --micro B|max     micro-batch (rows per device); max: the largest that fits\n"
         "  --seq S           tokens per row\n"
         "  --accum A         micro-batches per optimizer step (1)\n"
@@ -82,6 +82,14 @@ static int parse_args(int argc, char **argv, popts_t *o)
         else if (!strcmp(a, "--seq")) rc = num(a, v, 1, &o->shape.seq);
         else if (!strcmp(a, "--accum")) rc = num(a, v, 1, &o->shape.accum);
         else if (!strcmp(a, "--prefetch")) rc = num(a, v, 0, &o->shape.prefetch);
+        else if (!strcmp(a, "--moe-imbalance")) {
+            char *end;
+            o->shape.moe_imbalance = strtod(v, &end);
+            if (end == v || *end) {
+                fprintf(stderr, "strata plan: --moe-imbalance: expected a number >= 1, got '%s'\n", v);
+                return -1;
+            }
+        }
         else if (!strcmp(a, "--micro") && !strcmp(v, "max")) o->micro_max = 1;
         else if (!strcmp(a, "--micro")) rc = num(a, v, 1, &o->shape.micro);
         else if (!strcmp(a, "--hbm")) {
@@ -320,9 +328,12 @@ static void print_assumptions(const plan_t *p, FILE *out)
         PLAN_GPT == p->model.family ? " (except the example GPT, which saves attn_probs as train_gpt does)" : "",
         p->hw.coll_compute, p->hw.coll_sync, p->hw.link_compute);
     if (p->model.moe)
-        fprintf(out, "  - MoE: perfect load balance; with --ep E > 1 the routed experts are split over E ranks (not\n"
+        fprintf(out, "  - MoE: load imbalance %g (--moe-imbalance: the busiest rank's routed tokens over the mean;\n"
+            "    1 = perfect balance); with --ep E > 1 the routed experts are split over E ranks (not\n"
             "    gathered across them; sharded and gathered only among the fsdp/E ranks holding the same ones),\n"
-            "    tokens moved by all-to-all (dispatch + combine, on the compute path); --ep 1 gathers them\n");
+            "    tokens moved by all-to-all (dispatch + combine, on the compute path; a recompute of the\n"
+            "    block's inputs or outputs redoes them); --ep 1 gathers them\n",
+            p->shape.moe_imbalance > 1 ? p->shape.moe_imbalance : 1.0);
     if (p->shape.accum > 1)
         fprintf(out, "  - accum: the step is accum micro-batch passes (each gathers again) and one optimizer step;\n"
                      "    every unit's unsharded gradients stay from the first micro-batch's backward to the last\n");
