@@ -4,7 +4,8 @@
 # mpirun with an rsh agent: TCP between hosts, shared memory within one.
 #  - every rank runs on the host the hostfile gives it, in that host's PID
 #    namespace; with shared memory alone (no TCP) the job cannot start, so
-#    the hosts really are apart to Open MPI;
+#    the hosts really are apart to Open MPI, while 2 ranks within one host
+#    run on it;
 #  - 4 ranks on 3 hosts (2+1+1) reach the param_hash of 4 ranks on one;
 #  - checkpoints written from the 3 hosts verify, and a job on one host
 #    resumes from them to the param_hash of an uninterrupted one-host run.
@@ -15,14 +16,16 @@ P="$top_builddir/examples/gpt/train_gpt"
 tap_tmp hosts-train
 tap_cleanup() { netns_down; }
 netns_up h1 h2 h3
-echo "1..6"
+echo "1..7"
 small="--threads 1 --layers 2 --dim 32 --heads 4 --batch 4 --steps 6 --json --eval-n 8"
 spec=h1:2,h2:1,h3:1
 
-netns_mpirun 4 $spec sh -c 'echo "$OMPI_COMM_WORLD_RANK $(hostname) $(cat /proc/1/comm) $$"' > "$tmp/where.out" 2>&1
-sort "$tmp/where.out" | sed 's/^/# rank, host, its pid 1, its pid: /'
+# each rank: its rank, hostname, the host its pid 1 is the init of, its pid
+netns_mpirun 4 $spec sh -c 'echo "$OMPI_COMM_WORLD_RANK $(hostname) $(tr "\0" "\n" < /proc/1/cmdline | tail -1) $$"' \
+    > "$tmp/where.out" 2>&1
+sort "$tmp/where.out" | sed 's/^/# rank, hostname, init of, pid: /'
 check "ranks 0-1 run on h1, 2 on h2, 3 on h3, each in its host's PID namespace" \
-    sh -c 'test "$(sort "$1" | cut -d" " -f1-3 | tr "\n" " ")" = "0 h1 sleep 1 h1 sleep 2 h2 sleep 3 h3 sleep "' \
+    sh -c 'test "$(sort "$1" | cut -d" " -f1-3 | tr "\n" " ")" = "0 h1 h1 1 h1 h1 2 h2 h2 3 h3 h3 "' \
     _ "$tmp/where.out"
 netns_btl=self,vader netns_mpirun 4 $spec "$P" $small > "$tmp/shm.out" 2>&1; rc=$?
 grep -m1 "unable to reach each other" "$tmp/shm.out" | sed 's/^/# without TCP: /'
@@ -30,6 +33,10 @@ check "with shared memory alone the hosts cannot reach each other (Open MPI says
     sh -c 'test "$1" -ne 0 && grep -q "unable to reach each other" "$2" && ! grep -q "^{\"step\"" "$2"' \
     _ "$rc" "$tmp/shm.out" || tail -5 "$tmp/shm.out" | sed 's/^/# /'
 
+
+netns_btl=self,vader netns_mpirun 2 h1:2 "$P" $small --steps 2 > "$tmp/vader.out" 2>&1; rc=$?
+check "2 ranks on one of the hosts run over shared memory alone" \
+    sh -c 'test "$1" -eq 0 && grep -q "^{\"final\"" "$2"' _ "$rc" "$tmp/vader.out" || tail -5 "$tmp/vader.out" | sed 's/^/# /'
 
 # one host, then three
 "$L" 4 "$P" $small > "$tmp/one.out" 2>&1

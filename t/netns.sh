@@ -18,10 +18,15 @@
 #                       namespace's init): the whole host is gone
 #   netns_restart NAME  host NAME again (same name and address, nothing
 #                       running), as after a reboot
+#   netns_kill_launch   SIGKILL to mpirun and whatever else runs where it
+#                       runs (after a job whose mpirun did not end)
 #   netns_pid NAME      the host side pid of NAME's init
 # Only Open MPI's launcher is wired here; another MPI skips.
 netns_names= netns_sw= netns_bg=
 netns_net=10.211.0
+# how long a namespace lives at most: its init exits then, so a test killed
+# with SIGKILL (which runs no cleanup) leaves nothing behind for long
+netns_life=$(( ${STRATA_TEST_TIMEOUT:-600} + 60 ))
 
 netns_child() {     # the forked child of unshare $1 (the namespace's init)
     tap_i=0
@@ -40,7 +45,25 @@ netns_on() {
     nsenter -t "$(netns_pid "$tap_h")" --net --uts --pid --mount --wd="$PWD" -- "$@"
 }
 
+# SIGKILL to every process in the switch's network namespace: mpirun and
+# anything else started there (they are in this machine's PID namespace,
+# so the switch's end would not take them along)
+netns_kill_launch() {
+    [ -n "$netns_sw" ] || return 0
+    tap_ns=$(readlink "/proc/$netns_sw/ns/net") || return 0
+    for tap_p in /proc/[0-9]*; do
+        tap_p=${tap_p#/proc/}
+        case " $netns_sw $netns_bg " in *" $tap_p "*) continue ;; esac   # the switch itself
+        [ "$(readlink "/proc/$tap_p/ns/net" 2>/dev/null)" = "$tap_ns" ] && kill -9 "$tap_p" 2>/dev/null
+    done
+    return 0
+}
+
+# the launch processes, then every host's init and the switch's (their
+# namespaces, veths and bridge go with them); unshare --kill-child kills
+# an init whose unshare dies
 netns_down() {
+    netns_kill_launch
     for tap_p in $netns_bg; do kill -9 "$tap_p" 2>/dev/null; done
     for tap_p in $netns_bg; do wait "$tap_p" 2>/dev/null; done
     netns_bg=
@@ -49,6 +72,13 @@ netns_down() {
 netns_kill() { kill -9 "$(netns_pid "$1")"; }
 # host $1 again, after netns_kill: same name and address, a fresh machine
 netns_restart() { netns_host "$1" "$(sed -n "s/^$netns_net\.\([0-9]*\) $1\$/\1/p" "$tmp/netns/hosts")"; }
+
+# the namespaces cannot be made: the whole test skips, saying why; once
+# checks have run (a host made again), the test bails out instead
+netns_fail() {
+    [ "$n" -eq 0 ] && tap_skip_all "$*"
+    echo "Bail out! $*"; exit 1
+}
 
 netns_need() {
     [ "$(id -u)" = 0 ] || tap_skip_all "multi-host tests need root (network, UTS, PID and mount namespaces)"
@@ -72,9 +102,10 @@ netns_need() {
 # inherit its /etc/hosts.
 netns_switch() {
     unshare --net --uts --mount --kill-child \
-        sh -c 'hostname launch && mount --bind "$1" /etc/hosts && exec sleep 1000000' _ "$tmp/netns/hosts" &
+        sh -c 'hostname launch && mount --bind "$1" /etc/hosts && exec sleep "$2"' _ "$tmp/netns/hosts" "$netns_life" \
+        2>> "$tmp/netns/switch.err" &
     netns_bg="$netns_bg $!"
-    netns_sw=$(netns_child $!) || tap_skip_all "the switch's namespace did not start"
+    netns_sw=$(netns_child $!) || netns_fail "the switch's namespace did not start"
     netns_wait "$netns_sw" launch
     nsenter -t "$netns_sw" --net sh -c 'ip link set lo up && ip link add br0 type bridge && ip link set br0 up &&
         ip addr add "$1.254/24" dev br0' _ "$netns_net" \
@@ -85,24 +116,26 @@ netns_wait() {      # until $1's hostname is $2 and its /etc/hosts the test's
     tap_i=0
     while [ "$(nsenter -t "$1" --uts hostname 2>/dev/null)" != "$2" ] ||
           ! nsenter -t "$1" --mount grep -q " $2\$" /etc/hosts 2>/dev/null; do
-        [ $tap_i -lt 100 ] || tap_skip_all "host $2's hostname or /etc/hosts was not set"
+        [ $tap_i -lt 100 ] || netns_fail "host $2's hostname or /etc/hosts was not set"
         sleep 0.05; tap_i=$((tap_i + 1))
     done
 }
 
-# host $1 ($2: its address's last byte), linked to the switch
+# host $1 ($2: its address's last byte), linked to the switch. Its init
+# (pid 1, "sh -c ... netns-init SECONDS NAME") is a shell that waits, and so reaps the
+# processes a killed launcher leaves to it, as a real init does.
 netns_host() {
     nsenter -t "$netns_sw" --mount -- unshare --net --uts --pid --mount --fork --mount-proc --kill-child \
-        sh -c 'hostname "$1" && exec sleep 1000000' _ "$1" &
+        sh -c 'hostname "$2" || exit 1; sleep "$1" & wait' netns-init "$netns_life" "$1" 2>> "$tmp/netns/$1.err" &
     netns_bg="$netns_bg $!"
-    tap_p=$(netns_child $!) || tap_skip_all "host $1's namespaces did not start"
+    tap_p=$(netns_child $!) || netns_fail "host $1's namespaces did not start: $(tail -1 "$tmp/netns/$1.err")"
     echo "$1 $tap_p" >> "$tmp/netns/pids"
     netns_wait "$tap_p" "$1"
     nsenter -t "$netns_sw" --net sh -c \
         'ip link add "v$1" type veth peer name eth0 netns "$1" && ip link set "v$1" master br0 up' _ "$tap_p" \
-        2> "$tmp/netns.err" || tap_skip_all "cannot link host $1: $(head -1 "$tmp/netns.err")"
+        2> "$tmp/netns.err" || netns_fail "cannot link host $1: $(head -1 "$tmp/netns.err")"
     nsenter -t "$tap_p" --net sh -c 'ip link set lo up && ip addr add "$1/24" dev eth0 && ip link set eth0 up' \
-        _ "$netns_net.$2" 2> "$tmp/netns.err" || tap_skip_all "cannot address host $1: $(head -1 "$tmp/netns.err")"
+        _ "$netns_net.$2" 2> "$tmp/netns.err" || netns_fail "cannot address host $1: $(head -1 "$tmp/netns.err")"
 }
 
 # the rsh agent: Open MPI calls it as AGENT [OPTIONS] HOST COMMAND...
@@ -119,6 +152,8 @@ EOF
 
 netns_up() {
     netns_need
+    # a test ended by a signal runs its EXIT trap (tap_cleanup) too
+    trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 141' PIPE; trap 'exit 143' TERM
     mkdir -p "$tmp/netns"
     : > "$tmp/netns/pids"
     printf '127.0.0.1 localhost\n%s.254 launch\n' "$netns_net" > "$tmp/netns/hosts"
