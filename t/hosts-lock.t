@@ -23,7 +23,7 @@ netns_up h1 h2
 echo "1..9"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
 one() { h=$1; shift; netns_on "$h" timeout 60 "$P" --threads 1 --layers 1 --dim 16 --eval-n 8 "$@"; }  # 1 rank on host h
-wait_for() { i=0; while [ $i -lt 600 ] && ! grep -q "$1" "$2"; do sleep 0.1; i=$((i + 1)); done; }
+wait_for() { i=0; while [ $i -lt 600 ] && ! grep -qs "$1" "$2"; do sleep 0.1; i=$((i + 1)); done; }
 # the pid of train_gpt with $2 in its arguments, as host $1 numbers it
 pid_on() { netns_on "$1" pgrep -f -- "^[^ ]*train_gpt .*$2" | head -1; }
 

@@ -9,7 +9,8 @@
 #                       Everything is undone at exit (netns_down, from
 #                       tap_cleanup), also when the test fails
 #   netns_on NAME CMD...    CMD inside host NAME (its processes, hostname,
-#                       network and /etc/hosts), from the test's directory
+#                       network and /etc/hosts), from the test's directory;
+#                       Open MPI's session files (a singleton's) in $tmp
 #   netns_mpirun NP SPEC PROG ARGS...   mpirun on the first host, NP ranks
 #                       placed by SPEC ("h1:2,h2:2": slots in hostfile order,
 #                       by node), TCP between hosts, shared memory within one
@@ -42,7 +43,8 @@ netns_pid() { sed -n "s/^$1 //p" "$tmp/netns/pids" | tail -1; }   # a host made 
 
 netns_on() {
     tap_h=$1; shift
-    nsenter -t "$(netns_pid "$tap_h")" --net --uts --pid --mount --wd="$PWD" -- "$@"
+    OMPI_MCA_orte_tmpdir_base="$tmp/netns" \
+        nsenter -t "$(netns_pid "$tap_h")" --net --uts --pid --mount --wd="$PWD" -- "$@"
 }
 
 # SIGKILL to every process in the switch's network namespace: mpirun and
@@ -178,7 +180,7 @@ netns_mpirun() {
     timeout -k 5 "${STRATA_TEST_TIMEOUT:-120}" \
         nsenter -t "$netns_sw" --net --uts --mount --wd="$PWD" -- \
         "${MPIRUN:-mpirun}" -np "$tap_np" --hostfile "$tmp/netns/hostfile" --bind-to none \
-        --mca plm_rsh_agent "$tmp/netns/agent" \
+        --mca plm_rsh_agent "$tmp/netns/agent" --mca orte_tmpdir_base "$tmp/netns" \
         --mca pml ob1 --mca btl "${netns_btl:-tcp,self,vader}" \
         --mca btl_tcp_if_include "$netns_net.0/24" --mca oob_tcp_if_include "$netns_net.0/24" \
         "$@"
