@@ -8,15 +8,18 @@
 #    run on it;
 #  - 4 ranks on 3 hosts (2+1+1) reach the param_hash of 4 ranks on one;
 #  - checkpoints written from the 3 hosts verify, and a job on one host
-#    resumes from them to the param_hash of an uninterrupted one-host run.
+#    resumes from them to the param_hash of an uninterrupted one-host run;
+#    written in the background (ckpt_async, the writer's own communicator
+#    over TCP), they hold the same state (strata ckpt diff).
 set -u
 . "$top_srcdir/t/tap.sh"
 . "$top_srcdir/t/netns.sh"
 P="$top_builddir/examples/gpt/train_gpt"
 tap_tmp hosts-train
+cd "$tmp"       # what the jobs leave in their working directory goes at exit
 tap_cleanup() { netns_down; }
 netns_up h1 h2 h3
-echo "1..7"
+echo "1..8"
 small="--threads 1 --layers 2 --dim 32 --heads 4 --batch 4 --steps 6 --json --eval-n 8"
 spec=h1:2,h2:1,h3:1
 
@@ -61,3 +64,14 @@ echo "# param_hash: resumed on one host from the 3 hosts' step 4: $resumed"
 check "a job on one host resumes from step 4 to the uninterrupted run's param_hash" \
     sh -c 'test "$1" -eq 0 && grep -q "resumed from .*step-00000004.h5 at step 4" "$2" && test "$3" = "$4"' \
     _ "$rc" "$tmp/r.out" "$resumed" "$one" || tail -5 "$tmp/r.out" | sed 's/^/# /'
+
+# the same written in the background: the writer's own communicator, over TCP
+netns_mpirun 4 $spec "$P" $small --ckpt-dir "$tmp/a" --ckpt-every 2 --stop-at 4 --set ckpt_async=on \
+    > "$tmp/wa.out" 2>&1; rc=$?
+"$L" 4 "$P" $small --ckpt-dir "$tmp/a" --resume > "$tmp/ra.out" 2>&1; rc2=$?
+"$S" ckpt diff "$tmp/d/step-00000004.h5" "$tmp/a/step-00000004.h5" > "$tmp/diff.out" 2>&1; rc3=$?
+ra=$(hash_of "$tmp/ra.out")
+echo "# param_hash: resumed on one host from the 3 hosts' background-written step 4: $ra"
+check "checkpoints the 3 hosts write in the background (ckpt_async) hold the same state, and resume alike" \
+    sh -c 'test "$1" -eq 0 && test "$2" -eq 0 && test "$3" -eq 0 && test "$4" = "$5"' _ "$rc" "$rc2" "$rc3" "$ra" "$one" ||
+    { tail -3 "$tmp/wa.out"; tail -3 "$tmp/ra.out"; grep -v " 0  *0$" "$tmp/diff.out" | head -5; } | sed 's/^/# /'
