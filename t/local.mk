@@ -262,8 +262,8 @@ TESTS += t/gpt-train-damaged.t t/gpt-train-lock.t t/gpt-train-settings.t t/gpt-t
 # several "hosts" on this machine, mpirun across them (t/netns.sh: network,
 # UTS, PID and mount namespaces joined by veth links; each skips where they
 # cannot be made)
-dist_check_SCRIPTS += t/hosts-train.t t/hosts-lock.t
-TESTS += t/hosts-train.t t/hosts-lock.t
+dist_check_SCRIPTS += t/hosts-train.t t/hosts-lock.t t/hosts-partition.t
+TESTS += t/hosts-train.t t/hosts-lock.t t/hosts-partition.t
 EXTRA_DIST += t/netns.sh
 
 # the planner: model and hardware files, formulas, the worked example of

@@ -17,6 +17,7 @@
 #                       ($netns_btl, when set, replaces Open MPI's btl list)
 #   netns_kill NAME     SIGKILL to every process of host NAME (its PID
 #                       namespace's init): the whole host is gone
+#   netns_unplug NAME   its link down at the switch: unreachable, no reset
 #   netns_restart NAME  host NAME again (same name and address, nothing
 #                       running), as after a reboot
 #   netns_kill_launch   SIGKILL to mpirun and whatever else runs where it
@@ -72,6 +73,9 @@ netns_down() {
 }
 
 netns_kill() { kill -9 "$(netns_pid "$1")"; }
+# host $1's cable pulled: its link on the switch down, so nothing reaches
+# it or comes back, and no connection is reset (as when a host loses power)
+netns_unplug() { nsenter -t "$netns_sw" --net ip link set "v$(netns_pid "$1")" down; }
 # host $1 again, after netns_kill: same name and address, a fresh machine
 netns_restart() { netns_host "$1" "$(sed -n "s/^$netns_net\.\([0-9]*\) $1\$/\1/p" "$tmp/netns/hosts")"; }
 
@@ -147,7 +151,8 @@ netns_agent() {
 while [ "\${1#-}" != "\$1" ]; do shift; done
 pid=\$(sed -n "s/^\$1 //p" "$tmp/netns/pids" | tail -1); shift
 [ -n "\$pid" ] || { echo "netns agent: no such host" >&2; exit 255; }
-exec nsenter -t "\$pid" --net --uts --pid --mount -- sh -c "\$*"
+# a clean environment, as ssh gives: what a rank needs comes with mpirun -x
+exec nsenter -t "\$pid" --net --uts --pid --mount -- env -i PATH="\$PATH" HOME=/root sh -c "\$*"
 EOF
     chmod +x "$tmp/netns/agent"
 }
