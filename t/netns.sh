@@ -4,17 +4,21 @@
 # them with Open MPI's rsh launcher. t/README ("Multi-host tests") says why
 # each namespace is needed.
 #   netns_up NAME...    one host per NAME (10.211.0.1, .2, ... in the order
-#                       given; the first runs mpirun); skips the whole test,
+#                       given; mpirun runs on none of them but on the
+#                       switch, "launch", .254); skips the whole test,
 #                       saying why, where the namespaces cannot be made.
 #                       Everything is undone at exit (netns_down, from
 #                       tap_cleanup), also when the test fails
 #   netns_on NAME CMD...    CMD inside host NAME (its processes, hostname,
 #                       network and /etc/hosts), from the test's directory;
 #                       Open MPI's session files (a singleton's) in $tmp
-#   netns_mpirun NP SPEC PROG ARGS...   mpirun on the first host, NP ranks
+#   netns_mpirun NP SPEC PROG ARGS...   mpirun across the hosts, NP ranks
 #                       placed by SPEC ("h1:2,h2:2": slots in hostfile order,
 #                       by node), TCP between hosts, shared memory within one
 #                       ($netns_btl, when set, replaces Open MPI's btl list)
+#   netns_mpi_flags SPEC   those mpirun flags, for a command that runs
+#                       mpirun itself (a supervisor), under
+#   netns_launch CMD... CMD where mpirun runs, under STRATA_TEST_TIMEOUT
 #   netns_kill NAME     SIGKILL to every process of host NAME (its PID
 #                       namespace's init): the whole host is gone
 #   netns_unplug NAME   its link down at the switch: unreachable, no reset
@@ -24,7 +28,7 @@
 #                       runs (after a job whose mpirun did not end)
 #   netns_pid NAME      the host side pid of NAME's init
 # Only Open MPI's launcher is wired here; another MPI skips.
-netns_names= netns_sw= netns_bg=
+netns_sw= netns_bg=
 netns_net=10.211.0
 # how long a namespace lives at most: its init exits then, so a test killed
 # with SIGKILL (which runs no cleanup) leaves nothing behind for long
@@ -166,7 +170,6 @@ netns_up() {
     printf '127.0.0.1 localhost\n%s.254 launch\n' "$netns_net" > "$tmp/netns/hosts"
     tap_i=1
     for tap_h; do echo "$netns_net.$tap_i $tap_h" >> "$tmp/netns/hosts"; tap_i=$((tap_i + 1)); done
-    netns_names="$*"
     netns_switch
     netns_k=1
     for netns_h; do netns_host "$netns_h" $netns_k; netns_k=$((netns_k + 1)); done
@@ -178,15 +181,25 @@ netns_up() {
     done
 }
 
-netns_mpirun() {
-    tap_np=$1 tap_spec=$2; shift 2
-    echo "$tap_spec" | tr ',' '\n' | sed 's/:\(.*\)/ slots=\1/' > "$tmp/netns/hostfile"
+# the flags mpirun needs across the hosts, ranks placed by SPEC (writes
+# the hostfile): the rsh agent, TCP on the hosts' subnet, vader within one
+netns_mpi_flags() {
+    echo "$1" | tr ',' '\n' | sed 's/:\(.*\)/ slots=\1/' > "$tmp/netns/hostfile"
+    echo "--hostfile $tmp/netns/hostfile --bind-to none --mca plm_rsh_agent $tmp/netns/agent" \
+        "--mca orte_tmpdir_base $tmp/netns --mca pml ob1 --mca btl ${netns_btl:-tcp,self,vader}" \
+        "--mca btl_tcp_if_include $netns_net.0/24 --mca oob_tcp_if_include $netns_net.0/24"
+}
+
+# CMD where mpirun runs (the switch, on none of the hosts), under the
+# test's timeout
+netns_launch() {
     OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1 \
     timeout -k 5 "${STRATA_TEST_TIMEOUT:-120}" \
-        nsenter -t "$netns_sw" --net --uts --mount --wd="$PWD" -- \
-        "${MPIRUN:-mpirun}" -np "$tap_np" --hostfile "$tmp/netns/hostfile" --bind-to none \
-        --mca plm_rsh_agent "$tmp/netns/agent" --mca orte_tmpdir_base "$tmp/netns" \
-        --mca pml ob1 --mca btl "${netns_btl:-tcp,self,vader}" \
-        --mca btl_tcp_if_include "$netns_net.0/24" --mca oob_tcp_if_include "$netns_net.0/24" \
-        "$@"
+        nsenter -t "$netns_sw" --net --uts --mount --wd="$PWD" -- "$@"
+}
+
+netns_mpirun() {
+    tap_np=$1; tap_f=$(netns_mpi_flags "$2"); shift 2
+    # shellcheck disable=SC2086
+    netns_launch "${MPIRUN:-mpirun}" -np "$tap_np" $tap_f "$@"
 }
