@@ -16,7 +16,7 @@ set -u
 . "$top_srcdir/t/netns.sh"
 P="$top_builddir/examples/gpt/train_gpt"
 tap_tmp hosts-train
-cd "$tmp"       # what the jobs leave in their working directory goes at exit
+cd "$tmp" || exit 1       # what the jobs leave in their working directory goes at exit
 tap_cleanup() { netns_down; }
 netns_up h1 h2 h3
 echo "1..8"
