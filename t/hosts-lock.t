@@ -12,7 +12,10 @@
 #  - spill directories: h2 killed whole while spilling leaves its directory;
 #    a job on h1 leaves it alone (another host's), a job on h2 back up
 #    reclaims it, and neither touches h1's live job's directory, which
-#    that job removes itself when it stops.
+#    that job removes itself when it stops;
+#  - a SLURM job's lock: a job of the same SLURM job on h2 takes it over
+#    (a requeue on another node), but on h1, where its holder provably
+#    still runs (pid and start time), it is refused: another step of it.
 set -u
 . "$top_srcdir/t/tap.sh"
 . "$top_srcdir/t/netns.sh"
@@ -21,7 +24,7 @@ tap_tmp hosts-lock
 cd "$tmp" || exit 1       # what the jobs leave in their working directory goes at exit
 tap_cleanup() { netns_down; }
 netns_up h1 h2
-echo "1..9"
+echo "1..11"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
 one() { h=$1; shift; netns_on "$h" timeout 60 "$P" --threads 1 --layers 1 --dim 16 --eval-n 8 "$@"; }  # 1 rank on host h
 wait_for() { i=0; while [ $i -lt 600 ] && ! grep -qs "$1" "$2"; do sleep 0.1; i=$((i + 1)); done; }
@@ -96,3 +99,21 @@ netns_on h1 kill -USR1 "$(pid_on h1 "spill-dir $tmp/sp")"; wait $live; rc=$?
 check "h1's live job ran on undisturbed and removed its own directory when stopped" \
     sh -c 'test "$1" -eq 0 && grep -q "SIGUSR1 received" "$2" && test -z "$(ls "$3")"' _ "$rc" "$tmp/live.out" "$tmp/sp" ||
     { echo "# live job: exit $rc; left in spill_dir: $(ls "$tmp/sp" | tr '\n' ' ')"; tail -5 "$tmp/live.out" | sed 's/^/# /'; }
+
+# a SLURM job's lock: a requeue may land on another node, but a holder of
+# the same job still running on this host is another step of it, writing
+netns_on h1 sleep 61 & napper=$!
+i=0; while [ $i -lt 50 ] && [ -z "$(netns_on h1 pgrep -f '^sleep 61$')" ]; do sleep 0.1; i=$((i + 1)); done
+np=$(netns_on h1 pgrep -f '^sleep 61$' | head -1)
+pstart=$(netns_on h1 sed 's/.*) //' "/proc/$np/stat" | cut -d' ' -f20)
+mkdir "$tmp/j"; echo "host=h1 pid=$np start=1 job=77 pstart=$pstart" > "$tmp/j/lock"
+SLURM_JOB_ID=77 one h1 --steps 1 --ckpt-dir "$tmp/j" > "$tmp/j1.out" 2>&1; rc=$?
+check "SLURM job 77's lock, its holder running on h1: another step of job 77 on h1 is refused (exit 2)" \
+    sh -c 'test "$1" -eq 2 && grep -q "in use by another job (pid $2 on h1, .*SLURM job 77)" "$3"' _ "$rc" "$np" "$tmp/j1.out" ||
+    sed 's/^/# /' "$tmp/j1.out"
+SLURM_JOB_ID=77 one h2 --steps 1 --ckpt-dir "$tmp/j" > "$tmp/j2.out" 2>&1; rc=$?
+grep warning "$tmp/j2.out" | sed 's/^/# /'
+check "a job 77 on h2 (a requeue on another node) takes it over, saying so" \
+    sh -c 'test "$1" -eq 0 && grep -q "taking over the lock .*pid $2 on h1, .*: same SLURM job (requeued)" "$3"' \
+    _ "$rc" "$np" "$tmp/j2.out" || sed 's/^/# /' "$tmp/j2.out"
+kill $napper 2>/dev/null
