@@ -92,8 +92,8 @@ netns_fail() {
 
 netns_need() {
     [ "$(id -u)" = 0 ] || tap_skip_all "multi-host tests need root (network, UTS, PID and mount namespaces)"
-    for tap_t in unshare nsenter ip; do
-        command -v $tap_t > /dev/null 2>&1 || tap_skip_all "multi-host tests need $tap_t (util-linux, iproute2)"
+    for tap_t in unshare nsenter ip pgrep; do
+        command -v $tap_t > /dev/null 2>&1 || tap_skip_all "multi-host tests need $tap_t (util-linux, iproute2, procps)"
     done
     [ "${MPI_FLAVOUR:-openmpi}" = openmpi ] ||
         tap_skip_all "multi-host tests launch with Open MPI's rsh agent; this MPI is ${MPI_FLAVOUR}"
