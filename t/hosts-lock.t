@@ -55,6 +55,8 @@ i=0; while [ $i -lt 100 ] && kill -0 $job 2>/dev/null; do sleep 0.1; i=$((i + 1)
 if kill -0 $job 2>/dev/null; then how="did not exit in 10 s; killed"; netns_kill_launch; else how="exited"; fi
 wait $job; rc=$?; t2=$(ms)
 echo "# h1 killed whole: the rank on h2 ended after $((t1 - t0)) ms; mpirun $how (exit $rc) after $((t2 - t0)) ms"
+# what mpirun says of the lost host (never "noticed that process rank R ... exited on signal")
+grep -m2 "lost communication\|unable to reliably start\|Remote daemon:\|Peer host:" "$tmp/job.out" | sed 's/^/# mpirun: /'
 check "h1 killed whole: the job's rank on h2 ends within 30 s; the lock stays h1's" \
     sh -c 'test -z "$1" && test "$2" -lt 30000 && grep -q "^host=h1 pid=$3 " "$4/lock"' \
     _ "$(pid_on h2 "ckpt-dir $tmp/d")" "$((t1 - t0))" "$holder" "$tmp/d" || grep -v "^step" "$tmp/job.out" | tail -5 | sed 's/^/# /'
