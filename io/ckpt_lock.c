@@ -6,8 +6,9 @@
  * holder is provably gone is taken over with a warning: same host and its
  * pid no longer exists, is a zombie or belongs to a process that started
  * at another time than S (a reused pid), or the same SLURM job (a
- * requeued job); locks without pstart (older writers) skip that last
- * comparison. Anything
+ * requeued job) unless the holder provably still runs on this host (another
+ * step of that job); locks without pstart (older writers) skip the start
+ * time comparison. Anything
  * else refuses the job, naming the holder. Taking the lock also checks
  * that DIR is (or can be made) a writable directory and removes the
  * step-*.tmp files of dead writers (only a lock holder may).
@@ -78,12 +79,18 @@ int strata_ckpt_lock_holder(const char *dir, char *buf, size_t len)
     return 0;
 }
 
-/* Why the holder is provably gone ("" when it is not). */
+/* Why the holder is provably gone ("" when it is not). The same SLURM job
+ * is a requeue, which may land on another node, unless the holder provably
+ * still runs on this host (its pid with its own start time): then it is
+ * another step of the job, still writing. */
 static const char *gone(const holder_t *h, const holder_t *self)
 {
-    if (strcmp(self->job, "-") && !strcmp(self->job, h->job)) return "same SLURM job (requeued)";
-    const char *why = strcmp(self->host, h->host) ? NULL : base_proc_gone(h->pid, h->pstart);
-    return why ? why : "";
+    int here = !strcmp(self->host, h->host);
+    const char *why = here ? base_proc_gone(h->pid, h->pstart) : NULL;
+    if (why) return why;
+    int runs_here = here && h->pstart && base_proc_start(h->pid) == h->pstart;
+    if (strcmp(self->job, "-") && !strcmp(self->job, h->job) && !runs_here) return "same SLURM job (requeued)";
+    return "";
 }
 
 /* rank 0: DIR exists as a writable directory. */

@@ -265,6 +265,12 @@ TESTS += t/ckpt-enospc.t t/ckpt-async.t t/gpt-train-shape.t t/ckpt-access.t t/ck
 TESTS += t/gpt-train-damaged.t t/gpt-train-lock.t t/gpt-train-settings.t t/gpt-train-nonfinite.t
 # a rank slowed by a test fault is named once (fsdp/straggler.c)
 TESTS += t/gpt-train-straggler.t
+# several "hosts" on this machine, mpirun across them (t/netns.sh: network,
+# UTS, PID and mount namespaces joined by veth links; each skips where they
+# cannot be made)
+dist_check_SCRIPTS += t/hosts-train.t t/hosts-lock.t t/hosts-partition.t
+TESTS += t/hosts-train.t t/hosts-lock.t t/hosts-partition.t
+EXTRA_DIST += t/netns.sh
 
 # the planner: model and hardware files, formulas, the worked example of
 # docs/planner.md (checks the example GPT against examples/gpt's own sizes)

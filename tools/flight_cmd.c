@@ -6,7 +6,8 @@
  * entered and none finished. A rank of the world without a record is a
  * suspect too (the only ones when every record is a watchdog timeout's),
  * and a rank whose process did not run (its watchdog woke late) while the
- * others waited is the one suspect. The last line is "suspect ranks: R[,R...]" (or "none").
+ * others waited is the one suspect. Records from several hosts add a line
+ * "ranks by host: H R,R; H R,R". The last line is "suspect ranks: R[,R...]" (or "none").
  * Exit 0: no suspect; 1: suspects named; 2: unreadable input.
  */
 #include "config.h"
@@ -211,6 +212,32 @@ static void print_notes(const dump_t *d, int nd)
     }
 }
 
+/* Records from more than one host: the ranks of each, in rank order, so
+ * that a split along hosts (a host unplugged, a network between them
+ * down: every side waits on the other) shows beside the suspects. */
+static void print_hosts(const dump_t *d, int nd)
+{
+    const char *host[nd];
+    int nh = 0;
+    for (int i = 0; i < nd; i++) {
+        const char *h = jstr(d[i].root, "host");
+        int k = 0;
+        while (k < nh && strcmp(host[k], h)) k++;
+        if (k == nh) host[nh++] = h;
+    }
+    if (nh < 2) return;
+    printf("ranks by host:");
+    for (int k = 0; k < nh; k++) {
+        printf("%s %s ", k ? ";" : "", host[k][0] ? host[k] : "(none)");
+        int any = 0;
+        for (int r = 0; r < d[0].world; r++)
+            for (int i = 0; i < nd; i++)
+                if (d[i].rank == r && !strcmp(jstr(d[i].root, "host"), host[k]))
+                    printf("%s%d", any++ ? "," : "", r);
+    }
+    printf("\n");
+}
+
 static int load(const char *path, dump_t *d)
 {
     json_error_t err;
@@ -332,6 +359,7 @@ int cmd_flight(int argc, char **argv)
         found = 1;
     }
     if (!found && 2 != rc) printf("the records agree: every operation matches on every rank\n");
+    if (2 != rc) print_hosts(d, nd);
     int any = 0;
     printf("suspect ranks: ");
     for (int r = 0; r < W; r++) if (suspect[r]) printf("%s%d", any++ ? "," : "", r);
