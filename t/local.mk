@@ -268,8 +268,8 @@ TESTS += t/gpt-train-straggler.t
 # several "hosts" on this machine, mpirun across them (t/netns.sh: network,
 # UTS, PID and mount namespaces joined by veth links; each skips where they
 # cannot be made)
-dist_check_SCRIPTS += t/hosts-train.t t/hosts-lock.t t/hosts-partition.t
-TESTS += t/hosts-train.t t/hosts-lock.t t/hosts-partition.t
+dist_check_SCRIPTS += t/hosts-train.t t/hosts-lock.t t/hosts-partition.t t/hosts-run.t
+TESTS += t/hosts-train.t t/hosts-lock.t t/hosts-partition.t t/hosts-run.t
 EXTRA_DIST += t/netns.sh
 
 # the planner: model and hardware files, formulas, the worked example of

@@ -9,7 +9,17 @@
  *              exited on signal S (...)"
  *   Slurm:    "srun: error: H: task R: Killed" (or "tasks R-Q: ..."), until
  *             srun says it ends the step (then it names the tasks it kills)
- * and the watchdog's "strata: rank R: watchdog: ..." line.
+ * and the watchdog's "strata: rank R: watchdog: ..." line, and a host lost
+ * whole (Open MPI: "ORTE has lost communication with a remote daemon" with
+ * "Remote daemon: [[J,0],D] on node H"; its ranks are not reported dead).
+ * A launcher still running LOST_GRACE seconds after it lost a host (Open
+ * MPI's mpirun sometimes hangs then) is ended; the next run goes without
+ * that host: it is left out of the command's --hostfile (a copy) or
+ * --host list, and its slots (slots=N, :N; 1 if not said) are ranks gone.
+ * When the launcher names no host ("unable to reliably start one or more
+ * daemons" after the loss, or only a rank's "Peer host: H" and then
+ * silence), the host is found by asking each host of the list through the
+ * launcher's own agent (--mca plm_rsh_agent, else ssh): "AGENT HOST true".
  * With --global-batch G in the command, each rank named dead is one rank
  * fewer for the next run (the largest count left that divides G, so the
  * global batch stays G and the checkpoint reshards on load); without it
@@ -24,6 +34,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +51,7 @@
 
 #define RUN_EXIT_GAVE_UP 76     /* a restart was needed and none was left */
 #define WATCHDOG_EXIT 75        /* the runtime's watchdog: MPI_Abort(..., 75) */
+#define LOST_GRACE 10.0         /* seconds a launcher may take to end after losing a host */
 
 typedef struct {
     int     max_restarts, min_ranks;
@@ -49,6 +61,8 @@ typedef struct {
     int     np_at, np_prefix;   /* cmd[np_at] + np_prefix holds the rank count */
     int     np;                 /* the rank count of the next run */
     int     gbatch, accum;      /* the program's --global-batch and --accum, or 0 */
+    int     hosts_at;           /* cmd[hosts_at] is the --hostfile path or --host list; -1 none */
+    int     hostfile;           /* 1: a file, 0: a list */
 } run_spec;
 
 /* What one run of the job ended with. */
@@ -62,6 +76,10 @@ typedef struct {
     char    flight[1024];       /* the directory of the watchdog's flight records */
     char    suspect[64];        /* strata flight's suspect ranks, or "" */
     time_t  started;            /* when the run began: older records are not its */
+    char    lost_host[256];     /* a host the launcher lost whole, or "" */
+    char    peer_host[256];     /* a host a rank lost its MPI peer on, or "" */
+    int     daemon_lost;        /* the launcher lost a daemon, naming no host */
+    double  peer_t;             /* when that was seen */
 } run_end;
 
 static volatile sig_atomic_t child_pid, stop_sig;
@@ -163,6 +181,79 @@ static int find_opt(const run_spec *s, const char *name)
     return v;
 }
 
+/* The command's host list: --hostfile F (also -hostfile, --machinefile,
+ * -machinefile) or --host/-H LIST; s->hosts_at -1 when it has none. */
+static void find_hosts(run_spec *s)
+{
+    static const char *const files[] = { "--hostfile", "-hostfile", "--machinefile", "-machinefile", NULL };
+    s->hosts_at = -1;
+    for (int i = 1; i + 1 < s->ncmd && s->hosts_at < 0; i++) {
+        for (int k = 0; files[k]; k++)
+            if (!strcmp(s->cmd[i], files[k])) { s->hosts_at = i + 1; s->hostfile = 1; }
+        if (!strcmp(s->cmd[i], "--host") || !strcmp(s->cmd[i], "-H") || !strcmp(s->cmd[i], "-host")) {
+            s->hosts_at = i + 1;
+            s->hostfile = 0;
+        }
+    }
+}
+
+/* The slots of a hostfile line's options ("slots=N"; 1 when not said). */
+static int line_slots(const char *opts)
+{
+    const char *p = strstr(opts, "slots=");
+    int n = p ? atoi(p + 6) : 1;
+    return n > 0 ? n : 1;
+}
+
+/* The command's hosts without `lost`: a copy of the hostfile (a file of
+ * ours, in $TMPDIR) or a shorter --host list. Returns the slots that went
+ * with it (ranks gone), 0 when the command names no such host, -1 when the
+ * copy cannot be written (said). */
+static int drop_host(run_spec *s, const char *lost)
+{
+    static char list[4096], path[4096];
+    int gone = 0;
+    if (s->hosts_at < 0) return 0;
+    if (!s->hostfile) {     /* h1:2,h2,h3 */
+        char in[4096];
+        snprintf(in, sizeof in, "%s", s->cmd[s->hosts_at]);
+        list[0] = '\0';
+        for (char *save = NULL, *h = strtok_r(in, ",", &save); h; h = strtok_r(NULL, ",", &save)) {
+            char *colon = strchr(h, ':');
+            size_t l = colon ? (size_t)(colon - h) : strlen(h);
+            if (strlen(lost) == l && !strncmp(h, lost, l)) { gone += colon ? atoi(colon + 1) : 1; continue; }
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", list[0] ? "," : "", h);
+        }
+        s->cmd[s->hosts_at] = list;
+        return gone;
+    }
+    FILE *f = fopen(s->cmd[s->hosts_at], "r");
+    const char *tmp = getenv("TMPDIR");
+    snprintf(path, sizeof path, "%s/strata-run-hosts.XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
+    int fd = f ? mkstemp(path) : -1;
+    FILE *o = 0 <= fd ? fdopen(fd, "w") : NULL;
+    if (!o) {
+        fprintf(stderr, "strata run: cannot write a hostfile without host %s: %s\n", lost,
+                strerror(errno));
+        if (f) fclose(f);
+        if (0 <= fd) close(fd);
+        return -1;
+    }
+    char line[1024], name[256];
+    while (fgets(line, sizeof line, f)) {
+        if (1 == sscanf(line, " %255s", name) && '#' != name[0] && !strcmp(name, lost)) {
+            gone += line_slots(line + strlen(name));
+            continue;
+        }
+        fputs(line, o);
+    }
+    fclose(f);
+    fclose(o);
+    if (s->cmd[s->hosts_at] == path) return gone;   /* rewritten in place before */
+    s->cmd[s->hosts_at] = path;
+    return gone;
+}
+
 /* 0: go on; 1: --help printed; 2: usage error (said) */
 static int parse(int argc, char **argv, run_spec *s)
 {
@@ -200,6 +291,7 @@ static int parse(int argc, char **argv, run_spec *s)
                 "(mpirun), -n N or --ntasks=N (srun)\n");
         return 2;
     }
+    find_hosts(s);
     s->gbatch = find_opt(s, "--global-batch");
     s->accum = find_opt(s, "--accum");
     int resume = 0;
@@ -233,6 +325,22 @@ static void scan_line(const char *line, run_end *e)
             snprintf(e->flight, sizeof e->flight, "%.*s", (int)(end - f - 16), f + 16);
         return;
     }
+    if (strstr(line, "unable to reliably start one or more daemons") ||
+        strstr(line, "lost communication with a remote daemon")) {
+        if (!e->daemon_lost && !e->lost_host[0] && 0 == e->died) e->fault = mono();
+        e->daemon_lost = 1;
+        return;
+    }
+    if (!e->peer_host[0] && NULL != (p = strstr(line, "Peer host: ")) &&
+        1 == sscanf(p + 11, "%255s", e->peer_host)) {
+        e->peer_t = mono();
+        return;
+    }
+    if (NULL != (p = strstr(line, "Remote daemon: ")) && NULL != (p = strstr(p, " on node "))) {
+        if (!e->lost_host[0] && 1 == sscanf(p + 9, "%255s", e->lost_host) && 0 == e->died)
+            e->fault = mono();
+        return;
+    }
     if (NULL != (p = strstr(line, "noticed that process rank ")) &&
         2 == sscanf(p, "noticed that process rank %d with PID %*d on node %*s exited on signal %d",
                     &r, &sig)) {
@@ -264,7 +372,31 @@ static void relay(int fd, run_end *e)
 {
     char buf[4096], line[4096];
     size_t used = 0;
+    int ended = 0;      /* signals sent to a launcher that lost a host */
     for (;;) {
+        struct pollfd pf = { fd, POLLIN, 0 };
+        if (0 == poll(&pf, 1, 500)) {
+            /* a rank lost its peer on a host and nothing more came (no rank
+             * reported dead, no daemon lost): Open MPI's mpirun can hang so
+             * when a host goes; after the grace that host counts as lost */
+            if (!e->lost_host[0] && e->peer_host[0] && 0 == e->died &&
+                mono() - e->peer_t > LOST_GRACE) {
+                snprintf(e->lost_host, sizeof e->lost_host, "%s", e->peer_host);
+                e->fault = e->peer_t;
+                fprintf(stderr, "strata run: a rank lost its peer on host %s %.0f s ago and the "
+                        "launcher reports nothing more: host %s counts as lost\n", e->peer_host,
+                        LOST_GRACE, e->peer_host);
+            }
+            /* a host lost and the launcher still up: TERM, then KILL */
+            double late = e->lost_host[0] ? mono() - e->fault - LOST_GRACE : -1;
+            if (late > 0 && ended < 1 + (late > 3) && child_pid) {
+                if (0 == ended)
+                    fprintf(stderr, "strata run: the launcher still runs %.0f s after it lost host "
+                            "%s: ending it\n", LOST_GRACE, e->lost_host);
+                kill(-child_pid, 0 == ended++ ? SIGTERM : SIGKILL);
+            }
+            continue;
+        }
         ssize_t got = read(fd, buf, sizeof buf);
         if (0 > got && EINTR == errno) continue;
         if (0 >= got) break;
@@ -435,10 +567,81 @@ static int next_ranks(const run_spec *s, int died)
     return 0;
 }
 
+/* The agent Open MPI starts its daemons with: the command's
+ * --mca plm_rsh_agent A, else OMPI_MCA_plm_rsh_agent, else ssh. */
+static const char *rsh_agent(const run_spec *s)
+{
+    for (int i = 0; i + 2 < s->ncmd; i++)
+        if ((!strcmp(s->cmd[i], "--mca") || !strcmp(s->cmd[i], "-mca")) &&
+            !strcmp(s->cmd[i + 1], "plm_rsh_agent"))
+            return s->cmd[i + 2];
+    const char *a = getenv("OMPI_MCA_plm_rsh_agent");
+    return a && a[0] ? a : "ssh";
+}
+
+/* Whether `agent host true` succeeds within 10 s. */
+static int host_answers(const char *agent, const char *host)
+{
+    char cmd[4600];
+    /* "ssh : rsh": the first of the list */
+    int al = (int)strcspn(agent, ":");
+    snprintf(cmd, sizeof cmd, "%.*s '%.255s' true", al > 4000 ? 4000 : al, agent, host);
+    pid_t pid = fork();
+    if (0 == pid) {
+        int nul = open("/dev/null", O_RDWR);
+        if (0 <= nul) { dup2(nul, STDIN_FILENO); dup2(nul, STDOUT_FILENO); dup2(nul, STDERR_FILENO); }
+        setpgid(0, 0);
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    if (0 > pid) return 1;
+    int st = 0;
+    for (double t0 = mono(); mono() - t0 < 10;) {
+        pid_t w = waitpid(pid, &st, WNOHANG);
+        if (w == pid) return WIFEXITED(st) && 0 == WEXITSTATUS(st);
+        struct timespec ts = { 0, 50000000L };
+        nanosleep(&ts, NULL);
+    }
+    kill(-pid, SIGKILL);
+    while (0 > waitpid(pid, &st, 0) && EINTR == errno) {}
+    return 0;
+}
+
+/* The launcher lost a daemon and named no host: the first host of the
+ * command's list that its agent cannot reach, into e->lost_host. */
+static void probe_hosts(const run_spec *s, run_end *e)
+{
+    char names[64][256];
+    int n = 0;
+    if (s->hosts_at < 0) return;
+    if (s->hostfile) {
+        FILE *f = fopen(s->cmd[s->hosts_at], "r");
+        char line[1024];
+        while (f && n < 64 && fgets(line, sizeof line, f))
+            if (1 == sscanf(line, " %255s", names[n]) && '#' != names[n][0]) n++;
+        if (f) fclose(f);
+    } else {
+        char in[4096];
+        snprintf(in, sizeof in, "%s", s->cmd[s->hosts_at]);
+        for (char *save = NULL, *h = strtok_r(in, ",", &save); h && n < 64; h = strtok_r(NULL, ",", &save))
+            snprintf(names[n++], sizeof names[0], "%.*s", (int)strcspn(h, ":"), h);
+    }
+    const char *agent = rsh_agent(s);
+    for (int i = 0; i < n && !e->lost_host[0]; i++)
+        if (!host_answers(agent, names[i])) {
+            snprintf(e->lost_host, sizeof e->lost_host, "%.255s", names[i]);
+            fprintf(stderr, "strata run: the launcher lost a daemon without naming its host; %s "
+                    "does not answer '%.*s %s true': host %s counts as lost\n", names[i],
+                    (int)strcspn(agent, ":"), agent, names[i], names[i]);
+        }
+}
+
 /* Why a run ended, as the restart line says it; 0 if no restart can help. */
 static int cause(const run_end *e, char *why, size_t len)
 {
-    if (1 == e->died)
+    if (e->lost_host[0])
+        snprintf(why, len, "host %s lost (the launcher lost its daemon there)", e->lost_host);
+    else if (1 == e->died)
         snprintf(why, len, "rank %d died (signal %d)", e->rank, e->sig);
     else if (0 < e->died)
         snprintf(why, len, "%d ranks died (rank %d first, signal %d)", e->died, e->rank, e->sig);
@@ -488,13 +691,20 @@ int cmd_run(int argc, char **argv)
 #ifdef __linux__
     prctl(PR_SET_CHILD_SUBREAPER, 1);   /* see reap_orphans */
 #endif
-    char why[256], batch[96];
+    char why[640], batch[96];
     const double t0 = mono();
     for (int restarts = 0;; restarts++) {
         run_end e;
         if (run_once(s.cmd, restarts, &e)) return 1;
+        if (e.daemon_lost && !e.lost_host[0] && 0 == e.died && !stop_sig) probe_hosts(&s, &e);
         if (stop_sig || !cause(&e, why, sizeof why)) return e.status;
-        int n = next_ranks(&s, 0 < e.died ? e.died : 0);
+        int gone = 0 < e.died ? e.died : 0;
+        if (e.lost_host[0]) {
+            int h = drop_host(&s, e.lost_host);
+            if (0 > h) return RUN_EXIT_GAVE_UP;
+            gone = h > gone ? h : gone;
+        }
+        int n = next_ranks(&s, gone);
         const char *limit = restarts >= s.max_restarts ? "no restart is left (--max-restarts)"
             : 0 < s.max_time && mono() - t0 >= s.max_time ? "past --max-time"
             : 0 == n ? "too few ranks are left (--min-ranks, or none dividing --global-batch)"
