@@ -106,10 +106,11 @@ static const opt_row_t opt_table[] = {
     { "ckpt_timeout", "1800", "seconds a whole checkpoint save or load (with the collectives inside it) "
                             "may take before the watchdog aborts the job; 0 = none",
       OFF(ckpt_timeout), OPT_DOUBLE, 0, NULL },
-    { "ckpt_async", "off", "strata_model_save copies the shards into host memory taken from the "
-                            "host tier and returns; a thread of its own (its own communicator) writes "
-                            "the file. One save in flight: the next waits for it. Its failure is "
-                            "returned by the next step_begin, save or save_wait on every rank",
+    { "ckpt_async", "off", "strata_model_save returns at once; a thread of its own (its own "
+                            "communicator) copies the shards into host memory taken from the host tier "
+                            "(the next step's optimizer waits for a unit's copy) and writes the file. One "
+                            "save in flight: the next waits for it. Its failure is returned by the next "
+                            "step_begin, save or save_wait on every rank",
       OFF(ckpt_async), OPT_BOOL, 0, NULL },
     { "flight_entries", "2048", "operations the flight recorder keeps per rank; 0 turns the recorder "
                             "and its watchdog off",

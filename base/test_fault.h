@@ -22,8 +22,10 @@
  *   ckpt_kill0@BYTES the same on rank 0 (t/gpt-train-lock.t: the lock and
  *                    the .tmp it leaves are cleaned up by the next job)
  *   ckpt_bg_delay@MS the thread of an asynchronous save (ckpt_async)
- *                    sleeps MS ms before it writes: training goes on
- *                    meanwhile (fsdp/ckpt.c; t/ckpt-async.t)
+ *                    sleeps MS ms before it copies the shards (host
+ *                    backend) and writes: training goes on, and the next
+ *                    optimizer step waits for the copy (fsdp/ckpt.c;
+ *                    t/ckpt-async.t)
  *   ckpt_stall@BYTES rank 1 hangs (pause() until killed) once it has
  *                    written BYTES of tensor data in a checkpoint save: the
  *                    watchdog's ckpt_timeout must end the job

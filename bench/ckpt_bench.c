@@ -19,14 +19,19 @@
  * page cache (posix_fadvise DONTNEED) before a timed read. A time is the
  * slowest rank's; GB/s are 1e9 bytes per second of state bytes.
  *
- * The stall of an asynchronous save: a model of NUNITS units holding
- * about the same state (one parameter each, AdamW) is saved with
- * strata_model_save on two contexts, ckpt_async off and on, alternating
- * which goes first. The synchronous save's time is what the training loop
- * would stop for; the asynchronous one's is the time strata_model_save
- * takes to copy the shards and start the writer (the write itself then
- * runs beside the loop; strata_model_save_wait ends it, untimed).
- * stall_ratio = asynchronous stall / synchronous save, medians.
+ * The training loop's stall per save: the MLP of examples/mlp (NUNITS
+ * layers, AdamW) holding about the same state trains on two contexts,
+ * ckpt_async off and on. A repeat times one plain step, then a save and
+ * the step after it, on each (the order alternating). Synchronous, the
+ * loop is held for the whole save. Asynchronous, it is held for the call
+ * and for the next step's waits for the copy of a unit before its
+ * optimizer runs (strata_model_stats' ckpt_wait_s): stall_ratio = that
+ * over the synchronous save, medians (the slowest rank's). The loop also
+ * shares the cores with the writer: cost = (save + step) - plain step,
+ * and cost_ratio the asynchronous cost over the synchronous one -- near 1
+ * where the write is CPU-bound and the cores are all busy (a page-cache
+ * write on a machine with no core to spare), near the stall where they
+ * are not. strata_model_save_wait then ends the write, untimed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -36,6 +41,7 @@
 #include <unistd.h>
 
 #include "strata.h"
+#include "examples/mlp/mlp_model.h"
 #include "stats.h"
 
 #define NUNITS 4
@@ -64,51 +70,64 @@ static void die(const char *what)
     MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
-static strata_status_t no_call(strata_unit_call_t *call, void *user)
-{
-    (void)call;
-    (void)user;
-    return STRATA_OK;
-}
+/* A model on a context of its own (ckpt_async on or off): the MLP, NUNITS
+ * layers of width x width, trained one step at a time. */
+typedef struct {
+    strata_context_t *ctx;
+    strata_model_t   *model;
+    mlp_t             mlp;
+    uint64_t          step;
+} state_model_t;
 
-/* A model on a context of its own (ckpt_async on or off) whose units hold
- * per_unit parameters each. */
-static strata_model_t *state_model(int async, uint64_t per_unit, strata_context_t **c_p)
+static void state_model(state_model_t *sm, int async, int width)
 {
     strata_config_t *cfg;
-    strata_model_t *m;
+    memset(sm, 0, sizeof *sm);
     if (strata_config_create(&cfg) || strata_config_read_env(cfg, NULL, 0) ||
         strata_config_set(cfg, "ckpt_async", async ? "on" : "off", NULL, 0) ||
-        strata_init(MPI_COMM_WORLD, cfg, c_p))
+        strata_init(MPI_COMM_WORLD, cfg, &sm->ctx))
         die("strata_init (model)");
     strata_config_destroy(cfg);
-    ctx = *c_p;
-    if (strata_model_create(*c_p, NULL, &m)) die("strata_model_create");
-    static const char *const names[NUNITS] = { "u0", "u1", "u2", "u3" };
-    for (int u = 0; u < NUNITS; u++) {
-        strata_unit_t *un;
-        uint64_t dims[1] = { per_unit };
-        if (strata_model_add_unit(m, names[u], no_call, no_call, NULL, &un) ||
-            strata_unit_add_param(un, "w", 1, dims, STRATA_F32, STRATA_PARAM_NORMAL(0.02f), NULL))
-            die("strata_unit_add_param");
-    }
-    if (strata_model_commit(m)) die("strata_model_commit");
-    return m;
+    ctx = sm->ctx;
+    strata_model_opts_t o;
+    strata_model_opts_default(&o);
+    o.optimizer = STRATA_OPTIM_ADAMW;
+    if (strata_model_create(sm->ctx, &o, &sm->model) || mlp_build(sm->model, &sm->mlp, NUNITS, width) ||
+        strata_model_commit(sm->model))
+        die("the MLP");
 }
 
-/* One save of m into dir, timed (the slowest rank); the asynchronous one's
- * write is then waited for, untimed. */
-static double model_save(strata_model_t *m, strata_context_t *c, const char *dir)
+/* One training step (the slowest rank's seconds). */
+static double train_step(state_model_t *sm)
+{
+    mlp_train_t a = { .batch = 4, .accum = 1, .steps = 1, .data_seed = 1000 + sm->step++,
+                      .data_rank = R, .data_ranks = W };
+    ctx = sm->ctx;
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    if (mlp_train(sm->model, &sm->mlp, &a, NULL)) die("mlp_train");
+    return slowest(MPI_Wtime() - t0);
+}
+
+/* A save into dir and the step after it (the slowest rank's seconds):
+ * *all_p both, *held_p the save call and the step's waits for the copy;
+ * then the write in the background, if any, waited for untimed. */
+static void save_and_step(state_model_t *sm, const char *dir, double *all_p, double *held_p)
 {
     strata_model_ckpt_t info = { .keep = 1, .half_copy = STRATA_F32 };
     char path[4200];
-    ctx = c;
+    ctx = sm->ctx;
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
-    if (strata_model_save(m, dir, &info, path, sizeof path)) die("strata_model_save");
-    double t = slowest(MPI_Wtime() - t0);
-    if (strata_model_save_wait(m, NULL, 0)) die("strata_model_save_wait");
-    return t;
+    if (strata_model_save(sm->model, dir, &info, path, sizeof path)) die("strata_model_save");
+    double call = MPI_Wtime() - t0;
+    double step = train_step(sm);
+    strata_model_stats_t st = STRATA_MODEL_STATS_INIT;
+    strata_model_stats(sm->model, &st);
+    *held_p = slowest(call + st.ckpt_wait_s);
+    *all_p = slowest(call) + step;
+    ctx = sm->ctx;
+    if (strata_model_save_wait(sm->model, NULL, 0)) die("strata_model_save_wait");
 }
 
 /* Raw reference: each rank writes its contiguous part of one file, fsyncs. */
@@ -253,22 +272,37 @@ int main(int argc, char **argv)
         unlink(ck);
         unlink(rawpath);
     }
-    /* the stall of an asynchronous save against a synchronous one */
-    strata_context_t *cs, *ca, *main_ctx = ctx;
-    strata_model_t *ms = state_model(0, per_unit, &cs), *ma = state_model(1, per_unit, &ca);
+    /* the training loop's stall per save, synchronous and asynchronous */
+    strata_context_t *main_ctx = ctx;
+    int width = 1;
+    while ((double)(width + 1) * (width + 2) * NUNITS * 3 * sizeof(float) <= (double)bytes) width++;
+    state_model_t ms, ma;
+    state_model(&ms, 0, width);
+    state_model(&ma, 1, width);
     char dsync[4200], dasync[4200];
     snprintf(dsync, sizeof dsync, "%s/ckpt-bench-sync-%d-%ld", dir, W, pid);
     snprintf(dasync, sizeof dasync, "%s/ckpt-bench-async-%d-%ld", dir, W, pid);
-    double tsync[51], tstall[51];
-    for (int k = 0; k < repeats; k++) {
-        if (k % 2) tstall[k] = model_save(ma, ca, dasync);
-        tsync[k] = model_save(ms, cs, dsync);
-        if (!(k % 2)) tstall[k] = model_save(ma, ca, dasync);
-    }
-    strata_model_destroy(ms);
-    strata_model_destroy(ma);
-    strata_finalize(cs);
-    strata_finalize(ca);
+    double tsync[51], tstall[51], csync[51], casync[51], held, all, plain;
+    train_step(&ms);    /* the first step records and plans: not timed */
+    train_step(&ma);
+    for (int k = 0; k < repeats; k++)
+        for (int j = 0; j < 2; j++) {
+            int async = (k + j) % 2;    /* each goes first every other repeat */
+            state_model_t *sm = async ? &ma : &ms;
+            plain = train_step(sm);
+            save_and_step(sm, async ? dasync : dsync, &all, &held);
+            if (async) {
+                tstall[k] = held;
+                casync[k] = all - plain;
+            } else {
+                tsync[k] = held;      /* the call is the whole save */
+                csync[k] = all - plain;
+            }
+        }
+    strata_model_destroy(ms.model);
+    strata_model_destroy(ma.model);
+    strata_finalize(ms.ctx);
+    strata_finalize(ma.ctx);
     ctx = main_ctx;
     if (0 == R) {
         char cmd[9000];
@@ -276,6 +310,7 @@ int main(int argc, char **argv)
         if (system(cmd)) fprintf(stderr, "ckpt_bench: could not remove %s, %s\n", dsync, dasync);
     }
     double sync_s = median(tsync, repeats), stall_s = median(tstall, repeats);
+    double cost_sync = median(csync, repeats), cost_async = median(casync, repeats);
     double gb = (double)state_bytes / 1e9;
     double save = gb / median(ts, repeats), rw = gb / median(tw, repeats);
     double load = gb / median(tl, repeats), rr = gb / median(tr, repeats);
@@ -283,16 +318,18 @@ int main(int argc, char **argv)
         if (json) {
             printf("{\"ranks\":%d,\"bytes\":%zu,\"save_gbs\":%.4f,\"raw_write_gbs\":%.4f,\"save_ratio\":%.4f,"
                    "\"load_gbs\":%.4f,\"raw_read_gbs\":%.4f,\"load_ratio\":%.4f,\"sync_save_s\":%.4f,"
-                   "\"async_stall_s\":%.4f,\"stall_ratio\":%.4f,\"repeats\":%d}\n",
+                   "\"async_stall_s\":%.4f,\"stall_ratio\":%.4f,\"async_cost_s\":%.4f,"
+                   "\"cost_ratio\":%.4f,\"repeats\":%d}\n",
                    W, state_bytes, save, rw, save / rw, load, rr, load / rr, sync_s, stall_s,
-                   stall_s / sync_s, repeats);
+                   stall_s / sync_s, cost_async, cost_async / cost_sync, repeats);
         } else {
             if (header)
-                printf("%5s %12s %9s %9s %7s %9s %9s %7s %9s %9s %7s   (GB/s, s; medians of %d)\n",
+                printf("%5s %12s %9s %9s %7s %9s %9s %7s %9s %9s %7s %9s %7s   (GB/s, s; medians of %d)\n",
                        "ranks", "bytes", "save", "raw_wr", "ratio", "load", "raw_rd", "ratio",
-                       "sync_s", "stall_s", "stall", repeats);
-            printf("%5d %12zu %9.3f %9.3f %7.2f %9.3f %9.3f %7.2f %9.4f %9.4f %7.3f\n", W, state_bytes,
-                   save, rw, save / rw, load, rr, load / rr, sync_s, stall_s, stall_s / sync_s);
+                       "sync_s", "stall_s", "stall", "cost_s", "cost", repeats);
+            printf("%5d %12zu %9.3f %9.3f %7.2f %9.3f %9.3f %7.2f %9.4f %9.4f %7.3f %9.4f %7.3f\n",
+                   W, state_bytes, save, rw, save / rw, load, rr, load / rr, sync_s, stall_s,
+                   stall_s / sync_s, cost_async, cost_async / cost_sync);
         }
         fflush(stdout);
     }

@@ -4,7 +4,7 @@ bench_comm_bench_SOURCES = bench/comm_bench.c bench/stats.h
 bench_comm_bench_LDADD = libstrata.la
 noinst_PROGRAMS += bench/ckpt_bench
 bench_ckpt_bench_SOURCES = bench/ckpt_bench.c bench/stats.h
-bench_ckpt_bench_LDADD = libstrata.la
+bench_ckpt_bench_LDADD = $(MLP_LIBS) libstrata.la
 EXTRA_DIST += bench/run bench/report bench/offload bench/offload-plot bench/plan \
 	bench/peers bench/peers_torch.py
 noinst_PROGRAMS += bench/tiers_bench

@@ -11,6 +11,7 @@
 #include "comm/recorder.h"
 #include "dev.h"
 #include "base/thread.h"
+#include "base/wait.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -272,6 +273,8 @@ struct fsdp_bgsave {
     char             *kv;
     int               said_sync;       /* "written synchronously" said once */
     double            t_start;         /* when it was handed to the writer */
+    int               bg_copy;         /* the writer copies the shards (host backend) */
+    int               staged_from;     /* units >= this are copied (atomic) */
     char              dir[4096];
     char              path[4200];      /* the file the writer wrote */
     char              last[4200];      /* the last file written in the background */
@@ -285,12 +288,46 @@ static strata_status_t agree(strata_model_t *m, strata_status_t st)
     return st;
 }
 
+/* The host backend's copy, made by the writer: unit by unit from the last
+ * (the next step's optimizer reaches that one first), each published to
+ * fsdp_bgsave_unit_ready once its master and states are copied. */
+static void bg_stage(struct fsdp_bgsave *b)
+{
+    const strata_ckpt_layout_t *L = &b->ls.layout;
+    int per = 1 + (L->nunits ? L->units[0].nstates : 0);
+    for (int u = L->nunits - 1; u >= 0; u--) {
+        const strata_ckpt_unit_t *cu = &L->units[u];
+        size_t len = (size_t)(cu->npad / (uint64_t)L->shard_size) * sizeof(float);
+        for (int i = 0; i < per; i++) {
+            float *dst = 0 == i ? cu->shard : cu->states[i - 1].shard;
+            memcpy(dst, b->sg.shard[u * per + i], len);
+        }
+        __atomic_store_n(&b->staged_from, u, __ATOMIC_RELEASE);
+    }
+}
+
+void fsdp_bgsave_unit_ready(strata_model_t *m, int ui)
+{
+    struct fsdp_bgsave *b = m->bgsave;
+    if (!b || !b->running || !b->bg_copy ||
+        __atomic_load_n(&b->staged_from, __ATOMIC_ACQUIRE) <= ui)
+        return;
+    double t0 = base_now();
+    base_waiter_t w;
+    base_waiter_init(&w, 0, 64, 1000, 100000);
+    while (__atomic_load_n(&b->staged_from, __ATOMIC_ACQUIRE) > ui) base_waiter_pause(&w);
+    m->stats.ckpt_wait_s += base_now() - t0;
+}
+
 static void *bg_main(void *arg)
 {
     struct fsdp_bgsave *b = arg;
+    /* the test fault holds the writer back before its copy: the next
+     * step's optimizer must wait for it */
     uint64_t delay_ms = test_fault_arg("ckpt_bg_delay");
     if (delay_ms) nanosleep(&(struct timespec){ (time_t)(delay_ms / 1000),
                                                 (long)(delay_ms % 1000) * 1000000L }, NULL);
+    if (b->bg_copy) bg_stage(b);
     b->st = strata_ckpt_save(b->wctx, &b->ls.layout, b->dir, &b->opts, b->path, sizeof b->path);
     __atomic_store_n(&b->done, 1, __ATOMIC_RELEASE);
     return NULL;
@@ -438,8 +475,14 @@ static strata_status_t save_async(strata_model_t *m, const char *dir, const stra
     st = build_layout(m, info, &b->ls);
     if (STRATA_OK == st) st = bg_copy_info(m, b);
     memset(&b->sg, 0, sizeof b->sg);
+    /* device shards are copied here, in the compute stream's order; host
+     * ones by the writer while the next step runs (fsdp_bgsave_unit_ready
+     * holds the optimizer of a unit until its copy is made) */
+    b->bg_copy = !fsdp_dev_on(ctx);
+    b->staged_from = b->bg_copy ? m->nunits : 0;
     if (STRATA_OK == st)
-        st = stage_fill(m, &b->ls, 1, strata_block_ptr(b->blk, STRATA_TIER_PINNED_HOST), &b->sg);
+        st = stage_fill(m, &b->ls, !b->bg_copy, strata_block_ptr(b->blk, STRATA_TIER_PINNED_HOST),
+                        &b->sg);
     st = agree(m, st);
     if (STRATA_OK != st) {
         bg_release(b);

@@ -230,6 +230,9 @@ struct strata_model {
 strata_status_t fsdp_bgsave_poll(strata_model_t *m);
 /* Wait for the save in flight, if any, and free what it held (destroy). */
 void fsdp_bgsave_destroy(strata_model_t *m);
+/* Before unit ui's master or optimizer state changes: wait until a
+ * background save has copied them (a no-op when none is copying). */
+void fsdp_bgsave_unit_ready(strata_model_t *m, int ui);
 
 /* context.c: a context for a thread that writes checkpoints beside the
  * training loop: a copy of ctx with a duplicate of its communicator (so

@@ -163,6 +163,7 @@ static strata_status_t set_flat(gc_t *g, size_t j, float v)
     strata_status_t st = STRATA_OK;
     fsdp_drain(g->m);
     fsdp_gather_release(u);
+    fsdp_bgsave_unit_ready(g->m, u->index);   /* a background save's copy first */
     if (j >= u->shard_off && j < u->shard_off + u->shard_len)
         st = fsdp_dev_copy(g->ctx, (float *)u->master.ptr + (j - u->shard_off), &v, sizeof v);
     return STRATA_OK == st ? fsdp_dev_wait(g->ctx) : st;

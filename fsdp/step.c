@@ -156,6 +156,7 @@ strata_status_t strata_model_step_begin(strata_model_t *m, int n_micro)
     m->micro = 0;
     m->phase = PHASE_STEP;
     m->compute_s = m->exposed_s = m->optim_s = 0;
+    m->stats.ckpt_wait_s = 0;
     (void)fsdp_dev_time_take(m->ctx, 0);   /* callbacks timed outside a step */
     m->t_step0 = base_now();
     comm_rec_where(m->ctx, m->step_count + 1, -1);
@@ -221,6 +222,7 @@ static strata_status_t unit_optim(strata_model_t *m, strata_unit_t *u, float sca
 {
     double t0 = base_now();
     int thr = fsdp_optim_threads(m);
+    fsdp_bgsave_unit_ready(m, u->index);
     strata_status_t st = fsdp_grad_widen(m, u);
     if (STRATA_OK == st && 1.0f != scale) st = fsdp_dev_scale(m->ctx, u->grad_shard.ptr, u->shard_len, scale, thr);
     if (STRATA_OK == st)

@@ -50,7 +50,7 @@ bench_check "fsdp: --json prints only JSON objects, one per (ranks, prefetch, re
 bench_check "ckpt: exit 0" test $? -eq 0
 ckpt_ok() {
     only_objects "$tmp/ckpt" &&
-        rows_have "$tmp/ckpt" 'true' ranks bytes save_gbs raw_write_gbs save_ratio load_gbs raw_read_gbs load_ratio sync_save_s async_stall_s stall_ratio
+        rows_have "$tmp/ckpt" 'true' ranks bytes save_gbs raw_write_gbs save_ratio load_gbs raw_read_gbs load_ratio sync_save_s async_stall_s stall_ratio async_cost_s cost_ratio
 }
 bench_check "ckpt: --json prints only JSON objects with the save and load ratios" ckpt_ok
 

@@ -1,10 +1,11 @@
 #!/bin/sh
 # ckpt-async.t - checkpoints written in the background (ckpt_async=on),
-# train_gpt on 2 ranks. The writer is held back 300 ms per save (test
-# fault ckpt_bg_delay) so training runs on while each file is written:
-# the files must still hold the state of the step they are named for,
-# byte for byte what a synchronous save writes, and the run's param_hash
-# must not move. A rank killed in the middle of a background write
+# train_gpt on 2 ranks. The writer is held back 300 ms per save before it
+# copies the shards (test fault ckpt_bg_delay), so the next step reaches
+# its optimizer first and must wait for each unit's copy: the files must
+# still hold the state of the step they are named for, byte for byte what
+# a synchronous save writes (this fails without that wait), and the run's
+# param_hash must not move. A rank killed in the middle of a background write
 # (ckpt_kill) leaves the previous checkpoint as `latest`, verified. A
 # writer stuck in the middle of a file (ckpt_stall) ends the job at
 # ckpt_timeout as a synchronous save does (exit 75, flight records). A bad

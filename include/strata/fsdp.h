@@ -261,6 +261,8 @@ typedef struct strata_model_stats {
     double  overlap_frac;       /* 1 - exposed/transfer, in [0,1]; 1 without transfers */
     size_t  offload_bytes;      /* bytes moved off the device in the step */
     double  predicted_step_s;   /* the plan's predicted step time (0 without a plan) */
+    double  ckpt_wait_s;        /* of the last step, time its optimizer waited for a save in
+                                 * the background (ckpt_async) to copy a unit's state */
 } strata_model_stats_t;
 /* The initialiser: the program's size, every field 0. */
 #define STRATA_MODEL_STATS_INIT { .size = sizeof(strata_model_stats_t) }
