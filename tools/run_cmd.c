@@ -205,6 +205,13 @@ static int line_slots(const char *opts)
     return n > 0 ? n : 1;
 }
 
+static char hosts_copy[4096];    /* our copy of the hostfile, removed at exit */
+
+static void remove_hosts_copy(void)
+{
+    if (hosts_copy[0]) unlink(hosts_copy);
+}
+
 /* The command's hosts without `lost`: a copy of the hostfile (a file of
  * ours, in $TMPDIR) or a shorter --host list. Returns the slots that went
  * with it (ranks gone), 0 when the command names no such host, -1 when the
@@ -249,7 +256,9 @@ static int drop_host(run_spec *s, const char *lost)
     }
     fclose(f);
     fclose(o);
-    if (s->cmd[s->hosts_at] == path) return gone;   /* rewritten in place before */
+    if (!hosts_copy[0]) atexit(remove_hosts_copy);
+    else unlink(hosts_copy);                        /* the copy before this one */
+    snprintf(hosts_copy, sizeof hosts_copy, "%s", path);
     s->cmd[s->hosts_at] = path;
     return gone;
 }

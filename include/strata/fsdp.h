@@ -406,7 +406,9 @@ strata_status_t strata_model_load(strata_model_t *model, const char *path,
  * every rank alike), save, load or strata_model_save_wait. This waits
  * for the save in flight, if any, and returns its status; path (may be
  * NULL) receives the file written in the background since the last call
- * (once), or "". Local: no communication. */
+ * (once), or "". It communicates with no rank, but call it on every rank
+ * alike (as the saves): while a save is in flight the ranks' next
+ * step_begin agree on it, and a rank that waited here no longer has one. */
 strata_status_t strata_model_save_wait(strata_model_t *model, char *path, size_t len);
 
 /* ---- checking a unit's backward (fsdp/gradcheck.c) ------------------------------ */
