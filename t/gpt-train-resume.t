@@ -51,7 +51,9 @@ signal_run() {  # signal_run SIG NAME [mpirun args]: rc in $tmp/NAME.rc
         "$P" --threads 1 --layers 2 --dim 32 --heads 4 --batch 4 --steps 1000000 --log-every 100 \
         --ckpt-dir "$tmp/$name" > "$tmp/$name.out" 2>&1 &
     pid=$!
-    ( sleep 120; kill -9 $pid 2>/dev/null ) & dog=$!
+    # its own output away from ours: a sleep left running must not hold the
+    # test's output open (the harness waits for it)
+    ( sleep 120; kill -9 $pid 2>/dev/null ) > /dev/null 2>&1 & dog=$!
     i=0
     while [ $i -lt 600 ] && ! grep -q '^step  *200/' "$tmp/$name.out"; do sleep 0.1; i=$((i + 1)); done
     kill -"$sig" $pid
