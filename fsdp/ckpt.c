@@ -3,7 +3,6 @@
  * layout (strata/ckpt.h) from the model's units, parameters, shards and
  * optimizer state, so a model saves and resumes with one call each.
  */
-#define _GNU_SOURCE 1   /* pthread_timedjoin_np */
 #include "config.h"
 #include "fsdp.h"
 #include "base/test_fault.h"
@@ -214,11 +213,7 @@ static strata_status_t stage_begin(strata_model_t *m, layout_store_t *ls, int to
     memset(sg, 0, sizeof *sg);
     sg->on = fsdp_dev_on(m->ctx) || 0 != test_fault_arg("ckpt_stage");
     if (!sg->on) return STRATA_OK;
-    strata_status_t st = stage_fill(m, ls, to_host, NULL, sg);
-    pthread_mutex_lock(&m->lock);
-    st = comm_agree_status(m->ctx->world, st);
-    pthread_mutex_unlock(&m->lock);
-    return st;
+    return fsdp_agree(m, stage_fill(m, ls, to_host, NULL, sg));
 }
 
 /* With to_shards, the copies' values go into the shards; then they are freed. */
@@ -279,14 +274,6 @@ struct fsdp_bgsave {
     char              path[4200];      /* the file the writer wrote */
     char              last[4200];      /* the last file written in the background */
 };
-
-static strata_status_t agree(strata_model_t *m, strata_status_t st)
-{
-    pthread_mutex_lock(&m->lock);
-    st = comm_agree_status(m->ctx->world, st);
-    pthread_mutex_unlock(&m->lock);
-    return st;
-}
 
 /* The host backend's copy, made by the writer: unit by unit from the last
  * (the next step's optimizer reaches that one first), each published to
@@ -369,23 +356,15 @@ static strata_status_t bg_join(strata_model_t *m)
 {
     struct fsdp_bgsave *b = m->bgsave;
     if (!b || !b->running) return STRATA_OK;
+    /* the one wait helper, with ckpt_timeout's deadline from the start */
     double timeout = m->ctx->cfg.ckpt_timeout;
-    if (b->threaded && timeout > 0) {
-        /* the deadline on the clock pthread_timedjoin_np reads */
-        struct timespec t;
-        clock_gettime(CLOCK_REALTIME, &t);
-        double left = b->t_start + timeout - base_now();
-        if (left < 0) left = 0;
-        t.tv_sec += (time_t)left;
-        t.tv_nsec += (long)((left - (double)(time_t)left) * 1e9);
-        if (t.tv_nsec >= 1000000000L) {
-            t.tv_sec++;
-            t.tv_nsec -= 1000000000L;
-        }
-        if (pthread_timedjoin_np(b->thread, NULL, &t)) bg_overdue(m);
-    } else if (b->threaded) {
-        pthread_join(b->thread, NULL);
+    base_waiter_t w;
+    base_waiter_init(&w, 0, 64, 1000, 100000);
+    while (!__atomic_load_n(&b->done, __ATOMIC_ACQUIRE)) {
+        if (timeout > 0 && base_now() - b->t_start > timeout) bg_overdue(m);
+        base_waiter_pause(&w);
     }
+    if (b->threaded) pthread_join(b->thread, NULL);   /* done: it is returning */
     b->running = 0;
     bg_release(b);
     if (STRATA_OK != b->st)
@@ -421,7 +400,6 @@ static strata_status_t bg_copy_info(strata_model_t *m, struct fsdp_bgsave *b)
     return STRATA_OK;
 }
 
-
 /* Room on the host tier for the copy, agreed: when a rank has none, every
  * rank saves synchronously this time (*sync_p), and rank 0 says why once. */
 static strata_status_t bg_room(strata_model_t *m, struct fsdp_bgsave *b, int *sync_p)
@@ -432,7 +410,7 @@ static strata_status_t bg_room(strata_model_t *m, struct fsdp_bgsave *b, int *sy
                                               STRATA_TAG_WORKSPACE, &b->blk);
     char why[STRATA_ERRMSG_LEN];
     snprintf(why, sizeof why, "%s", STRATA_OK != room ? strata_last_error(m->ctx) : "");
-    room = agree(m, room);
+    room = fsdp_agree(m, room);
     if (STRATA_OK == room) return STRATA_OK;
     if (b->blk) strata_block_free(b->blk);
     b->blk = NULL;
@@ -465,7 +443,7 @@ static strata_status_t save_async(strata_model_t *m, const char *dir, const stra
                 : base_error(ctx, STRATA_ERR_NOMEM, "checkpoint: out of memory");
         if (STRATA_OK == st) m->bgsave = nb;
         else free(nb);
-        st = agree(m, st);
+        st = fsdp_agree(m, st);
         if (STRATA_OK != st) return st;
     }
     struct fsdp_bgsave *b = m->bgsave;
@@ -483,7 +461,7 @@ static strata_status_t save_async(strata_model_t *m, const char *dir, const stra
     if (STRATA_OK == st)
         st = stage_fill(m, &b->ls, !b->bg_copy, strata_block_ptr(b->blk, STRATA_TIER_PINNED_HOST),
                         &b->sg);
-    st = agree(m, st);
+    st = fsdp_agree(m, st);
     if (STRATA_OK != st) {
         bg_release(b);
         return st;
@@ -522,7 +500,7 @@ strata_status_t fsdp_bgsave_poll(strata_model_t *m)
     strata_status_t mine = STRATA_OK;
     if (done && STRATA_OK != b->st)
         mine = base_error(m->ctx, b->st, "checkpoint written in the background: %s", b->wctx->errmsg);
-    strata_status_t st = agree(m, mine);
+    strata_status_t st = fsdp_agree(m, mine);
     if (STRATA_OK != st) {
         char msg[STRATA_ERRMSG_LEN];
         snprintf(msg, sizeof msg, "%s", strata_last_error(m->ctx));

@@ -121,9 +121,6 @@ strata_status_t fsdp_exec_costs_repredict(strata_model_t *m);
 
 /* ---- exec_plan.c: the sizing pass and the plan --------------------------------------- */
 
-/* Agree over all ranks: a plan that fails anywhere fails everywhere, so no
- * rank walks into a collective that another has left. */
-strata_status_t fsdp_exec_agree(strata_model_t *m, strata_status_t st);
 /* Resolve the policy (or choose one) and build the schedule for n_micro. */
 strata_status_t fsdp_exec_plan(strata_model_t *m, int n_micro, int print);
 /* The sizing pass: record the step program on the first micro-batch. */

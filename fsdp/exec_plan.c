@@ -143,17 +143,6 @@ static strata_status_t refuse(strata_model_t *m, const char *policy, const strat
                       strata_format_size(a->scheduled, s, sizeof s));
 }
 
-/* Agree over all ranks: a plan that fails anywhere fails everywhere, with
- * the failing rank's message, so no rank walks into a collective that
- * another has left. */
-strata_status_t fsdp_exec_agree(strata_model_t *m, strata_status_t st)
-{
-    pthread_mutex_lock(&m->lock);
-    st = comm_agree_status(m->ctx->world, st);
-    pthread_mutex_unlock(&m->lock);
-    return st;
-}
-
 static void print_plan(strata_model_t *m)
 {
     fsdp_exec_t *x = m->exec;
@@ -225,7 +214,7 @@ strata_status_t fsdp_exec_plan(strata_model_t *m, int n_micro, int print)
     } else if (STRATA_OK != st) {
         st = base_error(ctx, st, "activation plan: %s", err);
     }
-    st = fsdp_exec_agree(m, st);
+    st = fsdp_agree(m, st);
     if (STRATA_OK != st) {
         sched_destroy(s);
         return st;

@@ -104,7 +104,7 @@ strata_status_t fsdp_exec_step_begin(strata_model_t *m)
 static strata_status_t admit_keep(strata_model_t *m, const void *input, size_t in_bytes)
 {
     strata_status_t st = fsdp_exec_sizing(m, input, in_bytes);
-    st = fsdp_exec_agree(m, st);
+    st = fsdp_agree(m, st);
     if (STRATA_OK == st) st = fsdp_exec_sizing_agree(m);
     if (STRATA_OK == st) st = fsdp_exec_plan(m, m->n_micro, 0);
     fsdp_exec_uninstall(m);   /* admitted: the keep path runs without a schedule */
@@ -118,7 +118,7 @@ strata_status_t fsdp_exec_forward_begin(strata_model_t *m, const void *input, si
     strata_status_t st;
     if (!x->prog) {
         st = fsdp_exec_sizing(m, input, in_bytes);
-        st = fsdp_exec_agree(m, st);
+        st = fsdp_agree(m, st);
         if (STRATA_OK == st) st = fsdp_exec_sizing_agree(m);
         if (STRATA_OK != st) return st;
         st = fsdp_exec_plan(m, m->n_micro, 1);

@@ -221,6 +221,12 @@ struct strata_model {
     struct fsdp_bgsave *bgsave;
 };
 
+/* model.c: agree over all ranks (the model's lock held, as for every MPI
+ * call of the model): a failure anywhere is the failure everywhere, with
+ * the failing rank's message, so no rank walks into a collective that
+ * another has left. Collective. */
+strata_status_t fsdp_agree(strata_model_t *m, strata_status_t st);
+
 /* ---- checkpoints written in the background (ckpt.c) ---------------------------- */
 
 /* Between steps, while a background save is in flight: the ranks agree

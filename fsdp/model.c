@@ -7,6 +7,7 @@
 #include "fsdp.h"
 #include "dev.h"
 #include "base/grow.h"
+#include "comm/comm.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -508,4 +509,12 @@ float *fsdp_unit_master(strata_unit_t *u) { return u->master.ptr; }
 float *fsdp_unit_state(strata_unit_t *u, int i)
 {
     return i >= 0 && i < fsdp_optim_nstate(&u->model->opts) ? u->state[i].ptr : NULL;
+}
+
+strata_status_t fsdp_agree(strata_model_t *m, strata_status_t st)
+{
+    pthread_mutex_lock(&m->lock);
+    st = comm_agree_status(m->ctx->world, st);
+    pthread_mutex_unlock(&m->lock);
+    return st;
 }

@@ -31,14 +31,20 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* Median of v[0..n), sorting v; 0 when n < 1. */
+static double median_sort(double *v, int n)
+{
+    if (n < 1) return 0;
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 /* Median of v[0..n) without v[skip] (skip < 0: all); sorts tmp. */
 static double median_of(const double *v, int n, int skip, double *tmp)
 {
     int k = 0;
     for (int i = 0; i < n; i++) if (i != skip) tmp[k++] = v[i];
-    if (0 == k) return 0;
-    qsort(tmp, (size_t)k, sizeof *tmp, cmp_double);
-    return k % 2 ? tmp[k / 2] : 0.5 * (tmp[k / 2 - 1] + tmp[k / 2]);
+    return median_sort(tmp, k);
 }
 
 int fsdp_straggler_find(const double *busy, const double *typical, int W, int steps,
@@ -104,10 +110,7 @@ static void name_rank(strata_model_t *m, const float *all, int r, double median)
  * the window's end discards anyway). */
 static double typical_step(fsdp_straggler_t *s)
 {
-    int n = s->n;
-    if (n < 1) return 0;
-    qsort(s->typ, (size_t)n, sizeof *s->typ, cmp_double);
-    return n % 2 ? s->typ[n / 2] : 0.5 * (s->typ[n / 2 - 1] + s->typ[n / 2]);
+    return median_sort(s->typ, s->n);
 }
 
 /* Exchange the window and judge it; every rank sees the same figures, so
