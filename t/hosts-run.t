@@ -1,9 +1,10 @@
 #!/bin/sh
 # hosts-run.t - strata run across three "hosts" (t/netns.sh): 4 ranks on
 # h1, h2, h3 (2+1+1) train at --global-batch 12 with a checkpoint every 5
-# steps; h3 is killed whole mid-run. mpirun says it lost its daemon there
-# (it reports no rank dead); strata run names the host, ends the launcher
-# if it hangs, and starts the job again without h3 -- a copy of the
+# steps; h3 is killed whole mid-run. mpirun says it lost a daemon, or a
+# rank names its peer's host (no rank is reported dead); strata run finds
+# h3 (it does not answer the rsh agent), ends the launcher if it hangs, and
+# starts the job again without h3 -- a copy of the
 # hostfile without it, 3 ranks (12 rows still) -- from the newest
 # checkpoint. The resumed job finishes; its losses match an uninterrupted
 # run at global batch 12; from the kill to the first resumed step at most

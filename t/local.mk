@@ -314,5 +314,5 @@ TESTS += t/fuzz-classify.t
 dist_check_SCRIPTS += t/launch-cap.t
 TESTS += t/launch-cap.t
 # strata run, the restarting supervisor: a rank killed, the job goes on on 3
-dist_check_SCRIPTS += t/strata-run.t
-TESTS += t/strata-run.t
+dist_check_SCRIPTS += t/strata-run.t t/run-probe.t
+TESTS += t/strata-run.t t/run-probe.t

@@ -1,6 +1,6 @@
 bin_PROGRAMS += tools/strata
 tools_strata_SOURCES = tools/strata.c tools/cmds.h tools/ckpt_cmd.c tools/plan_cmd.c tools/plan_model_cmd.c \
-                       tools/trace_cmd.c tools/flight_cmd.c tools/run_cmd.c tools/trace_json.h tools/trace_merge.c tools/trace_plot.c
+                       tools/trace_cmd.c tools/flight_cmd.c tools/run.h tools/run_cmd.c tools/run_hosts.c tools/trace_json.h tools/trace_merge.c tools/trace_plot.c
 # strata calibrate times sgemm; a build without CBLAS gets a calibrate
 # that says what to install (configure treats CBLAS as optional)
 if HAVE_CBLAS

@@ -12,14 +12,18 @@
  * and the watchdog's "strata: rank R: watchdog: ..." line, and a host lost
  * whole (Open MPI: "ORTE has lost communication with a remote daemon" with
  * "Remote daemon: [[J,0],D] on node H"; its ranks are not reported dead).
- * A launcher still running LOST_GRACE seconds after it lost a host (Open
- * MPI's mpirun sometimes hangs then) is ended; the next run goes without
- * that host: it is left out of the command's --hostfile (a copy) or
- * --host list, and its slots (slots=N, :N; 1 if not said) are ranks gone.
- * When the launcher names no host ("unable to reliably start one or more
- * daemons" after the loss, or only a rank's "Peer host: H" and then
- * silence), the host is found by asking each host of the list through the
- * launcher's own agent (--mca plm_rsh_agent, else ssh): "AGENT HOST true".
+ * The next run goes without a lost host: it is left out of the command's
+ * --hostfile (a copy) or --host list, and its slots (slots=N, :N; 1 if not
+ * said) are ranks gone. A launcher still running LOST_GRACE seconds after
+ * it named the host (Open MPI's mpirun sometimes hangs then) is ended.
+ * When no line names the host ("unable to reliably start one or more
+ * daemons" after the loss, or only a rank's "Peer host: H"), every host of
+ * the list is asked a second later through the launcher's own agent (--mca
+ * plm_rsh_agent, else ssh): "AGENT HOST true"; one that does not answer is
+ * lost, and the launcher has PROBED_GRACE seconds to end. Without a host
+ * list, a peer's host counts as lost after LOST_GRACE seconds of silence.
+ * The launcher's stderr is read to its end, or DRAIN_S seconds after the
+ * launcher exited (what it started on other hosts may hold it open).
  * With --global-batch G in the command, each rank named dead is one rank
  * fewer for the next run (the largest count left that divides G, so the
  * global batch stays G and the checkpoint reshards on load); without it
@@ -48,22 +52,15 @@
 #endif
 
 #include "tools/cmds.h"
+#include "tools/run.h"
 
 #define RUN_EXIT_GAVE_UP 76     /* a restart was needed and none was left */
 #define WATCHDOG_EXIT 75        /* the runtime's watchdog: MPI_Abort(..., 75) */
 #define LOST_GRACE 10.0         /* seconds a launcher may take to end after losing a host */
-
-typedef struct {
-    int     max_restarts, min_ranks;
-    double  max_time;           /* seconds; 0: no bound */
-    char  **cmd;                /* the launcher's command, NULL-terminated */
-    int     ncmd;
-    int     np_at, np_prefix;   /* cmd[np_at] + np_prefix holds the rank count */
-    int     np;                 /* the rank count of the next run */
-    int     gbatch, accum;      /* the program's --global-batch and --accum, or 0 */
-    int     hosts_at;           /* cmd[hosts_at] is the --hostfile path or --host list; -1 none */
-    int     hostfile;           /* 1: a file, 0: a list */
-} run_spec;
+#define PROBE_AFTER 1.0         /* seconds from a sign of a lost host to asking the hosts */
+#define PROBED_GRACE 3.0        /* seconds a launcher may take to end once a host does not answer */
+#define KILL_AFTER 3.0          /* seconds from the launcher's SIGTERM to its SIGKILL */
+#define DRAIN_S 2.0             /* seconds the stderr pipe is read after the launcher ended */
 
 /* What one run of the job ended with. */
 typedef struct {
@@ -77,9 +74,15 @@ typedef struct {
     char    suspect[64];        /* strata flight's suspect ranks, or "" */
     time_t  started;            /* when the run began: older records are not its */
     char    lost_host[256];     /* a host the launcher lost whole, or "" */
+    const char *lost_why;       /* how it was found, for the restart line */
     char    peer_host[256];     /* a host a rank lost its MPI peer on, or "" */
     int     daemon_lost;        /* the launcher lost a daemon, naming no host */
-    double  peer_t;             /* when that was seen */
+    double  peer_t;             /* when the peer's host was seen */
+    double  sign_t;             /* the first sign of a lost host (daemon or peer) */
+    double  end_by;             /* a host is lost: the launcher is ended if it runs past this */
+    int     ended;              /* signals sent to end the launcher */
+    int     probing;            /* 0: hosts not asked; 1: asking; 2: done */
+    run_probe probe;
 } run_end;
 
 static volatile sig_atomic_t child_pid, stop_sig;
@@ -181,88 +184,6 @@ static int find_opt(const run_spec *s, const char *name)
     return v;
 }
 
-/* The command's host list: --hostfile F (also -hostfile, --machinefile,
- * -machinefile) or --host/-H LIST; s->hosts_at -1 when it has none. */
-static void find_hosts(run_spec *s)
-{
-    static const char *const files[] = { "--hostfile", "-hostfile", "--machinefile", "-machinefile", NULL };
-    s->hosts_at = -1;
-    for (int i = 1; i + 1 < s->ncmd && s->hosts_at < 0; i++) {
-        for (int k = 0; files[k]; k++)
-            if (!strcmp(s->cmd[i], files[k])) { s->hosts_at = i + 1; s->hostfile = 1; }
-        if (!strcmp(s->cmd[i], "--host") || !strcmp(s->cmd[i], "-H") || !strcmp(s->cmd[i], "-host")) {
-            s->hosts_at = i + 1;
-            s->hostfile = 0;
-        }
-    }
-}
-
-/* The slots of a hostfile line's options ("slots=N"; 1 when not said). */
-static int line_slots(const char *opts)
-{
-    const char *p = strstr(opts, "slots=");
-    int n = p ? atoi(p + 6) : 1;
-    return n > 0 ? n : 1;
-}
-
-static char hosts_copy[4096];    /* our copy of the hostfile, removed at exit */
-
-static void remove_hosts_copy(void)
-{
-    if (hosts_copy[0]) unlink(hosts_copy);
-}
-
-/* The command's hosts without `lost`: a copy of the hostfile (a file of
- * ours, in $TMPDIR) or a shorter --host list. Returns the slots that went
- * with it (ranks gone), 0 when the command names no such host, -1 when the
- * copy cannot be written (said). */
-static int drop_host(run_spec *s, const char *lost)
-{
-    static char list[4096], path[4096];
-    int gone = 0;
-    if (s->hosts_at < 0) return 0;
-    if (!s->hostfile) {     /* h1:2,h2,h3 */
-        char in[4096];
-        snprintf(in, sizeof in, "%s", s->cmd[s->hosts_at]);
-        list[0] = '\0';
-        for (char *save = NULL, *h = strtok_r(in, ",", &save); h; h = strtok_r(NULL, ",", &save)) {
-            char *colon = strchr(h, ':');
-            size_t l = colon ? (size_t)(colon - h) : strlen(h);
-            if (strlen(lost) == l && !strncmp(h, lost, l)) { gone += colon ? atoi(colon + 1) : 1; continue; }
-            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", list[0] ? "," : "", h);
-        }
-        s->cmd[s->hosts_at] = list;
-        return gone;
-    }
-    FILE *f = fopen(s->cmd[s->hosts_at], "r");
-    const char *tmp = getenv("TMPDIR");
-    snprintf(path, sizeof path, "%s/strata-run-hosts.XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
-    int fd = f ? mkstemp(path) : -1;
-    FILE *o = 0 <= fd ? fdopen(fd, "w") : NULL;
-    if (!o) {
-        fprintf(stderr, "strata run: cannot write a hostfile without host %s: %s\n", lost,
-                strerror(errno));
-        if (f) fclose(f);
-        if (0 <= fd) close(fd);
-        return -1;
-    }
-    char line[1024], name[256];
-    while (fgets(line, sizeof line, f)) {
-        if (1 == sscanf(line, " %255s", name) && '#' != name[0] && !strcmp(name, lost)) {
-            gone += line_slots(line + strlen(name));
-            continue;
-        }
-        fputs(line, o);
-    }
-    fclose(f);
-    fclose(o);
-    if (!hosts_copy[0]) atexit(remove_hosts_copy);
-    else unlink(hosts_copy);                        /* the copy before this one */
-    snprintf(hosts_copy, sizeof hosts_copy, "%s", path);
-    s->cmd[s->hosts_at] = path;
-    return gone;
-}
-
 /* 0: go on; 1: --help printed; 2: usage error (said) */
 static int parse(int argc, char **argv, run_spec *s)
 {
@@ -300,7 +221,7 @@ static int parse(int argc, char **argv, run_spec *s)
                 "(mpirun), -n N or --ntasks=N (srun)\n");
         return 2;
     }
-    find_hosts(s);
+    run_find_hosts(s);
     s->gbatch = find_opt(s, "--global-batch");
     s->accum = find_opt(s, "--accum");
     int resume = 0;
@@ -310,13 +231,6 @@ static int parse(int argc, char **argv, run_spec *s)
         fprintf(stderr, "strata run: warning: the job's command has no --resume: a restart "
                 "would begin again from step 0\n");
     return 0;
-}
-
-static double mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
 
 /* The launcher's report of a dead rank, or a watchdog's, in one line of
@@ -336,18 +250,23 @@ static void scan_line(const char *line, run_end *e)
     }
     if (strstr(line, "unable to reliably start one or more daemons") ||
         strstr(line, "lost communication with a remote daemon")) {
-        if (!e->daemon_lost && !e->lost_host[0] && 0 == e->died) e->fault = mono();
+        if (!e->daemon_lost && !e->lost_host[0] && 0 == e->died) e->fault = run_mono();
+        if (!e->daemon_lost && !e->peer_host[0]) e->sign_t = run_mono();
         e->daemon_lost = 1;
         return;
     }
     if (!e->peer_host[0] && NULL != (p = strstr(line, "Peer host: ")) &&
         1 == sscanf(p + 11, "%255s", e->peer_host)) {
-        e->peer_t = mono();
+        e->peer_t = run_mono();
+        if (!e->daemon_lost) e->sign_t = e->peer_t;
         return;
     }
     if (NULL != (p = strstr(line, "Remote daemon: ")) && NULL != (p = strstr(p, " on node "))) {
-        if (!e->lost_host[0] && 1 == sscanf(p + 9, "%255s", e->lost_host) && 0 == e->died)
-            e->fault = mono();
+        if (!e->lost_host[0] && 1 == sscanf(p + 9, "%255s", e->lost_host)) {
+            e->end_by = run_mono() + LOST_GRACE;
+            e->lost_why = "the launcher lost its daemon there";
+            if (0 == e->died) e->fault = run_mono();
+        }
         return;
     }
     if (NULL != (p = strstr(line, "noticed that process rank ")) &&
@@ -369,43 +288,88 @@ static void scan_line(const char *line, run_end *e)
         return;
     }
     if (0 == e->died) {
-        e->fault = mono();
+        e->fault = run_mono();
         e->rank = r;
         e->sig = sig;
     }
     e->died += hi >= r ? hi - r + 1 : 1;
 }
 
-/* Copy the job's stderr to ours as it comes, reading it line by line. */
-static void relay(int fd, run_end *e)
+/* The host a sign pointed at is lost: the launcher ends by itself or is
+ * ended after `grace` seconds. */
+static void host_lost(run_end *e, const char *host, const char *why, double fault, double grace)
+{
+    e->lost_why = why;
+    snprintf(e->lost_host, sizeof e->lost_host, "%s", host);
+    e->fault = fault;
+    e->end_by = run_mono() + grace;
+}
+
+/* Between reads, the signs of a lost host that no line named: a daemon or
+ * a rank's peer lost, and no rank reported dead. PROBE_AFTER seconds on,
+ * the hosts are asked (once); a host that does not answer is lost. With
+ * no host list to ask, a peer's host counts as lost after LOST_GRACE
+ * seconds in which nothing more came (Open MPI's mpirun can hang when a
+ * host goes). A launcher still running past e->end_by gets SIGTERM,
+ * KILL_AFTER seconds later SIGKILL. */
+static void watch(const run_spec *s, run_end *e)
+{
+    const double now = run_mono();
+    const int sign = !e->lost_host[0] && 0 == e->died && (e->daemon_lost || e->peer_host[0]);
+    char lost[256];
+    if (sign && 0 == e->probing && 0 <= s->hosts_at && now - e->sign_t > PROBE_AFTER) {
+        run_probe_begin(s, &e->probe);
+        e->probing = 1;
+    }
+    if (1 == e->probing && run_probe_done(&e->probe, e->peer_host, lost, sizeof lost)) {
+        e->probing = 2;
+        if (lost[0] && sign) {
+            host_lost(e, lost, "it does not answer the launcher's agent", e->sign_t, PROBED_GRACE);
+            fprintf(stderr, "strata run: the launcher lost %s; host %s does not answer '%s %s "
+                    "true': host %s counts as lost\n", e->daemon_lost ? "a daemon" : "a rank's peer",
+                    lost, e->probe.agent, lost, lost);
+        }
+    }
+    if (sign && e->peer_host[0] && 0 == e->probing && now - e->peer_t > LOST_GRACE) {
+        host_lost(e, e->peer_host, "a rank lost its peer there, then silence", e->peer_t, 0);
+        fprintf(stderr, "strata run: a rank lost its peer on host %s %.0f s ago and the "
+                "launcher reports nothing more: host %s counts as lost\n", e->peer_host,
+                LOST_GRACE, e->peer_host);
+    }
+    const double late = e->lost_host[0] && 0 < e->end_by ? now - e->end_by : -1;
+    if (late > 0 && e->ended < 1 + (late > KILL_AFTER) && child_pid) {
+        if (0 == e->ended)
+            fprintf(stderr, "strata run: the launcher still runs %.0f s after it lost host %s: "
+                    "ending it\n", now - e->fault, e->lost_host);
+        kill(-child_pid, 0 == e->ended++ ? SIGTERM : SIGKILL);
+    }
+}
+
+/* Whether the launcher (our child) has exited; it is not reaped. */
+static int launcher_gone(void)
+{
+    siginfo_t si;
+    si.si_pid = 0;
+    return child_pid && 0 == waitid(P_PID, (id_t)child_pid, &si, WEXITED | WNOHANG | WNOWAIT) &&
+           0 != si.si_pid;
+}
+
+/* Copy the job's stderr to ours as it comes, reading it line by line,
+ * until its end, or DRAIN_S seconds after the launcher exited (what it
+ * started elsewhere may hold the pipe open). A probe of the hosts under way
+ * is seen to its end. */
+static void relay(int fd, const run_spec *s, run_end *e)
 {
     char buf[4096], line[4096];
     size_t used = 0;
-    int ended = 0;      /* signals sent to a launcher that lost a host */
+    double gone_t = 0;
     for (;;) {
         struct pollfd pf = { fd, POLLIN, 0 };
-        if (0 == poll(&pf, 1, 500)) {
-            /* a rank lost its peer on a host and nothing more came (no rank
-             * reported dead, no daemon lost): Open MPI's mpirun can hang so
-             * when a host goes; after the grace that host counts as lost */
-            if (!e->lost_host[0] && e->peer_host[0] && 0 == e->died &&
-                mono() - e->peer_t > LOST_GRACE) {
-                snprintf(e->lost_host, sizeof e->lost_host, "%s", e->peer_host);
-                e->fault = e->peer_t;
-                fprintf(stderr, "strata run: a rank lost its peer on host %s %.0f s ago and the "
-                        "launcher reports nothing more: host %s counts as lost\n", e->peer_host,
-                        LOST_GRACE, e->peer_host);
-            }
-            /* a host lost and the launcher still up: TERM, then KILL */
-            double late = e->lost_host[0] ? mono() - e->fault - LOST_GRACE : -1;
-            if (late > 0 && ended < 1 + (late > 3) && child_pid) {
-                if (0 == ended)
-                    fprintf(stderr, "strata run: the launcher still runs %.0f s after it lost host "
-                            "%s: ending it\n", LOST_GRACE, e->lost_host);
-                kill(-child_pid, 0 == ended++ ? SIGTERM : SIGKILL);
-            }
-            continue;
-        }
+        int ready = poll(&pf, 1, 200);
+        watch(s, e);
+        if (0 == gone_t && launcher_gone()) gone_t = run_mono();
+        if (0 < gone_t && run_mono() - gone_t > DRAIN_S) break;
+        if (1 > ready) continue;
         ssize_t got = read(fd, buf, sizeof buf);
         if (0 > got && EINTR == errno) continue;
         if (0 >= got) break;
@@ -424,6 +388,11 @@ static void relay(int fd, run_end *e)
     }
     line[used] = '\0';
     if (used) scan_line(line, e);
+    while (1 == e->probing) {
+        struct timespec ts = { 0, 50000000L };
+        nanosleep(&ts, NULL);
+        watch(s, e);
+    }
 }
 
 /* In the child: its own process group (the signals forwarded reach it and
@@ -526,7 +495,7 @@ static void reap_orphans(void)
 }
 
 /* One run of the command; -1 if it could not start (said). */
-static int run_once(char **cmd, int restarts, run_end *e)
+static int run_once(const run_spec *s, int restarts, run_end *e)
 {
     int fds[2];
     memset(e, 0, sizeof *e);
@@ -543,12 +512,12 @@ static int run_once(char **cmd, int restarts, run_end *e)
         close(fds[1]);
         return -1;
     }
-    if (0 == pid) exec_child(cmd, fds[1], restarts);
+    if (0 == pid) exec_child(s->cmd, fds[1], restarts);
     setpgid(pid, pid);      /* also here: a signal may come before the child runs */
     child_pid = pid;
     if (stop_sig) kill(-pid, SIGUSR1);    /* a stop that came while it started */
     close(fds[1]);
-    relay(fds[0], e);
+    relay(fds[0], s, e);
     close(fds[0]);
     /* whatever of its group outlived the launcher goes, while the
      * launcher is not yet reaped (its pid, the group's id, cannot be reused) */
@@ -560,7 +529,7 @@ static int run_once(char **cmd, int restarts, run_end *e)
     reap_orphans();
     child_pid = 0;
     e->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    if (!e->died) e->fault = mono();    /* no death seen: the job's end */
+    if (!e->died && !e->lost_host[0]) e->fault = run_mono();   /* nothing seen: the job's end */
     if (WATCHDOG_EXIT == e->status && !e->died) flight_suspects(e);
     return 0;
 }
@@ -576,80 +545,11 @@ static int next_ranks(const run_spec *s, int died)
     return 0;
 }
 
-/* The agent Open MPI starts its daemons with: the command's
- * --mca plm_rsh_agent A, else OMPI_MCA_plm_rsh_agent, else ssh. */
-static const char *rsh_agent(const run_spec *s)
-{
-    for (int i = 0; i + 2 < s->ncmd; i++)
-        if ((!strcmp(s->cmd[i], "--mca") || !strcmp(s->cmd[i], "-mca")) &&
-            !strcmp(s->cmd[i + 1], "plm_rsh_agent"))
-            return s->cmd[i + 2];
-    const char *a = getenv("OMPI_MCA_plm_rsh_agent");
-    return a && a[0] ? a : "ssh";
-}
-
-/* Whether `agent host true` succeeds within 10 s. */
-static int host_answers(const char *agent, const char *host)
-{
-    char cmd[4600];
-    /* "ssh : rsh": the first of the list */
-    int al = (int)strcspn(agent, ":");
-    snprintf(cmd, sizeof cmd, "%.*s '%.255s' true", al > 4000 ? 4000 : al, agent, host);
-    pid_t pid = fork();
-    if (0 == pid) {
-        int nul = open("/dev/null", O_RDWR);
-        if (0 <= nul) { dup2(nul, STDIN_FILENO); dup2(nul, STDOUT_FILENO); dup2(nul, STDERR_FILENO); }
-        setpgid(0, 0);
-        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-        _exit(127);
-    }
-    if (0 > pid) return 1;
-    int st = 0;
-    for (double t0 = mono(); mono() - t0 < 10;) {
-        pid_t w = waitpid(pid, &st, WNOHANG);
-        if (w == pid) return WIFEXITED(st) && 0 == WEXITSTATUS(st);
-        struct timespec ts = { 0, 50000000L };
-        nanosleep(&ts, NULL);
-    }
-    kill(-pid, SIGKILL);
-    while (0 > waitpid(pid, &st, 0) && EINTR == errno) {}
-    return 0;
-}
-
-/* The launcher lost a daemon and named no host: the first host of the
- * command's list that its agent cannot reach, into e->lost_host. */
-static void probe_hosts(const run_spec *s, run_end *e)
-{
-    char names[64][256];
-    int n = 0;
-    if (s->hosts_at < 0) return;
-    if (s->hostfile) {
-        FILE *f = fopen(s->cmd[s->hosts_at], "r");
-        char line[1024];
-        while (f && n < 64 && fgets(line, sizeof line, f))
-            if (1 == sscanf(line, " %255s", names[n]) && '#' != names[n][0]) n++;
-        if (f) fclose(f);
-    } else {
-        char in[4096];
-        snprintf(in, sizeof in, "%s", s->cmd[s->hosts_at]);
-        for (char *save = NULL, *h = strtok_r(in, ",", &save); h && n < 64; h = strtok_r(NULL, ",", &save))
-            snprintf(names[n++], sizeof names[0], "%.*s", (int)strcspn(h, ":"), h);
-    }
-    const char *agent = rsh_agent(s);
-    for (int i = 0; i < n && !e->lost_host[0]; i++)
-        if (!host_answers(agent, names[i])) {
-            snprintf(e->lost_host, sizeof e->lost_host, "%.255s", names[i]);
-            fprintf(stderr, "strata run: the launcher lost a daemon without naming its host; %s "
-                    "does not answer '%.*s %s true': host %s counts as lost\n", names[i],
-                    (int)strcspn(agent, ":"), agent, names[i], names[i]);
-        }
-}
-
 /* Why a run ended, as the restart line says it; 0 if no restart can help. */
 static int cause(const run_end *e, char *why, size_t len)
 {
     if (e->lost_host[0])
-        snprintf(why, len, "host %s lost (the launcher lost its daemon there)", e->lost_host);
+        snprintf(why, len, "host %s lost (%s)", e->lost_host, e->lost_why ? e->lost_why : "named");
     else if (1 == e->died)
         snprintf(why, len, "rank %d died (signal %d)", e->rank, e->sig);
     else if (0 < e->died)
@@ -701,21 +601,25 @@ int cmd_run(int argc, char **argv)
     prctl(PR_SET_CHILD_SUBREAPER, 1);   /* see reap_orphans */
 #endif
     char why[640], batch[96];
-    const double t0 = mono();
+    const double t0 = run_mono();
     for (int restarts = 0;; restarts++) {
         run_end e;
-        if (run_once(s.cmd, restarts, &e)) return 1;
-        if (e.daemon_lost && !e.lost_host[0] && 0 == e.died && !stop_sig) probe_hosts(&s, &e);
+        if (run_once(&s, restarts, &e)) return 1;
+        if (e.daemon_lost && !e.lost_host[0] && 0 == e.died && !stop_sig && 0 <= s.hosts_at) {
+            run_probe_begin(&s, &e.probe);      /* (again) now that the launcher has ended */
+            for (e.probing = 1; 1 == e.probing; watch(&s, &e))
+                nanosleep(&(struct timespec){ 0, 50000000L }, NULL);
+        }
         if (stop_sig || !cause(&e, why, sizeof why)) return e.status;
         int gone = 0 < e.died ? e.died : 0;
         if (e.lost_host[0]) {
-            int h = drop_host(&s, e.lost_host);
+            int h = run_drop_host(&s, e.lost_host);
             if (0 > h) return RUN_EXIT_GAVE_UP;
             gone = h > gone ? h : gone;
         }
         int n = next_ranks(&s, gone);
         const char *limit = restarts >= s.max_restarts ? "no restart is left (--max-restarts)"
-            : 0 < s.max_time && mono() - t0 >= s.max_time ? "past --max-time"
+            : 0 < s.max_time && run_mono() - t0 >= s.max_time ? "past --max-time"
             : 0 == n ? "too few ranks are left (--min-ranks, or none dividing --global-batch)"
             : NULL;
         if (limit) {
@@ -730,7 +634,7 @@ int cmd_run(int argc, char **argv)
             snprintf(batch, sizeof batch, "the same count: no --global-batch in the command");
         fprintf(stderr, "strata run: restart %d of %d: %s (job exit %d); %.1f s after the fault; "
                 "on %d rank%s (was %d), %s\n", restarts + 1, s.max_restarts, why, e.status,
-                mono() - e.fault, n, 1 == n ? "" : "s", s.np, batch);
+                run_mono() - e.fault, n, 1 == n ? "" : "s", s.np, batch);
         set_ranks(&s, n);
     }
 }
