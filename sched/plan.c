@@ -175,16 +175,20 @@ strata_status_t sched_plan_auto(const sched_program_t *prog, const sched_opts_t 
 void sched_plan_print(const sched_program_t *prog, const sched_actions_t *acts,
                       const sched_result_t *pred, FILE *out)
 {
-    char a[32], b[32], c[32];
+    char a[32], b[32], c[32], r[32];
     fprintf(out, "activation plan:\n  %-16s %-10s %12s\n", "name", "action", "bytes/step");
     for (int n = 0; n < prog->nnames; n++)
         fprintf(out, "  %-16s %-10s %12s\n", prog->names[n], sched_action_name(acts->action[n]),
                 strata_format_size(sched_program_name_bytes(prog, n), a, sizeof a));
     if (!pred) return;
     fprintf(out, "predicted: step %.3f ms, peak device %s, host %s, storage %s\n", pred->step_s * 1e3,
-            strata_format_size(pred->peak[STRATA_TIER_DEVICE], a, sizeof a),
+            strata_format_size(sched_device_use(pred), a, sizeof a),
             strata_format_size(pred->peak[STRATA_TIER_PINNED_HOST], b, sizeof b),
             strata_format_size(pred->peak[STRATA_TIER_STORAGE], c, sizeof c));
+    if (pred->device_reserve)
+        fprintf(out, "           device budget needed %s: that peak and %s kept free against "
+                "fragmentation\n", strata_format_size(pred->peak[STRATA_TIER_DEVICE], a, sizeof a),
+                strata_format_size(pred->device_reserve, r, sizeof r));
     fprintf(out, "           transfer %.3f ms, exposed %.3f ms, overlap %.1f%%\n",
             pred->transfer_s * 1e3, pred->exposed_transfer_s * 1e3, pred->overlap_frac * 100);
 }
@@ -202,8 +206,10 @@ void sched_plan_print_measured(const sched_result_t *pred, const sched_result_t 
     ROW_S("exposed transfer", exposed_transfer_s);
 #undef ROW_S
     fprintf(out, "  %-18s %13.1f%% %13.1f%%\n", "overlap", pred->overlap_frac * 100, meas->overlap_frac * 100);
-    for (int t = 0; t < STRATA_TIER_COUNT; t++)
-        fprintf(out, "  %-18s %14s %14s %7.1f%%\n", tier[t], strata_format_size(pred->peak[t], a, sizeof a),
+    for (int t = 0; t < STRATA_TIER_COUNT; t++) {
+        const size_t p = STRATA_TIER_DEVICE == t ? sched_device_use(pred) : pred->peak[t];
+        fprintf(out, "  %-18s %14s %14s %7.1f%%\n", tier[t], strata_format_size(p, a, sizeof a),
                 strata_format_size(meas->peak[t], b, sizeof b),
-                pred->peak[t] ? 100.0 * ((double)meas->peak[t] - (double)pred->peak[t]) / (double)pred->peak[t] : 0.0);
+                p ? 100.0 * ((double)meas->peak[t] - (double)p) / (double)p : 0.0);
+    }
 }

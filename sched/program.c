@@ -16,6 +16,7 @@ static void forget(sched_program_t *p)
     p->units = NULL;
     p->nunits = p->cap_units = p->nnames = 0;
     p->resident_bytes = 0;
+    p->reserve_bytes = 0;
     p->optim_s = 0;
     p->recording = 0;
 }

@@ -98,6 +98,9 @@ typedef struct sched_program {
     sched_unit_t *units;      /* forward order */
     size_t        resident_bytes;  /* always on device: shards, optimizer
                                     * state if on device, workspace */
+    size_t        reserve_bytes;   /* the part of resident_bytes kept free
+                                    * against fragmentation: counted against
+                                    * the budget, never predicted as used */
     double        optim_s;    /* optimizer step on the local shards */
     int           nnames;     /* distinct save names, first-seen order */
     char          names[SCHED_MAX_NAMES][SCHED_NAME_MAX];
@@ -387,7 +390,8 @@ typedef struct {
     double exposed_transfer_s;   /* compute idle while only transfers were pending */
     double comm_wait_s;          /* compute idle waiting on comm */
     double overlap_frac;         /* 1 - exposed/transfer (1 when no transfers) */
-    size_t peak[STRATA_TIER_COUNT];
+    size_t peak[STRATA_TIER_COUNT];   /* device: with the program's reserve_bytes */
+    size_t device_reserve;       /* of peak[DEVICE]: kept free, not used */
 } sched_result_t;
 
 /* Run the schedule in simulated time: each engine runs its ops in order,
@@ -418,6 +422,12 @@ void sched_plan_print(const sched_program_t *prog, const sched_actions_t *acts,
                       const sched_result_t *pred, FILE *out);
 /* Measured values beside the predictions, after a step. */
 void sched_plan_print_measured(const sched_result_t *pred, const sched_result_t *meas, FILE *out);
+/* The device bytes a prediction expects the step to use: its peak less
+ * the reserve kept free against fragmentation. */
+static inline size_t sched_device_use(const sched_result_t *r)
+{
+    return r->peak[STRATA_TIER_DEVICE] - r->device_reserve;
+}
 
 /* ------------------------------------------------------------------------ */
 /* Trace: Chrome trace-event JSON, one file per rank (opens in Perfetto)    */

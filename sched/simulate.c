@@ -124,6 +124,8 @@ static int tier_peaks(const sched_t *s, const double *start, const double *end, 
     if (sched_mem_events(s, start, end, &ev, &n)) return -1;
     long long cur[STRATA_TIER_COUNT] = { (long long)s->prog->resident_bytes, 0, 0 };
     for (int t = 0; t < STRATA_TIER_COUNT; t++) r->peak[t] = (size_t)cur[t];
+    r->device_reserve = s->prog->reserve_bytes < s->prog->resident_bytes ? s->prog->reserve_bytes
+                                                                         : s->prog->resident_bytes;
     for (int i = 0; i < n; i++) {
         cur[ev[i].tier] += ev[i].delta;
         if (cur[ev[i].tier] > (long long)r->peak[ev[i].tier]) r->peak[ev[i].tier] = (size_t)cur[ev[i].tier];
