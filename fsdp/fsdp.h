@@ -63,10 +63,14 @@ int  fsdp_guard_ok(const fsdp_buf_t *b);
  * callback's output, saves and workspace; a unit's gathered parameters)
  * comes from fsdp_buf_alloc_room: when the device tier is full or
  * fragmented, the kept workspace is dropped, then the model's room hook
- * runs, and the allocation is retried as long as either freed something;
- * otherwise the tiers' error stands. The hook returns 1 when it freed device
- * memory (the activation executor registers one that waits for the oldest
- * offload in flight), 0 when nothing it could do would help. */
+ * runs, and the allocation is retried as long as either freed something.
+ * Then, on the host backend, a device tier whose free bytes are only in
+ * pieces (fragmented) sends the buffer to the pinned-host tier: the device
+ * budget holds and the step goes on (m->frag_spills counts them, a warning
+ * says so once); a full tier's error stands (the plan did not fit). The
+ * hook returns 1 when it freed device memory (the activation executor
+ * registers one that waits for the oldest offload in flight), 0 when
+ * nothing it could do would help. */
 typedef int (*fsdp_room_fn)(strata_model_t *m);
 void fsdp_mem_set_room(strata_model_t *m, fsdp_room_fn fn);   /* NULL: none */
 strata_status_t fsdp_buf_alloc_room(strata_model_t *m, strata_tag_t tag, size_t bytes,
@@ -215,6 +219,7 @@ struct strata_model {
     int                 sizing;             /* the sizing pass runs: device overflow goes to host */
     int                 sizing_over;        /* and some did */
     size_t              sizing_ws;          /* the most workspace one call of it held */
+    long                frag_spills;        /* buffers a fragmented device sent to the host tier */
     fsdp_buf_t          ws_cache[FSDP_WS_CACHE];
     int                 nws_cache;
     /* checkpoints (ckpt.c): the save written in the background, if any */

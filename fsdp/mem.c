@@ -18,6 +18,7 @@
 #include "dev.h"
 #include "tiers/tiers.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #define GUARD_BYTE 0xA5
@@ -117,6 +118,30 @@ void fsdp_mem_set_room(strata_model_t *m, fsdp_room_fn fn)
     m->room = fn;
 }
 
+/* Nothing can free device memory and the tier said st. Fragmented (the
+ * bytes are free, in pieces) on the host backend: the buffer goes to the
+ * pinned-host tier, where a callback reads and writes it the same, so a
+ * plan the admission let in does not fail inside a step for want of one
+ * span. Not on the cuda backend: a host block there is freed without
+ * waiting for the compute stream (mem.c frees only device blocks in stream
+ * order), so its error stands. */
+static strata_status_t frag_to_host(strata_model_t *m, strata_status_t st, strata_tag_t tag,
+                                    size_t bytes, fsdp_buf_t *b)
+{
+    if (STRATA_ERR_FRAGMENTED != st || fsdp_dev_on(m->ctx)) return st;
+    char dev[512];
+    snprintf(dev, sizeof dev, "%s", strata_last_error(m->ctx));
+    base_clear_error(m->ctx);
+    strata_status_t hs = fsdp_buf_alloc(m->ctx, STRATA_TIER_PINNED_HOST, tag, bytes, 0, b);
+    if (STRATA_OK != hs)
+        return base_error(m->ctx, st, "%s; nor could the pinned-host tier take it: %s", dev,
+                          strata_last_error(m->ctx));
+    if (0 == m->frag_spills++)
+        strata_warn(m->ctx, "%s: this buffer and any more like it go to the pinned-host tier "
+                    "(the device budget holds; the step goes on)", dev);
+    return STRATA_OK;
+}
+
 strata_status_t fsdp_buf_alloc_room(strata_model_t *m, strata_tag_t tag, size_t bytes,
                                     fsdp_buf_t *b)
 {
@@ -125,7 +150,7 @@ strata_status_t fsdp_buf_alloc_room(strata_model_t *m, strata_tag_t tag, size_t 
         if (STRATA_ERR_TIER_FULL != st && STRATA_ERR_FRAGMENTED != st) return st;
         /* the kept workspace goes first: freeing it costs no wait */
         if (fsdp_ws_cache_drop(m) || (m->room && m->room(m))) continue;
-        if (!m->sizing) return st;
+        if (!m->sizing) return frag_to_host(m, st, tag, bytes, b);
         /* the sizing pass only measures: what the device cannot hold now
          * goes to the pinned-host tier (device-addressable on cuda), so a
          * budget too small is found by the plan, with the budget that

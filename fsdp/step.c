@@ -33,6 +33,17 @@ static strata_status_t need_ready(strata_model_t *m, const char *fn)
     return STRATA_OK;
 }
 
+/* A device buffer of the step (an input, an output's gradient, a unit's
+ * gradient), zeroed if asked, through the door that makes room (mem.c). */
+static strata_status_t step_buf(strata_model_t *m, strata_tag_t tag, size_t bytes, int zero,
+                                fsdp_buf_t *b)
+{
+    strata_status_t st = fsdp_buf_alloc_room(m, tag, bytes, b);
+    if (STRATA_OK == st && zero && STRATA_OK != (st = fsdp_dev_fill(m->ctx, b->ptr, 0, bytes)))
+        fsdp_buf_free(b);
+    return st;
+}
+
 /* Drop everything the step holds so a new step can begin after an error. */
 static void abort_step(strata_model_t *m)
 {
@@ -95,8 +106,7 @@ static strata_status_t run_forward(strata_model_t *m, const void *input, size_t 
         return base_error(m->ctx, STRATA_ERR_INVALID, "forward: input is NULL with %zu bytes",
                           in_bytes);
     fsdp_buf_free(&m->acts[L]);   /* an eval output from before */
-    st = fsdp_buf_alloc(m->ctx, STRATA_TIER_DEVICE, STRATA_TAG_ACTIVATION, in_bytes, 0,
-                        &m->acts[0]);
+    st = step_buf(m, STRATA_TAG_ACTIVATION, in_bytes, 0, &m->acts[0]);
     if (STRATA_OK != st) return st;
     if (in_bytes) st = upload_input(m, m->acts[0].ptr, input, in_bytes);
     if (STRATA_OK != st) return st;
@@ -251,13 +261,11 @@ static strata_status_t backward_unit(strata_model_t *m, int ui, int last)
     st = fsdp_exec_recompute(m, u);
     if (STRATA_OK != st) return st;
     if (!u->grad.ptr) {   /* first micro-batch of the step */
-        st = fsdp_buf_alloc(m->ctx, STRATA_TIER_DEVICE, STRATA_TAG_GRAD,
-                            u->npad * sizeof(float), 1, &u->grad);
+        st = step_buf(m, STRATA_TAG_GRAD, u->npad * sizeof(float), 1, &u->grad);
         if (STRATA_OK != st) return st;
     }
     if (ui > 0) {
-        st = fsdp_buf_alloc(m->ctx, STRATA_TIER_DEVICE, STRATA_TAG_ACTIVATION,
-                            m->acts[ui].bytes, 1, &m->gacts[ui]);
+        st = step_buf(m, STRATA_TAG_ACTIVATION, m->acts[ui].bytes, 1, &m->gacts[ui]);
         if (STRATA_OK != st) return st;
     }
     st = fsdp_exec_before(m, SCHED_OP_B, ui);
@@ -315,8 +323,7 @@ strata_status_t strata_model_backward(strata_model_t *m, const void *grad_out, s
         if (!grad_out || grad_bytes != m->acts[L].bytes)
             return base_error(m->ctx, STRATA_ERR_MISMATCH, "backward: grad_out has %zu bytes "
                               "but the model's output has %zu", grad_bytes, m->acts[L].bytes);
-        st = fsdp_buf_alloc(m->ctx, STRATA_TIER_DEVICE, STRATA_TAG_ACTIVATION, grad_bytes, 0,
-                            &m->gacts[L]);
+        st = step_buf(m, STRATA_TAG_ACTIVATION, grad_bytes, 0, &m->gacts[L]);
         if (STRATA_OK != st) goto fail;
         st = fsdp_dev_copy(m->ctx, m->gacts[L].ptr, grad_out, grad_bytes);
         if (STRATA_OK != st) goto fail;

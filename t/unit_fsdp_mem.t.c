@@ -1,7 +1,8 @@
 /*
  * unit_fsdp_mem.t.c - the FSDP runtime's one door for memory (fsdp/mem.c)
  * on one process: a full or fragmented device tier retried while kept
- * workspace or the room hook frees something (and not forever), the
+ * workspace or the room hook frees something (and not forever), a
+ * fragmented one then sending the buffer to the pinned-host tier, the
  * workspace kept between calls only while the executor runs, guards, and
  * bad arguments.
  */
@@ -95,7 +96,23 @@ static void test_room(strata_model_t *m)
     fsdp_buf_free(&hook.held[2]);
     fsdp_mem_set_room(m, NULL);
     st = fsdp_buf_alloc_room(m, STRATA_TAG_WORKSPACE, 20 * KiB, &b);
-    is_int(st, STRATA_ERR_FRAGMENTED, "free bytes in two pieces: FRAGMENTED without a hook");
+    ok(STRATA_OK == st && b.ptr == strata_block_ptr(b.h, STRATA_TIER_PINNED_HOST) &&
+       1 == m->frag_spills && 32 * KiB == dev_used(m),
+       "free bytes in two pieces, no hook: the buffer goes to the pinned-host tier, counted, "
+       "the device's use unchanged (%s)", STRATA_OK == st ? "ok" : strata_last_error(m->ctx));
+    ok(fsdp_guard_ok(&b) && 20 * KiB == b.bytes, "with its bytes and an intact guard");
+    fsdp_buf_free(&b);
+    /* the pinned-host tier full too: the device's error stands, both named */
+    fsdp_buf_t hold = { 0 };
+    if (STRATA_OK != fsdp_buf_alloc(m->ctx, STRATA_TIER_PINNED_HOST, STRATA_TAG_ACTIVATION,
+                                    1024 * KiB - 16 * KiB, 0, &hold))
+        bail_out("cannot fill the host tier: %s", strata_last_error(m->ctx));
+    st = fsdp_buf_alloc_room(m, STRATA_TAG_WORKSPACE, 20 * KiB, &b);
+    ok(STRATA_ERR_FRAGMENTED == st && !b.h && NULL != strstr(strata_last_error(m->ctx), "fragmented") &&
+       NULL != strstr(strata_last_error(m->ctx), "nor could the pinned-host tier take it"),
+       "host tier full too: FRAGMENTED, naming both (%s)", strata_last_error(m->ctx));
+    fsdp_buf_free(&hold);
+    m->frag_spills = 0;
     fsdp_mem_set_room(m, room);
     st = fsdp_buf_alloc_room(m, STRATA_TAG_WORKSPACE, 20 * KiB, &b);
     ok(STRATA_OK == st && 1 == hook.calls, "the hook frees the block between them: the retry "
@@ -183,7 +200,7 @@ int main(void)
     strata_model_t *m = calloc(1, sizeof *m);
     if (!m) bail_out("calloc");
     m->ctx = ctx;
-    plan(8 + 9 + 5);
+    plan(10 + 9 + 5);
     test_room(m);
     test_workspace(m);
     test_bad(m);
