@@ -83,6 +83,8 @@ struct strata_context {
     const struct comm_backend *comm_ops;
     struct strata_group *world;
     int              oversubscribed; /* more ranks on this node than CPUs it may use */
+    double           comm_blocked_s; /* seconds the caller's threads waited in collectives
+                                      * (strata_request_wait, comm_check): not busy */
     struct tiers_state *tiers;       /* memory tiers and copy engines */
     struct comm_recorder *rec;       /* flight recorder; NULL when off */
     /* set by comm/ with the recorder (NULL when off): how io/, below comm,

@@ -87,7 +87,9 @@ static const opt_row_t opt_table[] = {
       OFF(threads), OPT_INT, 0, NULL },
     { "comm_check", "on",   "before each collective, check that all ranks pass the same operation, dtype, "
                             "count and root (one small blocking allreduce, where a rank also waits for the "
-                            "slowest: 0.1-0.3 ms a call on a loaded 2-core node); off saves that",
+                            "slowest: 0.1-0.3 ms a call on a loaded 2-core node); off saves that. A "
+                            "model's own gathers and reduce-scatters skip it once its step program and "
+                            "plan passed their cross-rank check",
       OFF(comm_check), OPT_BOOL, 0, NULL },
     { "ckpt_keep",  "3",    "checkpoints kept in the checkpoint directory (the newest K; older ones are "
                             "deleted once a new one is complete); 0 keeps all",

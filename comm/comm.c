@@ -102,10 +102,12 @@ static strata_status_t agree(strata_group_t *g, coll_kind_t kind, size_t count,
     int rc = MPI_Iallreduce(v, r, 3, MPI_LONG_LONG, MPI_MAX, g->comm, &mr);
     comm_unlock(ctx);
     comm_rec_waiting(ctx, rop);
+    double t0 = base_now();
     strata_status_t cst = MPI_SUCCESS == rc
         ? comm_wait_spin(ctx, &mr, "MPI_Wait (collective check)",
                          !ctx->oversubscribed ? BASE_CHECK_SPIN_S : 0)
         : base_mpi_error(ctx, rc, "MPI_Iallreduce (collective check)");
+    ctx->comm_blocked_s += base_now() - t0;
     comm_rec_end(ctx, rop, cst);
     if (STRATA_OK != cst) return cst;
     if (STRATA_OK != local) return local;
@@ -218,7 +220,7 @@ static strata_status_t start_on_backend(strata_group_t *g, coll_kind_t kind, con
 
 static strata_status_t start_common(strata_group_t *g, coll_kind_t kind, const void *send,
                                     void *recv, size_t count, strata_dtype_t dtype,
-                                    strata_redop_t op, int root, int blocking,
+                                    strata_redop_t op, int root, int blocking, int agreed,
                                     strata_request_t **req_p)
 {
     if (!g) return STRATA_ERR_INVALID;
@@ -238,7 +240,7 @@ static strata_status_t start_common(strata_group_t *g, coll_kind_t kind, const v
      * comm); a small blocking call runs the nonblocking collective and
      * the back-off wait, so a rank kept waiting sleeps. */
     blocking = blocking && count * strata_dtype_size(dtype) >= COMM_BLOCKING_MIN_BYTES;
-    st = agree(g, kind, count, dtype, op, root, st);
+    if (!agreed) st = agree(g, kind, count, dtype, op, root, st);
     if (STRATA_OK != st) return st;
 
     strata_request_t *req = request_new(g, kind, dtype, op);
@@ -266,32 +268,53 @@ strata_status_t strata_allgather_start(strata_group_t *g, const void *send, void
                                        size_t count, strata_dtype_t dtype,
                                        strata_request_t **req_p)
 {
-    return start_common(g, COLL_ALLGATHER, send, recv, count, dtype, STRATA_SUM, 0, 0, req_p);
+    return start_common(g, COLL_ALLGATHER, send, recv, count, dtype, STRATA_SUM, 0, 0, 0, req_p);
 }
 
 strata_status_t strata_reduce_scatter_start(strata_group_t *g, const void *send, void *recv,
                                             size_t count, strata_dtype_t dtype,
                                             strata_redop_t op, strata_request_t **req_p)
 {
-    return start_common(g, COLL_REDUCE_SCATTER, send, recv, count, dtype, op, 0, 0, req_p);
+    return start_common(g, COLL_REDUCE_SCATTER, send, recv, count, dtype, op, 0, 0, 0, req_p);
 }
 
 strata_status_t strata_allreduce_start(strata_group_t *g, const void *send, void *recv,
                                        size_t count, strata_dtype_t dtype, strata_redop_t op,
                                        strata_request_t **req_p)
 {
-    return start_common(g, COLL_ALLREDUCE, send, recv, count, dtype, op, 0, 0, req_p);
+    return start_common(g, COLL_ALLREDUCE, send, recv, count, dtype, op, 0, 0, 0, req_p);
 }
 
 strata_status_t strata_broadcast_start(strata_group_t *g, void *buf, size_t count,
                                        strata_dtype_t dtype, int root, strata_request_t **req_p)
 {
-    return start_common(g, COLL_BROADCAST, buf, buf, count, dtype, STRATA_SUM, root, 0, req_p);
+    return start_common(g, COLL_BROADCAST, buf, buf, count, dtype, STRATA_SUM, root, 0, 0, req_p);
 }
 
 strata_status_t strata_barrier_start(strata_group_t *g, strata_request_t **req_p)
 {
-    return start_common(g, COLL_BARRIER, NULL, NULL, 0, STRATA_F32, STRATA_SUM, 0, 0, req_p);
+    return start_common(g, COLL_BARRIER, NULL, NULL, 0, STRATA_F32, STRATA_SUM, 0, 0, 0, req_p);
+}
+
+strata_status_t comm_allgather_start_agreed(strata_group_t *g, const void *send, void *recv,
+                                           size_t count, strata_dtype_t dtype,
+                                           strata_request_t **req_p)
+{
+    return start_common(g, COLL_ALLGATHER, send, recv, count, dtype, STRATA_SUM, 0, 0, 1, req_p);
+}
+
+strata_status_t comm_reduce_scatter_start_agreed(strata_group_t *g, const void *send, void *recv,
+                                                size_t count, strata_dtype_t dtype,
+                                                strata_redop_t op, strata_request_t **req_p)
+{
+    return start_common(g, COLL_REDUCE_SCATTER, send, recv, count, dtype, op, 0, 0, 1, req_p);
+}
+
+strata_status_t comm_allreduce_start_agreed(strata_group_t *g, const void *send, void *recv,
+                                           size_t count, strata_dtype_t dtype, strata_redop_t op,
+                                           strata_request_t **req_p)
+{
+    return start_common(g, COLL_ALLREDUCE, send, recv, count, dtype, op, 0, 0, 1, req_p);
 }
 
 strata_status_t strata_request_test(strata_request_t *req, int *done_p)
@@ -317,9 +340,12 @@ strata_status_t strata_request_wait(strata_request_t *req)
     if (!req) return STRATA_OK;
     strata_status_t st = req->status;       /* a failed test: the operation is over */
     if (STRATA_OK == st && !req->complete) {
-        comm_rec_waiting(req->group->ctx, req->rec);
+        strata_context_t *ctx = req->group->ctx;
+        double t0 = base_now();
+        comm_rec_waiting(ctx, req->rec);
         st = req->be->wait(req);
         if (STRATA_OK == st) request_finish(req);
+        ctx->comm_blocked_s += base_now() - t0;
     }
     comm_rec_end(req->group->ctx, req->rec, st);
     request_free(req);
@@ -334,7 +360,7 @@ strata_status_t strata_request_wait(strata_request_t *req)
     do {                                                                           \
         strata_request_t *req_ = NULL;                                             \
         strata_status_t st_ = start_common(g, kind, send, recv, count, dtype, op,  \
-                                           root, 1, &req_);                        \
+                                           root, 1, 0, &req_);                     \
         if (STRATA_OK != st_) return st_;                                          \
         return strata_request_wait(req_);                                          \
     } while (0)

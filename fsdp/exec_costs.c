@@ -10,6 +10,7 @@
  */
 #include "config.h"
 #include "exec_impl.h"
+#include "comm/comm.h"
 #include "tiers/tiers.h"
 
 #include <stdio.h>
@@ -76,8 +77,9 @@ static strata_status_t costs_post(strata_model_t *m)
     }
     v[4 * L] = (float)m->optim_s;
     pthread_mutex_lock(&m->lock);
-    strata_status_t st = strata_allgather_start(m->ctx->world, v, x->cost_all, n, STRATA_F32,
-                                                &x->cost_req);
+    /* n follows the unit count, agreed at commit */
+    strata_status_t st = (m->coll_agreed ? comm_allgather_start_agreed : strata_allgather_start)(
+        m->ctx->world, v, x->cost_all, n, STRATA_F32, &x->cost_req);
     pthread_mutex_unlock(&m->lock);
     return st;
 }

@@ -226,11 +226,13 @@ strata_status_t fsdp_exec_plan(strata_model_t *m, int n_micro, int print)
     }
     x->opts = o;
     x->acts = acts;
+    m->coll_agreed = 0;
     st = fsdp_check_program(m);
     if (STRATA_OK != st) {
         sched_destroy(s);
         return st;
     }
+    m->coll_agreed = 1;     /* every rank gathers and reduces the same units alike */
     x->pred = pred;
     x->planned_micro = n_micro;
     st = fsdp_exec_install(m, s);

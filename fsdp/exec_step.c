@@ -282,6 +282,7 @@ strata_status_t strata_model_replan(strata_model_t *m)
     fsdp_exec_uninstall(m);
     sched_program_destroy(x->prog);
     x->prog = NULL;
+    m->coll_agreed = 0;     /* checked per call again until the next program check */
     return STRATA_OK;
 }
 

@@ -174,6 +174,8 @@ typedef struct fsdp_straggler {
     double *typ;              /* [every]: each step's busy seconds */
     char   *named;            /* [world size]: named once */
     double  t_prev_end;       /* when the previous step ended (0: none yet) */
+    double  blocked_prev_end; /* ctx->comm_blocked_s then */
+    double  blocked_step0;    /* ctx->comm_blocked_s when this step began */
 } fsdp_straggler_t;
 
 typedef enum { MODEL_BUILDING = 0, MODEL_READY, MODEL_BROKEN } fsdp_model_state_t;
@@ -214,6 +216,9 @@ struct strata_model {
      * its state is private to it: exec_impl.h) */
     struct fsdp_exec   *exec;
     int                 exec_active;        /* it runs (set by exec_step.c only) */
+    int                 coll_agreed;        /* the step program and plan passed the
+                                             * cross-rank check: the executor's
+                                             * collectives skip the per-call one */
     /* memory (mem.c): the room hook, workspace kept between calls */
     fsdp_room_fn        room;
     int                 sizing;             /* the sizing pass runs: device overflow goes to host */

@@ -169,6 +169,7 @@ strata_status_t strata_model_step_begin(strata_model_t *m, int n_micro)
     m->stats.ckpt_wait_s = 0;
     (void)fsdp_dev_time_take(m->ctx, 0);   /* callbacks timed outside a step */
     m->t_step0 = base_now();
+    m->strag.blocked_step0 = m->ctx->comm_blocked_s;
     comm_rec_where(m->ctx, m->step_count + 1, -1);
     for (int i = 0; i < m->nunits; i++) m->units[i]->rstate = GRAD_IDLE;
     st = fsdp_exec_step_begin(m);

@@ -3,8 +3,9 @@
  *
  * In a synchronous step every rank takes the same wall time: the fast
  * ranks wait in the collectives for the slow one. What differs is the time
- * a rank was busy, its step minus the time it blocked in a collective,
- * plus its time between steps (the program's data, I/O, logging). Every
+ * a rank was busy: in its unit callbacks and its optimizer, and between
+ * steps (the program's data, I/O, logging) less its waits in collectives
+ * there. Every
  * straggler_every steps the ranks exchange that window's figures (one
  * small allgather over the world) and a rank whose busy time is above
  * straggler_ratio times the others' median, both summed over the window
@@ -78,9 +79,20 @@ static void add_step(strata_model_t *m, double t_end)
 {
     fsdp_straggler_t *s = &m->strag;
     const strata_model_stats_t *st = &m->stats;
+    /* busy: what the rank computed -- its callbacks, its optimizer and
+     * its time between steps (the program's data, I/O, logging) less what
+     * it spent blocked there in collectives (a loss summed over the ranks).
+     * Not the step less its exposed collective time: a fast rank also
+     * waits for a slow one where no collective wait is timed (inside a
+     * collective's start, in the program's own collectives), and where it
+     * waits moves with comm_check and the schedule. */
     double outside = s->t_prev_end > 0 ? m->t_step0 - s->t_prev_end : 0;
-    double busy = st->step_s - st->exposed_comm_s + outside;
+    double blocked = s->t_prev_end > 0 ? s->blocked_step0 - s->blocked_prev_end : 0;
+    if (blocked > outside) blocked = outside;
+    if (blocked > 0) outside -= blocked;
+    double busy = st->compute_s + st->optim_s + outside;
     s->t_prev_end = t_end;
+    s->blocked_prev_end = m->ctx->comm_blocked_s;
     s->sum[F_BUSY] += busy;
     s->sum[F_COMPUTE] += st->compute_s;
     s->sum[F_COMM] += st->exposed_comm_s;
@@ -177,5 +189,6 @@ strata_status_t fsdp_straggler_step(strata_model_t *m)
     if (s->n < s->every) return STRATA_OK;
     strata_status_t st = judge(m);
     s->t_prev_end = base_now();   /* the exchange is not the program's time */
+    s->blocked_prev_end = m->ctx->comm_blocked_s;
     return st;
 }
