@@ -296,25 +296,11 @@ strata_status_t strata_barrier_start(strata_group_t *g, strata_request_t **req_p
     return start_common(g, COLL_BARRIER, NULL, NULL, 0, STRATA_F32, STRATA_SUM, 0, 0, 0, req_p);
 }
 
-strata_status_t comm_allgather_start_agreed(strata_group_t *g, const void *send, void *recv,
-                                           size_t count, strata_dtype_t dtype,
-                                           strata_request_t **req_p)
+strata_status_t comm_start(strata_group_t *g, coll_kind_t kind, const void *send, void *recv,
+                           size_t count, strata_dtype_t dtype, strata_redop_t op, int agreed,
+                           strata_request_t **req_p)
 {
-    return start_common(g, COLL_ALLGATHER, send, recv, count, dtype, STRATA_SUM, 0, 0, 1, req_p);
-}
-
-strata_status_t comm_reduce_scatter_start_agreed(strata_group_t *g, const void *send, void *recv,
-                                                size_t count, strata_dtype_t dtype,
-                                                strata_redop_t op, strata_request_t **req_p)
-{
-    return start_common(g, COLL_REDUCE_SCATTER, send, recv, count, dtype, op, 0, 0, 1, req_p);
-}
-
-strata_status_t comm_allreduce_start_agreed(strata_group_t *g, const void *send, void *recv,
-                                           size_t count, strata_dtype_t dtype, strata_redop_t op,
-                                           strata_request_t **req_p)
-{
-    return start_common(g, COLL_ALLREDUCE, send, recv, count, dtype, op, 0, 0, 1, req_p);
+    return start_common(g, kind, send, recv, count, dtype, op, 0, 0, agreed, req_p);
 }
 
 strata_status_t strata_request_test(strata_request_t *req, int *done_p)

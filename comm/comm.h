@@ -111,21 +111,16 @@ extern const comm_backend_t comm_nccl_backend;
 /* Stream ordering with the device backend (no-ops on the MPI backend and
  * with a NULL stream): the group's next collectives run after the work
  * queued on stream so far; stream's next work runs after req completes. */
-/* The nonblocking starts without comm_check's per-call agreement, for a
- * caller whose collectives the ranks have agreed as a whole already (the
- * FSDP executor once its step program and plan passed their cross-rank
- * check): the agreement is a synchronous allreduce, and at every start it
- * made each rank wait for the others, which the nonblocking collective
- * would otherwise absorb. Arguments are still checked locally. */
-strata_status_t comm_allgather_start_agreed(strata_group_t *g, const void *send, void *recv,
-                                           size_t count, strata_dtype_t dtype,
-                                           strata_request_t **req_p);
-strata_status_t comm_reduce_scatter_start_agreed(strata_group_t *g, const void *send, void *recv,
-                                                size_t count, strata_dtype_t dtype,
-                                                strata_redop_t op, strata_request_t **req_p);
-strata_status_t comm_allreduce_start_agreed(strata_group_t *g, const void *send, void *recv,
-                                           size_t count, strata_dtype_t dtype, strata_redop_t op,
-                                           strata_request_t **req_p);
+/* A nonblocking start of a collective of kind (not broadcast or barrier),
+ * with comm_check's per-call agreement unless agreed: a caller whose
+ * collectives the ranks have agreed as a whole already (the FSDP executor
+ * once its step program and plan passed their cross-rank check) skips it.
+ * The agreement is a synchronous allreduce, and at every start it made
+ * each rank wait for the others, which the nonblocking collective would
+ * otherwise absorb. Arguments are still checked locally. */
+strata_status_t comm_start(strata_group_t *g, coll_kind_t kind, const void *send, void *recv,
+                           size_t count, strata_dtype_t dtype, strata_redop_t op, int agreed,
+                           strata_request_t **req_p);
 strata_status_t comm_stream_wait(strata_group_t *g, void *stream);
 strata_status_t comm_request_order(strata_request_t *req, void *stream);
 

@@ -78,8 +78,8 @@ static strata_status_t costs_post(strata_model_t *m)
     v[4 * L] = (float)m->optim_s;
     pthread_mutex_lock(&m->lock);
     /* n follows the unit count, agreed at commit */
-    strata_status_t st = (m->coll_agreed ? comm_allgather_start_agreed : strata_allgather_start)(
-        m->ctx->world, v, x->cost_all, n, STRATA_F32, &x->cost_req);
+    strata_status_t st = comm_start(m->ctx->world, COLL_ALLGATHER, v, x->cost_all, n, STRATA_F32,
+                                    STRATA_SUM, m->coll_agreed, &x->cost_req);
     pthread_mutex_unlock(&m->lock);
     return st;
 }

@@ -252,8 +252,8 @@ strata_status_t fsdp_gather_start(strata_model_t *m, strata_unit_t *u)
     double t0 = base_now();
     pthread_mutex_lock(&m->lock);
     comm_rec_where(m->ctx, -1, u->index);
-    st = (m->coll_agreed ? comm_allgather_start_agreed : strata_allgather_start)(
-        m->shard, send, u->gathered.ptr, u->shard_len, dt, &u->greq);
+    st = comm_start(m->shard, COLL_ALLGATHER, send, u->gathered.ptr, u->shard_len, dt,
+                    STRATA_SUM, m->coll_agreed, &u->greq);
     if (STRATA_OK == st) {
         u->gstate = GATHER_INFLIGHT;
         m->inflight++;
@@ -347,8 +347,8 @@ strata_status_t fsdp_reduce_start(strata_model_t *m, strata_unit_t *u)
     double t0 = base_now();
     pthread_mutex_lock(&m->lock);
     comm_rec_where(m->ctx, -1, u->index);
-    st = (m->coll_agreed ? comm_reduce_scatter_start_agreed : strata_reduce_scatter_start)(
-        m->shard, send, recv, u->shard_len, rd, STRATA_AVG, &u->rreq);
+    st = comm_start(m->shard, COLL_REDUCE_SCATTER, send, recv, u->shard_len, rd, STRATA_AVG,
+                    m->coll_agreed, &u->rreq);
     if (STRATA_OK == st) {
         u->rstate = GRAD_RS;
         m->inflight++;
@@ -381,8 +381,8 @@ strata_status_t fsdp_reduce_replicas(strata_model_t *m, strata_unit_t *u)
     if (STRATA_OK == st && GRAD_RS_DONE == u->rstate) {
         void *buf = reduce_wide(m) ? u->rs_recv.ptr : u->grad_shard.ptr;
         comm_rec_where(m->ctx, -1, u->index);
-        st = (m->coll_agreed ? comm_allreduce_start_agreed : strata_allreduce_start)(
-            m->replica, buf, buf, u->shard_len, m->opts.reduce_dtype, STRATA_AVG, &u->rreq);
+        st = comm_start(m->replica, COLL_ALLREDUCE, buf, buf, u->shard_len, m->opts.reduce_dtype,
+                        STRATA_AVG, m->coll_agreed, &u->rreq);
         if (STRATA_OK == st) {
             u->rstate = GRAD_AR;
             m->inflight++;

@@ -20,10 +20,7 @@ set -u
 . "$top_srcdir/t/tap.sh"
 . "$top_srcdir/t/netns.sh"
 P="$top_builddir/examples/gpt/train_gpt"
-tap_tmp hosts-lock
-cd "$tmp" || exit 1       # what the jobs leave in their working directory goes at exit
-tap_cleanup() { netns_down; }
-netns_up h1 h2
+netns_test hosts-lock h1 h2
 echo "1..11"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
 one() { h=$1; shift; netns_on "$h" timeout 60 "$P" --threads 1 --layers 1 --dim 16 --eval-n 8 "$@"; }  # 1 rank on host h

@@ -10,10 +10,7 @@ set -u
 . "$top_srcdir/t/tap.sh"
 . "$top_srcdir/t/netns.sh"
 P="$top_builddir/examples/gpt/train_gpt"
-tap_tmp hosts-partition
-cd "$tmp" || exit 1
-tap_cleanup() { netns_down; }
-netns_up h1 h2
+netns_test hosts-partition h1 h2
 echo "1..4"
 T=3
 mkdir "$tmp/fl"

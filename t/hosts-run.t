@@ -13,10 +13,7 @@ set -u
 . "$top_srcdir/t/tap.sh"
 . "$top_srcdir/t/netns.sh"
 P="$top_builddir/examples/gpt/train_gpt"
-tap_tmp hosts-run
-cd "$tmp" || exit 1
-tap_cleanup() { netns_down; }
-netns_up h1 h2 h3
+netns_test hosts-run h1 h2 h3
 echo "1..5"
 job="--threads 1 --layers 2 --dim 32 --heads 4 --global-batch 12 --eval-n 8 --seq 16 --steps 400 --json"
 flags=$(netns_mpi_flags h1:2,h2:1,h3:1)

@@ -15,10 +15,7 @@ set -u
 . "$top_srcdir/t/tap.sh"
 . "$top_srcdir/t/netns.sh"
 P="$top_builddir/examples/gpt/train_gpt"
-tap_tmp hosts-train
-cd "$tmp" || exit 1       # what the jobs leave in their working directory goes at exit
-tap_cleanup() { netns_down; }
-netns_up h1 h2 h3
+netns_test hosts-train h1 h2 h3
 echo "1..8"
 small="--threads 1 --layers 2 --dim 32 --heads 4 --batch 4 --steps 6 --json --eval-n 8"
 spec=h1:2,h2:1,h3:1

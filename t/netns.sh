@@ -1,8 +1,11 @@
-# t/netns.sh - sourced by the multi-host tests (after t/tap.sh and tap_tmp):
+# t/netns.sh - sourced by the multi-host tests (after t/tap.sh):
 # "hosts" on this one machine, each its own network, UTS (hostname), PID
 # and mount namespace, joined by veth links to a bridge, and mpirun across
 # them with Open MPI's rsh launcher. t/README ("Multi-host tests") says why
 # each namespace is needed.
+#   netns_test TEST NAME...   the test's start: its directory $tmp (tap_tmp
+#                       TEST) as the working directory, whatever the jobs
+#                       leave there gone at exit, and netns_up NAME...
 #   netns_up NAME...    one host per NAME (10.211.0.1, .2, ... in the order
 #                       given; mpirun runs on none of them but on the
 #                       switch, "launch", .254); skips the whole test,
@@ -159,6 +162,13 @@ pid=\$(sed -n "s/^\$1 //p" "$tmp/netns/pids" | tail -1); shift
 exec nsenter -t "\$pid" --net --uts --pid --mount -- env -i PATH="\$PATH" HOME=/root sh -c "\$*"
 EOF
     chmod +x "$tmp/netns/agent"
+}
+
+netns_test() {
+    tap_tmp "$1"; shift
+    cd "$tmp" || exit 1
+    tap_cleanup() { netns_down; }
+    netns_up "$@"
 }
 
 netns_up() {
