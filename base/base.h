@@ -46,6 +46,7 @@ struct strata_config {
     int      wait_copies;         /* strata_event_wait runs an unstarted copy itself */
     int      checksums;           /* storage tier: verify blocks on read-back */
     int      verify_transfers;    /* saves checksummed leaving the device and back */
+    int      mem_plan;            /* the step's device buffers at planned offsets */
     int      prefetch;            /* all-gather lookahead in units */
     char     act_policy[512];     /* e.g. "qkv=host,*=keep" or "auto" */
     int      schedule;            /* 0 = lhs, 1 = naive */

@@ -74,6 +74,11 @@ static const opt_row_t opt_table[] = {
                             "again when it is back, on every tier; a mismatch fails the step naming "
                             "the save, unit, step and rank (costs a hash of the bytes each way)",
       OFF(verify_transfers), OPT_BOOL, 0, NULL },
+    { "mem_plan",   "on",   "lay out the device buffers of a step at offsets fixed once per step "
+                            "program (recorded by its first step, placed by the next ones), so a "
+                            "step cannot fail on a fragmented device tier; off: each buffer goes "
+                            "where the allocator finds room",
+      OFF(mem_plan), OPT_BOOL, 0, NULL },
     { "prefetch",   "1",    "all-gather lookahead in units (0 = gather each unit when it runs)",
       OFF(prefetch), OPT_INT, 0, NULL },
     { "act_policy", "*=keep", "activation policy per saved name, e.g. qkv=host,mlp_up=storage,*=keep; or auto",

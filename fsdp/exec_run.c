@@ -78,6 +78,7 @@ strata_status_t fsdp_exec_install(strata_model_t *m, sched_t *s)
     free_state(x);
     sched_destroy(x->sched);
     x->sched = s;
+    m->mplan_gen++;         /* another program: the memory plan records again */
     x->issued = calloc((size_t)n + 1, 1);
     x->done = calloc((size_t)n + 1, 1);
     x->ev = calloc((size_t)n + 1, sizeof *x->ev);
@@ -107,6 +108,7 @@ void fsdp_exec_uninstall(strata_model_t *m)
     free_state(x);
     sched_destroy(x->sched);
     x->sched = NULL;
+    m->mplan_gen++;
 }
 
 /* ---- transfers -------------------------------------------------------------------------- */
@@ -249,6 +251,10 @@ static strata_status_t issue(strata_model_t *m, int id)
     /* cuda: the offload starts on the d2h stream after the compute that
      * made the save (its event), not after a host wait */
     if (SCHED_OP_D2H == o->kind) st = tiers_block_after(s->buf.h, m->ctx->compute_stream);
+    /* a restore's device space comes when its transfer is issued, a time
+     * that varies: the memory plan knows it by the op and micro-batch */
+    if (STRATA_TIER_DEVICE == dst)
+        tiers_block_plan_key(s->buf.h, MPLAN_KEY_ASYNC | (uint64_t)m->micro << 32 | (uint64_t)id);
     if (STRATA_OK == st) st = strata_block_move(s->buf.h, dst, 1, NULL, &ev);
     if (STRATA_OK != st) return st;
     base_nvtx_mark(sched_op_kind_name(o->kind));
@@ -342,6 +348,15 @@ static strata_status_t wait_op(strata_model_t *m, int id)
             /* nothing in flight: the room may be held by releases still
              * waiting for the compute stream; wait for the oldest */
             if (STRATA_OK != x->blocked && fsdp_dev_reclaim(m->ctx, 1)) continue;
+            /* the span the memory plan gives a restore is held by what
+             * the recording had freed by now: a collective running late,
+             * else nothing to wait for and the step leaves the plan */
+            strata_status_t cs;
+            if (STRATA_ERR_FRAGMENTED == x->blocked && fsdp_mplan_held(m, &cs)) {
+                if (STRATA_OK != cs) return cs;
+                x->blocked = STRATA_OK;
+                continue;
+            }
             if (STRATA_OK != x->blocked) return x->blocked;   /* the tiers' message stands */
             return base_error(m->ctx, STRATA_ERR_STATE, "activation schedule stuck: %s cannot "
                               "be issued and nothing is in flight",

@@ -50,6 +50,7 @@ static strata_status_t set_policy(strata_model_t *m, const char *text)
     snprintf(x->policy, sizeof x->policy, "%s", text ? text : "");
     x->pol = p;
     update_active(m);
+    m->mplan_gen++;
     return STRATA_OK;
 }
 

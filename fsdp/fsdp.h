@@ -76,6 +76,19 @@ void fsdp_mem_set_room(strata_model_t *m, fsdp_room_fn fn);   /* NULL: none */
 strata_status_t fsdp_buf_alloc_room(strata_model_t *m, strata_tag_t tag, size_t bytes,
                                     fsdp_buf_t *b);
 
+/* The static memory plan of the step (mem.c over tiers/mplan.c): begun
+ * when a step begins (placing when the program is the one recorded),
+ * ended after it (a recording is packed for the next step; a step in
+ * which the program changed is not kept), forgotten after a failed step. */
+void fsdp_mplan_step_begin(strata_model_t *m);
+void fsdp_mplan_step_end(strata_model_t *m);
+void fsdp_mplan_forget(strata_model_t *m);
+/* A planned span was found held, and nothing else could free it: wait for
+ * a collective in flight (its buffers go), else leave the plan for the
+ * rest of the step. 1: try again (*st_p a collective's failure); 0:
+ * nothing changed. */
+int  fsdp_mplan_held(strata_model_t *m, strata_status_t *st_p);
+
 /* Workspace kept for reuse. While the activation executor runs
  * (m->exec_active), a callback's workspace blocks are kept for the next
  * call instead of freed: a block that stays put cannot be lost to
@@ -225,6 +238,12 @@ struct strata_model {
     int                 sizing_over;        /* and some did */
     size_t              sizing_ws;          /* the most workspace one call of it held */
     long                frag_spills;        /* buffers a fragmented device sent to the host tier */
+    /* the static memory plan (tiers/mplan.c): the program it was recorded
+     * for, bumped whenever the step program or its plan changes */
+    unsigned            mplan_gen, mplan_seen;
+    int                 mplan_nmicro;
+    int                 mplan_placing;      /* this step places by the plan */
+    long                mplan_left;         /* steps that left it (warned once) */
     fsdp_buf_t          ws_cache[FSDP_WS_CACHE];
     int                 nws_cache;
     /* checkpoints (ckpt.c): the save written in the background, if any */
@@ -284,6 +303,9 @@ void fsdp_gather_release(strata_unit_t *u);
 /* Complete every all-gather still in flight (cuda: those the compute
  * stream was ordered after); the first error. */
 strata_status_t fsdp_gather_settle(strata_model_t *m);
+/* Wait for one collective in flight to complete (its buffers are then
+ * freed): 1 when there was one (*st_p its status), else 0. */
+int fsdp_progress_settle(strata_model_t *m, strata_status_t *st_p);
 /* Start the reduction of unit u's gradient (last micro-batch). */
 strata_status_t fsdp_reduce_start(strata_model_t *m, strata_unit_t *u);
 /* Hybrid sharding: wait for u's reduce-scatter and start its allreduce

@@ -23,8 +23,20 @@
 
 #define GUARD_BYTE 0xA5
 
-strata_status_t fsdp_mem_alloc(strata_context_t *ctx, strata_tier_t tier, strata_tag_t tag,
-                               size_t bytes, void **ptr_p, fsdp_mem_t **h_p)
+/* A busy span of the memory plan (its previous occupant not yet freed)
+ * that nothing could free: the rest of the step leaves the plan, and the
+ * allocation is tried once more the way it was before plans. */
+static strata_status_t leave_plan(strata_context_t *ctx, strata_tier_t tier, strata_tag_t tag,
+                                  size_t bytes, strata_block_t **blk_p)
+{
+    if (STRATA_TIER_DEVICE != tier || !tiers_plan_abandon(ctx, strata_last_error(ctx)))
+        return STRATA_ERR_FRAGMENTED;
+    base_clear_error(ctx);
+    return strata_block_alloc(ctx, tier, bytes, tag, blk_p);
+}
+
+static strata_status_t mem_alloc(strata_context_t *ctx, strata_tier_t tier, strata_tag_t tag,
+                                 size_t bytes, int may_leave_plan, void **ptr_p, fsdp_mem_t **h_p)
 {
     if ((int)tier < 0 || tier > STRATA_TIER_PINNED_HOST)
         return base_error(ctx, STRATA_ERR_INVALID, "fsdp_mem_alloc: tier %d is not a memory tier",
@@ -36,10 +48,18 @@ strata_status_t fsdp_mem_alloc(strata_context_t *ctx, strata_tier_t tier, strata
     while ((STRATA_ERR_TIER_FULL == st || STRATA_ERR_FRAGMENTED == st) && fsdp_dev_on(ctx) &&
            fsdp_dev_reclaim(ctx, 1))
         st = strata_block_alloc(ctx, tier, bytes ? bytes : 1, tag, &blk);
+    if (STRATA_ERR_FRAGMENTED == st && may_leave_plan)
+        st = leave_plan(ctx, tier, tag, bytes ? bytes : 1, &blk);
     if (STRATA_OK != st) return st;
     *ptr_p = strata_block_ptr(blk, tier);
     *h_p = blk;
     return STRATA_OK;
+}
+
+strata_status_t fsdp_mem_alloc(strata_context_t *ctx, strata_tier_t tier, strata_tag_t tag,
+                               size_t bytes, void **ptr_p, fsdp_mem_t **h_p)
+{
+    return mem_alloc(ctx, tier, tag, bytes, 1, ptr_p, h_p);
 }
 
 void fsdp_mem_free(fsdp_mem_t *h)
@@ -72,15 +92,15 @@ void fsdp_mem_stats(strata_context_t *ctx, fsdp_mem_stats_t *st)
 
 /* ---- runtime buffers and their guards ---------------------------------------------- */
 
-strata_status_t fsdp_buf_alloc(strata_context_t *ctx, strata_tier_t tier, strata_tag_t tag,
-                               size_t bytes, int zero, fsdp_buf_t *b)
+static strata_status_t buf_alloc(strata_context_t *ctx, strata_tier_t tier, strata_tag_t tag,
+                                 size_t bytes, int zero, int may_leave_plan, fsdp_buf_t *b)
 {
     void *p = NULL;
     fsdp_mem_t *h = NULL;
     size_t total;
     if (strata_add_size(bytes, FSDP_GUARD, &total))
         return base_error(ctx, STRATA_ERR_OVERFLOW, "buffer of %zu bytes overflows", bytes);
-    strata_status_t st = fsdp_mem_alloc(ctx, tier, tag, total, &p, &h);
+    strata_status_t st = mem_alloc(ctx, tier, tag, total, may_leave_plan, &p, &h);
     if (STRATA_OK != st) return st;
     b->ptr = p;
     b->bytes = bytes;
@@ -89,6 +109,12 @@ strata_status_t fsdp_buf_alloc(strata_context_t *ctx, strata_tier_t tier, strata
     if (STRATA_OK == st) st = fsdp_dev_fill(ctx, (char *)p + bytes, GUARD_BYTE, FSDP_GUARD);
     if (STRATA_OK != st) fsdp_buf_free(b);
     return st;
+}
+
+strata_status_t fsdp_buf_alloc(strata_context_t *ctx, strata_tier_t tier, strata_tag_t tag,
+                               size_t bytes, int zero, fsdp_buf_t *b)
+{
+    return buf_alloc(ctx, tier, tag, bytes, zero, 1, b);
 }
 
 void fsdp_buf_free(fsdp_buf_t *b)
@@ -146,8 +172,21 @@ strata_status_t fsdp_buf_alloc_room(strata_model_t *m, strata_tag_t tag, size_t 
                                     fsdp_buf_t *b)
 {
     for (;;) {
-        strata_status_t st = fsdp_buf_alloc(m->ctx, STRATA_TIER_DEVICE, tag, bytes, 0, b);
+        strata_status_t st = buf_alloc(m->ctx, STRATA_TIER_DEVICE, tag, bytes, 0, 0, b);
         if (STRATA_ERR_TIER_FULL != st && STRATA_ERR_FRAGMENTED != st) return st;
+        /* placing by the plan, the span is held by what the recording had
+         * freed by now (an offload or a collective running late): wait
+         * for the transfers, and only then leave the plan; the kept
+         * workspace stays, as dropping it would change what the step
+         * allocates next */
+        if (m->mplan_placing && STRATA_ERR_FRAGMENTED == st) {
+            if (m->room && m->room(m)) continue;
+            strata_status_t cs;
+            if (fsdp_mplan_held(m, &cs)) {
+                if (STRATA_OK != cs) return cs;
+                continue;
+            }
+        }
         /* the kept workspace goes first: freeing it costs no wait */
         if (fsdp_ws_cache_drop(m) || (m->room && m->room(m))) continue;
         if (!m->sizing) return frag_to_host(m, st, tag, bytes, b);
@@ -207,4 +246,54 @@ void fsdp_ws_give(strata_model_t *m, fsdp_buf_t *b)
         return;
     }
     fsdp_buf_free(b);
+}
+
+/* ---- the static memory plan of the step ------------------------------------------------ */
+
+void fsdp_mplan_step_begin(strata_model_t *m)
+{
+    /* a plan recorded for another program, or another number of
+     * micro-batches, has nothing to place */
+    if (m->mplan_seen != m->mplan_gen || m->mplan_nmicro != m->n_micro) tiers_plan_forget(m->ctx);
+    m->mplan_seen = m->mplan_gen;
+    m->mplan_nmicro = m->n_micro;
+    m->mplan_placing = 0;
+    if (m->ctx->cfg.mem_plan) tiers_plan_step_begin(m->ctx, &m->mplan_placing);
+}
+
+void fsdp_mplan_step_end(strata_model_t *m)
+{
+    tiers_plan_step_end(m->ctx);
+    /* the program changed inside the step (step 1's sizing pass and plan,
+     * a replan on measured costs): its record is of no one program */
+    if (m->mplan_seen != m->mplan_gen) tiers_plan_forget(m->ctx);
+    tiers_plan_stats_t ps;
+    tiers_plan_stats(m->ctx, &ps);
+    m->stats.mem_planned = m->mplan_placing && !ps.why[0];
+    m->stats.mem_plan_buffers = ps.buffers;
+    m->stats.mem_plan_bytes = ps.extent;
+    m->stats.mem_plan_waits = ps.waits;
+    strata_debug(m->ctx, "memory plan after step %d: %s, %zu buffers in %zu bytes (live peak "
+                 "%zu), placed %zu, unplanned %zu, waits %zu%s%s", m->step_count,
+                 m->mplan_placing ? "placed" : "recorded", ps.buffers, ps.extent, ps.live_peak,
+                 ps.placed, ps.unplanned, ps.waits, ps.why[0] ? ": " : "", ps.why);
+    if (m->mplan_placing && ps.why[0] && 0 == m->mplan_left++)
+        strata_warn(m->ctx, "memory plan: step %d left the plan: %s (it records the plan again; "
+                    "the device budget still holds)", m->step_count, ps.why);
+    m->mplan_placing = 0;
+}
+
+int fsdp_mplan_held(strata_model_t *m, strata_status_t *st_p)
+{
+    *st_p = STRATA_OK;
+    if (fsdp_progress_settle(m, st_p)) return 1;
+    if (!tiers_plan_abandon(m->ctx, strata_last_error(m->ctx))) return 0;
+    base_clear_error(m->ctx);
+    return 1;
+}
+
+void fsdp_mplan_forget(strata_model_t *m)
+{
+    tiers_plan_forget(m->ctx);
+    m->mplan_placing = 0;
 }

@@ -432,6 +432,27 @@ void fsdp_drain(strata_model_t *m)
     pthread_mutex_unlock(&m->lock);
 }
 
+int fsdp_progress_settle(strata_model_t *m, strata_status_t *st_p)
+{
+    /* every collective in flight was started by every rank at the same
+     * point of the program, so waiting for one cannot wait on this rank */
+    int done = 0;
+    *st_p = STRATA_OK;
+    pthread_mutex_lock(&m->lock);
+    for (int i = 0; i < m->nunits && !done; i++) {
+        strata_unit_t *u = m->units[i];
+        if (GRAD_RS == u->rstate || GRAD_AR == u->rstate) {
+            *st_p = grad_advance(m, u, 1);
+            done = 1;
+        } else if (u->greq) {
+            *st_p = gather_advance(m, u, 1);
+            done = 1;
+        }
+    }
+    pthread_mutex_unlock(&m->lock);
+    return done;
+}
+
 strata_status_t fsdp_gather_settle(strata_model_t *m)
 {
     strata_status_t st = STRATA_OK;

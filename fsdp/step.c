@@ -49,6 +49,7 @@ static void abort_step(strata_model_t *m)
 {
     fsdp_drain(m);
     fsdp_exec_abort(m);
+    fsdp_mplan_forget(m);
     for (int i = 0; i <= m->nunits; i++) {
         fsdp_buf_free(&m->acts[i]);
         fsdp_buf_free(&m->gacts[i]);
@@ -172,8 +173,12 @@ strata_status_t strata_model_step_begin(strata_model_t *m, int n_micro)
     m->strag.blocked_step0 = m->ctx->comm_blocked_s;
     comm_rec_where(m->ctx, m->step_count + 1, -1);
     for (int i = 0; i < m->nunits; i++) m->units[i]->rstate = GRAD_IDLE;
+    fsdp_mplan_step_begin(m);
     st = fsdp_exec_step_begin(m);
-    if (STRATA_OK != st) m->phase = PHASE_IDLE;
+    if (STRATA_OK != st) {
+        fsdp_mplan_forget(m);
+        m->phase = PHASE_IDLE;
+    }
     return st;
 }
 
@@ -452,7 +457,9 @@ strata_status_t strata_model_step_end(strata_model_t *m)
     m->stats.compute_s = m->compute_s;
     m->stats.exposed_comm_s = m->exposed_s;
     m->stats.optim_s = m->optim_s;
+    fsdp_ws_cache_drop(m);   /* a step begins with nothing of the last one on the device */
     st = fsdp_exec_step_end(m);
+    fsdp_mplan_step_end(m);
     if (STRATA_OK == st) st = fsdp_straggler_step(m);
     return st;
 fail:

@@ -23,6 +23,7 @@ struct arena_span {
     size_t        size;
     int           free;
     strata_tag_t  tag;
+    size_t        slot;      /* the memory plan's record + 1 (recording), or 0 */
 };
 
 /* ---- accounting --------------------------------------------------------- */
@@ -227,9 +228,131 @@ strata_status_t arena_alloc(arena_t *a, const char *tier_name, size_t bytes,
     }
     best->free = 0;
     best->tag = tag;
+    best->slot = 0;
     tier_acct_add(&a->acct, tag, need);
     *off_p = best->off;
     *span_p = best;
+    return STRATA_OK;
+}
+
+int arena_find_free(const arena_t *a, size_t bytes, size_t *off_p)
+{
+    const arena_span_t *best = NULL;
+    for (const arena_span_t *s = a->first; s; s = s->next)
+        if (s->free && s->size >= bytes && (!best || s->size < best->size)) best = s;
+    if (!best) return -1;
+    *off_p = best->off;
+    return 0;
+}
+
+/* "a" or "an" before a tag's name */
+static const char *article(const char *word)
+{
+    return word[0] && strchr("aeiou", word[0]) ? "an" : "a";
+}
+
+/* Split free span s so that [off, off + need) is a span of its own;
+ * returns it, or NULL out of memory. */
+static arena_span_t *carve(arena_t *a, arena_span_t *s, size_t off, size_t need)
+{
+    arena_span_t *before = NULL, *after = NULL;
+    if (off > s->off && !(before = calloc(1, sizeof *before))) return NULL;
+    if (off + need < s->off + s->size && !(after = calloc(1, sizeof *after))) {
+        free(before);
+        return NULL;
+    }
+    if (before) {
+        before->free = 1;
+        before->off = s->off;
+        before->size = off - s->off;
+        before->prev = s->prev;
+        before->next = s;
+        if (s->prev) s->prev->next = before;
+        else a->first = before;
+        s->prev = before;
+        a->nspans++;
+    }
+    if (after) {
+        after->free = 1;
+        after->off = off + need;
+        after->size = s->off + s->size - after->off;
+        after->prev = s;
+        after->next = s->next;
+        if (s->next) s->next->prev = after;
+        s->next = after;
+        a->nspans++;
+    }
+    s->off = off;
+    s->size = need;
+    return s;
+}
+
+/* The span planned at off for need bytes, if all of it is free. */
+static strata_status_t alloc_at(arena_t *a, const char *tier_name, size_t off, size_t need,
+                                strata_tag_t tag, arena_span_t **span_p, char *msg, size_t msglen)
+{
+    arena_span_t *s = a->first;
+    while (s && s->off + s->size <= off) s = s->next;
+    if (!s || !s->free || off + need > s->off + s->size) {
+        char s1[32], s2[32], by[96] = "";
+        const arena_span_t *held = s && !s->free ? s : s ? s->next : NULL;
+        if (held)
+            snprintf(by, sizeof by, " by %s %s buffer of %s",
+                     article(strata_tag_name(held->tag)), strata_tag_name(held->tag),
+                     strata_format_size(held->size, s2, sizeof s2));
+        snprintf(msg, msglen, "%s tier: the span the memory plan gives this %s buffer (%s at "
+                 "offset %zu) is still held%s", tier_name, strata_tag_name(tag),
+                 strata_format_size(need, s1, sizeof s1), off, by);
+        return STRATA_ERR_FRAGMENTED;
+    }
+    if (!carve(a, s, off, need)) {
+        snprintf(msg, msglen, "%s tier: out of host memory for allocator bookkeeping", tier_name);
+        return STRATA_ERR_NOMEM;
+    }
+    s->free = 0;
+    s->tag = tag;
+    s->slot = 0;
+    tier_acct_add(&a->acct, tag, need);
+    *span_p = s;
+    return STRATA_OK;
+}
+
+strata_status_t arena_alloc_keyed(arena_t *a, const char *tier_name, size_t bytes,
+                                  strata_tag_t tag, uint64_t key, size_t *off_p,
+                                  arena_span_t **span_p, char *msg, size_t msglen)
+{
+    mplan_t *p = a->plan;
+    size_t need;
+    if (!p || MPLAN_OFF == p->mode || tiers_round(bytes, &need) || 0 == need)
+        return arena_alloc(a, tier_name, bytes, tag, off_p, span_p, msg, msglen);
+    uint64_t k = key ? key : p->clock + 1;
+    if (MPLAN_RECORD == p->mode) {
+        strata_status_t st = arena_alloc(a, tier_name, bytes, tag, off_p, span_p, msg, msglen);
+        if (STRATA_OK != st) return st;
+        if (!key) p->clock++;
+        size_t slot;
+        if (0 == mplan_note_alloc(p, k, tag, need, &slot)) (*span_p)->slot = slot;
+        return st;
+    }
+    const mplan_buf_t *b = mplan_find(p, k);
+    if (!b || b->tag != tag || b->size != need) {
+        if (!key) {   /* the program went another way: the rest of the step as before */
+            char why[200], s1[32];
+            snprintf(why, sizeof why, "allocation %llu of the step (%s %s of %s) is not the "
+                     "recorded one", (unsigned long long)k, article(strata_tag_name(tag)),
+                     strata_tag_name(tag),
+                     strata_format_size(need, s1, sizeof s1));
+            mplan_abandon(p, why);
+        }
+        p->unplanned++;
+        return arena_alloc(a, tier_name, bytes, tag, off_p, span_p, msg, msglen);
+    }
+    strata_status_t st = alloc_at(a, tier_name, p->base + b->off, need, tag, span_p, msg, msglen);
+    if (STRATA_ERR_FRAGMENTED == st) p->waits++;
+    if (STRATA_OK != st) return st;
+    if (!key) p->clock++;
+    p->placed++;
+    *off_p = p->base + b->off;
     return STRATA_OK;
 }
 
@@ -246,6 +369,8 @@ static void merge_next(arena_t *a, arena_span_t *s)
 void arena_free(arena_t *a, arena_span_t *s)
 {
     if (!s || &zero_span == s) return;
+    if (a->plan && MPLAN_RECORD == a->plan->mode) mplan_note_free(a->plan, s->slot);
+    s->slot = 0;
     tier_acct_sub(&a->acct, s->tag, s->size);
     s->free = 1;
     if (s->next && s->next->free) merge_next(a, s);

@@ -42,8 +42,9 @@ static strata_status_t take_space(strata_block_t *blk, strata_tier_t tier)
         s->ptr = NULL;
     } else {
         size_t off;
-        st = arena_alloc(&ts->arena[tier], strata_tier_name(tier), blk->bytes, blk->tag,
-                         &off, &s->span, msg, sizeof msg);
+        st = arena_alloc_keyed(&ts->arena[tier], strata_tier_name(tier), blk->bytes, blk->tag,
+                               blk->plan_key, &off, &s->span, msg, sizeof msg);
+        if (STRATA_OK == st) blk->plan_key = 0;
         if (STRATA_OK != st) return base_error(ts->ctx, st, "%s", msg);
         s->ptr = blk->bytes ? (char *)ts->base[tier] + off : zero_block;
     }

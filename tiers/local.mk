@@ -4,6 +4,7 @@ libstrata_core_la_SOURCES += \
     tiers/tiers.h \
     tiers/spill.h \
     tiers/arena.c \
+    tiers/mplan.c \
     tiers/tiers.c \
     tiers/block.c \
     tiers/engine.c \

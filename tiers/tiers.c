@@ -183,6 +183,7 @@ void tiers_cleanup(strata_context_t *ctx)
         arena_cleanup(&ts->arena[t]);
         ts->be->region_destroy(ts, (strata_tier_t)t, ts->base[t], ts->capacity[t]);
     }
+    mplan_clear(&ts->mplan);
     pthread_mutex_destroy(&ts->lock);
     pthread_cond_destroy(&ts->cond);
     free(ts);
@@ -260,5 +261,96 @@ void strata_tiers_reset_peaks(strata_context_t *ctx)
     tier_acct_reset_peaks(&ts->arena[0].acct);
     tier_acct_reset_peaks(&ts->arena[1].acct);
     tier_acct_reset_peaks(&ts->storage_acct);
+    tiers_unlock(ts);
+}
+
+/* ---- the step's memory plan ----------------------------------------------------------- */
+
+void tiers_plan_step_begin(strata_context_t *ctx, int *placing_p)
+{
+    *placing_p = 0;
+    if (!ctx || !ctx->tiers) return;
+    tiers_state_t *ts = ctx->tiers;
+    mplan_t *p = &ts->mplan;
+    pthread_mutex_lock(&ts->lock);
+    ts->arena[STRATA_TIER_DEVICE].plan = p;
+    p->clock = p->ev = 0;
+    p->placed = p->unplanned = p->waits = 0;
+    p->broken = 0;
+    p->why[0] = 0;
+    if (p->packed && 0 == arena_find_free(&ts->arena[STRATA_TIER_DEVICE], p->extent, &p->base)) {
+        p->mode = MPLAN_PLACE;
+        *placing_p = 1;
+    } else {
+        if (p->packed) {
+            char s1[32];
+            snprintf(p->why, sizeof p->why, "no free span of the device tier holds the plan's "
+                     "%s", strata_format_size(p->extent, s1, sizeof s1));
+        }
+        p->packed = 0;
+        p->n = 0;
+        p->mode = MPLAN_RECORD;
+    }
+    tiers_unlock(ts);
+}
+
+void tiers_plan_step_end(strata_context_t *ctx)
+{
+    if (!ctx || !ctx->tiers) return;
+    tiers_state_t *ts = ctx->tiers;
+    mplan_t *p = &ts->mplan;
+    pthread_mutex_lock(&ts->lock);
+    if (MPLAN_RECORD == p->mode) mplan_finish(p);
+    else if (p->broken) p->packed = 0;   /* record again */
+    p->mode = MPLAN_OFF;
+    tiers_unlock(ts);
+}
+
+void tiers_plan_forget(strata_context_t *ctx)
+{
+    if (!ctx || !ctx->tiers) return;
+    tiers_state_t *ts = ctx->tiers;
+    pthread_mutex_lock(&ts->lock);
+    ts->mplan.mode = MPLAN_OFF;
+    ts->mplan.packed = 0;
+    ts->mplan.n = 0;
+    tiers_unlock(ts);
+}
+
+int tiers_plan_abandon(strata_context_t *ctx, const char *why)
+{
+    if (!ctx || !ctx->tiers) return 0;
+    tiers_state_t *ts = ctx->tiers;
+    pthread_mutex_lock(&ts->lock);
+    int placing = MPLAN_PLACE == ts->mplan.mode;
+    if (placing) mplan_abandon(&ts->mplan, why);
+    tiers_unlock(ts);
+    return placing;
+}
+
+void tiers_block_plan_key(strata_block_t *blk, uint64_t key)
+{
+    if (!blk) return;
+    pthread_mutex_lock(&blk->ts->lock);
+    blk->plan_key = key;
+    tiers_unlock(blk->ts);
+}
+
+void tiers_plan_stats(const strata_context_t *ctx, tiers_plan_stats_t *st)
+{
+    memset(st, 0, sizeof *st);
+    if (!ctx || !ctx->tiers) return;
+    tiers_state_t *ts = ctx->tiers;
+    const mplan_t *p = &ts->mplan;
+    pthread_mutex_lock(&ts->lock);
+    st->mode = (int)p->mode;
+    st->packed = p->packed;
+    st->buffers = p->packed ? p->n : 0;
+    st->extent = p->packed ? p->extent : 0;
+    st->live_peak = p->packed ? p->live_peak : 0;
+    st->placed = p->placed;
+    st->unplanned = p->unplanned;
+    st->waits = p->waits;
+    snprintf(st->why, sizeof st->why, "%s", p->why);
     tiers_unlock(ts);
 }

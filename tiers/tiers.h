@@ -64,11 +64,13 @@ const char *tiers_limit_why(const strata_context_t *ctx, strata_tier_t tier);
 /* Best fit over an address-ordered list of spans; a freed span merges with
  * free neighbours at once, so free space is always maximal runs. */
 typedef struct arena_span arena_span_t;
+typedef struct mplan mplan_t;
 typedef struct {
     size_t        capacity;      /* multiple of TIERS_ALIGN */
     arena_span_t *first;         /* address order */
     size_t        nspans;
     tier_acct_t   acct;          /* budget = capacity */
+    mplan_t      *plan;          /* the step's memory plan, or NULL */
 } arena_t;
 
 int    arena_init(arena_t *a, size_t capacity);    /* -1 on malloc failure */
@@ -83,12 +85,89 @@ void   arena_cleanup(arena_t *a);
 strata_status_t arena_alloc(arena_t *a, const char *tier_name, size_t bytes,
                             strata_tag_t tag, size_t *off_p, arena_span_t **span_p,
                             char *msg, size_t msglen);
+/* The same with the memory plan's key (see mplan_t; 0 = program order):
+ * recorded, or put at its planned offset. */
+strata_status_t arena_alloc_keyed(arena_t *a, const char *tier_name, size_t bytes,
+                                  strata_tag_t tag, uint64_t key, size_t *off_p,
+                                  arena_span_t **span_p, char *msg, size_t msglen);
+/* The free span of at least bytes with the least room to spare: 0 and its
+ * offset, or -1. */
+int    arena_find_free(const arena_t *a, size_t bytes, size_t *off_p);
 void   arena_free(arena_t *a, arena_span_t *span);
 size_t arena_largest_free(const arena_t *a);
 size_t arena_total_free(const arena_t *a);
 /* Check the invariants (ordering, no overlap, no two adjacent free spans,
  * sums match the accounting); 0 when they hold. For tests. */
 int    arena_check(const arena_t *a);
+
+/* ---- the static memory plan of a step (mplan.c; pure) ------------------- */
+
+/*
+ * The step program is static, so the device buffers of one step come in
+ * the same order, with the same sizes, every step. A RECORD step notes
+ * each allocation of the arena (its key, tag, size) and the events between
+ * which it lived; the packing then gives every buffer an offset such that
+ * no two buffers alive at once overlap (greedy by size, best-fit gap), and
+ * a PLACE step puts each buffer at its offset from a base chosen at the
+ * step's start, so nothing is searched for and nothing fragments.
+ *
+ * Keys: 0 asks for the next key in program order (1, 2, ...); a restore
+ * into the arena, whose time depends on transfers, passes its own key
+ * (MPLAN_KEY_ASYNC | ...), the same every step. A buffer whose planned
+ * span is still held (its previous occupant freed later than in the
+ * recording) is refused with STRATA_ERR_FRAGMENTED until the caller has
+ * waited for that occupant, or gives the step up (mplan_abandon): the
+ * rest of that step is allocated as before, and the next step records.
+ */
+#define MPLAN_KEY_ASYNC (1ull << 63)
+
+typedef struct {
+    uint64_t     key;
+    strata_tag_t tag;
+    size_t       size;            /* rounded */
+    uint64_t     start, end;      /* alive from event start until event end */
+    size_t       off;             /* the packing's offset */
+} mplan_buf_t;
+
+typedef enum { MPLAN_OFF = 0, MPLAN_RECORD, MPLAN_PLACE } mplan_mode_t;
+
+typedef struct mplan {
+    mplan_mode_t mode;
+    mplan_buf_t *buf;             /* recorded; packed: sorted by key */
+    size_t       n, cap;
+    uint64_t     clock;           /* program-order allocations this step */
+    uint64_t     ev;              /* events (allocations, frees) this step */
+    int          packed;          /* buf holds a packing to place */
+    int          broken;          /* this step went off the recording: record again */
+    size_t       extent;          /* bytes the packing spans */
+    size_t       live_peak;       /* most bytes alive at once in the recording */
+    size_t       base;            /* the packing's place in the arena this step */
+    size_t       placed;          /* buffers put at their offset this step */
+    size_t       unplanned;       /* allocations of this step outside the plan */
+    size_t       waits;           /* planned spans found still held (this step) */
+    char         why[256];        /* why the last step left the plan, or "" */
+} mplan_t;
+
+/* Give every buffer an offset (greedy by size, best-fit gap); returns the
+ * extent (0 for none), or (size_t)-1 when out of memory. */
+size_t mplan_pack(mplan_buf_t *buf, size_t n);
+/* 0 when no two buffers alive at once overlap; else the first clash's
+ * index + 1 (for tests). */
+size_t mplan_check(const mplan_buf_t *buf, size_t n);
+/* The most bytes alive at once. */
+size_t mplan_live_peak(const mplan_buf_t *buf, size_t n);
+/* Recording: a buffer allocated / freed (slot is the index + 1 of the
+ * record, kept on the span). 0, or -1 out of memory (the plan breaks). */
+int  mplan_note_alloc(mplan_t *p, uint64_t key, strata_tag_t tag, size_t size, size_t *slot_p);
+void mplan_note_free(mplan_t *p, size_t slot);
+/* End of a recorded step: buffers never freed live to its end; pack and
+ * sort by key. 0, or -1 (nothing to place next step). */
+int  mplan_finish(mplan_t *p);
+/* The record of key in a packed plan, or NULL. */
+const mplan_buf_t *mplan_find(const mplan_t *p, uint64_t key);
+/* Leave the plan for the rest of this step; the next step records. */
+void mplan_abandon(mplan_t *p, const char *why);
+void mplan_clear(mplan_t *p);
 
 /* Storage budget check with the same wording as the arenas. */
 strata_status_t tier_acct_reserve(tier_acct_t *a, const char *tier_name, size_t bytes,
@@ -156,6 +235,29 @@ extern const tiers_backend_t tiers_cuda_backend;
 strata_status_t tiers_block_after(strata_block_t *blk, void *stream);
 
 #endif
+
+/* ---- the step's memory plan (tiers.c; see mplan_t) --------------------- */
+
+/* A step begins: place by the packing when there is one and a free span
+ * of the arena holds it, else record. *placing_p: 1 when placing. */
+void tiers_plan_step_begin(strata_context_t *ctx, int *placing_p);
+/* The step ended: a recording is packed for the next step. */
+void tiers_plan_step_end(strata_context_t *ctx);
+/* The step program changed (or the step failed): nothing to place, and
+ * the next step records. */
+void tiers_plan_forget(strata_context_t *ctx);
+/* Leave the plan for the rest of this step (a planned span stays held by
+ * what could not be waited for); 1 when it was placing. */
+int  tiers_plan_abandon(strata_context_t *ctx, const char *why);
+/* The key of blk's next device space (a restore whose time varies). */
+void tiers_block_plan_key(strata_block_t *blk, uint64_t key);
+typedef struct {
+    int    mode;                  /* mplan_mode_t of the step now (or last) */
+    int    packed;
+    size_t buffers, extent, live_peak, placed, unplanned, waits;
+    char   why[256];
+} tiers_plan_stats_t;
+void tiers_plan_stats(const strata_context_t *ctx, tiers_plan_stats_t *st);
 
 /* ---- events, ops, engines ---------------------------------------------- */
 
@@ -239,6 +341,7 @@ struct strata_block {
     tiers_slot_t    slot[STRATA_TIER_COUNT];
     strata_event_t *last_ev;          /* the block's latest queued op */
     void           *after;            /* mark the next queued op takes (tiers_block_after) */
+    uint64_t        plan_key;         /* the memory plan's key of its next device space */
     int             pending;          /* queued ops not yet completed */
     int             failed;           /* an op of the current chain failed */
 };
@@ -265,6 +368,7 @@ typedef struct tiers_state {
     void                   *base[2];
     size_t                  capacity[2];
     arena_t                 arena[2];
+    mplan_t                 mplan;             /* the device arena's step plan */
     int                     pinned_locked;
     char                    host_why[320];     /* what lowered the host budget, or "" */
     char                    storage_why[320];  /* the same for storage */

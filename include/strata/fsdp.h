@@ -263,6 +263,16 @@ typedef struct strata_model_stats {
     double  predicted_step_s;   /* the plan's predicted step time (0 without a plan) */
     double  ckpt_wait_s;        /* of the last step, time its optimizer waited for a save in
                                  * the background (ckpt_async) to copy a unit's state */
+    /* the static memory plan: the device buffers of a step laid out at
+     * offsets fixed when it was made (the first step of a program records
+     * them, the next ones place them), so nothing is searched for and
+     * nothing fragments */
+    int     mem_planned;        /* 1: the last step placed its device buffers by the plan */
+    int     mem_plan_pad;
+    size_t  mem_plan_buffers;   /* buffers the plan lays out */
+    size_t  mem_plan_bytes;     /* the device span it lays them in */
+    size_t  mem_plan_waits;     /* of the last step, buffers that found their span still held
+                                 * by the previous occupant and waited for it */
 } strata_model_stats_t;
 /* The initialiser: the program's size, every field 0. */
 #define STRATA_MODEL_STATS_INIT { .size = sizeof(strata_model_stats_t) }
