@@ -51,6 +51,11 @@
  *                    of optimizer step STEP (1-based), as a dead node would
  *                    (fsdp/step.c; t/strata-run.t, which arms it on the
  *                    first run only)
+ *   mplan_hold@STEP  at optimizer step STEP (1-based), when it places by
+ *                    the memory plan, 256 bytes at the base of the plan's
+ *                    span are held to the step's end, as a buffer freed
+ *                    later than recorded would be: the step leaves the
+ *                    plan (tiers/tiers.c; t/gpt-train-memplan.t)
  *   stale_reload@N   the Nth save an activation schedule brings back to the
  *                    device arrives stale (its first bytes not the ones
  *                    that left), as a reload read before its copy landed

@@ -117,11 +117,22 @@ strata_status_t fsdp_buf_alloc(strata_context_t *ctx, strata_tier_t tier, strata
     return buf_alloc(ctx, tier, tag, bytes, zero, 1, b);
 }
 
+/* Whether freeing b waits for the compute stream (cuda): any buffer whose
+ * pointer was handed out, on either memory tier, as kernels may still use
+ * a host buffer that stood in for a device one (frag_to_host, the sizing
+ * pass). */
+static int stream_freed(const fsdp_buf_t *b, strata_context_t **ctx_p)
+{
+    strata_context_t *ctx = b->h ? b->h->ts->ctx : NULL;
+    *ctx_p = ctx;
+    return fsdp_dev_on(ctx) && b->ptr;
+}
+
 void fsdp_buf_free(fsdp_buf_t *b)
 {
     if (!b) return;
     strata_context_t *ctx;
-    if (on_device(b, &ctx)) fsdp_dev_free_later(ctx, b->h);
+    if (stream_freed(b, &ctx)) fsdp_dev_free_later(ctx, b->h);
     else fsdp_mem_free(b->h);
     b->ptr = NULL;
     b->h = NULL;
@@ -145,16 +156,16 @@ void fsdp_mem_set_room(strata_model_t *m, fsdp_room_fn fn)
 }
 
 /* Nothing can free device memory and the tier said st. Fragmented (the
- * bytes are free, in pieces) on the host backend: the buffer goes to the
- * pinned-host tier, where a callback reads and writes it the same, so a
+ * bytes are free, in pieces): the buffer goes to the pinned-host tier,
+ * where a callback reads and writes it the same (on cuda the pinned tier
+ * is device-addressable, and the buffer is freed in stream order), so a
  * plan the admission let in does not fail inside a step for want of one
- * span. Not on the cuda backend: a host block there is freed without
- * waiting for the compute stream (mem.c frees only device blocks in stream
- * order), so its error stands. */
+ * span. This is the path of a step that records the memory plan; a step
+ * that places by it does not fragment. */
 static strata_status_t frag_to_host(strata_model_t *m, strata_status_t st, strata_tag_t tag,
                                     size_t bytes, fsdp_buf_t *b)
 {
-    if (STRATA_ERR_FRAGMENTED != st || fsdp_dev_on(m->ctx)) return st;
+    if (STRATA_ERR_FRAGMENTED != st) return st;
     char dev[512];
     snprintf(dev, sizeof dev, "%s", strata_last_error(m->ctx));
     base_clear_error(m->ctx);
@@ -258,7 +269,7 @@ void fsdp_mplan_step_begin(strata_model_t *m)
     m->mplan_seen = m->mplan_gen;
     m->mplan_nmicro = m->n_micro;
     m->mplan_placing = 0;
-    if (m->ctx->cfg.mem_plan) tiers_plan_step_begin(m->ctx, &m->mplan_placing);
+    if (m->ctx->cfg.mem_plan) tiers_plan_step_begin(m->ctx, m->step_count + 1, &m->mplan_placing);
 }
 
 void fsdp_mplan_step_end(strata_model_t *m)
@@ -277,9 +288,19 @@ void fsdp_mplan_step_end(strata_model_t *m)
                  "%zu), placed %zu, unplanned %zu, waits %zu%s%s", m->step_count,
                  m->mplan_placing ? "placed" : "recorded", ps.buffers, ps.extent, ps.live_peak,
                  ps.placed, ps.unplanned, ps.waits, ps.why[0] ? ": " : "", ps.why);
+    /* benign (the budget holds, the step went on), and often one rank's
+     * timing: a warning once from rank 0, the others' at info level */
     if (m->mplan_placing && ps.why[0] && 0 == m->mplan_left++)
-        strata_warn(m->ctx, "memory plan: step %d left the plan: %s (it records the plan again; "
-                    "the device budget still holds)", m->step_count, ps.why);
+        strata_log(m->ctx, 0 == m->ctx->rank ? STRATA_LOG_WARN : STRATA_LOG_INFO,
+                   "memory plan: step %d left the plan: %s (the next step records it again; the "
+                   "device budget still holds)", m->step_count, ps.why);
+    if (!m->mplan_placing && ps.packed && 0 == m->ctx->rank) {
+        char s1[32], s2[32];
+        strata_info(m->ctx, "memory plan: the step's %zu device buffers at fixed offsets in %s "
+                    "(the most alive at once: %s), placed from the next step", ps.buffers,
+                    strata_format_size(ps.extent, s1, sizeof s1),
+                    strata_format_size(ps.live_peak, s2, sizeof s2));
+    }
     m->mplan_placing = 0;
 }
 

@@ -287,8 +287,7 @@ static arena_span_t *carve(arena_t *a, arena_span_t *s, size_t off, size_t need)
     return s;
 }
 
-/* The span planned at off for need bytes, if all of it is free. */
-static strata_status_t alloc_at(arena_t *a, const char *tier_name, size_t off, size_t need,
+strata_status_t arena_alloc_at(arena_t *a, const char *tier_name, size_t off, size_t need,
                                 strata_tag_t tag, arena_span_t **span_p, char *msg, size_t msglen)
 {
     arena_span_t *s = a->first;
@@ -347,7 +346,7 @@ strata_status_t arena_alloc_keyed(arena_t *a, const char *tier_name, size_t byte
         p->unplanned++;
         return arena_alloc(a, tier_name, bytes, tag, off_p, span_p, msg, msglen);
     }
-    strata_status_t st = alloc_at(a, tier_name, p->base + b->off, need, tag, span_p, msg, msglen);
+    strata_status_t st = arena_alloc_at(a, tier_name, p->base + b->off, need, tag, span_p, msg, msglen);
     if (STRATA_ERR_FRAGMENTED == st) p->waits++;
     if (STRATA_OK != st) return st;
     if (!key) p->clock++;

@@ -6,6 +6,7 @@
 #include "config.h"
 #include "tiers/tiers.h"
 #include "tiers/spill.h"
+#include "base/test_fault.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -266,7 +267,19 @@ void strata_tiers_reset_peaks(strata_context_t *ctx)
 
 /* ---- the step's memory plan ----------------------------------------------------------- */
 
-void tiers_plan_step_begin(strata_context_t *ctx, int *placing_p)
+/* The mplan_hold test fault: at step N, 256 bytes at the base of the
+ * plan's span are taken before the step places, as a buffer freed later
+ * than the recording had it would be, and kept to the step's end. */
+static void hold_fault(tiers_state_t *ts, int step)
+{
+    uint64_t at = test_fault_arg("mplan_hold");
+    char msg[256];
+    if (at && at == (uint64_t)step)
+        arena_alloc_at(&ts->arena[STRATA_TIER_DEVICE], "device", ts->mplan.base, TIERS_ALIGN,
+                       STRATA_TAG_WORKSPACE, &ts->mplan_hold, msg, sizeof msg);
+}
+
+void tiers_plan_step_begin(strata_context_t *ctx, int step, int *placing_p)
 {
     *placing_p = 0;
     if (!ctx || !ctx->tiers) return;
@@ -281,6 +294,7 @@ void tiers_plan_step_begin(strata_context_t *ctx, int *placing_p)
     if (p->packed && 0 == arena_find_free(&ts->arena[STRATA_TIER_DEVICE], p->extent, &p->base)) {
         p->mode = MPLAN_PLACE;
         *placing_p = 1;
+        hold_fault(ts, step);
     } else {
         if (p->packed) {
             char s1[32];
@@ -303,6 +317,8 @@ void tiers_plan_step_end(strata_context_t *ctx)
     if (MPLAN_RECORD == p->mode) mplan_finish(p);
     else if (p->broken) p->packed = 0;   /* record again */
     p->mode = MPLAN_OFF;
+    arena_free(&ts->arena[STRATA_TIER_DEVICE], ts->mplan_hold);
+    ts->mplan_hold = NULL;
     tiers_unlock(ts);
 }
 
@@ -314,6 +330,8 @@ void tiers_plan_forget(strata_context_t *ctx)
     ts->mplan.mode = MPLAN_OFF;
     ts->mplan.packed = 0;
     ts->mplan.n = 0;
+    arena_free(&ts->arena[STRATA_TIER_DEVICE], ts->mplan_hold);
+    ts->mplan_hold = NULL;
     tiers_unlock(ts);
 }
 

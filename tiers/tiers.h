@@ -90,6 +90,10 @@ strata_status_t arena_alloc(arena_t *a, const char *tier_name, size_t bytes,
 strata_status_t arena_alloc_keyed(arena_t *a, const char *tier_name, size_t bytes,
                                   strata_tag_t tag, uint64_t key, size_t *off_p,
                                   arena_span_t **span_p, char *msg, size_t msglen);
+/* need bytes (a multiple of TIERS_ALIGN) at offset off, if all of it is
+ * free; else STRATA_ERR_FRAGMENTED naming what holds it. */
+strata_status_t arena_alloc_at(arena_t *a, const char *tier_name, size_t off, size_t need,
+                               strata_tag_t tag, arena_span_t **span_p, char *msg, size_t msglen);
 /* The free span of at least bytes with the least room to spare: 0 and its
  * offset, or -1. */
 int    arena_find_free(const arena_t *a, size_t bytes, size_t *off_p);
@@ -238,9 +242,9 @@ strata_status_t tiers_block_after(strata_block_t *blk, void *stream);
 
 /* ---- the step's memory plan (tiers.c; see mplan_t) --------------------- */
 
-/* A step begins: place by the packing when there is one and a free span
+/* Step `step` (1-based) begins: place by the packing when there is one and a free span
  * of the arena holds it, else record. *placing_p: 1 when placing. */
-void tiers_plan_step_begin(strata_context_t *ctx, int *placing_p);
+void tiers_plan_step_begin(strata_context_t *ctx, int step, int *placing_p);
 /* The step ended: a recording is packed for the next step. */
 void tiers_plan_step_end(strata_context_t *ctx);
 /* The step program changed (or the step failed): nothing to place, and
@@ -369,6 +373,7 @@ typedef struct tiers_state {
     size_t                  capacity[2];
     arena_t                 arena[2];
     mplan_t                 mplan;             /* the device arena's step plan */
+    arena_span_t           *mplan_hold;        /* the mplan_hold test fault's span */
     int                     pinned_locked;
     char                    host_why[320];     /* what lowered the host budget, or "" */
     char                    storage_why[320];  /* the same for storage */
