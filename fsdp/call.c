@@ -300,6 +300,23 @@ static fsdp_save_t *find_save(strata_unit_t *u, const char *name)
     return NULL;
 }
 
+/* The next entry of u's save list, named, with no buffer yet (not
+ * counted until the caller fills it); NULL out of memory. */
+static fsdp_save_t *new_save(strata_unit_t *u, const char *name)
+{
+    if (u->nsaves == u->cap_saves) {
+        int cap = u->cap_saves ? 2 * u->cap_saves : 8;
+        fsdp_save_t *s = realloc(u->saves, (size_t)cap * sizeof *s);
+        if (!s) return NULL;
+        u->saves = s;
+        u->cap_saves = cap;
+    }
+    fsdp_save_t *s = &u->saves[u->nsaves];
+    memset(s, 0, sizeof *s);
+    snprintf(s->name, sizeof s->name, "%s", name);
+    return s;
+}
+
 strata_status_t strata_save(strata_unit_call_t *c, const char *name, size_t bytes, void **ptr_p)
 {
     if (!c || !ptr_p || !name) return STRATA_ERR_INVALID;
@@ -313,6 +330,11 @@ strata_status_t strata_save(strata_unit_call_t *c, const char *name, size_t byte
         return misuse(c, base_error(ctx, STRATA_ERR_INVALID, "unit '%s': save name '%s' is "
                                     "empty or longer than %d bytes", u->name, name,
                                     FSDP_NAME_LEN - 1));
+    if (!strcmp(name, SCHED_INPUT_NAME))
+        return misuse(c, base_error(ctx, STRATA_ERR_INVALID, "unit '%s': '%s' is the name "
+                                    "the runtime gives a unit's input (which it keeps or "
+                                    "moves by the policy); save under another name", u->name,
+                                    name));
     strata_status_t st = check_save(c, name, bytes);
     if (STRATA_OK != st) return misuse(c, st);
     c->save_calls++;
@@ -333,21 +355,23 @@ strata_status_t strata_save(strata_unit_call_t *c, const char *name, size_t byte
     if (old)
         return misuse(c, base_error(ctx, STRATA_ERR_STATE, "unit '%s' saved '%s' twice in "
                                     "one forward", u->name, name));
-    if (u->nsaves == u->cap_saves) {
-        int cap = u->cap_saves ? 2 * u->cap_saves : 8;
-        fsdp_save_t *s = realloc(u->saves, (size_t)cap * sizeof *s);
-        if (!s) return misuse(c, base_error(ctx, STRATA_ERR_NOMEM, "save list"));
-        u->saves = s;
-        u->cap_saves = cap;
-    }
-    fsdp_save_t *s = &u->saves[u->nsaves];
+    fsdp_save_t *s = new_save(u, name);
+    if (!s) return misuse(c, base_error(ctx, STRATA_ERR_NOMEM, "save list"));
     st = call_alloc(c, STRATA_TAG_ACTIVATION, bytes, &s->buf);
     if (STRATA_OK != st) return misuse(c, st);
-    snprintf(s->name, sizeof s->name, "%s", name);
-    s->dropped = 0;
-    s->summed = s->left = 0;
     u->nsaves++;
     *ptr_p = s->buf.ptr;
+    return STRATA_OK;
+}
+
+strata_status_t fsdp_save_adopt(strata_unit_t *u, fsdp_buf_t *b)
+{
+    fsdp_save_t *s = new_save(u, SCHED_INPUT_NAME);
+    if (!s) return base_error(u->model->ctx, STRATA_ERR_NOMEM, "save list");
+    s->buf = *b;
+    u->nsaves++;
+    b->ptr = NULL;
+    b->h = NULL;     /* the size stays: the backward sizes its input's gradient by it */
     return STRATA_OK;
 }
 

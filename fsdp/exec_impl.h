@@ -42,6 +42,7 @@ typedef struct fsdp_exec {
     int              *soff;            /* first global save of unit u (L+1 entries) */
     size_t            base_dev, base_host, base_storage;   /* in use when step 1 began */
     size_t            acts_bytes, max_act, ws_bytes, grads_bytes, max_ag, max_save, max_gsend;
+    size_t            inputs_bytes;     /* of acts_bytes, the units' inputs: saves in the program */
     int               planned_micro;
     int               costs_measured;  /* step-1 costs replaced the estimates */
     double           *fwd_s, *bwd_s;   /* per unit, summed over this step's micro-batches */

@@ -27,9 +27,9 @@
  *
  * Memory the schedule does not model is added to the program's resident
  * bytes, part by part (held_parts: the admission's breakdown): what the
- * device holds when the step begins (shards, optimizer state), every
- * activation between units (unit outputs stay on the device from forward
- * to backward), two of them again for the gradients flowing back, the
+ * device holds when the step begins (shards, optimizer state), the
+ * model's output (the units' inputs are saves: SCHED_INPUT_NAME), two
+ * activations for the gradients flowing back, the
  * forward's workspace and one activation more, a reserve against
  * fragmentation, and with several micro-batches every unit's accumulated
  * gradient. The budget it names is one that works. The reserve is
@@ -62,7 +62,7 @@ static size_t blk_bytes(size_t user)
 static void held_parts(const fsdp_exec_t *x, int n_micro, strata_admission_t *a)
 {
     a->held = x->base_dev;
-    a->between = x->acts_bytes;
+    a->between = x->acts_bytes - x->inputs_bytes;   /* the inputs are the units' saves */
     a->flow = 2 * x->max_act;
     a->workspace = x->ws_bytes;
     /* the schedule counts bytes, the tier needs contiguous spans: the
@@ -133,10 +133,10 @@ static strata_status_t refuse(strata_model_t *m, const char *policy, const strat
                       "device_mem %s is too small for act_policy '%s': it needs %s "
                       "(device_mem=%zu); the smallest any policy needs is %s (device_mem=%zu, "
                       "act_policy=auto). What takes the room at the step's peak: %s held all "
-                      "step (parameter shards, optimizer state, gradient shards), %s unit "
-                      "inputs and outputs kept for the backward, %s gradients flowing back, "
-                      "%s workspace, %s kept free against fragmentation, %s saved "
-                      "activations and gathered parameters as the schedule holds them",
+                      "step (parameter shards, optimizer state, gradient shards), %s the "
+                      "model's output, %s gradients flowing back, %s workspace, %s kept free "
+                      "against fragmentation, %s saved activations (the units' inputs among "
+                      "them) and gathered parameters as the schedule holds them",
                       strata_format_size(a->budget, b, sizeof b), policy,
                       strata_format_size(a->need, n, sizeof n), a->need,
                       strata_format_size(a->any, y, sizeof y), a->any,
@@ -292,27 +292,38 @@ static strata_status_t sizing_reset(strata_model_t *m)
     return STRATA_OK;
 }
 
-/* Record the saves unit u made in its sizing call; their exact sizes go
- * to x->ubytes (nsaves_p of them so far, room for cap_p). */
-static strata_status_t record_saves(strata_model_t *m, strata_unit_t *u, size_t *nsaves_p, size_t *cap_p)
+/* Record one save of unit u; its exact size goes to x->ubytes (nsaves_p
+ * of them so far, room for cap_p). */
+static strata_status_t record_save(strata_model_t *m, strata_unit_t *u, const char *name,
+                                   size_t bytes, size_t *nsaves_p, size_t *cap_p)
 {
     fsdp_exec_t *x = m->exec;
     char err[512];
-    for (int i = 0; i < u->nsaves; i++) {
-        size_t bytes = u->saves[i].buf.bytes;
-        strata_status_t st = sched_record_save(x->prog, u->saves[i].name, blk_bytes(bytes), err, sizeof err);
-        if (STRATA_OK != st) return base_error(m->ctx, st, "unit '%s': %s", u->name, err);
-        if (*nsaves_p == *cap_p) {
-            size_t cap = *cap_p ? 2 * *cap_p : 64;
-            size_t *nb = realloc(x->ubytes, cap * sizeof *nb);
-            if (!nb) return base_error(m->ctx, STRATA_ERR_NOMEM, "program");
-            x->ubytes = nb;
-            *cap_p = cap;
-        }
-        x->ubytes[(*nsaves_p)++] = bytes;
-        if (blk_bytes(bytes) > x->max_save) x->max_save = blk_bytes(bytes);
+    strata_status_t st = sched_record_save(x->prog, name, blk_bytes(bytes), err, sizeof err);
+    if (STRATA_OK != st) return base_error(m->ctx, st, "unit '%s': %s", u->name, err);
+    if (*nsaves_p == *cap_p) {
+        size_t cap = *cap_p ? 2 * *cap_p : 64;
+        size_t *nb = realloc(x->ubytes, cap * sizeof *nb);
+        if (!nb) return base_error(m->ctx, STRATA_ERR_NOMEM, "program");
+        x->ubytes = nb;
+        *cap_p = cap;
     }
+    x->ubytes[(*nsaves_p)++] = bytes;
+    if (blk_bytes(bytes) > x->max_save) x->max_save = blk_bytes(bytes);
     return STRATA_OK;
+}
+
+/* Record the saves unit u made in its sizing call, then its input, which
+ * the runtime makes the unit's last save after each forward. */
+static strata_status_t record_saves(strata_model_t *m, strata_unit_t *u, size_t *nsaves_p, size_t *cap_p)
+{
+    strata_status_t st = STRATA_OK;
+    for (int i = 0; STRATA_OK == st && i < u->nsaves; i++)
+        st = record_save(m, u, u->saves[i].name, u->saves[i].buf.bytes, nsaves_p, cap_p);
+    if (STRATA_OK != st) return st;
+    size_t in = m->acts[u->index].bytes;
+    m->exec->inputs_bytes += blk_bytes(in);
+    return record_save(m, u, SCHED_INPUT_NAME, in, nsaves_p, cap_p);
 }
 
 /* One unit of the sizing pass: gather its parameters and run its forward
@@ -348,7 +359,7 @@ static strata_status_t size_unit(strata_model_t *m, int ui, size_t *nsaves_p, si
     double f = base_now() - t0;
     if (STRATA_OK == st && m->sizing_over) st = fsdp_dev_wait(m->ctx);   /* host blocks free now */
     if (STRATA_OK != st) return st;
-    x->soff[ui + 1] = x->soff[ui] + u->nsaves;
+    x->soff[ui + 1] = x->soff[ui] + u->nsaves + 1;   /* and its input */
     st = record_saves(m, u, nsaves_p, cap_p);
     if (STRATA_OK != st) return st;
     fsdp_free_saves(u);
@@ -377,6 +388,7 @@ strata_status_t fsdp_exec_sizing(strata_model_t *m, const void *input, size_t in
 
     size_t nsaves = 0, cap = 0;
     x->acts_bytes = x->max_act = x->grads_bytes = x->max_ag = x->max_save = 0;
+    x->inputs_bytes = 0;
     fsdp_buf_free(&m->acts[L]);
     m->sizing = 1;
     m->sizing_over = 0;

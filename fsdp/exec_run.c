@@ -464,6 +464,13 @@ strata_status_t fsdp_exec_before(strata_model_t *m, int kind, int unit)
             st = verify_back(m, u, s);
             if (STRATA_OK != st) return st;
         }
+        /* its input is back: the unit's again, to the end of the
+         * backward of the unit before, which reads it as its output */
+        int in = sched_unit_input(&x->prog->units[unit]);
+        if (in >= 0 && in < u->nsaves && u->saves[in].buf.h) {
+            m->acts[unit] = u->saves[in].buf;
+            memset(&u->saves[in].buf, 0, sizeof u->saves[in].buf);
+        }
     }
     base_nvtx_push(sched_op_kind_name((sched_op_kind_t)kind));
     return STRATA_OK;
@@ -490,12 +497,19 @@ strata_status_t fsdp_exec_after(strata_model_t *m, int kind, int unit, double t0
     x->prev_xfer = x->exposed_s;
     if (SCHED_OP_F == kind) {
         const sched_unit_t *ru = &x->prog->units[unit];
-        if (u->nsaves != ru->nsaves)
+        int want = ru->nsaves - (sched_unit_input(ru) >= 0);
+        if (u->nsaves != want)
             return base_error(m->ctx, STRATA_ERR_MISMATCH, "unit '%s' forward saved %d "
                               "activations; the recorded step program has %d (first missing: "
                               "'%s'). The program changed: call strata_model_replan between "
-                              "steps to record it again", u->name, u->nsaves, ru->nsaves,
-                              u->nsaves < ru->nsaves ? ru->saves[u->nsaves].name : "?");
+                              "steps to record it again", u->name, u->nsaves, want,
+                              u->nsaves < want ? ru->saves[u->nsaves].name : "?");
+        /* its input waits for its backward as its last save, kept or
+         * moved by the policy like the others */
+        if (want < ru->nsaves) {
+            strata_status_t st = fsdp_save_adopt(u, &m->acts[unit]);
+            if (STRATA_OK != st) return st;
+        }
         for (int i = 0; i < u->nsaves; i++)
             if (SCHED_RECOMPUTE == sched_save_action(x->sched, unit, i)) {
                 fsdp_buf_free(&u->saves[i].buf);   /* the re-run makes it again */
@@ -542,10 +556,11 @@ strata_status_t fsdp_exec_recompute(strata_model_t *m, strata_unit_t *u)
     double t0 = base_now();
     st = fsdp_run_callback(&c);
     double t1 = base_now();
-    if (STRATA_OK == st && c.save_calls != x->prog->units[ui].nsaves)
+    int want = x->prog->units[ui].nsaves - (sched_unit_input(&x->prog->units[ui]) >= 0);
+    if (STRATA_OK == st && c.save_calls != want)
         st = base_error(m->ctx, STRATA_ERR_MISMATCH, "unit '%s' recompute made %d saves; the "
                         "recorded forward made %d (a forward must save the same every time)",
-                        u->name, c.save_calls, x->prog->units[ui].nsaves);
+                        u->name, c.save_calls, want);
     if (STRATA_OK != st) return st;
     return fsdp_exec_after(m, SCHED_OP_RECOMPUTE, ui, t0, t1);
 }

@@ -119,6 +119,11 @@ typedef enum { GATHER_NONE = 0, GATHER_INFLIGHT, GATHER_READY } fsdp_gather_stat
 typedef enum { GRAD_IDLE = 0, GRAD_RS, GRAD_RS_DONE, GRAD_AR, GRAD_ARRIVED,
                GRAD_STEPPED } fsdp_grad_state_t;
 
+/* The unit's input becomes its last save (SCHED_INPUT_NAME) after its
+ * forward, so the policy keeps or moves it like the others; *b keeps its
+ * size and loses its block. */
+strata_status_t fsdp_save_adopt(strata_unit_t *u, fsdp_buf_t *b);
+
 typedef struct fsdp_save {
     char        name[FSDP_NAME_LEN];
     fsdp_buf_t  buf;

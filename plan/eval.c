@@ -122,6 +122,11 @@ static strata_status_t build_program(plan_t *p, char *err, size_t errlen)
                                        u->gin_bytes > 0 ? (size_t)plan_buf(u->gin_bytes) : 0, NULL, err, errlen);
         for (int s = 0; STRATA_OK == st && s < u->nsaves; s++)
             st = sched_record_save(p->prog, u->saves[s].name, (size_t)plan_buf(u->saves[s].bytes), err, errlen);
+        /* its input, the output of the unit before, a save as the runtime
+         * records it (the first unit's, the step's tokens, is left out) */
+        if (STRATA_OK == st && i > 0 && p->units[i - 1].out_bytes > 0)
+            st = sched_record_save(p->prog, SCHED_INPUT_NAME, (size_t)plan_buf(p->units[i - 1].out_bytes),
+                                   err, errlen);
         /* recompute at name granularity: RECOMPUTE(u) sums these */
         for (int s = 0; STRATA_OK == st && s < u->nsaves; s++)
             st = sched_record_save_cost(p->prog, idx, s, plan_save_cost(p, &u->saves[s]), err, errlen);

@@ -117,6 +117,12 @@ strata_status_t sched_policy_resolve(const sched_policy_t *pol, const sched_prog
             return sched_fail(err, errlen, STRATA_ERR_NOT_FOUND,
                               "activation policy names '%s', which the model does not save; it saves: %s",
                               pol->rules[i].name, sched_program_name_list(prog, list, sizeof list));
+    for (int i = 0; i < pol->nrules; i++)
+        if (SCHED_RECOMPUTE == pol->rules[i].action && !strcmp(pol->rules[i].name, SCHED_INPUT_NAME))
+            return sched_fail(err, errlen, STRATA_ERR_INVALID,
+                              "activation policy: %s=recompute: a unit's input is what its "
+                              "recompute starts from; keep it, or move it to host or storage",
+                              SCHED_INPUT_NAME);
     acts.nnames = prog->nnames;
     for (int n = 0; n < prog->nnames; n++) {
         acts.action[n] = pol->dflt;
@@ -140,8 +146,10 @@ const char *sched_actions_string(const sched_actions_t *acts, const sched_progra
     if (!len) return buf;
     buf[0] = '\0';
     for (int n = 0; n < acts->nnames && n < prog->nnames && off < len; n++) {
+        sched_action_t a = acts->action[n];
+        if (SCHED_RECOMPUTE == a && !strcmp(prog->names[n], SCHED_INPUT_NAME)) a = SCHED_KEEP;
         int k = snprintf(buf + off, len - off, "%s%s=%s", n ? "," : "", prog->names[n],
-                         sched_action_name(acts->action[n]));
+                         sched_action_name(a));
         if (k < 0) break;
         off += (size_t)k;
     }

@@ -108,6 +108,7 @@ strata_status_t sched_record_save(sched_program_t *prog, const char *name, size_
     u->saves = s;
     snprintf(s[u->nsaves].name, SCHED_NAME_MAX, "%s", name);
     s[u->nsaves].name_id = id;
+    s[u->nsaves].is_input = !strcmp(name, SCHED_INPUT_NAME);
     s[u->nsaves].bytes = bytes;
     s[u->nsaves].cost_s = 0;
     u->nsaves++;
@@ -134,7 +135,9 @@ static double recompute_s(const sched_unit_t *x, const sched_action_t *act, cons
     double sum = 0;
     int rec = 0;
     for (int i = 0; i < x->nsaves; i++)
-        if (SCHED_RECOMPUTE == (act ? act[i] : acts->action[x->saves[i].name_id])) {
+        if (SCHED_RECOMPUTE == (act ? act[i]
+                                    : sched_save_effective(&x->saves[i],
+                                                           acts->action[x->saves[i].name_id]))) {
             rec = 1;
             sum += x->saves[i].cost_s;
         }
@@ -179,6 +182,26 @@ strata_status_t sched_record_unit_mem(sched_program_t *prog, int unit, size_t gr
     u->work_bytes[0] = work ? work[0] : 0;
     u->work_bytes[1] = work ? work[1] : 0;
     return STRATA_OK;
+}
+
+int sched_unit_input(const sched_unit_t *u)
+{
+    for (int i = u->nsaves - 1; i >= 0; i--)
+        if (u->saves[i].is_input) return i;
+    return -1;
+}
+
+size_t sched_unit_out_bytes(const sched_program_t *prog, int u)
+{
+    if (prog->units[u].mem_set) return prog->units[u].out_bytes;
+    if (u + 1 >= prog->nunits) return 0;
+    int in = sched_unit_input(&prog->units[u + 1]);
+    return in < 0 ? 0 : prog->units[u + 1].saves[in].bytes;
+}
+
+sched_action_t sched_save_effective(const sched_save_t *sv, int action)
+{
+    return sv->is_input && SCHED_RECOMPUTE == action ? SCHED_KEEP : (sched_action_t)action;
 }
 
 size_t sched_unit_grad_bytes(const sched_unit_t *u)

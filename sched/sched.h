@@ -55,9 +55,19 @@ strata_status_t sched_fail(char *err, size_t errlen, strata_status_t st, const c
 /* The step program                                                          */
 /* ------------------------------------------------------------------------ */
 
+/* The name under which a unit's input -- the tensor the unit before it
+ * made, or the step's input for the first unit -- is a save of the unit:
+ * it waits on the device from F(u) to B(u) like any save, so it can be
+ * kept, moved to host or storage. Not recomputed (a recompute starts from
+ * it): recompute keeps it. It is on the device outside that interval too:
+ * from the forward of the unit that made it, and from B(u) to the end of
+ * that unit's backward, which reads it as its output. */
+#define SCHED_INPUT_NAME STRATA_UNIT_INPUT
+
 typedef struct {
     char   name[SCHED_NAME_MAX];
     int    name_id;           /* index into the program's distinct names */
+    int    is_input;          /* named SCHED_INPUT_NAME: the unit's input */
     size_t bytes;
     double cost_s;            /* producing cost: seconds a recompute takes to make
                                * it again from what the unit holds (see
@@ -131,6 +141,12 @@ strata_status_t sched_record_save_cost(sched_program_t *prog, int unit, int save
 strata_status_t sched_record_unit_mem(sched_program_t *prog, int unit, size_t grad_bytes,
                                       size_t out_bytes, size_t gin_bytes, const size_t work[2],
                                       char *err, size_t errlen);
+/* The index of the unit's input save (SCHED_INPUT_NAME), or -1. */
+int sched_unit_input(const sched_unit_t *u);
+/* The device bytes of unit u's output that the program models: its
+ * out_bytes where set, else the next unit's input save (what the runtime
+ * records), else 0 (resident). */
+size_t sched_unit_out_bytes(const sched_program_t *prog, int u);
 /* Unsharded gradient bytes of a unit: grad_bytes once set, else ag_bytes. */
 size_t sched_unit_grad_bytes(const sched_unit_t *u);
 /* Set a measured cost (seconds) of any recorded unit (also after end). */
@@ -189,6 +205,9 @@ typedef enum {
 } sched_action_t;
 
 const char *sched_action_name(sched_action_t a);   /* "keep", ... */
+/* What action (of its name) means for save sv: recompute keeps a unit's
+ * input (SCHED_INPUT_NAME); anything else stands. */
+sched_action_t sched_save_effective(const sched_save_t *sv, int action);
 
 /*
  * Recompute semantics: a unit is recomputed when any of its saves has a

@@ -52,7 +52,9 @@ static int place_units(sched_layout_t *l, const sched_actions_t *acts)
     for (int u = 0; u < l->nunits; u++) {
         l->save_off[u + 1] = l->save_off[u] + prog->units[u].nsaves;
         for (int s = 0; s < prog->units[u].nsaves; s++)
-            if (SCHED_RECOMPUTE == acts->action[prog->units[u].saves[s].name_id]) l->recomputes[u] = 1;
+            if (SCHED_RECOMPUTE == sched_save_effective(&prog->units[u].saves[s],
+                                                        acts->action[prog->units[u].saves[s].name_id]))
+                l->recomputes[u] = 1;
     }
     l->nsaves = l->save_off[l->nunits];
     int pos = 0;
@@ -92,7 +94,7 @@ static int place_saves(sched_layout_t *l, const sched_actions_t *acts, int chunk
             const sched_save_t *sv = &prog->units[u].saves[s];
             l->save_unit[i] = u;
             l->save_index[i] = s;
-            l->save_act[i] = acts->action[sv->name_id];
+            l->save_act[i] = sched_save_effective(sv, acts->action[sv->name_id]);
             if (u >= l->nunits - tail && sched_offloaded(l->save_act[i])) l->save_act[i] = SCHED_KEEP;
             int n = 0;
             if (sched_offloaded(l->save_act[i])) {
@@ -170,10 +172,19 @@ static void base_usage(const sched_layout_t *l, size_t *use)
             add(use, l->bwd_pos[u], end, sched_unit_grad_bytes(&prog->units[u]));
         }
     }
-    /* a unit's output until its backward, its input gradient until the
-     * backward of the unit before, its workspace while each op runs */
+    /* a unit's output until its backward (where the next unit has it as
+     * its input save: only while the next forward reads it, and from the
+     * next backward on), its input gradient until the backward of the
+     * unit before, its workspace while each op runs */
     for (int u = 0; u < l->nunits; u++) {
-        add(use, l->fwd_pos[u], l->bwd_pos[u], prog->units[u].out_bytes);
+        size_t out = sched_unit_out_bytes(prog, u);
+        int next_in = u + 1 < l->nunits ? sched_unit_input(&prog->units[u + 1]) : -1;
+        if (next_in < 0) {
+            add(use, l->fwd_pos[u], l->bwd_pos[u], out);
+        } else {
+            add(use, l->fwd_pos[u], l->fwd_pos[u], out);
+            add(use, l->bwd_pos[u + 1] + 1, l->bwd_pos[u], out);
+        }
         if (u > 0) add(use, l->bwd_pos[u], l->bwd_pos[u - 1], prog->units[u].gin_bytes);
         add(use, l->fwd_pos[u], l->fwd_pos[u], prog->units[u].work_bytes[0]);
         if (l->recomputes[u])

@@ -137,10 +137,11 @@ static int add_forward(builder_t *b, const sched_layout_t *l, int u)
     sched_op_t *o = &b->s->ops[id];
     o->seconds = x->cost_s[SCHED_COST_FWD];
     o->mem_free[STRATA_TIER_DEVICE] = x->ag_bytes;
-    o->mem_alloc[STRATA_TIER_DEVICE] = x->out_bytes + x->work_bytes[0];
+    o->mem_alloc[STRATA_TIER_DEVICE] = sched_unit_out_bytes(l->prog, u) + x->work_bytes[0];
     o->mem_free[STRATA_TIER_DEVICE] += x->work_bytes[0];
     for (int i = l->save_off[u]; i < l->save_off[u + 1]; i++) {
         size_t by = x->saves[l->save_index[i]].bytes;
+        if (u > 0 && x->saves[l->save_index[i]].is_input) continue;   /* F(u-1) made it */
         o->mem_alloc[STRATA_TIER_DEVICE] += by;
         if (SCHED_RECOMPUTE == l->save_act[i]) o->mem_free[STRATA_TIER_DEVICE] += by;
     }
@@ -172,9 +173,11 @@ static int add_backward(builder_t *b, const sched_layout_t *l, int u)
     /* its unsharded gradients and its input gradient; its output and
      * its output's gradient go at its end */
     o->mem_alloc[STRATA_TIER_DEVICE] = sched_unit_grad_bytes(x) + (u > 0 ? x->gin_bytes : 0) + x->work_bytes[1];
-    o->mem_free[STRATA_TIER_DEVICE] = x->ag_bytes + x->out_bytes + x->work_bytes[1] +
+    o->mem_free[STRATA_TIER_DEVICE] = x->ag_bytes + sched_unit_out_bytes(prog, u) + x->work_bytes[1] +
                                       (u + 1 < l->nunits ? prog->units[u + 1].gin_bytes : 0);
-    for (int i = 0; i < x->nsaves; i++) o->mem_free[STRATA_TIER_DEVICE] += x->saves[i].bytes;
+    /* its input lives on as the output of the unit before, to its B */
+    for (int i = 0; i < x->nsaves; i++)
+        if (!(u > 0 && x->saves[i].is_input)) o->mem_free[STRATA_TIER_DEVICE] += x->saves[i].bytes;
     return id;
 }
 

@@ -24,7 +24,7 @@ refuses "an unknown flag" "unknown option '--frobnicate'" --frobnicate 3
 refuses "a flag without its value" "--steps needs a value" --steps
 refuses "a bad number" "--batch needs an integer" --batch 0
 refuses "an unknown name in --act-policy lists the saved names" \
-    "saves no 'qkvx' \(it saves: ln1, .*mlp_act" --act-policy "qkvx=host,*=keep"
+    "saves no 'qkvx' \(it saves: unit_input, ln1, .*mlp_act" --act-policy "qkvx=host,*=keep"
 refuses "a device budget too small names tier, need and budget" \
     "device tier full: need [0-9.]+ [KMG]?i?B, budget 64 KiB" --device-mem 64K --layers 2 --dim 32
 refuses "--trace with an empty file name" "--trace needs a file name" --trace ""

@@ -542,9 +542,65 @@ static void test_published_ordering(void)
     sched_program_destroy(p);
 }
 
+/* a unit's input as a save (SCHED_INPUT_NAME): kept it costs what the
+ * output between units always cost; moved, the device needs less;
+ * recompute keeps it (the re-run starts from it) */
+static void test_unit_inputs(void)
+{
+    char err[1024] = "";
+    const char *text = "resident 4k\nunit b fwd=0.01 bwd=0.02 ag_bytes=1k repeat=4\n"
+                       "save s 8k\nsave unit_input 64k\n";
+    sched_program_t *p;
+    if (STRATA_OK != sched_program_parse(text, &p, err, sizeof err)) bail_out("%s", err);
+    ok(1 == sched_unit_input(&p->units[2]) && p->units[2].saves[1].is_input &&
+       !p->units[2].saves[0].is_input, "a save named %s is the unit's input", SCHED_INPUT_NAME);
+    sched_opts_t o;
+    sched_opts_defaults(&o);
+    o.prefetch = 0;
+    o.link.d2h_bw = o.link.h2d_bw = 1e9;
+    sched_policy_t pol;
+    sched_actions_t keep, in_host, rec, rec_keep;
+    sched_actions_fill(&keep, p, SCHED_KEEP);
+    sched_actions_fill(&rec, p, SCHED_RECOMPUTE);
+    int okp = STRATA_OK == sched_policy_parse("unit_input=host,*=keep", &pol, err, sizeof err) &&
+              STRATA_OK == sched_policy_resolve(&pol, p, &in_host, err, sizeof err) &&
+              STRATA_OK == sched_policy_parse("unit_input=keep,*=recompute", &pol, err, sizeof err) &&
+              STRATA_OK == sched_policy_resolve(&pol, p, &rec_keep, err, sizeof err);
+    size_t k = sched_min_device(p, &keep, &o), h = sched_min_device(p, &in_host, &o);
+    size_t r = sched_min_device(p, &rec, &o), rk = sched_min_device(p, &rec_keep, &o);
+    /* keep: all four inputs (the outputs before them) are on the device at
+     * the first backward; moved, only what the backwards around need */
+    ok(okp && k >= 4 * 65536 && h + 65536 <= k,
+       "unit_input=host needs at least an input's worth less than keep (%zu vs %zu)", h, k);
+    ok(okp && r == rk, "*=recompute keeps the inputs: the budget of unit_input=keep,*=recompute (%zu)", r);
+    char buf[256];
+    ok(strstr(sched_actions_string(&rec, p, buf, sizeof buf), "unit_input=keep") != NULL,
+       "*=recompute prints unit_input=keep (%s)", buf);
+    ok(STRATA_OK == sched_policy_parse("unit_input=recompute", &pol, err, sizeof err) &&
+       STRATA_ERR_INVALID == sched_policy_resolve(&pol, p, &in_host, err, sizeof err) &&
+       strstr(err, "what its recompute starts from"),
+       "unit_input=recompute is refused, saying why (%s)", err);
+    /* every action of the input, simulated: within the structural bound */
+    int within = 1;
+    for (int a = SCHED_KEEP; a <= SCHED_STORAGE; a++) {
+        sched_actions_t x = keep;
+        x.action[sched_program_name_id(p, SCHED_INPUT_NAME)] = (sched_action_t)a;
+        o.budget[STRATA_TIER_DEVICE] = sched_min_device(p, &x, &o);
+        sched_t *s = NULL;
+        sched_result_t res;
+        within = within && STRATA_OK == sched_build(p, &x, &o, &s, err, sizeof err) &&
+                 STRATA_OK == sched_simulate(s, &res, NULL, NULL, NULL, 0) &&
+                 res.peak[STRATA_TIER_DEVICE] <= sched_device_bound(s);
+        sched_destroy(s);
+    }
+    ok(within, "keep, host, storage of the input: the simulated peak within the bound (%s)", err);
+    o.budget[STRATA_TIER_DEVICE] = 0;
+    sched_program_destroy(p);
+}
+
 int main(void)
 {
-    plan(37);
+    plan(43);
     test_save_costs();
     test_random_invariants();
     test_recompute_cost();
@@ -553,5 +609,6 @@ int main(void)
     test_room_keeps_saves();
     test_smallest_budget();
     test_published_ordering();
+    test_unit_inputs();
     return done_testing();
 }

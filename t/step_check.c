@@ -128,7 +128,8 @@ int main(int argc, char **argv)
                strata_strerror(st));
             ok(has(ctx, "the step program recorded at step 1 differs"),
                "the message says the step program differs");
-            ok(has(ctx, "rank 0,2,3: unit 2 'u2'") &&
+            /* where rank 1 saves 'extra', the others have the unit's input */
+            ok(has(ctx, "rank 0,2,3: save #1 'unit_input' of unit 1 'u1' (") &&
                has(ctx, "rank 1: save #1 'extra' of unit 1 'u1' ("),
                "it names the extra save and the ranks on each side");
         }

@@ -328,9 +328,10 @@ strata_status_t arena_alloc_keyed(arena_t *a, const char *tier_name, size_t byte
     if (MPLAN_RECORD == p->mode) {
         strata_status_t st = arena_alloc(a, tier_name, bytes, tag, off_p, span_p, msg, msglen);
         if (STRATA_OK != st) return st;
+        uint64_t clock = p->clock;
         if (!key) p->clock++;
         size_t slot;
-        if (0 == mplan_note_alloc(p, k, tag, need, &slot)) (*span_p)->slot = slot;
+        if (0 == mplan_note_alloc(p, k, tag, need, clock, &slot)) (*span_p)->slot = slot;
         return st;
     }
     const mplan_buf_t *b = mplan_find(p, k);
@@ -345,6 +346,13 @@ strata_status_t arena_alloc_keyed(arena_t *a, const char *tier_name, size_t byte
         }
         p->unplanned++;
         return arena_alloc(a, tier_name, bytes, tag, off_p, span_p, msg, msglen);
+    }
+    if (key && b->clock > p->clock) {   /* early: its span may be another's until then */
+        snprintf(msg, msglen, "%s tier: a %s buffer the memory plan places after allocation "
+                 "%llu of the step comes at %llu: it waits", tier_name, strata_tag_name(tag),
+                 (unsigned long long)b->clock, (unsigned long long)p->clock);
+        p->waits++;
+        return STRATA_ERR_FRAGMENTED;
     }
     strata_status_t st = arena_alloc_at(a, tier_name, p->base + b->off, need, tag, span_p, msg, msglen);
     if (STRATA_ERR_FRAGMENTED == st) p->waits++;

@@ -111,7 +111,8 @@ size_t mplan_live_peak(const mplan_buf_t *buf, size_t n)
     return peak;
 }
 
-int mplan_note_alloc(mplan_t *p, uint64_t key, strata_tag_t tag, size_t size, size_t *slot_p)
+int mplan_note_alloc(mplan_t *p, uint64_t key, strata_tag_t tag, size_t size, uint64_t clock,
+                     size_t *slot_p)
 {
     *slot_p = 0;
     if (p->n == p->cap) {
@@ -131,6 +132,7 @@ int mplan_note_alloc(mplan_t *p, uint64_t key, strata_tag_t tag, size_t size, si
     b->size = size;
     b->start = p->ev++;
     b->end = UINT64_MAX;
+    b->clock = clock;
     *slot_p = p->n;
     return 0;
 }

@@ -122,6 +122,9 @@ int    arena_check(const arena_t *a);
  * recording) is refused with STRATA_ERR_FRAGMENTED until the caller has
  * waited for that occupant, or gives the step up (mplan_abandon): the
  * rest of that step is allocated as before, and the next step records.
+ * A restore that comes before the program-order allocations the recording
+ * saw before it is refused the same way (its span may still be planned
+ * for one of them) until the program has caught up.
  */
 #define MPLAN_KEY_ASYNC (1ull << 63)
 
@@ -130,6 +133,7 @@ typedef struct {
     strata_tag_t tag;
     size_t       size;            /* rounded */
     uint64_t     start, end;      /* alive from event start until event end */
+    uint64_t     clock;           /* program-order allocations made before it */
     size_t       off;             /* the packing's offset */
 } mplan_buf_t;
 
@@ -162,7 +166,8 @@ size_t mplan_check(const mplan_buf_t *buf, size_t n);
 size_t mplan_live_peak(const mplan_buf_t *buf, size_t n);
 /* Recording: a buffer allocated / freed (slot is the index + 1 of the
  * record, kept on the span). 0, or -1 out of memory (the plan breaks). */
-int  mplan_note_alloc(mplan_t *p, uint64_t key, strata_tag_t tag, size_t size, size_t *slot_p);
+int  mplan_note_alloc(mplan_t *p, uint64_t key, strata_tag_t tag, size_t size, uint64_t clock,
+                      size_t *slot_p);
 void mplan_note_free(mplan_t *p, size_t slot);
 /* End of a recorded step: buffers never freed live to its end; pack and
  * sort by key. 0, or -1 (nothing to place next step). */

@@ -233,7 +233,7 @@ static void print_header(const plan_t *p, FILE *out)
     fprintf(out, "  %-34s %12s  (x up to prefetch+1 = %ld units in flight)\n", "",
             gb(mm->gathered_max * (double)(sh->prefetch + 1), a, sizeof a), sh->prefetch + 1);
     if (1 == sh->accum) ROW("unsharded gradients (largest unit)", mm->grads_max);
-    ROW("unit outputs (kept for backward)", mm->unit_outputs);
+    ROW("unit outputs (unit_input: kept or moved)", mm->unit_outputs);
     ROW("input gradients (a backward's two)", mm->input_grads);
 #undef ROW
 }

@@ -409,18 +409,23 @@ int gpt_fsdp_check_policy(const char *policy, char *why, size_t len)
         /* whitespace around names and actions is allowed, as the runtime's
          * parser allows it */
         char *name = trim(item), *act = trim(eq + 1);
-        int known = 0 == strcmp(name, "*"), ok_act = 0;
+        int known = 0 == strcmp(name, "*") || 0 == strcmp(name, STRATA_UNIT_INPUT), ok_act = 0;
         for (int i = 0; !known && NULL != gpt_fsdp_save_name(i); i++)
             known = 0 == strcmp(name, gpt_fsdp_save_name(i));
         for (int i = 0; i < 4; i++) ok_act |= 0 == strcmp(act, actions[i]);
         if (!known) {
             char names[400] = "";
-            size_t at = 0;
+            size_t at = (size_t)snprintf(names, sizeof(names), "%s", STRATA_UNIT_INPUT);
             for (int i = 0; NULL != gpt_fsdp_save_name(i) && at < sizeof(names); i++)
-                at += (size_t)snprintf(names + at, sizeof(names) - at, "%s%s", i ? ", " : "",
+                at += (size_t)snprintf(names + at, sizeof(names) - at, ", %s",
                                        gpt_fsdp_save_name(i));
             snprintf(why, len, "--act-policy: the model saves no '%s' (it saves: %s; '*' is "
                      "every other name)", name, names);
+            return -1;
+        }
+        if (0 == strcmp(name, STRATA_UNIT_INPUT) && 0 == strcmp(act, "recompute")) {
+            snprintf(why, len, "--act-policy: '%s=recompute': a unit's input is what its "
+                     "recompute starts from; keep it or move it (host, storage)", name);
             return -1;
         }
         if (!ok_act) {

@@ -301,8 +301,16 @@ strata_status_t strata_model_stats(const strata_model_t *model, strata_model_sta
  * the option schedule (STRATA_SCHEDULE) picks lhs (latency-hiding: offloads start
  * as soon as the forward made them, prefetches just early enough, within
  * the device budget) or naive (every transfer waited for where it is
- * issued). The unit inputs/outputs (the activations between units) always
- * stay on the device.
+ * issued).
+ *
+ * The tensors between units are saves too: each unit's input (the output
+ * of the unit before it; the step's input for the first unit) is a save
+ * of the unit named STRATA_UNIT_INPUT ("unit_input"), so "*=host" or
+ * "unit_input=storage" moves them off the device between a unit's forward
+ * and its backward, and auto weighs them with the rest. A unit's input is
+ * what its recompute starts from, so recompute keeps it ("*=recompute" is
+ * the classic checkpoint at every unit's input; "unit_input=recompute" is
+ * refused). Callbacks cannot save under that name.
  *
  * The first step begins with a sizing pass: the first micro-batch's
  * forward runs once with every save freed at the end of its unit (so
@@ -324,6 +332,7 @@ strata_status_t strata_model_stats(const strata_model_t *model, strata_model_sta
  * (make such changes the same on every rank, or the others wait in the
  * next collective); strata_model_replan makes the next step record again.
  */
+#define STRATA_UNIT_INPUT "unit_input"
 
 /* Set the activation policy ("qkv=host,*=keep", "auto"; NULL = back to
  * the option act_policy). Only between steps. A syntax error fails here; a name
