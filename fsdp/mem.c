@@ -132,7 +132,13 @@ void fsdp_buf_free(fsdp_buf_t *b)
 {
     if (!b) return;
     strata_context_t *ctx;
-    if (stream_freed(b, &ctx)) fsdp_dev_free_later(ctx, b->h);
+    /* placing by the memory plan, a device span goes back at once: its
+     * next occupant is the compute stream's, a gather's or reduction's
+     * (their streams wait for the compute stream's work so far) or a
+     * restore's, whose copy waits for it too (exec_run.c) -- stream order,
+     * not a host wait for this free's event */
+    if (stream_freed(b, &ctx) && !(on_device(b, NULL) && tiers_plan_placing(ctx)))
+        fsdp_dev_free_later(ctx, b->h);
     else fsdp_mem_free(b->h);
     b->ptr = NULL;
     b->h = NULL;

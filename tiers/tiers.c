@@ -346,6 +346,16 @@ int tiers_plan_abandon(strata_context_t *ctx, const char *why)
     return placing;
 }
 
+int tiers_plan_placing(const strata_context_t *ctx)
+{
+    if (!ctx || !ctx->tiers) return 0;
+    tiers_state_t *ts = ctx->tiers;
+    pthread_mutex_lock(&ts->lock);
+    int placing = MPLAN_PLACE == ts->mplan.mode;
+    tiers_unlock(ts);
+    return placing;
+}
+
 void tiers_block_plan_key(strata_block_t *blk, uint64_t key)
 {
     if (!blk) return;

@@ -258,6 +258,8 @@ void tiers_plan_forget(strata_context_t *ctx);
 /* Leave the plan for the rest of this step (a planned span stays held by
  * what could not be waited for); 1 when it was placing. */
 int  tiers_plan_abandon(strata_context_t *ctx, const char *why);
+/* 1 while this step places by the plan. */
+int  tiers_plan_placing(const strata_context_t *ctx);
 /* The key of blk's next device space (a restore whose time varies). */
 void tiers_block_plan_key(strata_block_t *blk, uint64_t key);
 typedef struct {
