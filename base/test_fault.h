@@ -54,8 +54,11 @@
  *   mplan_hold@STEP  at optimizer step STEP (1-based), when it places by
  *                    the memory plan, 256 bytes at the base of the plan's
  *                    span are held to the step's end, as a buffer freed
- *                    later than recorded would be: the step leaves the
- *                    plan (tiers/tiers.c; t/gpt-train-memplan.t)
+ *                    later than recorded would be: the buffer planned
+ *                    there goes beside the plan's span (tiers/tiers.c;
+ *                    t/gpt-train-memplan.t)
+ *   mplan_stuck@STEP the same, as if the device had no room beside the
+ *                    plan's span: the step leaves the plan (same files)
  *   stale_reload@N   the Nth save an activation schedule brings back to the
  *                    device arrives stale (its first bytes not the ones
  *                    that left), as a reload read before its copy landed

@@ -84,9 +84,10 @@ void fsdp_mplan_step_begin(strata_model_t *m);
 void fsdp_mplan_step_end(strata_model_t *m);
 void fsdp_mplan_forget(strata_model_t *m);
 /* A planned span was found held, and nothing else could free it: wait for
- * a collective in flight (its buffers go), else leave the plan for the
- * rest of the step. 1: try again (*st_p a collective's failure); 0:
- * nothing changed. */
+ * a collective in flight (its buffers go), else the buffer goes beside the
+ * plan's span when tried again (or, without room there, the step leaves
+ * the plan). 1: try again (*st_p a collective's failure); 0: nothing
+ * changed. */
 int  fsdp_mplan_held(strata_model_t *m, strata_status_t *st_p);
 
 /* Workspace kept for reuse. While the activation executor runs

@@ -24,13 +24,13 @@
 #define GUARD_BYTE 0xA5
 
 /* A busy span of the memory plan (its previous occupant not yet freed)
- * that nothing could free: the rest of the step leaves the plan, and the
- * allocation is tried once more the way it was before plans. */
+ * that nothing could free: the buffer goes beside the plan's span, or
+ * where there is no room, the rest of the step leaves the plan and it is
+ * allocated by best fit. */
 static strata_status_t leave_plan(strata_context_t *ctx, strata_tier_t tier, strata_tag_t tag,
                                   size_t bytes, strata_block_t **blk_p)
 {
-    if (STRATA_TIER_DEVICE != tier || !tiers_plan_abandon(ctx, strata_last_error(ctx)))
-        return STRATA_ERR_FRAGMENTED;
+    if (STRATA_TIER_DEVICE != tier || !tiers_plan_aside(ctx)) return STRATA_ERR_FRAGMENTED;
     base_clear_error(ctx);
     return strata_block_alloc(ctx, tier, bytes, tag, blk_p);
 }
@@ -291,9 +291,9 @@ void fsdp_mplan_step_end(strata_model_t *m)
     m->stats.mem_plan_bytes = ps.extent;
     m->stats.mem_plan_waits = ps.waits;
     strata_debug(m->ctx, "memory plan after step %d: %s, %zu buffers in %zu bytes (live peak "
-                 "%zu), placed %zu, unplanned %zu, waits %zu%s%s", m->step_count,
+                 "%zu), placed %zu, unplanned %zu, waits %zu, aside %zu%s%s", m->step_count,
                  m->mplan_placing ? "placed" : "recorded", ps.buffers, ps.extent, ps.live_peak,
-                 ps.placed, ps.unplanned, ps.waits, ps.why[0] ? ": " : "", ps.why);
+                 ps.placed, ps.unplanned, ps.waits, ps.aside, ps.why[0] ? ": " : "", ps.why);
     /* benign (the budget holds, the step went on), and often one rank's
      * timing: a warning once from rank 0, the others' at info level */
     if (m->mplan_placing && ps.why[0] && 0 == m->mplan_left++)
@@ -314,7 +314,7 @@ int fsdp_mplan_held(strata_model_t *m, strata_status_t *st_p)
 {
     *st_p = STRATA_OK;
     if (fsdp_progress_settle(m, st_p)) return 1;
-    if (!tiers_plan_abandon(m->ctx, strata_last_error(m->ctx))) return 0;
+    if (!tiers_plan_aside(m->ctx)) return 0;
     base_clear_error(m->ctx);
     return 1;
 }

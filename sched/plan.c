@@ -59,6 +59,22 @@ static int plans_count(int k)
     return n;
 }
 
+/* Uniform plan number i of UNIFORM_PLANS: every name one action, the
+ * units' inputs (which recompute keeps) that action, host or storage.
+ * 0 when the plan is one already seen (no input name: only the first of
+ * each action). */
+#define UNIFORM_PLANS (3 * SCHED_ACTION_COUNT)
+static int uniform_plan(const sched_program_t *prog, int i, sched_actions_t *a)
+{
+    static const sched_action_t input_as[3] = { SCHED_KEEP, SCHED_HOST, SCHED_STORAGE };
+    int act = i / 3, in = i % 3, id = sched_program_name_id(prog, SCHED_INPUT_NAME);
+    sched_actions_fill(a, prog, (sched_action_t)act);
+    if (0 == in) return 1;
+    if (id < 0 || input_as[in] == (sched_action_t)act) return 0;
+    a->action[id] = input_as[in];
+    return 1;
+}
+
 /* The plan with index idx: name 0 is the most significant digit, so
  * counting up visits plans in the tie-break order. */
 static void plan_of(int idx, int k, sched_actions_t *a)
@@ -85,9 +101,10 @@ size_t sched_plan_min_device(const sched_program_t *prog, const sched_opts_t *op
         return best;
     }
     /* too many to enumerate: recompute and offload have the smallest
-     * device footprints per save; take the better uniform plan */
-    for (int act = SCHED_HOST; act < SCHED_ACTION_COUNT; act++) {
-        sched_actions_fill(&a, prog, (sched_action_t)act);
+     * device footprints per save; take the best uniform plan (recompute
+     * with the inputs it keeps moved off the device among them) */
+    for (int i = 0; i < UNIFORM_PLANS; i++) {
+        if (!uniform_plan(prog, i, &a)) continue;
         size_t m = sched_min_device(prog, &a, opts);
         if (m < best) best = m;
     }
@@ -123,8 +140,8 @@ strata_status_t sched_plan_auto(const sched_program_t *prog, const sched_opts_t 
     } else {
         /* start from the best uniform plan, then move one name at a time
          * while that makes the step faster */
-        for (int act = 0; act < SCHED_ACTION_COUNT; act++) {
-            sched_actions_fill(&cur, prog, (sched_action_t)act);
+        for (int i = 0; i < UNIFORM_PLANS; i++) {
+            if (!uniform_plan(prog, i, &cur)) continue;
             double t = evaluate(prog, opts, &cur, &r);
             if (t < best_t) {
                 best_t = t;

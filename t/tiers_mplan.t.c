@@ -192,6 +192,44 @@ static void test_record_place(void)
     arena_free(&a, span[1]);
     arena_free(&a, span[3]);
     arena_free(&a, span[4]);
+    arena_cleanup(&a);
+
+    /* held for good: with room beside the plan's span the buffer goes
+     * there and the step stays on the plan; without, the plan is left */
+    arena_init(&a, 8 * KiB);
+    a.plan = &p;
+    p.clock = p.placed = p.waits = 0;
+    p.base = 4 * KiB;   /* the plan in the top half */
+    ok(0 == replay(&a, step, 4, span, off), "a third step places its first four");
+    arena_free(&a, span[0]);
+    p.go_aside = 1;
+    st = arena_alloc_keyed(&a, "device", 2 * KiB, STRATA_TAG_ACTIVATION, 0, &off[4], &span[4],
+                           msg, sizeof msg);
+    ok(STRATA_OK == st && off[4] + 2 * KiB <= p.base && 1 == p.aside && 5 == p.clock &&
+       MPLAN_PLACE == p.mode, "held for good: put beside the plan's span (at %zu), still placing",
+       off[4]);
+    arena_free(&a, span[1]);
+    arena_free(&a, span[2]);
+    arena_free(&a, span[3]);
+    arena_free(&a, span[4]);
+    arena_cleanup(&a);
+    arena_init(&a, 4 * KiB);
+    a.plan = &p;
+    p.clock = p.placed = 0;
+    p.base = 0;
+    ok(0 == replay(&a, step, 4, span, off), "a fourth step, no room beside the plan");
+    arena_free(&a, span[0]);
+    p.go_aside = 1;
+    st = arena_alloc_keyed(&a, "device", 2 * KiB, STRATA_TAG_ACTIVATION, 0, &off[4], &span[4],
+                           msg, sizeof msg);
+    ok(STRATA_ERR_TIER_FULL == st && MPLAN_OFF == p.mode && p.broken,
+       "held for good and no room beside it: the plan is left, best fit says full");
+    arena_free(&a, span[1]);
+    arena_free(&a, span[2]);
+    arena_free(&a, span[3]);
+    p.mode = MPLAN_PLACE;
+    p.broken = 0;
+    p.why[0] = 0;
 
     /* a step that goes another way leaves the plan and allocates as before */
     p.clock = 0;
@@ -246,7 +284,7 @@ static void test_async_keys(void)
 
 int main(void)
 {
-    plan(23);
+    plan(27);
     test_pack_random();
     test_pack_step();
     test_record_place();

@@ -245,6 +245,28 @@ int arena_find_free(const arena_t *a, size_t bytes, size_t *off_p)
     return 0;
 }
 
+int arena_find_outside(const arena_t *a, size_t bytes, size_t lo, size_t hi, size_t *off_p)
+{
+    size_t best_off = 0, best_room = SIZE_MAX;
+    for (const arena_span_t *s = a->first; s; s = s->next) {
+        if (!s->free) continue;
+        size_t end = s->off + s->size;
+        /* the part below lo and the part from hi on */
+        size_t parts[2][2] = { { s->off, end < lo ? end : lo }, { s->off > hi ? s->off : hi, end } };
+        for (int k = 0; k < 2; k++) {
+            if (parts[k][1] <= parts[k][0]) continue;
+            size_t room = parts[k][1] - parts[k][0];
+            if (room >= bytes && room < best_room) {
+                best_room = room;
+                best_off = parts[k][0];
+            }
+        }
+    }
+    if (SIZE_MAX == best_room) return -1;
+    *off_p = best_off;
+    return 0;
+}
+
 /* "a" or "an" before a tag's name */
 static const char *article(const char *word)
 {
@@ -347,14 +369,30 @@ strata_status_t arena_alloc_keyed(arena_t *a, const char *tier_name, size_t byte
         p->unplanned++;
         return arena_alloc(a, tier_name, bytes, tag, off_p, span_p, msg, msglen);
     }
+    strata_status_t st;
     if (key && b->clock > p->clock) {   /* early: its span may be another's until then */
         snprintf(msg, msglen, "%s tier: a %s buffer the memory plan places after allocation "
                  "%llu of the step comes at %llu: it waits", tier_name, strata_tag_name(tag),
                  (unsigned long long)b->clock, (unsigned long long)p->clock);
-        p->waits++;
-        return STRATA_ERR_FRAGMENTED;
+        st = STRATA_ERR_FRAGMENTED;
+    } else {
+        st = arena_alloc_at(a, tier_name, p->base + b->off, need, tag, span_p, msg, msglen);
     }
-    strata_status_t st = arena_alloc_at(a, tier_name, p->base + b->off, need, tag, span_p, msg, msglen);
+    if (STRATA_ERR_FRAGMENTED == st && p->go_aside) {
+        /* nothing frees its span in time: this buffer outside the plan's
+         * span, the others still at theirs; no room there, no plan */
+        size_t off;
+        p->go_aside = 0;
+        if (!p->no_aside && 0 == arena_find_outside(a, need, p->base, p->base + p->extent, &off) &&
+            STRATA_OK == (st = arena_alloc_at(a, tier_name, off, need, tag, span_p, msg, msglen))) {
+            if (!key) p->clock++;
+            p->aside++;
+            *off_p = off;
+            return STRATA_OK;
+        }
+        mplan_abandon(p, msg);
+        return arena_alloc(a, tier_name, bytes, tag, off_p, span_p, msg, msglen);
+    }
     if (STRATA_ERR_FRAGMENTED == st) p->waits++;
     if (STRATA_OK != st) return st;
     if (!key) p->clock++;

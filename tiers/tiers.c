@@ -267,16 +267,19 @@ void strata_tiers_reset_peaks(strata_context_t *ctx)
 
 /* ---- the step's memory plan ----------------------------------------------------------- */
 
-/* The mplan_hold test fault: at step N, 256 bytes at the base of the
- * plan's span are taken before the step places, as a buffer freed later
- * than the recording had it would be, and kept to the step's end. */
+/* The mplan_hold and mplan_stuck test faults: at step N, 256 bytes at
+ * the base of the plan's span are taken before the step places, as a
+ * buffer freed later than the recording had it would be, and kept to the
+ * step's end; stuck: as if the device had no room beside the plan's span
+ * either. */
 static void hold_fault(tiers_state_t *ts, int step)
 {
-    uint64_t at = test_fault_arg("mplan_hold");
+    uint64_t hold = test_fault_arg("mplan_hold"), stuck = test_fault_arg("mplan_stuck");
     char msg[256];
-    if (at && at == (uint64_t)step)
+    if ((hold && hold == (uint64_t)step) || (stuck && stuck == (uint64_t)step))
         arena_alloc_at(&ts->arena[STRATA_TIER_DEVICE], "device", ts->mplan.base, TIERS_ALIGN,
                        STRATA_TAG_WORKSPACE, &ts->mplan_hold, msg, sizeof msg);
+    ts->mplan.no_aside = stuck && stuck == (uint64_t)step;
 }
 
 void tiers_plan_step_begin(strata_context_t *ctx, int step, int *placing_p)
@@ -288,7 +291,8 @@ void tiers_plan_step_begin(strata_context_t *ctx, int step, int *placing_p)
     pthread_mutex_lock(&ts->lock);
     ts->arena[STRATA_TIER_DEVICE].plan = p;
     p->clock = p->ev = 0;
-    p->placed = p->unplanned = p->waits = 0;
+    p->placed = p->unplanned = p->waits = p->aside = 0;
+    p->go_aside = p->no_aside = 0;
     p->broken = 0;
     p->why[0] = 0;
     if (p->packed && 0 == arena_find_free(&ts->arena[STRATA_TIER_DEVICE], p->extent, &p->base)) {
@@ -335,6 +339,17 @@ void tiers_plan_forget(strata_context_t *ctx)
     tiers_unlock(ts);
 }
 
+int tiers_plan_aside(strata_context_t *ctx)
+{
+    if (!ctx || !ctx->tiers) return 0;
+    tiers_state_t *ts = ctx->tiers;
+    pthread_mutex_lock(&ts->lock);
+    int placing = MPLAN_PLACE == ts->mplan.mode;
+    if (placing) ts->mplan.go_aside = 1;
+    tiers_unlock(ts);
+    return placing;
+}
+
 int tiers_plan_abandon(strata_context_t *ctx, const char *why)
 {
     if (!ctx || !ctx->tiers) return 0;
@@ -379,6 +394,7 @@ void tiers_plan_stats(const strata_context_t *ctx, tiers_plan_stats_t *st)
     st->placed = p->placed;
     st->unplanned = p->unplanned;
     st->waits = p->waits;
+    st->aside = p->aside;
     snprintf(st->why, sizeof st->why, "%s", p->why);
     tiers_unlock(ts);
 }

@@ -97,6 +97,8 @@ strata_status_t arena_alloc_at(arena_t *a, const char *tier_name, size_t off, si
 /* The free span of at least bytes with the least room to spare: 0 and its
  * offset, or -1. */
 int    arena_find_free(const arena_t *a, size_t bytes, size_t *off_p);
+/* The same among the free bytes outside [lo, hi). */
+int    arena_find_outside(const arena_t *a, size_t bytes, size_t lo, size_t hi, size_t *off_p);
 void   arena_free(arena_t *a, arena_span_t *span);
 size_t arena_largest_free(const arena_t *a);
 size_t arena_total_free(const arena_t *a);
@@ -153,6 +155,9 @@ typedef struct mplan {
     size_t       placed;          /* buffers put at their offset this step */
     size_t       unplanned;       /* allocations of this step outside the plan */
     size_t       waits;           /* planned spans found still held (this step) */
+    size_t       aside;           /* buffers put outside the plan's span instead (this step) */
+    int          go_aside;        /* the next held buffer goes outside the plan's span */
+    int          no_aside;        /* nothing goes there (the mplan_stuck test fault) */
     char         why[256];        /* why the last step left the plan, or "" */
 } mplan_t;
 
@@ -255,8 +260,12 @@ void tiers_plan_step_end(strata_context_t *ctx);
 /* The step program changed (or the step failed): nothing to place, and
  * the next step records. */
 void tiers_plan_forget(strata_context_t *ctx);
-/* Leave the plan for the rest of this step (a planned span stays held by
- * what could not be waited for); 1 when it was placing. */
+/* A planned span stays held by what could not be waited for: the buffer
+ * that asked for it goes outside the plan's span (where the device has
+ * room; else the rest of the step leaves the plan). 1 when placing (try
+ * the allocation again). */
+int  tiers_plan_aside(strata_context_t *ctx);
+/* Leave the plan for the rest of this step; 1 when it was placing. */
 int  tiers_plan_abandon(strata_context_t *ctx, const char *why);
 /* 1 while this step places by the plan. */
 int  tiers_plan_placing(const strata_context_t *ctx);
@@ -265,7 +274,7 @@ void tiers_block_plan_key(strata_block_t *blk, uint64_t key);
 typedef struct {
     int    mode;                  /* mplan_mode_t of the step now (or last) */
     int    packed;
-    size_t buffers, extent, live_peak, placed, unplanned, waits;
+    size_t buffers, extent, live_peak, placed, unplanned, waits, aside;
     char   why[256];
 } tiers_plan_stats_t;
 void tiers_plan_stats(const strata_context_t *ctx, tiers_plan_stats_t *st);
