@@ -179,6 +179,7 @@ static strata_status_t frag_to_host(strata_model_t *m, strata_status_t st, strat
     if (STRATA_OK != hs)
         return base_error(m->ctx, st, "%s; nor could the pinned-host tier take it: %s", dev,
                           strata_last_error(m->ctx));
+    tiers_plan_note_elsewhere(m->ctx, tag, bytes + FSDP_GUARD);
     if (0 == m->frag_spills++)
         strata_warn(m->ctx, "%s: this buffer and any more like it go to the pinned-host tier "
                     "(the device budget holds; the step goes on)", dev);
@@ -302,8 +303,10 @@ void fsdp_mplan_step_end(strata_model_t *m)
                    "device budget still holds)", m->step_count, ps.why);
     if (!m->mplan_placing && ps.packed && 0 == m->ctx->rank) {
         char s1[32], s2[32];
-        strata_info(m->ctx, "memory plan: the step's %zu device buffers at fixed offsets in %s "
-                    "(the most alive at once: %s), placed from the next step", ps.buffers,
+        strata_info(m->ctx, "memory plan: the step's %zu device buffers at fixed offsets, %s, "
+                    "spans of %s (the most alive at once: %s); placed from the next step",
+                    ps.buffers, ps.recorded_layout ? "where this step's allocator put them"
+                                                   : "packed by size",
                     strata_format_size(ps.extent, s1, sizeof s1),
                     strata_format_size(ps.live_peak, s2, sizeof s2));
     }

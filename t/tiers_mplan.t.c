@@ -40,9 +40,9 @@ static void test_pack_random(void)
     mplan_buf_t b[N];
     int clash = 0, below = 0;
     double worst = 1;
-    for (int set = 0; set < SETS; set++) {
+    for (int set = 0; set < 2 * SETS; set++) {
         random_bufs(b, N);
-        size_t extent = mplan_pack(b, N);
+        size_t extent = mplan_pack(b, N, set % 2);
         size_t live = mplan_live_peak(b, N);
         if (mplan_check(b, N)) clash++;
         if (extent < live) below++;
@@ -50,11 +50,11 @@ static void test_pack_random(void)
             if (b[i].off % TIERS_ALIGN) clash++;
         if ((double)extent / (double)live > worst) worst = (double)extent / (double)live;
     }
-    ok(0 == clash, "%d random sets of %d buffers: no two alive at once overlap, offsets aligned",
-       SETS, N);
+    ok(0 == clash, "%d random sets of %d buffers, packed by size and in order: no two alive at "
+       "once overlap, offsets aligned", SETS, N);
     ok(0 == below, "the extent is never below the most bytes alive at once");
-    ok(worst < 1.5, "random lifetimes: the extent within 1.5x of the most alive at once (worst "
-       "%.3fx)", worst);
+    ok(worst < 1.5, "random lifetimes: the extent within 1.5x of the most alive at once, either "
+       "way (worst %.3fx)", worst);
 }
 
 /* A step's shape: L units' forwards each allocate an output and saves
@@ -94,16 +94,18 @@ static void test_pack_step(void)
     int exact = 1, clash = 0;
     for (int L = 1; L <= 48; L += 7) {
         size_t n = step_shape(b, L);
-        size_t extent = mplan_pack(b, n);
+        size_t extent = mplan_pack(b, n, 0);
         if (mplan_check(b, n)) clash++;
+        if (mplan_pack(b, n, 1) < mplan_live_peak(b, n) || mplan_check(b, n)) clash++;
+        extent = mplan_pack(b, n, 0);
         if (extent != mplan_live_peak(b, n)) {
             exact = 0;
             diag("L=%d: extent %zu, most alive %zu", L, extent, mplan_live_peak(b, n));
         }
     }
-    ok(0 == clash, "a step's shape, 1..43 units: no overlap");
-    ok(exact, "a step's shape: the extent is the most bytes alive at once");
-    is_int((long long)mplan_pack(b, 0), 0, "nothing to pack: extent 0");
+    ok(0 == clash, "a step's shape, 1..43 units, by size and in order: no overlap");
+    ok(exact, "a step's shape by size: the extent is the most bytes alive at once");
+    is_int((long long)mplan_pack(b, 0, 0), 0, "nothing to pack: extent 0");
 }
 
 /* The step: a list of actions replayed on an arena under the plan. */
@@ -159,8 +161,11 @@ static void test_record_place(void)
     a.plan = &p;
     p.mode = MPLAN_RECORD;
     ok(0 == replay(&a, step, n, span, off), "recorded in 64 KiB");
-    ok(0 == mplan_finish(&p) && p.packed && 5 == p.n, "packed: 5 buffers");
-    is_int((long long)p.extent, 4 * KiB, "the plan spans 4 KiB, the most alive at once");
+    ok(0 == mplan_finish(&p) && p.packed && 5 == p.n && p.recorded_layout && 6 * KiB == p.extent,
+       "the plan: 5 buffers where the recording had them, in 6 KiB (best fit went above)");
+    mplan_use_packing(&p);
+    ok(!p.recorded_layout && 5 == p.n, "where that does not fit: the packing by size");
+    is_int((long long)p.extent, 4 * KiB, "by size: the plan spans 4 KiB, the most alive at once");
     arena_cleanup(&a);
 
     arena_init(&a, 4 * KiB);
@@ -284,7 +289,7 @@ static void test_async_keys(void)
 
 int main(void)
 {
-    plan(27);
+    plan(28);
     test_pack_random();
     test_pack_step();
     test_record_place();

@@ -245,21 +245,30 @@ int arena_find_free(const arena_t *a, size_t bytes, size_t *off_p)
     return 0;
 }
 
-int arena_find_outside(const arena_t *a, size_t bytes, size_t lo, size_t hi, size_t *off_p)
+int arena_range_free(const arena_t *a, size_t off, size_t len)
+{
+    const arena_span_t *s = a->first;
+    while (s && s->off + s->size <= off) s = s->next;
+    return s && s->free && off + len <= s->off + s->size;
+}
+
+int arena_find_outside(const arena_t *a, size_t bytes, const size_t *iv, size_t n,
+                       size_t base, size_t *off_p)
 {
     size_t best_off = 0, best_room = SIZE_MAX;
     for (const arena_span_t *s = a->first; s; s = s->next) {
         if (!s->free) continue;
-        size_t end = s->off + s->size;
-        /* the part below lo and the part from hi on */
-        size_t parts[2][2] = { { s->off, end < lo ? end : lo }, { s->off > hi ? s->off : hi, end } };
-        for (int k = 0; k < 2; k++) {
-            if (parts[k][1] <= parts[k][0]) continue;
-            size_t room = parts[k][1] - parts[k][0];
-            if (room >= bytes && room < best_room) {
-                best_room = room;
-                best_off = parts[k][0];
+        /* the pieces of the free span between the forbidden intervals */
+        size_t at = s->off, end = s->off + s->size;
+        for (size_t k = 0; k <= n && at < end; k++) {
+            size_t from = k < n ? base + iv[2 * k] : end, to = k < n ? base + iv[2 * k + 1] : end;
+            if (to <= at) continue;
+            size_t stop = from < end ? from : end;
+            if (stop > at && stop - at >= bytes && stop - at < best_room) {
+                best_room = stop - at;
+                best_off = at;
             }
+            if (to > at) at = to;
         }
     }
     if (SIZE_MAX == best_room) return -1;
@@ -353,7 +362,7 @@ strata_status_t arena_alloc_keyed(arena_t *a, const char *tier_name, size_t byte
         uint64_t clock = p->clock;
         if (!key) p->clock++;
         size_t slot;
-        if (0 == mplan_note_alloc(p, k, tag, need, clock, &slot)) (*span_p)->slot = slot;
+        if (0 == mplan_note_alloc(p, k, tag, need, clock, *off_p, &slot)) (*span_p)->slot = slot;
         return st;
     }
     const mplan_buf_t *b = mplan_find(p, k);
@@ -383,7 +392,7 @@ strata_status_t arena_alloc_keyed(arena_t *a, const char *tier_name, size_t byte
          * span, the others still at theirs; no room there, no plan */
         size_t off;
         p->go_aside = 0;
-        if (!p->no_aside && 0 == arena_find_outside(a, need, p->base, p->base + p->extent, &off) &&
+        if (!p->no_aside && 0 == arena_find_outside(a, need, p->iv, p->niv, p->base, &off) &&
             STRATA_OK == (st = arena_alloc_at(a, tier_name, off, need, tag, span_p, msg, msglen))) {
             if (!key) p->clock++;
             p->aside++;

@@ -31,6 +31,12 @@ static int by_size_desc(const void *x, const void *y)
     return a->start < b->start ? -1 : a->start > b->start;
 }
 
+static int by_start(const void *x, const void *y)
+{
+    const mplan_buf_t *a = &sort_base[*(const size_t *)x], *b = &sort_base[*(const size_t *)y];
+    return a->start < b->start ? -1 : a->start > b->start;
+}
+
 static int by_off(const void *x, const void *y)
 {
     const mplan_buf_t *a = *(const mplan_buf_t *const *)x, *b = *(const mplan_buf_t *const *)y;
@@ -56,7 +62,7 @@ static size_t best_gap(const mplan_buf_t *b, const mplan_buf_t **near, size_t k)
     return SIZE_MAX != best ? best : at;
 }
 
-size_t mplan_pack(mplan_buf_t *buf, size_t n)
+size_t mplan_pack(mplan_buf_t *buf, size_t n, int in_order)
 {
     if (0 == n) return 0;
     size_t *order = malloc(n * sizeof *order);
@@ -70,7 +76,7 @@ size_t mplan_pack(mplan_buf_t *buf, size_t n)
     }
     for (size_t i = 0; i < n; i++) order[i] = i;
     sort_base = buf;   /* the tiers' lock is held: one packing at a time */
-    qsort(order, n, sizeof *order, by_size_desc);
+    qsort(order, n, sizeof *order, in_order ? by_start : by_size_desc);
     size_t extent = 0, np = 0;
     for (size_t i = 0; i < n; i++) {
         mplan_buf_t *b = &buf[order[i]];
@@ -112,7 +118,7 @@ size_t mplan_live_peak(const mplan_buf_t *buf, size_t n)
 }
 
 int mplan_note_alloc(mplan_t *p, uint64_t key, strata_tag_t tag, size_t size, uint64_t clock,
-                     size_t *slot_p)
+                     size_t at, size_t *slot_p)
 {
     *slot_p = 0;
     if (p->n == p->cap) {
@@ -133,6 +139,7 @@ int mplan_note_alloc(mplan_t *p, uint64_t key, strata_tag_t tag, size_t size, ui
     b->start = p->ev++;
     b->end = UINT64_MAX;
     b->clock = clock;
+    b->at = at;
     *slot_p = p->n;
     return 0;
 }
@@ -148,21 +155,82 @@ static int by_key(const void *x, const void *y)
     return a->key < b->key ? -1 : a->key > b->key;
 }
 
+static int by_pair(const void *x, const void *y)
+{
+    const size_t *a = x, *b = y;
+    return a[0] < b[0] ? -1 : a[0] > b[0];
+}
+
+/* The merged spans the plan's buffers use (p->iv); -1 out of memory. */
+static int plan_union(mplan_t *p)
+{
+    size_t *iv = realloc(p->iv, (2 * p->n + 2) * sizeof *iv);
+    if (!iv) return -1;
+    p->iv = iv;
+    for (size_t i = 0; i < p->n; i++) {
+        iv[2 * i] = p->buf[i].off;
+        iv[2 * i + 1] = p->buf[i].off + p->buf[i].size;
+    }
+    qsort(iv, p->n, 2 * sizeof *iv, by_pair);
+    size_t k = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        if (k > 0 && iv[2 * i] <= iv[2 * k - 1]) {
+            if (iv[2 * i + 1] > iv[2 * k - 1]) iv[2 * k - 1] = iv[2 * i + 1];
+            continue;
+        }
+        iv[2 * k] = iv[2 * i];
+        iv[2 * k + 1] = iv[2 * i + 1];
+        k++;
+    }
+    p->niv = k;
+    p->span_bytes = 0;
+    for (size_t i = 0; i < k; i++) p->span_bytes += iv[2 * i + 1] - iv[2 * i];
+    return 0;
+}
+
 int mplan_finish(mplan_t *p)
 {
     p->packed = 0;
     if (p->broken || 0 == p->n) return -1;
-    for (size_t i = 0; i < p->n; i++)
-        if (UINT64_MAX == p->buf[i].end) p->buf[i].end = p->ev;
+    size_t lo = SIZE_MAX, hi = 0;
+    int all_at = 1;
+    for (size_t i = 0; i < p->n; i++) {
+        mplan_buf_t *b = &p->buf[i];
+        if (UINT64_MAX == b->end) b->end = p->ev;
+        if (SIZE_MAX == b->at) {
+            all_at = 0;
+            continue;
+        }
+        if (b->at < lo) lo = b->at;
+        if (b->at + b->size > hi) hi = b->at + b->size;
+    }
     p->live_peak = mplan_live_peak(p->buf, p->n);
-    size_t extent = mplan_pack(p->buf, p->n);
+    size_t extent = mplan_pack(p->buf, p->n, 0);
     if ((size_t)-1 == extent) return -1;
+    p->extent_packed = extent;
+    for (size_t i = 0; i < p->n; i++) p->buf[i].off_packed = p->buf[i].off;
+    p->recorded_layout = all_at;
+    if (all_at) {
+        p->rec_base = lo;
+        p->extent = hi - lo;
+        for (size_t i = 0; i < p->n; i++) p->buf[i].off = p->buf[i].at - lo;
+    } else {
+        p->extent = extent;
+    }
     qsort(p->buf, p->n, sizeof *p->buf, by_key);
     for (size_t i = 1; i < p->n; i++)   /* a key twice: no identity to place by */
         if (p->buf[i].key == p->buf[i - 1].key) return -1;
-    p->extent = extent;
+    if (plan_union(p)) return -1;
     p->packed = 1;
     return 0;
+}
+
+void mplan_use_packing(mplan_t *p)
+{
+    for (size_t i = 0; i < p->n; i++) p->buf[i].off = p->buf[i].off_packed;
+    p->extent = p->extent_packed;
+    p->recorded_layout = 0;
+    if (plan_union(p)) p->packed = 0;
 }
 
 const mplan_buf_t *mplan_find(const mplan_t *p, uint64_t key)
@@ -193,5 +261,6 @@ void mplan_abandon(mplan_t *p, const char *why)
 void mplan_clear(mplan_t *p)
 {
     free(p->buf);
+    free(p->iv);
     memset(p, 0, sizeof *p);
 }

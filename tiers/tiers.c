@@ -282,6 +282,20 @@ static void hold_fault(tiers_state_t *ts, int step)
     ts->mplan.no_aside = stuck && stuck == (uint64_t)step;
 }
 
+/* Whether every buffer of a plan laid out as recorded finds its span
+ * free (then its base is the recording's). */
+static int recorded_layout_fits(tiers_state_t *ts)
+{
+    mplan_t *p = &ts->mplan;
+    if (!p->recorded_layout) return 0;
+    for (size_t i = 0; i < p->n; i++)
+        if (!arena_range_free(&ts->arena[STRATA_TIER_DEVICE], p->rec_base + p->buf[i].off,
+                              p->buf[i].size))
+            return 0;
+    p->base = p->rec_base;
+    return 1;
+}
+
 void tiers_plan_step_begin(strata_context_t *ctx, int step, int *placing_p)
 {
     *placing_p = 0;
@@ -295,7 +309,9 @@ void tiers_plan_step_begin(strata_context_t *ctx, int step, int *placing_p)
     p->go_aside = p->no_aside = 0;
     p->broken = 0;
     p->why[0] = 0;
-    if (p->packed && 0 == arena_find_free(&ts->arena[STRATA_TIER_DEVICE], p->extent, &p->base)) {
+    if (p->packed && !recorded_layout_fits(ts)) mplan_use_packing(p);
+    if (p->packed && (p->recorded_layout ||
+                      0 == arena_find_free(&ts->arena[STRATA_TIER_DEVICE], p->extent, &p->base))) {
         p->mode = MPLAN_PLACE;
         *placing_p = 1;
         hold_fault(ts, step);
@@ -361,6 +377,20 @@ int tiers_plan_abandon(strata_context_t *ctx, const char *why)
     return placing;
 }
 
+void tiers_plan_note_elsewhere(strata_context_t *ctx, strata_tag_t tag, size_t bytes)
+{
+    if (!ctx || !ctx->tiers) return;
+    tiers_state_t *ts = ctx->tiers;
+    mplan_t *p = &ts->mplan;
+    size_t need, slot;
+    pthread_mutex_lock(&ts->lock);
+    if (MPLAN_RECORD == p->mode && 0 == tiers_round(bytes, &need) && need > 0) {
+        mplan_note_alloc(p, p->clock + 1, tag, need, p->clock, SIZE_MAX, &slot);
+        p->clock++;
+    }
+    tiers_unlock(ts);
+}
+
 int tiers_plan_placing(const strata_context_t *ctx)
 {
     if (!ctx || !ctx->tiers) return 0;
@@ -389,7 +419,8 @@ void tiers_plan_stats(const strata_context_t *ctx, tiers_plan_stats_t *st)
     st->mode = (int)p->mode;
     st->packed = p->packed;
     st->buffers = p->packed ? p->n : 0;
-    st->extent = p->packed ? p->extent : 0;
+    st->extent = p->packed ? p->span_bytes : 0;
+    st->recorded_layout = p->packed && p->recorded_layout;
     st->live_peak = p->packed ? p->live_peak : 0;
     st->placed = p->placed;
     st->unplanned = p->unplanned;

@@ -94,11 +94,15 @@ strata_status_t arena_alloc_keyed(arena_t *a, const char *tier_name, size_t byte
  * free; else STRATA_ERR_FRAGMENTED naming what holds it. */
 strata_status_t arena_alloc_at(arena_t *a, const char *tier_name, size_t off, size_t need,
                                strata_tag_t tag, arena_span_t **span_p, char *msg, size_t msglen);
+/* 1 when [off, off + len) is all free. */
+int    arena_range_free(const arena_t *a, size_t off, size_t len);
 /* The free span of at least bytes with the least room to spare: 0 and its
  * offset, or -1. */
 int    arena_find_free(const arena_t *a, size_t bytes, size_t *off_p);
-/* The same among the free bytes outside [lo, hi). */
-int    arena_find_outside(const arena_t *a, size_t bytes, size_t lo, size_t hi, size_t *off_p);
+/* The same among the free bytes outside n sorted [from, to) pairs iv
+ * (each shifted by base). */
+int    arena_find_outside(const arena_t *a, size_t bytes, const size_t *iv, size_t n,
+                          size_t base, size_t *off_p);
 void   arena_free(arena_t *a, arena_span_t *span);
 size_t arena_largest_free(const arena_t *a);
 size_t arena_total_free(const arena_t *a);
@@ -136,7 +140,10 @@ typedef struct {
     size_t       size;            /* rounded */
     uint64_t     start, end;      /* alive from event start until event end */
     uint64_t     clock;           /* program-order allocations made before it */
-    size_t       off;             /* the packing's offset */
+    size_t       at;              /* where the recording step had it (SIZE_MAX: not
+                                   * on the device, see tiers_plan_note_elsewhere) */
+    size_t       off;             /* the plan's offset from its base */
+    size_t       off_packed;      /* the packing's, should the recorded layout not fit */
 } mplan_buf_t;
 
 typedef enum { MPLAN_OFF = 0, MPLAN_RECORD, MPLAN_PLACE } mplan_mode_t;
@@ -149,7 +156,13 @@ typedef struct mplan {
     uint64_t     ev;              /* events (allocations, frees) this step */
     int          packed;          /* buf holds a packing to place */
     int          broken;          /* this step went off the recording: record again */
-    size_t       extent;          /* bytes the packing spans */
+    size_t       extent;          /* bytes the plan spans */
+    size_t       extent_packed;   /* bytes the packing by size spans */
+    int          recorded_layout; /* offsets as the recording step had them, from rec_base */
+    size_t       rec_base;
+    size_t      *iv;              /* the spans the plan uses: niv [from, to) pairs from its
+                                   * base, sorted, merged */
+    size_t       niv, span_bytes; /* and their bytes */
     size_t       live_peak;       /* most bytes alive at once in the recording */
     size_t       base;            /* the packing's place in the arena this step */
     size_t       placed;          /* buffers put at their offset this step */
@@ -161,9 +174,10 @@ typedef struct mplan {
     char         why[256];        /* why the last step left the plan, or "" */
 } mplan_t;
 
-/* Give every buffer an offset (greedy by size, best-fit gap); returns the
- * extent (0 for none), or (size_t)-1 when out of memory. */
-size_t mplan_pack(mplan_buf_t *buf, size_t n);
+/* Give every buffer an offset (greedy, best-fit gap), the largest first,
+ * or in_order, in the order of their starts; returns the extent (0 for
+ * none), or (size_t)-1 when out of memory. */
+size_t mplan_pack(mplan_buf_t *buf, size_t n, int in_order);
 /* 0 when no two buffers alive at once overlap; else the first clash's
  * index + 1 (for tests). */
 size_t mplan_check(const mplan_buf_t *buf, size_t n);
@@ -172,11 +186,18 @@ size_t mplan_live_peak(const mplan_buf_t *buf, size_t n);
 /* Recording: a buffer allocated / freed (slot is the index + 1 of the
  * record, kept on the span). 0, or -1 out of memory (the plan breaks). */
 int  mplan_note_alloc(mplan_t *p, uint64_t key, strata_tag_t tag, size_t size, uint64_t clock,
-                      size_t *slot_p);
+                      size_t at, size_t *slot_p);
 void mplan_note_free(mplan_t *p, size_t slot);
-/* End of a recorded step: buffers never freed live to its end; pack and
- * sort by key. 0, or -1 (nothing to place next step). */
+/* End of a recorded step: buffers never freed live to its end; the plan
+ * is where the recording step had each buffer (as its best-fit allocator
+ * laid them out: the spans a step frees are the next it fills, so its
+ * buffers stay in the caches), with a packing by size beside it for when
+ * that layout does not fit (mplan_use_packing) or a buffer of the
+ * recording was not on the device; sorted by key. 0, or -1 (nothing to
+ * place next step). */
 int  mplan_finish(mplan_t *p);
+/* From now on the packing by size. */
+void mplan_use_packing(mplan_t *p);
 /* The record of key in a packed plan, or NULL. */
 const mplan_buf_t *mplan_find(const mplan_t *p, uint64_t key);
 /* Leave the plan for the rest of this step; the next step records. */
@@ -269,12 +290,18 @@ int  tiers_plan_aside(strata_context_t *ctx);
 int  tiers_plan_abandon(strata_context_t *ctx, const char *why);
 /* 1 while this step places by the plan. */
 int  tiers_plan_placing(const strata_context_t *ctx);
+/* Recording: a buffer of the step went elsewhere than the device (the
+ * pinned-host tier, the device being fragmented); it keeps its place in
+ * program order, and the plan is a packing. */
+void tiers_plan_note_elsewhere(strata_context_t *ctx, strata_tag_t tag, size_t bytes);
 /* The key of blk's next device space (a restore whose time varies). */
 void tiers_block_plan_key(strata_block_t *blk, uint64_t key);
 typedef struct {
     int    mode;                  /* mplan_mode_t of the step now (or last) */
     int    packed;
-    size_t buffers, extent, live_peak, placed, unplanned, waits, aside;
+    size_t buffers, extent, live_peak, placed, unplanned, waits, aside;   /* extent: the
+                                   * bytes of the spans the plan uses */
+    int    recorded_layout;
     char   why[256];
 } tiers_plan_stats_t;
 void tiers_plan_stats(const strata_context_t *ctx, tiers_plan_stats_t *st);
