@@ -162,7 +162,7 @@ static int by_pair(const void *x, const void *y)
 }
 
 /* The merged spans the plan's buffers use (p->iv); -1 out of memory. */
-static int plan_union(mplan_t *p)
+static int mplan_union(mplan_t *p)
 {
     size_t *iv = realloc(p->iv, (2 * p->n + 2) * sizeof *iv);
     if (!iv) return -1;
@@ -220,7 +220,7 @@ int mplan_finish(mplan_t *p)
     qsort(p->buf, p->n, sizeof *p->buf, by_key);
     for (size_t i = 1; i < p->n; i++)   /* a key twice: no identity to place by */
         if (p->buf[i].key == p->buf[i - 1].key) return -1;
-    if (plan_union(p)) return -1;
+    if (mplan_union(p)) return -1;
     p->packed = 1;
     return 0;
 }
@@ -230,7 +230,7 @@ void mplan_use_packing(mplan_t *p)
     for (size_t i = 0; i < p->n; i++) p->buf[i].off = p->buf[i].off_packed;
     p->extent = p->extent_packed;
     p->recorded_layout = 0;
-    if (plan_union(p)) p->packed = 0;
+    if (mplan_union(p)) p->packed = 0;
 }
 
 const mplan_buf_t *mplan_find(const mplan_t *p, uint64_t key)
