@@ -276,7 +276,7 @@ void fsdp_mplan_step_begin(strata_model_t *m)
     m->mplan_seen = m->mplan_gen;
     m->mplan_nmicro = m->n_micro;
     m->mplan_placing = 0;
-    if (m->ctx->cfg.mem_plan) tiers_plan_step_begin(m->ctx, m->step_count + 1, &m->mplan_placing);
+    if (m->ctx->cfg.mem_plan) tiers_plan_step_begin(m->ctx, m, m->step_count + 1, &m->mplan_placing);
 }
 
 void fsdp_mplan_step_end(strata_model_t *m)

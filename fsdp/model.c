@@ -126,6 +126,7 @@ void strata_model_destroy(strata_model_t *m)
     if (MODEL_BUILDING != m->state) fsdp_drain(m);
     fsdp_bgsave_destroy(m);
     fsdp_exec_abort(m);
+    fsdp_mplan_forget(m);   /* a model made later at this address records its own */
     fsdp_progress_stop(m);
     if (m->acts)
         for (int i = 0; i <= m->nunits; i++) {

@@ -296,13 +296,15 @@ static int recorded_layout_fits(tiers_state_t *ts)
     return 1;
 }
 
-void tiers_plan_step_begin(strata_context_t *ctx, int step, int *placing_p)
+void tiers_plan_step_begin(strata_context_t *ctx, const void *owner, int step, int *placing_p)
 {
     *placing_p = 0;
     if (!ctx || !ctx->tiers) return;
     tiers_state_t *ts = ctx->tiers;
     mplan_t *p = &ts->mplan;
     pthread_mutex_lock(&ts->lock);
+    if (owner != ts->mplan_owner) p->packed = 0;   /* another model's steps */
+    ts->mplan_owner = owner;
     ts->arena[STRATA_TIER_DEVICE].plan = p;
     p->clock = p->ev = 0;
     p->placed = p->unplanned = p->waits = p->aside = 0;
@@ -350,6 +352,7 @@ void tiers_plan_forget(strata_context_t *ctx)
     ts->mplan.mode = MPLAN_OFF;
     ts->mplan.packed = 0;
     ts->mplan.n = 0;
+    ts->mplan_owner = NULL;
     arena_free(&ts->arena[STRATA_TIER_DEVICE], ts->mplan_hold);
     ts->mplan_hold = NULL;
     tiers_unlock(ts);

@@ -273,9 +273,10 @@ strata_status_t tiers_block_after(strata_block_t *blk, void *stream);
 
 /* ---- the step's memory plan (tiers.c; see mplan_t) --------------------- */
 
-/* Step `step` (1-based) begins: place by the packing when there is one and a free span
+/* Step `step` (1-based) of model `owner` begins (a plan recorded for
+ * another model of the context is dropped): place by the packing when there is one and a free span
  * of the arena holds it, else record. *placing_p: 1 when placing. */
-void tiers_plan_step_begin(strata_context_t *ctx, int step, int *placing_p);
+void tiers_plan_step_begin(strata_context_t *ctx, const void *owner, int step, int *placing_p);
 /* The step ended: a recording is packed for the next step. */
 void tiers_plan_step_end(strata_context_t *ctx);
 /* The step program changed (or the step failed): nothing to place, and
@@ -416,6 +417,7 @@ typedef struct tiers_state {
     size_t                  capacity[2];
     arena_t                 arena[2];
     mplan_t                 mplan;             /* the device arena's step plan */
+    const void             *mplan_owner;       /* the model it was recorded for */
     arena_span_t           *mplan_hold;        /* the mplan_hold test fault's span */
     int                     pinned_locked;
     char                    host_why[320];     /* what lowered the host budget, or "" */
