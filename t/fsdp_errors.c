@@ -319,13 +319,69 @@ static void test_tiny_budget(const strata_config_t *cfg)
     strata_finalize(tiny);
 }
 
+/* Whether m's last step placed its device buffers by the memory plan. */
+static int placed(strata_model_t *m)
+{
+    strata_model_stats_t ms = STRATA_MODEL_STATS_INIT;
+    return STRATA_OK == strata_model_stats(m, &ms) && ms.mem_planned;
+}
+
+/* The memory plan is its model's: two models of one context stepping in
+ * turn each record their own (neither places by the other's), a model
+ * stepping on its own places from its third step, and one made after
+ * another was destroyed does not place by the old one's. */
+static void test_two_models(const strata_config_t *cfg)
+{
+    strata_config_t *c = NULL;
+    strata_context_t *two = NULL;
+    if (STRATA_OK != strata_config_dup(cfg, &c) ||
+        STRATA_OK != strata_config_set(c, "act_policy", "x_copy=host", NULL, 0) ||
+        STRATA_OK != strata_init(MPI_COMM_WORLD, c, &two)) bail_out("strata_init (two models)");
+    strata_config_destroy(c);
+    mode = GOOD;
+    strata_model_t *a = NULL, *b = NULL;
+    if (STRATA_OK != build(two, &a, 0) || STRATA_OK != build(two, &b, 0))
+        bail_out("build: %s", strata_last_error(two));
+    int st_ok = 1, seq = 0;
+    for (int s = 0; s < 3; s++) {
+        st_ok = st_ok && STRATA_OK == one_step(a);
+        seq = seq * 2 + placed(a);
+    }
+    ok(st_ok && 1 == seq, "one model on its own: steps 1-2 record, step 3 places (%d)", seq);
+    int any = 0;
+    for (int s = 0; s < 4; s++) {
+        st_ok = st_ok && STRATA_OK == one_step(b) && STRATA_OK == one_step(a);
+        any |= placed(a) | placed(b);
+    }
+    ok(st_ok && !any, "two models stepping in turn: every step trains, neither places by the "
+       "other's plan");
+    st_ok = st_ok && STRATA_OK == one_step(a);
+    int first = placed(a);
+    st_ok = st_ok && STRATA_OK == one_step(a);
+    /* its last step in turn recorded (after b's), and nothing came between */
+    ok(st_ok && first && placed(a), "back on its own: its last step's record places at once");
+    strata_model_destroy(a);
+    strata_model_t *c2 = NULL;
+    if (STRATA_OK != build(two, &c2, 0)) bail_out("build: %s", strata_last_error(two));
+    seq = 0;
+    for (int s = 0; s < 3; s++) {
+        st_ok = st_ok && STRATA_OK == one_step(c2);
+        seq = seq * 2 + placed(c2);
+    }
+    ok(st_ok && 1 == seq, "a model made after one was destroyed records its own plan (%d)", seq);
+    if (!st_ok) diag("%s", strata_last_error(two));
+    strata_model_destroy(c2);
+    strata_model_destroy(b);
+    strata_finalize(two);
+}
+
 int main(int argc, char **argv)
 {
     int provided, W;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_size(MPI_COMM_WORLD, &W);
     tap_use_comm(MPI_COMM_WORLD);
-    plan(37);
+    plan(41);
 
     strata_config_t *cfg = NULL;
     if (STRATA_OK != strata_config_create(&cfg)) bail_out("strata_config_create failed");
@@ -348,6 +404,7 @@ int main(int argc, char **argv)
     strata_model_destroy(m);
     strata_model_destroy(NULL);
     test_tiny_budget(cfg);
+    test_two_models(cfg);
     strata_config_destroy(cfg);
 
     strata_finalize(ctx);
