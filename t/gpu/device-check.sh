@@ -456,18 +456,27 @@ run_checks() {
             result ok "gpt-$dt: loss $gl on $backend vs $rl on host (tolerance $tol relative)"
         else result "not ok" "gpt-$dt: loss '${gl:-none}' on $backend vs '${rl:-none}' on host (see steps.log)"; fi
     done
-    # every --act-policy gives one param_hash in f32
-    local pol h first="" same=1 hashes=""
-    for pol in "*=keep" "*=host" "*=storage" "*=recompute" auto; do
-        run "policy-${pol#\*=}" 40 10 $MPI -np 1 "$B/bin/train_gpt" ${small/--steps 50/--steps 4} \
-            --device $backend --act-policy "$pol" --spill-dir "$B"
-        h=$(field "$(final_of "$W/policy-${pol#\*=}.log")" param_hash)
+    # every --act-policy gives one param_hash in f32, the units' inputs
+    # moved too, and the memory plan off; with it on, the steps after the
+    # two that record it place every device buffer at its planned offset
+    local pol h first="" same=1 hashes="" k=0 planned
+    for pol in "*=keep" "*=host" "*=storage" "*=recompute" auto "unit_input=host,*=recompute" \
+               "*=host mem_plan=off"; do
+        k=$((k + 1))
+        local p_act p_set
+        read -r p_act p_set <<< "$pol"
+        run "policy-$k" 40 10 $MPI -np 1 "$B/bin/train_gpt" ${small/--steps 50/--steps 4} \
+            --device $backend --act-policy "$p_act" --spill-dir "$B" --set "${p_set:-mem_plan=on}"
+        h=$(field "$(final_of "$W/policy-$k.log")" param_hash)
         hashes="$hashes ${pol}:${h:-failed}"
         [ -z "$first" ] && first=$h
         [ -n "$h" ] && [ "$h" = "$first" ] || same=0
     done
     if [ 1 = $same ]; then result ok "act-policy: one param_hash ($first)"
     else result "not ok" "act-policy: param_hashes differ:$hashes"; fi
+    planned=$(grep -c '"mem_planned":true' "$W/policy-2.log")
+    if [ "$planned" -ge 2 ]; then result ok "mem-plan: *=host steps 3-4 placed by the memory plan"
+    else result "not ok" "mem-plan: *=host placed $planned of steps 3-4 (see steps.log)"; fi
 
     # 3. the copy engines against cudaMemcpyAsync; one step under
     # compute-sanitizer memcheck
