@@ -254,7 +254,8 @@ static strata_status_t issue(strata_model_t *m, int id)
     /* placing by the memory plan, the span a restore lands in may have
      * been freed by compute queued but not yet run (mem.c): the copy
      * starts after it */
-    if (SCHED_OP_H2D == o->kind && m->mplan_placing && tiers_plan_placing(m->ctx))
+    if (SCHED_OP_H2D == o->kind && fsdp_dev_on(m->ctx) && m->mplan_placing &&
+        tiers_plan_placing(m->ctx))
         st = tiers_block_after(s->buf.h, m->ctx->compute_stream);
     /* a restore's device space comes when its transfer is issued, a time
      * that varies: the memory plan knows it by the op and micro-batch */

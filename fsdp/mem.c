@@ -194,9 +194,9 @@ strata_status_t fsdp_buf_alloc_room(strata_model_t *m, strata_tag_t tag, size_t 
         if (STRATA_ERR_TIER_FULL != st && STRATA_ERR_FRAGMENTED != st) return st;
         /* placing by the plan, the span is held by what the recording had
          * freed by now (an offload or a collective running late): wait
-         * for the transfers, and only then leave the plan; the kept
-         * workspace stays, as dropping it would change what the step
-         * allocates next */
+         * for the transfers, then a collective, and only then go beside
+         * the plan; the kept workspace stays, as dropping it would change
+         * what the step allocates next */
         if (m->mplan_placing && STRATA_ERR_FRAGMENTED == st) {
             if (m->room && m->room(m)) continue;
             strata_status_t cs;

@@ -152,6 +152,52 @@ size_t arena_total_free(const arena_t *a)
  * its address is used: never written, so shared by every context). */
 static arena_span_t zero_span;
 
+/* Split free span s so that [off, off + need) is a span of its own;
+ * returns it, or NULL out of memory. */
+static arena_span_t *carve(arena_t *a, arena_span_t *s, size_t off, size_t need)
+{
+    arena_span_t *before = NULL, *after = NULL;
+    if (off > s->off && !(before = calloc(1, sizeof *before))) return NULL;
+    if (off + need < s->off + s->size && !(after = calloc(1, sizeof *after))) {
+        free(before);
+        return NULL;
+    }
+    if (before) {
+        before->free = 1;
+        before->off = s->off;
+        before->size = off - s->off;
+        before->prev = s->prev;
+        before->next = s;
+        if (s->prev) s->prev->next = before;
+        else a->first = before;
+        s->prev = before;
+        a->nspans++;
+    }
+    if (after) {
+        after->free = 1;
+        after->off = off + need;
+        after->size = s->off + s->size - after->off;
+        after->prev = s;
+        after->next = s->next;
+        if (s->next) s->next->prev = after;
+        s->next = after;
+        a->nspans++;
+    }
+    s->off = off;
+    s->size = need;
+    return s;
+}
+
+/* Free span s (already carved to need bytes) becomes tag's. */
+static void take_span(arena_t *a, arena_span_t *s, strata_tag_t tag, size_t need)
+{
+    s->free = 0;
+    s->tag = tag;
+    s->slot = 0;
+    tier_acct_add(&a->acct, tag, need);
+}
+
+
 strata_status_t arena_alloc(arena_t *a, const char *tier_name, size_t bytes,
                             strata_tag_t tag, size_t *off_p, arena_span_t **span_p,
                             char *msg, size_t msglen)
@@ -197,39 +243,13 @@ strata_status_t arena_alloc(arena_t *a, const char *tier_name, size_t bytes,
                  strata_format_size(a->acct.budget, s4, sizeof s4), use);
         return STRATA_ERR_FRAGMENTED;
     }
-    if (best->size > need) {
-        /* split: the allocation takes the front (a workspace the back),
-         * the rest stays free */
-        arena_span_t *rest = calloc(1, sizeof *rest);
-        if (!rest) {
-            snprintf(msg, msglen, "%s tier: out of host memory for allocator bookkeeping",
-                     tier_name);
-            return STRATA_ERR_NOMEM;
-        }
-        rest->free = 1;
-        rest->size = best->size - need;
-        if (top) {   /* rest before best */
-            rest->off = best->off;
-            best->off += rest->size;
-            rest->prev = best->prev;
-            rest->next = best;
-            if (best->prev) best->prev->next = rest;
-            else a->first = rest;
-            best->prev = rest;
-        } else {     /* rest after best */
-            rest->off = best->off + need;
-            rest->prev = best;
-            rest->next = best->next;
-            if (best->next) best->next->prev = rest;
-            best->next = rest;
-        }
-        best->size = need;
-        a->nspans++;
+    /* the allocation takes the front of the span (a workspace the back),
+     * the rest stays free */
+    if (!carve(a, best, top ? best->off + best->size - need : best->off, need)) {
+        snprintf(msg, msglen, "%s tier: out of host memory for allocator bookkeeping", tier_name);
+        return STRATA_ERR_NOMEM;
     }
-    best->free = 0;
-    best->tag = tag;
-    best->slot = 0;
-    tier_acct_add(&a->acct, tag, need);
+    take_span(a, best, tag, need);
     *off_p = best->off;
     *span_p = best;
     return STRATA_OK;
@@ -282,42 +302,6 @@ static const char *article(const char *word)
     return word[0] && strchr("aeiou", word[0]) ? "an" : "a";
 }
 
-/* Split free span s so that [off, off + need) is a span of its own;
- * returns it, or NULL out of memory. */
-static arena_span_t *carve(arena_t *a, arena_span_t *s, size_t off, size_t need)
-{
-    arena_span_t *before = NULL, *after = NULL;
-    if (off > s->off && !(before = calloc(1, sizeof *before))) return NULL;
-    if (off + need < s->off + s->size && !(after = calloc(1, sizeof *after))) {
-        free(before);
-        return NULL;
-    }
-    if (before) {
-        before->free = 1;
-        before->off = s->off;
-        before->size = off - s->off;
-        before->prev = s->prev;
-        before->next = s;
-        if (s->prev) s->prev->next = before;
-        else a->first = before;
-        s->prev = before;
-        a->nspans++;
-    }
-    if (after) {
-        after->free = 1;
-        after->off = off + need;
-        after->size = s->off + s->size - after->off;
-        after->prev = s;
-        after->next = s->next;
-        if (s->next) s->next->prev = after;
-        s->next = after;
-        a->nspans++;
-    }
-    s->off = off;
-    s->size = need;
-    return s;
-}
-
 strata_status_t arena_alloc_at(arena_t *a, const char *tier_name, size_t off, size_t need,
                                 strata_tag_t tag, arena_span_t **span_p, char *msg, size_t msglen)
 {
@@ -339,10 +323,7 @@ strata_status_t arena_alloc_at(arena_t *a, const char *tier_name, size_t off, si
         snprintf(msg, msglen, "%s tier: out of host memory for allocator bookkeeping", tier_name);
         return STRATA_ERR_NOMEM;
     }
-    s->free = 0;
-    s->tag = tag;
-    s->slot = 0;
-    tier_acct_add(&a->acct, tag, need);
+    take_span(a, s, tag, need);
     *span_p = s;
     return STRATA_OK;
 }

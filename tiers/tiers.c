@@ -282,6 +282,13 @@ static void hold_fault(tiers_state_t *ts, int step)
     ts->mplan.no_aside = stuck && stuck == (uint64_t)step;
 }
 
+/* The end of the test faults' hold (lock held). */
+static void release_hold(tiers_state_t *ts)
+{
+    arena_free(&ts->arena[STRATA_TIER_DEVICE], ts->mplan_hold);
+    ts->mplan_hold = NULL;
+}
+
 /* Whether every buffer of a plan laid out as recorded finds its span
  * free (then its base is the recording's). */
 static int recorded_layout_fits(tiers_state_t *ts)
@@ -339,8 +346,7 @@ void tiers_plan_step_end(strata_context_t *ctx)
     if (MPLAN_RECORD == p->mode) mplan_finish(p);
     else if (p->broken) p->packed = 0;   /* record again */
     p->mode = MPLAN_OFF;
-    arena_free(&ts->arena[STRATA_TIER_DEVICE], ts->mplan_hold);
-    ts->mplan_hold = NULL;
+    release_hold(ts);
     tiers_unlock(ts);
 }
 
@@ -353,8 +359,7 @@ void tiers_plan_forget(strata_context_t *ctx)
     ts->mplan.packed = 0;
     ts->mplan.n = 0;
     ts->mplan_owner = NULL;
-    arena_free(&ts->arena[STRATA_TIER_DEVICE], ts->mplan_hold);
-    ts->mplan_hold = NULL;
+    release_hold(ts);
     tiers_unlock(ts);
 }
 
@@ -365,17 +370,6 @@ int tiers_plan_aside(strata_context_t *ctx)
     pthread_mutex_lock(&ts->lock);
     int placing = MPLAN_PLACE == ts->mplan.mode;
     if (placing) ts->mplan.go_aside = 1;
-    tiers_unlock(ts);
-    return placing;
-}
-
-int tiers_plan_abandon(strata_context_t *ctx, const char *why)
-{
-    if (!ctx || !ctx->tiers) return 0;
-    tiers_state_t *ts = ctx->tiers;
-    pthread_mutex_lock(&ts->lock);
-    int placing = MPLAN_PLACE == ts->mplan.mode;
-    if (placing) mplan_abandon(&ts->mplan, why);
     tiers_unlock(ts);
     return placing;
 }
@@ -419,7 +413,6 @@ void tiers_plan_stats(const strata_context_t *ctx, tiers_plan_stats_t *st)
     tiers_state_t *ts = ctx->tiers;
     const mplan_t *p = &ts->mplan;
     pthread_mutex_lock(&ts->lock);
-    st->mode = (int)p->mode;
     st->packed = p->packed;
     st->buffers = p->packed ? p->n : 0;
     st->extent = p->packed ? p->span_bytes : 0;

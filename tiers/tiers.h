@@ -287,8 +287,6 @@ void tiers_plan_forget(strata_context_t *ctx);
  * room; else the rest of the step leaves the plan). 1 when placing (try
  * the allocation again). */
 int  tiers_plan_aside(strata_context_t *ctx);
-/* Leave the plan for the rest of this step; 1 when it was placing. */
-int  tiers_plan_abandon(strata_context_t *ctx, const char *why);
 /* 1 while this step places by the plan. */
 int  tiers_plan_placing(const strata_context_t *ctx);
 /* Recording: a buffer of the step went elsewhere than the device (the
@@ -298,7 +296,6 @@ void tiers_plan_note_elsewhere(strata_context_t *ctx, strata_tag_t tag, size_t b
 /* The key of blk's next device space (a restore whose time varies). */
 void tiers_block_plan_key(strata_block_t *blk, uint64_t key);
 typedef struct {
-    int    mode;                  /* mplan_mode_t of the step now (or last) */
     int    packed;
     size_t buffers, extent, live_peak, placed, unplanned, waits, aside;   /* extent: the
                                    * bytes of the spans the plan uses */
