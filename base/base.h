@@ -49,6 +49,7 @@ struct strata_config {
     int      mem_plan;            /* the step's device buffers at planned offsets */
     int      prefetch;            /* all-gather lookahead in units */
     char     act_policy[512];     /* e.g. "qkv=host,*=keep" or "auto" */
+    char     state_place[256];    /* e.g. "optim=storage,master=host:0.5" */
     int      schedule;            /* 0 = lhs, 1 = naive */
     char     trace[512];          /* per-rank trace files <trace>.<rank>.json; "" = none */
     int      threads;             /* compute threads per rank; 0 = affinity */

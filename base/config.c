@@ -83,6 +83,12 @@ static const opt_row_t opt_table[] = {
       OFF(prefetch), OPT_INT, 0, NULL },
     { "act_policy", "*=keep", "activation policy per saved name, e.g. qkv=host,mlp_up=storage,*=keep; or auto",
       OFF(act_policy), STR(act_policy) },
+    { "state_place", "*=device", "where each class of training state lives: master (the fp32 "
+                            "parameter shard), grad (the reduced gradient shard), optim (the "
+                            "optimizer's moments) = device, host or storage; CLASS=TIER:F puts the "
+                            "first fraction F of the units there and the rest on the device "
+                            "(CLASS=TIER:F:TIER2 on TIER2), e.g. optim=storage,master=host:0.5",
+      OFF(state_place), STR(state_place) },
     { "schedule",   "lhs",  "transfer schedule: lhs (latency-hiding) or naive",
       OFF(schedule), OPT_ENUM, 0, schedule_names },
     { "trace",      "",     "write a Chrome trace-event file per rank, <trace>.<rank>.json, when a model is "

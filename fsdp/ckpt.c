@@ -536,6 +536,36 @@ void fsdp_bgsave_destroy(strata_model_t *m)
     m->bgsave = NULL;
 }
 
+/* Whether some of the model's state lives on the storage tier. */
+static int state_streamed(const strata_model_t *m)
+{
+    for (int u = 0; u < m->nunits; u++)
+        for (int k = 0; k < fsdp_state_count(m); k++)
+            if (fsdp_state_streamed(m->units[u], k)) return 1;
+    return 0;
+}
+
+/* State on the storage tier comes up to the host tier for the io layer,
+ * which reads and writes the shards through pointers; the layout points
+ * at the host copies. Agreed: a rank short of host room fails everywhere. */
+static strata_status_t state_up(strata_model_t *m, layout_store_t *ls)
+{
+    if (!state_streamed(m)) return STRATA_OK;
+    strata_status_t st = fsdp_state_drain(m);   /* a failed write-back is said here */
+    if (STRATA_OK == st) st = fsdp_state_hold_all(m);
+    st = fsdp_agree(m, st);
+    if (STRATA_OK != st) {
+        fsdp_state_put_all(m, 0);
+        return st;
+    }
+    for (int u = 0; u < m->nunits; u++) {
+        ls->units[u].shard = fsdp_unit_master(m->units[u]);
+        for (int i = 0; i < ls->units[u].nstates; i++)
+            ls->units[u].states[i].shard = fsdp_unit_state(m->units[u], i);
+    }
+    return STRATA_OK;
+}
+
 strata_status_t strata_model_save(strata_model_t *m, const char *dir,
                                   const strata_model_ckpt_t *info, char *path, size_t len)
 {
@@ -550,7 +580,7 @@ strata_status_t strata_model_save(strata_model_t *m, const char *dir,
     if (base_now() - t0 > 0.01)
         strata_info(m->ctx, "checkpoint: waited %.2f s for the one being written in the background",
                     base_now() - t0);
-    if (m->ctx->cfg.ckpt_async) {
+    if (m->ctx->cfg.ckpt_async && !state_streamed(m)) {
         int sync = 0;
         st = save_async(m, dir, info, path, len, &sync);
         if (!sync) return st;
@@ -564,11 +594,14 @@ strata_status_t strata_model_save(strata_model_t *m, const char *dir,
         opts.half_copy = info->half_copy;
         opts.keep = info->keep;
     }
-    stage_t sg;
-    st = stage_begin(m, &ls, 1, &sg);
+    stage_t sg = { 0 };
+    st = state_up(m, &ls);
+    if (STRATA_OK == st) st = stage_begin(m, &ls, 1, &sg);
     /* one recorded operation under ckpt_timeout (strata_ckpt_save's own) */
     if (STRATA_OK == st) st = strata_ckpt_save(m->ctx, &ls.layout, dir, &opts, path, len);
     strata_status_t se = stage_end(m, &sg, 0);
+    if (STRATA_OK == st) st = se;
+    se = fsdp_state_put_all(m, 0);
     if (STRATA_OK == st) st = se;
     store_free(&ls);
     return st;
@@ -585,8 +618,9 @@ strata_status_t strata_model_load(strata_model_t *m, const char *path, strata_mo
     /* gathered copies would go stale under the new master values */
     fsdp_drain(m);
     for (int u = 0; u < m->nunits; u++) fsdp_gather_release(m->units[u]);
-    stage_t sg;
-    st = stage_begin(m, &ls, 0, &sg);
+    stage_t sg = { 0 };
+    st = state_up(m, &ls);
+    if (STRATA_OK == st) st = stage_begin(m, &ls, 0, &sg);
     if (STRATA_OK == st) st = strata_ckpt_load(m->ctx, &ls.layout, path);  /* one recorded operation */
     /* A load that failed sets no scalar. Its shards: staged copies reach
      * them only after a load that succeeded, but unstaged (the host
@@ -594,6 +628,8 @@ strata_status_t strata_model_load(strata_model_t *m, const char *path, strata_mo
      * fails part way leaves them partly overwritten (strata_ckpt_load:
      * "the shards may hold partial data"). */
     strata_status_t se = stage_end(m, &sg, STRATA_OK == st);
+    if (STRATA_OK == st) st = se;
+    se = fsdp_state_put_all(m, 1);   /* the loaded values down to storage */
     if (STRATA_OK == st) st = se;
     if (STRATA_OK == st) {
         fsdp_scalars_t sc;

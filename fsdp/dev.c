@@ -66,12 +66,15 @@ strata_status_t fsdp_dev_copy(strata_context_t *ctx, void *dst, const void *src,
 strata_status_t fsdp_dev_round(strata_context_t *ctx, const float *src, void *dst, size_t n,
                                strata_dtype_t dt)
 {
+    /* f32 "rounds" to itself: a staging copy (state off the device) */
+    if (STRATA_F32 == dt) return fsdp_dev_copy(ctx, dst, src, n * sizeof(float));
     return ctx->dev_ops->cast(ctx, src, dst, n, dt, 1);
 }
 
 strata_status_t fsdp_dev_widen(strata_context_t *ctx, const void *src, float *dst, size_t n,
                                strata_dtype_t dt)
 {
+    if (STRATA_F32 == dt) return fsdp_dev_copy(ctx, dst, src, n * sizeof(float));
     return ctx->dev_ops->cast(ctx, src, dst, n, dt, 0);
 }
 

@@ -105,6 +105,53 @@ void fsdp_ws_give(strata_model_t *m, fsdp_buf_t *b);
 /* Free every kept block; 1 if there was any. */
 int  fsdp_ws_cache_drop(strata_model_t *m);
 
+/* ---- training state on the tiers (state.c) ----------------------------------- */
+
+/* A unit's state buffers by index, and the classes state_place names. */
+enum { FSDP_SB_MASTER = 0, FSDP_SB_GRAD, FSDP_SB_STATE0, FSDP_SB_STATE1, FSDP_NSB };
+typedef enum { FSDP_CLASS_MASTER = 0, FSDP_CLASS_GRAD, FSDP_CLASS_OPTIM,
+               FSDP_NCLASS } fsdp_class_t;
+/* A class's placement: the first round(frac * L) units on `first`, the rest on `rest`. */
+typedef struct { strata_tier_t first, rest; double frac; } fsdp_place_t;
+
+/* Pure: state_place's text into p (a class not named stays on the device;
+ * '*' names every class not named on its own). 0, or -1 with why. */
+int fsdp_place_parse(const char *text, fsdp_place_t p[FSDP_NCLASS], char *why, size_t len);
+/* Pure: how many units (of L) go to p->first; the tier of unit ui. */
+int fsdp_place_split(const fsdp_place_t *p, int L);
+strata_tier_t fsdp_place_tier(const fsdp_place_t *p, int ui, int L);
+const char *fsdp_class_name(fsdp_class_t c);
+fsdp_class_t fsdp_sb_class(int k);
+
+struct strata_unit;
+/* The model's placements (state_place, and opts.optim_on_host). */
+strata_status_t fsdp_state_place(struct strata_model *m, fsdp_place_t p[FSDP_NCLASS]);
+/* Buffer k of u (u->master, u->grad_shard, u->state[0..1]). */
+fsdp_buf_t *fsdp_sb(struct strata_unit *u, int k);
+/* FSDP_SB_STATE0 + the optimizer's states: the buffers a unit has. */
+int  fsdp_state_count(const struct strata_model *m);
+/* At commit: buffer k in its home tier (a storage home starts on the
+ * host; fsdp_state_settle sends it down once it holds its values). */
+strata_status_t fsdp_state_alloc(struct strata_model *m, struct strata_unit *u, int k,
+                                 strata_tier_t home);
+strata_status_t fsdp_state_settle(struct strata_model *m, struct strata_unit *u, int k);
+int  fsdp_state_streamed(const struct strata_unit *u, int k);
+/* A storage-homed buffer's way up to the host tier, queued (a no-op
+ * otherwise, and when it is up or on its way). */
+strata_status_t fsdp_state_fetch(struct strata_model *m, struct strata_unit *u, int k);
+/* The buffer at b->ptr, waiting for its fetch. */
+strata_status_t fsdp_state_ready(struct strata_model *m, struct strata_unit *u, int k);
+/* Up, for values that are overwritten whole (a reduced gradient): no read. */
+strata_status_t fsdp_state_fresh(struct strata_model *m, struct strata_unit *u, int k);
+/* Done with it for now: down again, written when dirty (queued). */
+strata_status_t fsdp_state_put(struct strata_model *m, struct strata_unit *u, int k, int dirty);
+/* Every buffer up (between steps: checkpoints), and every one down again. */
+strata_status_t fsdp_state_hold_all(struct strata_model *m);
+strata_status_t fsdp_state_put_all(struct strata_model *m, int dirty);
+/* Wait for the write-backs in flight; the first failure. */
+strata_status_t fsdp_state_drain(struct strata_model *m);
+void fsdp_state_free(struct strata_unit *u);
+
 /* ---- model ------------------------------------------------------------------ */
 
 typedef struct fsdp_param {
@@ -152,6 +199,12 @@ struct strata_unit {
     fsdp_buf_t      master;
     fsdp_buf_t      state[2];     /* AdamW: exp_avg, exp_avg_sq; SGD: momentum */
     fsdp_buf_t      grad_shard;   /* fp32 reduced gradient of the shard */
+    /* where these live (state.c), by FSDP_SB_* index: the home tier, and
+     * for a storage home whether the host copy is up and its op's event */
+    strata_tier_t   home[4];
+    int             sup[4];
+    strata_event_t *sev[4];
+    int             keep_master;  /* the backward's gather keeps it up for the optimizer */
 
     /* the gathered compute copy */
     fsdp_gather_state_t gstate;
@@ -252,6 +305,10 @@ struct strata_model {
     long                mplan_left;         /* steps that left it (warned once) */
     fsdp_buf_t          ws_cache[FSDP_WS_CACHE];
     int                 nws_cache;
+    /* training state streamed from storage (state.c): bytes fetched and
+     * written, and the time the step waited for fetches, since step_begin */
+    uint64_t            state_read, state_written;
+    double              state_wait_s;
     /* checkpoints (ckpt.c): the save written in the background, if any */
     struct fsdp_bgsave *bgsave;
 };

@@ -164,8 +164,13 @@ static strata_status_t set_flat(gc_t *g, size_t j, float v)
     fsdp_drain(g->m);
     fsdp_gather_release(u);
     fsdp_bgsave_unit_ready(g->m, u->index);   /* a background save's copy first */
-    if (j >= u->shard_off && j < u->shard_off + u->shard_len)
-        st = fsdp_dev_copy(g->ctx, (float *)u->master.ptr + (j - u->shard_off), &v, sizeof v);
+    if (j >= u->shard_off && j < u->shard_off + u->shard_len) {
+        st = fsdp_state_ready(g->m, u, FSDP_SB_MASTER);   /* up from storage if it lives there */
+        if (STRATA_OK == st)
+            st = fsdp_dev_copy(g->ctx, (float *)u->master.ptr + (j - u->shard_off), &v, sizeof v);
+        if (STRATA_OK == st) st = fsdp_dev_wait(g->ctx);
+        if (STRATA_OK == st) st = fsdp_state_put(g->m, u, FSDP_SB_MASTER, 1);
+    }
     return STRATA_OK == st ? fsdp_dev_wait(g->ctx) : st;
 }
 

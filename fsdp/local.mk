@@ -6,6 +6,7 @@ libstrata_core_la_SOURCES += \
     fsdp/context.c \
     fsdp/geometry.c \
     fsdp/mem.c \
+    fsdp/state.c \
     fsdp/dev.h \
     fsdp/dev.c \
     fsdp/dev_host.c \

@@ -107,10 +107,7 @@ static void unit_free(strata_unit_t *u)
     fsdp_free_saves(u);
     free(u->saves);
     free(u->save_work);
-    fsdp_buf_free(&u->master);
-    fsdp_buf_free(&u->state[0]);
-    fsdp_buf_free(&u->state[1]);
-    fsdp_buf_free(&u->grad_shard);
+    fsdp_state_free(u);
     fsdp_buf_free(&u->gathered);
     fsdp_buf_free(&u->gsend);
     fsdp_buf_free(&u->grad);
@@ -312,8 +309,10 @@ strata_status_t strata_model_commit(strata_model_t *m)
         return base_error(ctx, STRATA_ERR_STATE, "strata_model_commit called twice");
     if (0 == m->nunits)
         return base_error(ctx, STRATA_ERR_STATE, "strata_model_commit: the model has no units");
-    strata_tier_t otier = m->opts.optim_on_host ? STRATA_TIER_PINNED_HOST : STRATA_TIER_DEVICE;
-    int nstate = fsdp_optim_nstate(&m->opts);
+    fsdp_place_t place[FSDP_NCLASS];
+    st = fsdp_state_place(m, place);
+    if (STRATA_OK != st) return st;
+    int nsb = fsdp_state_count(m);
 
     m->acts = calloc((size_t)m->nunits + 1, sizeof *m->acts);
     m->gacts = calloc((size_t)m->nunits + 1, sizeof *m->gacts);
@@ -332,16 +331,16 @@ strata_status_t strata_model_commit(strata_model_t *m)
             u->npad > SIZE_MAX / 4)
             return base_error(ctx, STRATA_ERR_OVERFLOW, "unit '%s': %zu elements overflow",
                               u->name, n);
-        size_t sb = u->shard_len * sizeof(float);
-        st = fsdp_buf_alloc(ctx, STRATA_TIER_DEVICE, STRATA_TAG_PARAM, sb, 1, &u->master);
-        if (STRATA_OK != st) return st;
-        for (int i = 0; i < nstate; i++) {
-            st = fsdp_buf_alloc(ctx, otier, STRATA_TAG_OPTIM, sb, 1, &u->state[i]);
+        for (int k = 0; k < nsb; k++) {
+            strata_tier_t home = fsdp_place_tier(&place[fsdp_sb_class(k)], ui, m->nunits);
+            st = fsdp_state_alloc(m, u, k, home);
             if (STRATA_OK != st) return st;
         }
-        st = fsdp_buf_alloc(ctx, STRATA_TIER_DEVICE, STRATA_TAG_GRAD, sb, 1, &u->grad_shard);
-        if (STRATA_OK != st) return st;
         st = init_shard(m, u);
+        /* a unit's state on storage goes down before the next unit's is
+         * made: the host never holds more than one unit's */
+        for (int k = 0; STRATA_OK == st && k < nsb; k++) st = fsdp_state_settle(m, u, k);
+        if (STRATA_OK == st) st = fsdp_state_drain(m);
         if (STRATA_OK != st) return st;
     }
     st = fsdp_check_registration(m);
@@ -401,8 +400,8 @@ static strata_status_t read_flat_dev(strata_unit_t *u, const float *shard, int i
 
 /* Parameter i's full values from the shards `shard` (the master or the
  * reduced gradient) of every rank. Collective. */
-static strata_status_t read_flat(strata_unit_t *u, const float *shard, int i, float *dst,
-                                 size_t numel)
+static strata_status_t read_flat_at(strata_unit_t *u, const float *shard, int i, float *dst,
+                                    size_t numel)
 {
     strata_model_t *m = u->model;
     if (MODEL_READY != m->state)
@@ -424,14 +423,27 @@ static strata_status_t read_flat(strata_unit_t *u, const float *shard, int i, fl
     return st;
 }
 
+/* read_flat_at on state buffer k, up from storage for the read if it lives
+ * there (every rank's result agreed: the read is collective) */
+static strata_status_t read_flat(strata_unit_t *u, int k, int i, float *dst, size_t numel)
+{
+    strata_model_t *m = u->model;
+    strata_status_t st = PHASE_IDLE == m->phase ? fsdp_state_ready(m, u, k) : STRATA_OK;
+    if (MODEL_READY == m->state && fsdp_state_streamed(u, k)) st = fsdp_agree(m, st);
+    if (STRATA_OK != st) return st;
+    st = read_flat_at(u, fsdp_sb(u, k)->ptr, i, dst, numel);
+    strata_status_t pst = PHASE_IDLE == m->phase ? fsdp_state_put(m, u, k, 0) : STRATA_OK;
+    return STRATA_OK != st ? st : pst;
+}
+
 strata_status_t strata_unit_read_param(strata_unit_t *u, int i, float *dst, size_t numel)
 {
-    return u ? read_flat(u, u->master.ptr, i, dst, numel) : STRATA_ERR_INVALID;
+    return u ? read_flat(u, FSDP_SB_MASTER, i, dst, numel) : STRATA_ERR_INVALID;
 }
 
 strata_status_t fsdp_unit_read_grad(strata_unit_t *u, int i, float *dst, size_t numel)
 {
-    return read_flat(u, u->grad_shard.ptr, i, dst, numel);
+    return read_flat(u, FSDP_SB_GRAD, i, dst, numel);
 }
 
 strata_status_t strata_model_stats(const strata_model_t *m, strata_model_stats_t *s)

@@ -66,9 +66,21 @@ static void nap(strata_model_t *m, base_waiter_t *w)
     pthread_mutex_lock(&m->lock);
 }
 
-static int reduce_wide(const strata_model_t *m)
+/* The reduction lands in rs_recv and is widened (or copied) into the
+ * gradient shard: it travels in 16 bits, or (cuda) the shard lives off
+ * the device, where the collective cannot write. */
+static int reduce_wide(const strata_model_t *m, const strata_unit_t *u)
 {
-    return STRATA_F32 != m->opts.reduce_dtype;
+    return STRATA_F32 != m->opts.reduce_dtype ||
+           (fsdp_dev_on(m->ctx) && STRATA_TIER_DEVICE != u->home[FSDP_SB_GRAD]);
+}
+
+/* cuda: the collective sends from device memory; a master shard that
+ * lives off the device goes up through gsend first */
+static int gather_staged(const strata_model_t *m, const strata_unit_t *u)
+{
+    return STRATA_BF16 == m->opts.compute_dtype ||
+           (fsdp_dev_on(m->ctx) && STRATA_TIER_DEVICE != u->home[FSDP_SB_MASTER]);
 }
 
 /* u's gradient shard is final: back to f32 if it travelled in 16 bits. */
@@ -77,7 +89,7 @@ static void arrived(strata_model_t *m, strata_unit_t *u)
     /* cuda: the widening kernel is launched by the main thread, where the
      * rank's device is current (fsdp_grad_widen); this may be the progress
      * thread */
-    if (reduce_wide(m) && !fsdp_dev_on(m->ctx)) {
+    if (reduce_wide(m, u) && !fsdp_dev_on(m->ctx)) {
         fsdp_dev_widen(m->ctx, u->rs_recv.ptr, u->grad_shard.ptr, u->shard_len,
                        m->opts.reduce_dtype);
         fsdp_buf_free(&u->rs_recv);
@@ -87,7 +99,7 @@ static void arrived(strata_model_t *m, strata_unit_t *u)
 
 strata_status_t fsdp_grad_widen(strata_model_t *m, strata_unit_t *u)
 {
-    if (GRAD_ARRIVED != u->rstate || !u->rs_recv.h || !reduce_wide(m)) return STRATA_OK;
+    if (GRAD_ARRIVED != u->rstate || !u->rs_recv.h || !reduce_wide(m, u)) return STRATA_OK;
     strata_status_t st = fsdp_dev_widen(m->ctx, u->rs_recv.ptr, u->grad_shard.ptr,
                                         u->shard_len, m->opts.reduce_dtype);
     fsdp_buf_free(&u->rs_recv);
@@ -223,6 +235,8 @@ strata_status_t fsdp_gather_start(strata_model_t *m, strata_unit_t *u)
         if (STRATA_OK != st) return st;
     }
     if (GATHER_NONE != u->gstate) return STRATA_OK;
+    st = fsdp_state_ready(m, u, FSDP_SB_MASTER);   /* up from storage if it lives there */
+    if (STRATA_OK != st) return st;
     u->t_gstart = base_now();
     u->nvtx_g = base_nvtx_start("AG");
     /* a full tier may have room once kept workspace goes or an
@@ -230,10 +244,10 @@ strata_status_t fsdp_gather_start(strata_model_t *m, strata_unit_t *u)
     st = fsdp_buf_alloc_room(m, STRATA_TAG_PARAM, u->npad * esz, &u->gathered);
     if (STRATA_OK != st) return st;
     const void *send = u->master.ptr;
-    if (STRATA_BF16 == dt) {
+    if (gather_staged(m, u)) {
         st = fsdp_buf_alloc_room(m, STRATA_TAG_WORKSPACE, u->shard_len * esz, &u->gsend);
         if (STRATA_OK != st) goto err;
-        st = fsdp_dev_round(m->ctx, u->master.ptr, u->gsend.ptr, u->shard_len, STRATA_BF16);
+        st = fsdp_dev_round(m->ctx, u->master.ptr, u->gsend.ptr, u->shard_len, dt);
         if (STRATA_OK != st) goto err;
         send = u->gsend.ptr;
     }
@@ -269,12 +283,19 @@ err:
     return st;
 }
 
+/* The gather has read the master shard: one that lives on storage goes
+ * down again, unless the unit's optimizer comes next (u->keep_master) */
+static strata_status_t gather_read(strata_model_t *m, strata_unit_t *u)
+{
+    return u->keep_master ? STRATA_OK : fsdp_state_put(m, u, FSDP_SB_MASTER, 0);
+}
+
 strata_status_t fsdp_gather_wait(strata_model_t *m, strata_unit_t *u)
 {
     strata_status_t st = STRATA_OK;
     if (GATHER_NONE == u->gstate) st = fsdp_gather_start(m, u);
     if (STRATA_OK != st) return st;
-    if (GATHER_READY == u->gstate) return STRATA_OK;
+    if (GATHER_READY == u->gstate) return gather_read(m, u);
     double t0 = base_now();
     pthread_mutex_lock(&m->lock);
     if (fsdp_dev_on(m->ctx) && u->greq) {
@@ -295,7 +316,7 @@ strata_status_t fsdp_gather_wait(strata_model_t *m, strata_unit_t *u)
     if (STRATA_OK == st && GATHER_READY != u->gstate)
         st = base_error(m->ctx, STRATA_ERR_STATE, "unit '%s': all-gather failed earlier",
                         u->name);
-    return st;
+    return STRATA_OK == st ? gather_read(m, u) : st;
 }
 
 void fsdp_gather_release(strata_unit_t *u)
@@ -310,13 +331,18 @@ strata_status_t fsdp_reduce_start(strata_model_t *m, strata_unit_t *u)
     strata_status_t st;
     strata_dtype_t rd = m->opts.reduce_dtype;
     size_t esz = strata_dtype_size(rd);
+    /* the shard's values are the reduction's: up from storage without a read */
+    st = fsdp_state_fresh(m, u, FSDP_SB_GRAD);
+    if (STRATA_OK != st) return st;
     const void *send = u->grad.ptr;
     void *recv = u->grad_shard.ptr;
     u->t_rstart = base_now();
     u->nvtx_r = base_nvtx_start("RS");
-    if (reduce_wide(m)) {
-        st = fsdp_buf_alloc(m->ctx, STRATA_TIER_DEVICE, STRATA_TAG_GRAD, u->npad * esz, 0,
-                            &u->rs_send);
+    if (reduce_wide(m, u)) {
+        /* an f32 reduction sends the gradient itself: only the shard is staged */
+        if (STRATA_F32 != rd)
+            st = fsdp_buf_alloc(m->ctx, STRATA_TIER_DEVICE, STRATA_TAG_GRAD, u->npad * esz, 0,
+                                &u->rs_send);
         if (STRATA_OK != st) return st;
         st = fsdp_buf_alloc(m->ctx, STRATA_TIER_DEVICE, STRATA_TAG_GRAD, u->shard_len * esz, 0,
                             &u->rs_recv);
@@ -324,13 +350,13 @@ strata_status_t fsdp_reduce_start(strata_model_t *m, strata_unit_t *u)
             fsdp_buf_free(&u->rs_send);
             return st;
         }
-        st = fsdp_dev_round(m->ctx, u->grad.ptr, u->rs_send.ptr, u->npad, rd);
+        if (STRATA_F32 != rd) st = fsdp_dev_round(m->ctx, u->grad.ptr, u->rs_send.ptr, u->npad, rd);
         if (STRATA_OK != st) {
             fsdp_buf_free(&u->rs_send);
             fsdp_buf_free(&u->rs_recv);
             return st;
         }
-        send = u->rs_send.ptr;
+        if (STRATA_F32 != rd) send = u->rs_send.ptr;
         recv = u->rs_recv.ptr;
     }
     if (1 == m->S) {   /* a group of one: the average is the gradient itself */
@@ -379,7 +405,7 @@ strata_status_t fsdp_reduce_replicas(strata_model_t *m, strata_unit_t *u)
         if (STRATA_OK == st && GRAD_RS == u->rstate) nap(m, &w);
     }
     if (STRATA_OK == st && GRAD_RS_DONE == u->rstate) {
-        void *buf = reduce_wide(m) ? u->rs_recv.ptr : u->grad_shard.ptr;
+        void *buf = reduce_wide(m, u) ? u->rs_recv.ptr : u->grad_shard.ptr;
         comm_rec_where(m->ctx, -1, u->index);
         st = comm_start(m->replica, COLL_ALLREDUCE, buf, buf, u->shard_len, m->opts.reduce_dtype,
                         STRATA_AVG, m->coll_agreed, &u->rreq);

@@ -73,6 +73,25 @@ static void prefetch(strata_model_t *m, int from, int dir)
         if (v < 0 || v >= m->nunits) break;
         if (STRATA_OK != fsdp_gather_start(m, m->units[v])) break;
     }
+    /* a master shard on storage is read a unit further ahead, so that its
+     * gather, started by the prefetch above at the next unit, finds it up */
+    int v = from + dir * (m->prefetch + 1);
+    if (v >= 0 && v < m->nunits && GATHER_NONE == m->units[v]->gstate &&
+        STRATA_OK != fsdp_state_fetch(m, m->units[v], FSDP_SB_MASTER))
+        base_clear_error(m->ctx);   /* the gather's own ready says it again */
+}
+
+/* The state unit u's optimizer reads, on its way up from storage (a no-op
+ * for state that lives on the device or the host). A failure here is
+ * said again by the optimizer's own ready. */
+static void fetch_for_optim(strata_model_t *m, strata_unit_t *u)
+{
+    int n = fsdp_state_count(m);
+    for (int k = 0; k < n; k++)
+        if (FSDP_SB_GRAD != k && STRATA_OK != fsdp_state_fetch(m, u, k)) {
+            base_clear_error(m->ctx);
+            break;
+        }
 }
 
 /* The input to the device. On cuda a copy from the caller's (pageable)
@@ -173,6 +192,12 @@ strata_status_t strata_model_step_begin(strata_model_t *m, int n_micro)
     m->strag.blocked_step0 = m->ctx->comm_blocked_s;
     comm_rec_where(m->ctx, m->step_count + 1, -1);
     for (int i = 0; i < m->nunits; i++) m->units[i]->rstate = GRAD_IDLE;
+    m->state_read = m->state_written = 0;
+    m->state_wait_s = 0;
+    /* master shards on storage for the first gathers, on their way up */
+    for (int i = 0; i <= m->prefetch && i < m->nunits; i++)
+        if (STRATA_OK != fsdp_state_fetch(m, m->units[i], FSDP_SB_MASTER))
+            base_clear_error(m->ctx);
     fsdp_mplan_step_begin(m);
     st = fsdp_exec_step_begin(m);
     if (STRATA_OK != st) {
@@ -237,15 +262,20 @@ strata_status_t strata_model_eval(strata_model_t *m, const void *input, size_t i
 static strata_status_t unit_optim(strata_model_t *m, strata_unit_t *u, float scale)
 {
     double t0 = base_now();
-    int thr = fsdp_optim_threads(m);
+    int thr = fsdp_optim_threads(m), n = fsdp_state_count(m);
     fsdp_bgsave_unit_ready(m, u->index);
-    strata_status_t st = fsdp_grad_widen(m, u);
+    strata_status_t st = STRATA_OK;
+    for (int k = 0; STRATA_OK == st && k < n; k++) st = fsdp_state_ready(m, u, k);
+    if (STRATA_OK == st) st = fsdp_grad_widen(m, u);
     if (STRATA_OK == st && 1.0f != scale) st = fsdp_dev_scale(m->ctx, u->grad_shard.ptr, u->shard_len, scale, thr);
     if (STRATA_OK == st)
         st = fsdp_dev_optim(m->ctx, &m->opts, m->step_count + 1, u->master.ptr,
                             u->grad_shard.ptr, u->state[0].ptr, u->state[1].ptr, u->shard_len,
                             thr);
     u->rstate = GRAD_STEPPED;
+    /* state that lives on storage is written back behind the next work */
+    u->keep_master = 0;
+    for (int k = 0; STRATA_OK == st && k < n; k++) st = fsdp_state_put(m, u, k, 1);
     m->optim_s += base_now() - t0;
     return st;
 }
@@ -256,6 +286,11 @@ static strata_status_t unit_optim(strata_model_t *m, strata_unit_t *u, float sca
 static strata_status_t backward_unit(strata_model_t *m, int ui, int last)
 {
     strata_unit_t *u = m->units[ui];
+    /* the last micro-batch without clipping: the unit's optimizer follows
+     * its reduction, so master and moments on storage start up now */
+    int optim_next = last && 0.0f == m->opts.clip_norm;
+    u->keep_master = optim_next;
+    if (optim_next) fetch_for_optim(m, u);
     strata_status_t st = fsdp_gather_start(m, u);
     if (STRATA_OK != st) return st;
     prefetch(m, ui, -1);
@@ -436,8 +471,11 @@ strata_status_t strata_model_step_end(strata_model_t *m)
             st = fsdp_dev_on(m->ctx) ? STRATA_OK : find_nonfinite_unit(m);
             if (STRATA_OK != st) goto fail;
         } else {
-            for (int ui = L - 1; STRATA_OK == st && ui >= 0; ui--)
+            if (L > 0) fetch_for_optim(m, m->units[L - 1]);
+            for (int ui = L - 1; STRATA_OK == st && ui >= 0; ui--) {
+                if (ui > 0) fetch_for_optim(m, m->units[ui - 1]);   /* one unit ahead */
                 st = unit_optim(m, m->units[ui], scale);
+            }
             if (STRATA_OK != st) goto fail;
         }
     }
@@ -457,6 +495,9 @@ strata_status_t strata_model_step_end(strata_model_t *m)
     m->stats.compute_s = m->compute_s;
     m->stats.exposed_comm_s = m->exposed_s;
     m->stats.optim_s = m->optim_s;
+    m->stats.state_read_bytes = m->state_read;
+    m->stats.state_written_bytes = m->state_written;
+    m->stats.state_wait_s = m->state_wait_s;
     fsdp_ws_cache_drop(m);   /* a step begins with nothing of the last one on the device */
     st = fsdp_exec_step_end(m);
     fsdp_mplan_step_end(m);

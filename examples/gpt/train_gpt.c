@@ -509,9 +509,10 @@ static int setup_config(trainer *t)
         { "device_mem", o->device_mem },
         { "host_mem", o->host_mem }, { "spill_dir", o->spill_dir },
         { "act_policy", o->act_policy }, { "schedule", o->schedule },
-        { "ckpt_dir", o->ckpt_dir }, { "backend", o->device }
+        { "ckpt_dir", o->ckpt_dir }, { "backend", o->device },
+        { "state_place", o->state_place }
     };
-    int nflags = 9;
+    int nflags = 10;
     char setbuf[16][256];
     for (int i = 0; i < o->nsets; i++) {
         snprintf(setbuf[i], sizeof(setbuf[i]), "%s", o->sets[i]);

@@ -70,6 +70,10 @@ void train_usage(FILE *f)
 "                    ln1_rstd qkv attn_probs attn_out ln2 ln2_mean ln2_rstd mlp_up\n"
 "                    mlp_act; head saves: head_dx head_grads (*=keep)\n"
 "  --schedule S      lhs (latency-hiding) or naive (lhs)\n"
+"  --state-place P   where the training state lives: CLASS=TIER,... with classes\n"
+"                    master, grad, optim (or * for all) and tiers device, host,\n"
+"                    storage; CLASS=TIER:F puts the first fraction F of the\n"
+"                    units there, the rest on the device (*=device)\n"
 "\n"
 "Checkpoints:\n"
 "  --ckpt-dir DIR    write checkpoints (HDF5, step-<8 digits>.h5) into DIR; one is\n"
@@ -138,7 +142,7 @@ static int num_dbl(const char *opt, const char *v, double lo, double hi, double 
 
 enum { O_LAYERS = 256, O_DIM, O_HEADS, O_SEQ, O_BATCH, O_ACCUM, O_GBATCH, O_STEPS, O_LR, O_WARMUP,
        O_MINLR, O_WD, O_CLIP, O_BETA2, O_SEED, O_DTYPE, O_THREADS, O_SHARD, O_DEVMEM,
-       O_HOSTMEM, O_SPILL, O_SET, O_POLICY, O_SCHED, O_CKPTDIR, O_CKPTEVERY, O_STOPAT, O_RESUME, O_RESUMEANY,
+       O_HOSTMEM, O_SPILL, O_SET, O_POLICY, O_SCHED, O_STATE, O_CKPTDIR, O_CKPTEVERY, O_STOPAT, O_RESUME, O_RESUMEANY,
        O_JSON, O_TRACE, O_DATA, O_EVALEVERY, O_EVALN, O_VALB, O_LOGEVERY, O_DEVICE, O_HELP };
 static const struct option longopts[] = {
     { "layers", 1, NULL, O_LAYERS }, { "dim", 1, NULL, O_DIM }, { "heads", 1, NULL, O_HEADS },
@@ -151,6 +155,7 @@ static const struct option longopts[] = {
     { "device-mem", 1, NULL, O_DEVMEM }, { "host-mem", 1, NULL, O_HOSTMEM },
     { "spill-dir", 1, NULL, O_SPILL }, { "set", 1, NULL, O_SET },
     { "act-policy", 1, NULL, O_POLICY }, { "schedule", 1, NULL, O_SCHED },
+    { "state-place", 1, NULL, O_STATE },
     { "ckpt-dir", 1, NULL, O_CKPTDIR }, { "ckpt-every", 1, NULL, O_CKPTEVERY },
     { "stop-at", 1, NULL, O_STOPAT },
     { "resume", 0, NULL, O_RESUME }, { "resume-any-shape", 0, NULL, O_RESUMEANY },
@@ -197,6 +202,7 @@ int train_parse(int argc, char **argv, options *o, int loud)
         case O_SPILL:   o->spill_dir = v; break;
         case O_POLICY:  o->act_policy = v; break;
         case O_SCHED:   o->schedule = v; break;
+        case O_STATE:   o->state_place = v; break;
         case O_CKPTDIR: o->ckpt_dir = v; break;
         case O_CKPTEVERY: rc = num_int("--ckpt-every", v, 0, BIG, &o->ckpt_every); break;
         case O_STOPAT:  rc = num_int("--stop-at", v, 1, BIG, &o->stop_at); break;

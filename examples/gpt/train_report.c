@@ -42,7 +42,7 @@ static json_t *step_json(const step_report *s, double tokens_step)
 {
     const strata_model_stats_t *ms = &s->ms;
     return json_pack("{s:i, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o,"
-                     " s:o, s:o, s:b, s:o}",
+                     " s:o, s:o, s:b, s:o, s:o, s:o, s:o, s:o}",
                      "step", s->done, "loss", num(s->loss, "%.9g"), "lr", num(s->lr, "%.6g"),
                      "tokens_per_s", num(tokens_step / s->dt, "%.1f"),
                      "step_s", num(s->dt, "%.6f"), "peak_device_bytes", bytes(s->peak[0]),
@@ -55,7 +55,11 @@ static json_t *step_json(const step_report *s, double tokens_step)
                      "model_step_s", num(ms->step_s, "%.6f"),
                      "compute_s", num(ms->compute_s, "%.6f"),
                      "exposed_comm_s", num(ms->exposed_comm_s, "%.6f"),
-                     "mem_planned", ms->mem_planned, "mem_plan_bytes", bytes(ms->mem_plan_bytes));
+                     "mem_planned", ms->mem_planned, "mem_plan_bytes", bytes(ms->mem_plan_bytes),
+                     "state_read_bytes", bytes(ms->state_read_bytes),
+                     "state_written_bytes", bytes(ms->state_written_bytes),
+                     "state_wait_s", num(ms->state_wait_s, "%.6f"),
+                     "optim_s", num(ms->optim_s, "%.6f"));
 }
 
 /* mt, me: mean activation transfer and exposed seconds per step */

@@ -273,6 +273,11 @@ typedef struct strata_model_stats {
     size_t  mem_plan_bytes;     /* the device span it lays them in */
     size_t  mem_plan_waits;     /* of the last step, buffers that found their span still held
                                  * by the previous occupant and waited for it */
+    /* training state that lives on the storage tier (the state_place
+     * option), in the last step: bytes read up and written back, and the
+     * seconds the step waited for reads */
+    uint64_t state_read_bytes, state_written_bytes;
+    double   state_wait_s;
 } strata_model_stats_t;
 /* The initialiser: the program's size, every field 0. */
 #define STRATA_MODEL_STATS_INIT { .size = sizeof(strata_model_stats_t) }

@@ -1,0 +1,330 @@
+/*
+ * state.c - where a unit's training state lives. Each class of state (the
+ * fp32 master shard, the reduced gradient shard, the optimizer's moments)
+ * has a home tier per unit, from the state_place option: the device, the
+ * pinned-host tier, or the storage tier. A buffer at home on the device or
+ * the host is used where it is (the host tier is device-addressable on
+ * cuda). A buffer at home on storage is a tiers block that comes up to the
+ * pinned-host tier for each use -- fetched ahead of it, in the order the
+ * step uses the units, on the storage engine -- and goes back after: its
+ * host copy dropped when only read, written down when changed. So the
+ * host holds the streamed state of a few units at a time, never a class.
+ *
+ * A buffer's fetch state: DOWN (storage holds it; a write-back may be in
+ * flight, which a fetch queues behind), FETCHING (a copy up is queued,
+ * its event in u->sev), UP (b->ptr is the host copy).
+ */
+#include "config.h"
+#include "fsdp/fsdp.h"
+#include "fsdp/dev.h"
+#include "tiers/tiers.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { SB_DOWN = 0, SB_FETCHING, SB_UP };
+
+static const char *const class_names[FSDP_NCLASS] = { "master", "grad", "optim" };
+
+const char *fsdp_class_name(fsdp_class_t c)
+{
+    return (unsigned)c < FSDP_NCLASS ? class_names[c] : "?";
+}
+
+fsdp_class_t fsdp_sb_class(int k)
+{
+    return FSDP_SB_MASTER == k ? FSDP_CLASS_MASTER
+         : FSDP_SB_GRAD == k   ? FSDP_CLASS_GRAD : FSDP_CLASS_OPTIM;
+}
+
+static int tier_of(const char *s, size_t n, strata_tier_t *t)
+{
+    static const struct { const char *name; strata_tier_t tier; } names[] = {
+        { "device", STRATA_TIER_DEVICE }, { "host", STRATA_TIER_PINNED_HOST },
+        { "storage", STRATA_TIER_STORAGE } };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strlen(names[i].name) == n && 0 == strncmp(s, names[i].name, n)) {
+            *t = names[i].tier;
+            return 0;
+        }
+    return -1;
+}
+
+/* One item's value: TIER, TIER:F or TIER:F:TIER2. */
+static int parse_value(const char *v, fsdp_place_t *p, char *why, size_t len)
+{
+    const char *c1 = strchr(v, ':');
+    size_t n1 = c1 ? (size_t)(c1 - v) : strlen(v);
+    *p = (fsdp_place_t){ .first = STRATA_TIER_DEVICE, .rest = STRATA_TIER_DEVICE, .frac = 1.0 };
+    if (tier_of(v, n1, &p->first)) {
+        snprintf(why, len, "'%.*s' is not a tier: device, host or storage", (int)n1, v);
+        return -1;
+    }
+    if (!c1) return 0;
+    char *end = NULL;
+    p->frac = strtod(c1 + 1, &end);
+    if (end == c1 + 1 || !(p->frac >= 0.0 && p->frac <= 1.0) || (*end && ':' != *end)) {
+        snprintf(why, len, "'%s': the fraction after ':' must be a number from 0 to 1", v);
+        return -1;
+    }
+    if (':' == *end && tier_of(end + 1, strlen(end + 1), &p->rest)) {
+        snprintf(why, len, "'%s': '%s' is not a tier: device, host or storage", v, end + 1);
+        return -1;
+    }
+    return 0;
+}
+
+int fsdp_place_parse(const char *text, fsdp_place_t p[FSDP_NCLASS], char *why, size_t len)
+{
+    for (int c = 0; c < FSDP_NCLASS; c++)
+        p[c] = (fsdp_place_t){ STRATA_TIER_DEVICE, STRATA_TIER_DEVICE, 1.0 };
+    if (!text) return 0;
+    char buf[256];
+    if (strlen(text) >= sizeof buf) {
+        snprintf(why, len, "state_place is longer than %zu bytes", sizeof buf - 1);
+        return -1;
+    }
+    strcpy(buf, text);
+    int named[FSDP_NCLASS] = { 0 };
+    char *save = NULL;
+    for (char *item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+        while (isspace((unsigned char)*item)) item++;
+        char *eq = strchr(item, '=');
+        if (!eq || eq == item) {
+            snprintf(why, len, "state_place: '%s' is not CLASS=TIER (classes: master, grad, "
+                     "optim, *)", item);
+            return -1;
+        }
+        *eq = '\0';
+        fsdp_place_t v;
+        char vwhy[160];
+        if (parse_value(eq + 1, &v, vwhy, sizeof vwhy)) {
+            snprintf(why, len, "state_place: %s=%s", item, vwhy);
+            return -1;
+        }
+        int hit = 0;
+        for (int c = 0; c < FSDP_NCLASS; c++)
+            if (0 == strcmp(item, "*") || 0 == strcmp(item, class_names[c])) {
+                /* a class named on its own wins over '*', in any order */
+                if (0 == strcmp(item, "*") && named[c]) { hit = 1; continue; }
+                p[c] = v;
+                if (strcmp(item, "*")) named[c] = 1;
+                hit = 1;
+            }
+        if (!hit) {
+            snprintf(why, len, "state_place: '%s' is not a class of training state (master, "
+                     "grad, optim, or * for all)", item);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int fsdp_place_split(const fsdp_place_t *p, int L)
+{
+    double k = floor(p->frac * (double)L + 0.5);
+    return k < 0 ? 0 : k > L ? L : (int)k;
+}
+
+strata_tier_t fsdp_place_tier(const fsdp_place_t *p, int ui, int L)
+{
+    return ui < fsdp_place_split(p, L) ? p->first : p->rest;
+}
+
+fsdp_buf_t *fsdp_sb(strata_unit_t *u, int k)
+{
+    switch (k) {
+    case FSDP_SB_MASTER: return &u->master;
+    case FSDP_SB_GRAD:   return &u->grad_shard;
+    case FSDP_SB_STATE0: return &u->state[0];
+    default:             return &u->state[1];
+    }
+}
+
+static const strata_tag_t sb_tag[FSDP_NSB] = { STRATA_TAG_PARAM, STRATA_TAG_GRAD,
+                                               STRATA_TAG_OPTIM, STRATA_TAG_OPTIM };
+
+int fsdp_state_streamed(const strata_unit_t *u, int k)
+{
+    return STRATA_TIER_STORAGE == u->home[k];
+}
+
+strata_status_t fsdp_state_alloc(strata_model_t *m, strata_unit_t *u, int k, strata_tier_t home)
+{
+    u->home[k] = home;
+    u->sup[k] = SB_UP;
+    strata_tier_t t = STRATA_TIER_STORAGE == home ? STRATA_TIER_PINNED_HOST : home;
+    return fsdp_buf_alloc(m->ctx, t, sb_tag[k], u->shard_len * sizeof(float), 1, fsdp_sb(u, k));
+}
+
+/* The event of the buffer's last op: its status is the op's. */
+static strata_status_t take_event(strata_unit_t *u, int k)
+{
+    strata_status_t st = STRATA_OK;
+    if (u->sev[k]) {
+        st = strata_event_wait(u->sev[k]);
+        strata_event_release(u->sev[k]);
+        u->sev[k] = NULL;
+    }
+    return st;
+}
+
+static strata_status_t state_fail(strata_model_t *m, strata_unit_t *u, int k, strata_status_t st,
+                                  const char *what)
+{
+    return base_error(m->ctx, st, "unit '%s': %s its %s shard (%zu bytes) %s the storage "
+                      "tier failed: %s", u->name, what, fsdp_class_name(fsdp_sb_class(k)),
+                      fsdp_sb(u, k)->bytes, 'r' == what[0] ? "from" : "to",
+                      strata_last_error(m->ctx));
+}
+
+strata_status_t fsdp_state_settle(strata_model_t *m, strata_unit_t *u, int k)
+{
+    if (!fsdp_state_streamed(u, k) || SB_UP != u->sup[k]) return STRATA_OK;
+    return fsdp_state_put(m, u, k, 1);
+}
+
+strata_status_t fsdp_state_fetch(strata_model_t *m, strata_unit_t *u, int k)
+{
+    fsdp_buf_t *b = fsdp_sb(u, k);
+    if (!fsdp_state_streamed(u, k) || SB_DOWN != u->sup[k] || !b->h) return STRATA_OK;
+    /* a write-back still in flight: the fetch queues behind it, and a
+     * failure of the write fails the fetch (its event says so) */
+    if (u->sev[k]) {
+        strata_event_release(u->sev[k]);
+        u->sev[k] = NULL;
+    }
+    strata_status_t st = strata_block_move(b->h, STRATA_TIER_PINNED_HOST, 0, NULL, &u->sev[k]);
+    if (STRATA_OK != st) return st;   /* a full host tier: the tier's message */
+    u->sup[k] = SB_FETCHING;
+    m->state_read += strata_block_size(b->h);
+    return STRATA_OK;
+}
+
+strata_status_t fsdp_state_ready(strata_model_t *m, strata_unit_t *u, int k)
+{
+    if (!fsdp_state_streamed(u, k) || SB_UP == u->sup[k]) return STRATA_OK;
+    strata_status_t st = fsdp_state_fetch(m, u, k);
+    if (STRATA_OK != st) return st;
+    double t0 = base_now();
+    st = take_event(u, k);
+    m->state_wait_s += base_now() - t0;
+    if (STRATA_OK != st) return state_fail(m, u, k, st, "reading");
+    fsdp_buf_t *b = fsdp_sb(u, k);
+    b->ptr = strata_block_ptr(b->h, STRATA_TIER_PINNED_HOST);
+    if (!b->ptr)
+        return base_error(m->ctx, STRATA_ERR_STATE, "unit '%s': its %s shard is not on the "
+                          "host after its fetch", u->name, fsdp_class_name(fsdp_sb_class(k)));
+    u->sup[k] = SB_UP;
+    return STRATA_OK;
+}
+
+strata_status_t fsdp_state_fresh(strata_model_t *m, strata_unit_t *u, int k)
+{
+    if (!fsdp_state_streamed(u, k) || SB_UP == u->sup[k]) return STRATA_OK;
+    if (SB_FETCHING == u->sup[k]) return fsdp_state_ready(m, u, k);
+    /* its values are overwritten whole: a new host block, no read */
+    fsdp_buf_t *b = fsdp_sb(u, k);
+    size_t bytes = b->bytes;
+    if (u->sev[k]) {
+        strata_event_release(u->sev[k]);
+        u->sev[k] = NULL;
+    }
+    fsdp_buf_free(b);
+    strata_status_t st = fsdp_buf_alloc(m->ctx, STRATA_TIER_PINNED_HOST, sb_tag[k], bytes, 0, b);
+    if (STRATA_OK == st) u->sup[k] = SB_UP;
+    return st;
+}
+
+strata_status_t fsdp_state_put(strata_model_t *m, strata_unit_t *u, int k, int dirty)
+{
+    if (!fsdp_state_streamed(u, k) || SB_DOWN == u->sup[k]) return STRATA_OK;
+    strata_status_t st = STRATA_OK;
+    if (SB_FETCHING == u->sup[k]) st = fsdp_state_ready(m, u, k);
+    if (STRATA_OK != st) return st;
+    fsdp_buf_t *b = fsdp_sb(u, k);
+    if (!b->h) return STRATA_OK;
+    int stored = strata_block_resident(b->h, STRATA_TIER_STORAGE);
+    if (!dirty && stored) {
+        /* read only: the copy on storage is current. cuda: the device's
+         * reads of the host copy (queued on the compute stream) end first */
+        if (fsdp_dev_on(m->ctx)) st = fsdp_dev_wait(m->ctx);
+        if (STRATA_OK == st) st = strata_block_evict(b->h, STRATA_TIER_PINNED_HOST);
+    } else {
+        if (stored) st = strata_block_evict(b->h, STRATA_TIER_STORAGE);   /* stale */
+        /* cuda: after the kernels that wrote it, by an event */
+        if (STRATA_OK == st) st = tiers_block_after(b->h, m->ctx->compute_stream);
+        if (STRATA_OK == st) st = strata_block_move(b->h, STRATA_TIER_STORAGE, 1, NULL, &u->sev[k]);
+        if (STRATA_OK == st) m->state_written += strata_block_size(b->h);
+        else st = state_fail(m, u, k, st, "writing");
+    }
+    if (STRATA_OK != st) return st;
+    b->ptr = NULL;
+    u->sup[k] = SB_DOWN;
+    return STRATA_OK;
+}
+
+void fsdp_state_free(strata_unit_t *u)
+{
+    for (int k = 0; k < FSDP_NSB; k++) {
+        if (u->sev[k]) strata_event_release(u->sev[k]);
+        u->sev[k] = NULL;
+        fsdp_buf_free(fsdp_sb(u, k));
+    }
+}
+
+int fsdp_state_count(const strata_model_t *m)
+{
+    return FSDP_SB_STATE0 + fsdp_optim_nstate(&m->opts);
+}
+
+strata_status_t fsdp_state_hold_all(strata_model_t *m)
+{
+    strata_status_t st = STRATA_OK;
+    int n = fsdp_state_count(m);
+    for (int ui = 0; ui < m->nunits; ui++)
+        for (int k = 0; STRATA_OK == st && k < n; k++) st = fsdp_state_fetch(m, m->units[ui], k);
+    for (int ui = 0; ui < m->nunits; ui++)
+        for (int k = 0; STRATA_OK == st && k < n; k++) st = fsdp_state_ready(m, m->units[ui], k);
+    return st;
+}
+
+strata_status_t fsdp_state_put_all(strata_model_t *m, int dirty)
+{
+    strata_status_t st = STRATA_OK;
+    int n = fsdp_state_count(m);
+    for (int ui = 0; ui < m->nunits; ui++)
+        for (int k = 0; k < n; k++) {
+            strata_status_t s = fsdp_state_put(m, m->units[ui], k, dirty);
+            if (STRATA_OK == st) st = s;
+        }
+    return st;
+}
+
+strata_status_t fsdp_state_drain(strata_model_t *m)
+{
+    strata_status_t st = STRATA_OK;
+    for (int ui = 0; ui < m->nunits; ui++)
+        for (int k = 0; k < FSDP_NSB; k++) {
+            strata_unit_t *u = m->units[ui];
+            if (SB_DOWN != u->sup[k]) continue;
+            strata_status_t s = take_event(u, k);
+            if (STRATA_OK != s && STRATA_OK == st) st = state_fail(m, u, k, s, "writing");
+        }
+    return st;
+}
+
+strata_status_t fsdp_state_place(strata_model_t *m, fsdp_place_t p[FSDP_NCLASS])
+{
+    char why[256];
+    if (fsdp_place_parse(m->ctx->cfg.state_place, p, why, sizeof why))
+        return base_error(m->ctx, STRATA_ERR_INVALID, "%s", why);
+    /* the older switch: the moments on the host unless state_place names them */
+    fsdp_place_t dflt = { STRATA_TIER_DEVICE, STRATA_TIER_DEVICE, 1.0 };
+    if (m->opts.optim_on_host && 0 == memcmp(&p[FSDP_CLASS_OPTIM], &dflt, sizeof dflt))
+        p[FSDP_CLASS_OPTIM].first = p[FSDP_CLASS_OPTIM].rest = STRATA_TIER_PINNED_HOST;
+    return STRATA_OK;
+}
