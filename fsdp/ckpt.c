@@ -545,17 +545,18 @@ static int state_streamed(const strata_model_t *m)
     return 0;
 }
 
-/* State on the storage tier comes up to the host tier for the io layer,
- * which reads and writes the shards through pointers; the layout points
- * at the host copies. Agreed: a rank short of host room fails everywhere. */
-static strata_status_t state_up(strata_model_t *m, layout_store_t *ls)
+/* The io layer reads and writes the shards through pointers: state on
+ * the storage tier is mapped where it lies in the spill file, so a save
+ * streams it from there into the checkpoint (and a load from the
+ * checkpoint into it) through the page cache, with no copy of the state
+ * in a memory tier. Agreed: a rank that cannot map fails everywhere. */
+static strata_status_t state_up(strata_model_t *m, layout_store_t *ls, int writable)
 {
     if (!state_streamed(m)) return STRATA_OK;
-    strata_status_t st = fsdp_state_drain(m);   /* a failed write-back is said here */
-    if (STRATA_OK == st) st = fsdp_state_hold_all(m);
+    strata_status_t st = fsdp_state_map_all(m, writable);  /* a failed write-back is said here */
     st = fsdp_agree(m, st);
     if (STRATA_OK != st) {
-        fsdp_state_put_all(m, 0);
+        fsdp_state_unmap_all(m, 0);
         return st;
     }
     for (int u = 0; u < m->nunits; u++) {
@@ -595,13 +596,13 @@ strata_status_t strata_model_save(strata_model_t *m, const char *dir,
         opts.keep = info->keep;
     }
     stage_t sg = { 0 };
-    st = state_up(m, &ls);
+    st = state_up(m, &ls, 0);
     if (STRATA_OK == st) st = stage_begin(m, &ls, 1, &sg);
     /* one recorded operation under ckpt_timeout (strata_ckpt_save's own) */
     if (STRATA_OK == st) st = strata_ckpt_save(m->ctx, &ls.layout, dir, &opts, path, len);
     strata_status_t se = stage_end(m, &sg, 0);
     if (STRATA_OK == st) st = se;
-    se = fsdp_state_put_all(m, 0);
+    se = fsdp_state_unmap_all(m, 0);
     if (STRATA_OK == st) st = se;
     store_free(&ls);
     return st;
@@ -619,7 +620,7 @@ strata_status_t strata_model_load(strata_model_t *m, const char *path, strata_mo
     fsdp_drain(m);
     for (int u = 0; u < m->nunits; u++) fsdp_gather_release(m->units[u]);
     stage_t sg = { 0 };
-    st = state_up(m, &ls);
+    st = state_up(m, &ls, 1);
     if (STRATA_OK == st) st = stage_begin(m, &ls, 0, &sg);
     if (STRATA_OK == st) st = strata_ckpt_load(m->ctx, &ls.layout, path);  /* one recorded operation */
     /* A load that failed sets no scalar. Its shards: staged copies reach
@@ -629,7 +630,10 @@ strata_status_t strata_model_load(strata_model_t *m, const char *path, strata_mo
      * "the shards may hold partial data"). */
     strata_status_t se = stage_end(m, &sg, STRATA_OK == st);
     if (STRATA_OK == st) st = se;
-    se = fsdp_state_put_all(m, 1);   /* the loaded values down to storage */
+    /* what the load wrote is in the spill file; its sums are taken anew
+     * (a load that failed part way leaves partial values, as unstaged
+     * shards on the host do) */
+    se = fsdp_state_unmap_all(m, 1);
     if (STRATA_OK == st) st = se;
     if (STRATA_OK == st) {
         fsdp_scalars_t sc;

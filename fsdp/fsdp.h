@@ -148,6 +148,12 @@ strata_status_t fsdp_state_put(struct strata_model *m, struct strata_unit *u, in
 /* Every buffer up (between steps: checkpoints), and every one down again. */
 strata_status_t fsdp_state_hold_all(struct strata_model *m);
 strata_status_t fsdp_state_put_all(struct strata_model *m, int dirty);
+/* Between steps, for checkpoints: every buffer that lives on storage
+ * mapped where it lies in the spill file (b->ptr; the io layer streams it
+ * through the page cache, no copy in a memory tier), writable for a load;
+ * and unmapped (written: summed anew). */
+strata_status_t fsdp_state_map_all(struct strata_model *m, int writable);
+strata_status_t fsdp_state_unmap_all(struct strata_model *m, int written);
 /* Wait for the write-backs in flight; the first failure. */
 strata_status_t fsdp_state_drain(struct strata_model *m);
 void fsdp_state_free(struct strata_unit *u);

@@ -317,6 +317,39 @@ strata_status_t fsdp_state_drain(strata_model_t *m)
     return st;
 }
 
+strata_status_t fsdp_state_map_all(strata_model_t *m, int writable)
+{
+    /* a copy up from the last step goes down first; then nothing in flight */
+    strata_status_t st = fsdp_state_put_all(m, 1);
+    if (STRATA_OK == st) st = fsdp_state_drain(m);
+    int n = fsdp_state_count(m);
+    for (int ui = 0; STRATA_OK == st && ui < m->nunits; ui++)
+        for (int k = 0; STRATA_OK == st && k < n; k++) {
+            strata_unit_t *u = m->units[ui];
+            fsdp_buf_t *b = fsdp_sb(u, k);
+            if (!fsdp_state_streamed(u, k) || !b->h || !b->bytes) continue;
+            st = tiers_storage_map(b->h, writable, &b->ptr);
+        }
+    if (STRATA_OK != st) fsdp_state_unmap_all(m, 0);
+    return st;
+}
+
+strata_status_t fsdp_state_unmap_all(strata_model_t *m, int written)
+{
+    strata_status_t st = STRATA_OK;
+    int n = fsdp_state_count(m);
+    for (int ui = 0; ui < m->nunits; ui++)
+        for (int k = 0; k < n; k++) {
+            strata_unit_t *u = m->units[ui];
+            fsdp_buf_t *b = fsdp_sb(u, k);
+            if (!fsdp_state_streamed(u, k) || SB_DOWN != u->sup[k] || !b->ptr) continue;
+            strata_status_t s = tiers_storage_unmap(b->h, b->ptr, written);
+            if (STRATA_OK == st) st = s;
+            b->ptr = NULL;
+        }
+    return st;
+}
+
 strata_status_t fsdp_state_place(strata_model_t *m, fsdp_place_t p[FSDP_NCLASS])
 {
     char why[256];

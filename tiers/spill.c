@@ -32,6 +32,7 @@ struct spill_file {
 
 const char *spill_file_path(const spill_file_t *sp) { return sp ? sp->path : ""; }
 const char *spill_file_dir(const spill_file_t *sp) { return sp ? sp->dir : ""; }
+int spill_file_fd(const spill_file_t *sp) { return sp && sp->file >= 0 ? sp->fd : -1; }
 
 /* ------------------------------------------------ owners and reclaim --- */
 /* Each spill directory holds `owner`: "host=H pid=P start=T" (T: the

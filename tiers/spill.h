@@ -57,5 +57,7 @@ void spill_file_remove(spill_file_t *sp);
 void spill_file_remove_dir(spill_file_t *sp);
 const char *spill_file_path(const spill_file_t *sp);
 const char *spill_file_dir(const spill_file_t *sp);
+/* The raw-data descriptor (read-write) once open, else -1. */
+int spill_file_fd(const spill_file_t *sp);
 
 #endif

@@ -15,7 +15,10 @@
 #include "tiers/tiers.h"
 #include "tiers/spill.h"
 
+#include <errno.h>
 #include <inttypes.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -275,6 +278,57 @@ strata_status_t tiers_storage_offset(strata_block_t *blk, uint64_t *offset_p)
         st = STRATA_OK;
     }
     tiers_unlock(blk->ts);
+    return st;
+}
+
+/* The mapping of a block's dataset: from the page below its offset. */
+static size_t map_delta(uint64_t offset)
+{
+    return (size_t)(offset % (uint64_t)sysconf(_SC_PAGESIZE));
+}
+
+strata_status_t tiers_storage_map(strata_block_t *blk, int writable, void **ptr_p)
+{
+    if (!blk || !ptr_p) return STRATA_ERR_INVALID;
+    tiers_state_t *ts = blk->ts;
+    pthread_mutex_lock(&ts->lock);
+    while (blk->pending > 0) tiers_cond_wait(ts, &ts->cond);
+    const tiers_slot_t *s = &blk->slot[STRATA_TIER_STORAGE];
+    uint64_t off = s->ds ? s->ds->offset : 0;
+    int ok = (blk->valid & (1u << STRATA_TIER_STORAGE)) && s->ds && blk->bytes;
+    int fd = spill_file_fd(ts->spill);
+    tiers_unlock(ts);
+    if (!ok || fd < 0)
+        return base_error(ts->ctx, STRATA_ERR_STATE, "storage tier: a %s block of %zu bytes has "
+                          "no copy in the spill file to map", strata_tag_name(blk->tag), blk->bytes);
+    size_t d = map_delta(off);
+    void *p = mmap(NULL, blk->bytes + d, PROT_READ | (writable ? PROT_WRITE : 0), MAP_SHARED, fd,
+                   (off_t)(off - d));
+    if (MAP_FAILED == p)
+        return base_error(ts->ctx, STRATA_ERR_IO, "storage tier: cannot map %zu bytes of spill "
+                          "file '%s' at offset %" PRIu64 ": %s", blk->bytes,
+                          spill_file_path(ts->spill), off, strerror(errno));
+    /* read once, front to back */
+    (void)madvise(p, blk->bytes + d, MADV_SEQUENTIAL);
+    *ptr_p = (char *)p + d;
+    return STRATA_OK;
+}
+
+strata_status_t tiers_storage_unmap(strata_block_t *blk, void *ptr, int written)
+{
+    if (!blk || !ptr) return STRATA_ERR_INVALID;
+    tiers_state_t *ts = blk->ts;
+    spill_ds_t *ds = blk->slot[STRATA_TIER_STORAGE].ds;
+    size_t d = map_delta(ds->offset);
+    strata_status_t st = STRATA_OK;
+    if (written && ts->checksums) {   /* the block's bytes changed under its sum */
+        ds->checksum = XXH3_64bits(ptr, blk->bytes);
+        ds->summed = 1;
+    }
+    if (written && ts->spill_fsync && msync((char *)ptr - d, blk->bytes + d, MS_SYNC))
+        st = base_error(ts->ctx, STRATA_ERR_IO, "storage tier: msync of spill file '%s' "
+                        "failed: %s", spill_file_path(ts->spill), strerror(errno));
+    munmap((char *)ptr - d, blk->bytes + d);
     return st;
 }
 

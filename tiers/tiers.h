@@ -487,6 +487,15 @@ void tiers_storage_cleanup(tiers_state_t *ts);             /* after the engines 
  * spill) and the file offset of a block's storage copy. */
 strata_status_t tiers_spill_path(strata_context_t *ctx, char *buf, size_t len);
 strata_status_t tiers_storage_offset(strata_block_t *blk, uint64_t *offset_p);
+
+/* A block whose only copy is on the storage tier, its bytes mapped into
+ * memory where they lie in the spill file (mmap, shared): reading them
+ * streams from the file through the page cache, with no copy in a memory
+ * tier (checkpoints of state that lives on storage). Writable: what is
+ * written lands in the spill file, and the unmap sums the block anew
+ * (checksums). Between the two no op may be queued on the block. */
+strata_status_t tiers_storage_map(strata_block_t *blk, int writable, void **ptr_p);
+strata_status_t tiers_storage_unmap(strata_block_t *blk, void *ptr, int written);
 /* fdatasync the spill file after every spill (default off: the storage
  * tier is scratch space; the benchmark measures both). */
 void tiers_set_spill_fsync(strata_context_t *ctx, int on);
