@@ -334,6 +334,14 @@ strata_status_t strata_model_commit(strata_model_t *m)
         for (int k = 0; k < nsb; k++) {
             strata_tier_t home = fsdp_place_tier(&place[fsdp_sb_class(k)], ui, m->nunits);
             st = fsdp_state_alloc(m, u, k, home);
+            if (STRATA_ERR_TIER_FULL == st && STRATA_TIER_DEVICE == home) {
+                char was[STRATA_ERRMSG_LEN];
+                snprintf(was, sizeof was, "%s", strata_last_error(ctx));
+                return base_error(ctx, st, "%s; the training state does not fit the device "
+                                  "(unit '%s' of %d): put part of it on the host or storage "
+                                  "tier with the option state_place (e.g. optim=host, or "
+                                  "*=storage)", was, u->name, m->nunits);
+            }
             if (STRATA_OK != st) return st;
         }
         st = init_shard(m, u);

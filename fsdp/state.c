@@ -92,6 +92,7 @@ int fsdp_place_parse(const char *text, fsdp_place_t p[FSDP_NCLASS], char *why, s
     char *save = NULL;
     for (char *item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
         while (isspace((unsigned char)*item)) item++;
+        for (char *e = item + strlen(item); e > item && isspace((unsigned char)e[-1]); ) *--e = '\0';
         char *eq = strchr(item, '=');
         if (!eq || eq == item) {
             snprintf(why, len, "state_place: '%s' is not CLASS=TIER (classes: master, grad, "
@@ -99,9 +100,12 @@ int fsdp_place_parse(const char *text, fsdp_place_t p[FSDP_NCLASS], char *why, s
             return -1;
         }
         *eq = '\0';
+        for (char *e = eq; e > item && isspace((unsigned char)e[-1]); ) *--e = '\0';
+        char *val = eq + 1;
+        while (isspace((unsigned char)*val)) val++;
         fsdp_place_t v;
         char vwhy[160];
-        if (parse_value(eq + 1, &v, vwhy, sizeof vwhy)) {
+        if (parse_value(val, &v, vwhy, sizeof vwhy)) {
             snprintf(why, len, "state_place: %s=%s", item, vwhy);
             return -1;
         }

@@ -117,7 +117,7 @@ TESTS += t/ckpt-np1.t t/ckpt-np2.t t/ckpt-np4.t t/ckpt-reshard.t t/ckpt-bad.t t/
 # h5dump, when configure found it, for t/ckpt-h5dump.t
 AM_TESTS_ENVIRONMENT += H5DUMP='$(H5DUMP)'; export H5DUMP;
 # FSDP core
-check_PROGRAMS += t/unit_fsdp_geometry.t t/unit_fsdp_mem.t t/unit_fsdp_optim.t t/unit_fsdp_pool.t t/unit_fsdp_straggler.t t/fsdp_equiv t/fsdp_errors t/step_check
+check_PROGRAMS += t/unit_fsdp_geometry.t t/unit_fsdp_mem.t t/unit_fsdp_optim.t t/unit_fsdp_pool.t t/unit_fsdp_straggler.t t/unit_fsdp_place.t t/fsdp_equiv t/fsdp_errors t/step_check
 t_step_check_SOURCES = t/step_check.c
 t_step_check_LDADD = $(TEST_LDADD)
 t_unit_fsdp_geometry_t_SOURCES = t/unit_fsdp_geometry.t.c
@@ -130,6 +130,8 @@ t_unit_fsdp_pool_t_SOURCES = t/unit_fsdp_pool.t.c
 t_unit_fsdp_pool_t_LDADD = $(TEST_INTERNAL_LDADD)
 t_unit_fsdp_straggler_t_SOURCES = t/unit_fsdp_straggler.t.c
 t_unit_fsdp_straggler_t_LDADD = $(TEST_INTERNAL_LDADD)
+t_unit_fsdp_place_t_SOURCES = t/unit_fsdp_place.t.c
+t_unit_fsdp_place_t_LDADD = $(TEST_INTERNAL_LDADD)
 t_fsdp_equiv_SOURCES = t/fsdp_equiv.c
 t_fsdp_equiv_LDADD = $(MLP_LIBS) $(TEST_LDADD)
 t_fsdp_errors_SOURCES = t/fsdp_errors.c
@@ -147,7 +149,7 @@ dist_check_SCRIPTS += \
     t/flight-cmd.t
 TESTS += \
     t/unit_fsdp_geometry.t t/unit_fsdp_mem.t t/unit_fsdp_optim.t t/unit_fsdp_pool.t \
-    t/unit_fsdp_straggler.t \
+    t/unit_fsdp_straggler.t t/unit_fsdp_place.t \
     t/fsdp-errors.t t/step-check.t t/flight-stop.t t/flight-bypass.t t/flight-cmd.t \
     t/fsdp-np1.t t/fsdp-np2.t t/fsdp-np2-s1.t t/fsdp-np2-thread.t t/fsdp-np3.t t/fsdp-np4.t \
     t/fsdp-np4-s2.t t/fsdp-np8.t \
@@ -202,8 +204,8 @@ TESTS += t/act-np1.t t/act-np2.t t/act-np4.t
 check_PROGRAMS += t/admit_sweep
 t_admit_sweep_SOURCES = t/admit_sweep.c
 t_admit_sweep_LDADD = $(MLP_LIBS) $(TEST_INTERNAL_LDADD)
-dist_check_SCRIPTS += t/admit-np1.t t/admit-np2.t t/gpt-train-admit.t t/gpt-train-memplan.t t/gpt-train-boundary.t
-TESTS += t/admit-np1.t t/admit-np2.t t/gpt-train-admit.t t/gpt-train-memplan.t t/gpt-train-boundary.t
+dist_check_SCRIPTS += t/admit-np1.t t/admit-np2.t t/gpt-train-admit.t t/gpt-train-memplan.t t/gpt-train-boundary.t t/gpt-train-state.t
+TESTS += t/admit-np1.t t/admit-np2.t t/gpt-train-admit.t t/gpt-train-memplan.t t/gpt-train-boundary.t t/gpt-train-state.t
 
 # verify_transfers: round trips checksummed, a stale reload caught
 dist_check_SCRIPTS += t/verify-transfers.t
