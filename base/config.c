@@ -87,7 +87,10 @@ static const opt_row_t opt_table[] = {
                             "parameter shard), grad (the reduced gradient shard), optim (the "
                             "optimizer's moments) = device, host or storage; CLASS=TIER:F puts the "
                             "first fraction F of the units there and the rest on the device "
-                            "(CLASS=TIER:F:TIER2 on TIER2), e.g. optim=storage,master=host:0.5",
+                            "(CLASS=TIER:F:TIER2 on TIER2), e.g. optim=storage,master=host:0.5; or auto: "
+                            "on the device until a step's plan lacks room, then moments, gradients "
+                            "and masters leave it (from the first unit; to the host while it has "
+                            "room, else storage) for just that room",
       OFF(state_place), STR(state_place) },
     { "schedule",   "lhs",  "transfer schedule: lhs (latency-hiding) or naive",
       OFF(schedule), OPT_ENUM, 0, schedule_names },

@@ -65,6 +65,7 @@ typedef struct fsdp_exec {
     strata_admission_t adm;            /* the last refusal's */
     int               print_after;     /* rank 0 prints measured beside predicted */
     int               said_kept;       /* rank 0 said that lhs keeps every offload */
+    int               state_tried;     /* state_place=auto moved state for this program */
 
     /* per micro-batch */
     int               nops;

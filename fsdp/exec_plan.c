@@ -177,6 +177,35 @@ static void say_kept(strata_model_t *m, const sched_t *s)
             x->policy, strata_format_size(x->opts.budget[STRATA_TIER_DEVICE], b, sizeof b));
 }
 
+/* state_place=auto: move `want` bytes of training state off the device
+ * (every rank alike: the admission is made from agreed costs, and every
+ * rank's shards have one size), and count them out of what the device
+ * holds all step. Said once, on rank 0. */
+static strata_status_t state_auto(strata_model_t *m, size_t want)
+{
+    fsdp_exec_t *x = m->exec;
+    size_t freed = 0;
+    strata_tier_usage_t h0, s0, h1, s1;
+    fsdp_drain(m);   /* no collective still reads a master shard */
+    strata_tier_usage(m->ctx, STRATA_TIER_PINNED_HOST, &h0);
+    strata_tier_usage(m->ctx, STRATA_TIER_STORAGE, &s0);
+    strata_status_t st = fsdp_agree(m, fsdp_state_auto_free(m, want, &freed));
+    if (STRATA_OK != st) return st;
+    strata_tier_usage(m->ctx, STRATA_TIER_PINNED_HOST, &h1);
+    strata_tier_usage(m->ctx, STRATA_TIER_STORAGE, &s1);
+    x->base_dev = x->base_dev > freed ? x->base_dev - freed : 0;
+    /* what the host and storage now hold all step is not the plan's to
+     * use, nor is the room streamed state's working copies take */
+    x->base_host += h1.used - h0.used + fsdp_state_stream_reserve(m);
+    x->base_storage += s1.used - s0.used;
+    char b[512], w[32], f[32];
+    if (0 == m->ctx->rank)
+        fprintf(stderr, "strata: state_place auto: %s of training state left the device for the "
+                "%s the plan lacked: %s\n", strata_format_size(freed, f, sizeof f),
+                strata_format_size(want, w, sizeof w), fsdp_state_describe(m, b, sizeof b));
+    return STRATA_OK;
+}
+
 /* Resolve the policy (or choose one) and build the schedule for n_micro. */
 strata_status_t fsdp_exec_plan(strata_model_t *m, int n_micro, int print)
 {
@@ -206,6 +235,13 @@ strata_status_t fsdp_exec_plan(strata_model_t *m, int n_micro, int print)
     if (STRATA_OK == st) st = sched_simulate(s, &pred, NULL, NULL, err, sizeof err);
     if (STRATA_ERR_TIER_FULL == st) {
         st = admission(m, &x->pol, &o, n_micro, &x->adm);
+        if (STRATA_OK == st && x->adm.refused && m->state_auto && !x->state_tried) {
+            /* state_place=auto: training state leaves the device for the
+             * room the plan lacks, and the plan is made again */
+            x->state_tried = 1;
+            st = state_auto(m, x->adm.need - x->adm.budget);
+            if (STRATA_OK == st) return fsdp_exec_plan(m, n_micro, print);
+        }
         if (STRATA_OK == st && x->adm.refused)
             st = refuse(m, x->pol.is_auto ? "auto" : x->policy, &x->adm);
         else if (STRATA_OK == st) {   /* the host or storage tier, or the schedule's timing */

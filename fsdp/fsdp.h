@@ -154,6 +154,16 @@ strata_status_t fsdp_state_put_all(struct strata_model *m, int dirty);
  * and unmapped (written: summed anew). */
 strata_status_t fsdp_state_map_all(struct strata_model *m, int writable);
 strata_status_t fsdp_state_unmap_all(struct strata_model *m, int written);
+/* state_place=auto: buffers leave the device until `want` bytes are
+ * freed (the optimizer's moments first, then gradients, then masters;
+ * from the first unit; to the host while it has room, else storage).
+ * Between steps. *freed_p: what left. */
+strata_status_t fsdp_state_auto_free(struct strata_model *m, size_t want, size_t *freed_p);
+/* Host bytes the working copies of state streamed from storage may take
+ * at once (three units' worth of the largest). */
+size_t fsdp_state_stream_reserve(const struct strata_model *m);
+/* Where the state lives, e.g. "master=device:4/4,optim=host:2/4,optim=device:2/4". */
+const char *fsdp_state_describe(const struct strata_model *m, char *buf, size_t len);
 /* Wait for the write-backs in flight; the first failure. */
 strata_status_t fsdp_state_drain(struct strata_model *m);
 void fsdp_state_free(struct strata_unit *u);
@@ -314,6 +324,7 @@ struct strata_model {
     /* training state streamed from storage (state.c): bytes fetched and
      * written, and the time the step waited for fetches, since step_begin */
     uint64_t            state_read, state_written;
+    int                 state_auto;         /* state_place=auto */
     double              state_wait_s;
     /* checkpoints (ckpt.c): the save written in the background, if any */
     struct fsdp_bgsave *bgsave;

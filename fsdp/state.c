@@ -354,9 +354,105 @@ strata_status_t fsdp_state_unmap_all(strata_model_t *m, int written)
     return st;
 }
 
+/* ---- state_place=auto ------------------------------------------------------ */
+
+/* Buffer k of u leaves the device for tier (between steps). */
+static strata_status_t rehome(strata_model_t *m, strata_unit_t *u, int k, strata_tier_t tier)
+{
+    fsdp_buf_t *b = fsdp_sb(u, k);
+    strata_event_t *ev = NULL;
+    strata_status_t st = fsdp_dev_wait(m->ctx);   /* cuda: the step's work on it is done */
+    if (STRATA_OK == st) st = strata_block_move(b->h, tier, 1, NULL, &ev);
+    if (STRATA_OK == st) st = strata_event_wait(ev);
+    strata_event_release(ev);
+    if (STRATA_OK != st) return st;
+    u->home[k] = tier;
+    u->sup[k] = STRATA_TIER_STORAGE == tier ? SB_DOWN : SB_UP;
+    b->ptr = STRATA_TIER_STORAGE == tier ? NULL : strata_block_ptr(b->h, tier);
+    return STRATA_OK;
+}
+
+/* Room left on the host tier, less a reserve for the step's own use of it
+ * (offloads and the working copies of streamed state): a quarter. */
+static size_t host_room(strata_context_t *ctx)
+{
+    strata_tier_usage_t h;
+    strata_tier_usage(ctx, STRATA_TIER_PINNED_HOST, &h);
+    size_t room = h.budget > h.used ? h.budget - h.used : 0;
+    return room - room / 4;
+}
+
+size_t fsdp_state_stream_reserve(const strata_model_t *m)
+{
+    size_t most = 0;
+    for (int ui = 0; ui < m->nunits; ui++) {
+        size_t sum = 0;
+        for (int k = 0; k < fsdp_state_count(m); k++)
+            if (fsdp_state_streamed(m->units[ui], k))
+                sum += strata_block_size(fsdp_sb(m->units[ui], k)->h);
+        if (sum > most) most = sum;
+    }
+    /* a unit's working copies, the next unit's on their way, and a
+     * prefetched master beside them */
+    return 3 * most;
+}
+
+strata_status_t fsdp_state_auto_free(strata_model_t *m, size_t want, size_t *freed_p)
+{
+    static const fsdp_class_t order[] = { FSDP_CLASS_OPTIM, FSDP_CLASS_GRAD, FSDP_CLASS_MASTER };
+    strata_status_t st = STRATA_OK;
+    size_t freed = 0;
+    int n = fsdp_state_count(m);
+    for (size_t c = 0; c < sizeof order / sizeof order[0] && freed < want; c++)
+        for (int ui = 0; STRATA_OK == st && ui < m->nunits && freed < want; ui++)
+            for (int k = 0; STRATA_OK == st && k < n; k++) {
+                strata_unit_t *u = m->units[ui];
+                fsdp_buf_t *b = fsdp_sb(u, k);
+                if (fsdp_sb_class(k) != order[c] || STRATA_TIER_DEVICE != u->home[k] || !b->h)
+                    continue;
+                size_t bytes = strata_block_size(b->h);
+                /* the moments and gradients the host has room for go there;
+                 * the rest, and the master (read twice a step), to storage
+                 * only when the host is full */
+                /* (a move to storage passes through the host: room for
+                 * one more stays) */
+                strata_tier_t t = host_room(m->ctx) >= 2 * bytes ? STRATA_TIER_PINNED_HOST
+                                                                  : STRATA_TIER_STORAGE;
+                st = rehome(m, u, k, t);
+                if (STRATA_OK == st) freed += bytes;
+            }
+    *freed_p = freed;
+    return st;
+}
+
+const char *fsdp_state_describe(const strata_model_t *m, char *buf, size_t len)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int c = 0; c < FSDP_NCLASS; c++) {
+        int cnt[STRATA_TIER_COUNT] = { 0 };
+        for (int ui = 0; ui < m->nunits; ui++) {
+            int k = FSDP_CLASS_MASTER == c ? FSDP_SB_MASTER
+                  : FSDP_CLASS_GRAD == c ? FSDP_SB_GRAD : FSDP_SB_STATE0;
+            if (k < fsdp_state_count(m)) cnt[m->units[ui]->home[k]]++;
+        }
+        for (int t = 0; t < STRATA_TIER_COUNT; t++)
+            if (cnt[t] && at < len)
+                at += (size_t)snprintf(buf + at, len - at, "%s%s=%s:%d/%d", at ? "," : "",
+                                       fsdp_class_name((fsdp_class_t)c),
+                                       strata_tier_name((strata_tier_t)t), cnt[t], m->nunits);
+    }
+    return buf;
+}
+
 strata_status_t fsdp_state_place(strata_model_t *m, fsdp_place_t p[FSDP_NCLASS])
 {
     char why[256];
+    m->state_auto = 0 == strcmp(m->ctx->cfg.state_place, "auto");
+    if (m->state_auto) {   /* on the device until the step's plan needs the room */
+        fsdp_place_parse(NULL, p, why, sizeof why);
+        return STRATA_OK;
+    }
     if (fsdp_place_parse(m->ctx->cfg.state_place, p, why, sizeof why))
         return base_error(m->ctx, STRATA_ERR_INVALID, "%s", why);
     /* the older switch: the moments on the host unless state_place names them */

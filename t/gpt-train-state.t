@@ -17,7 +17,7 @@ small="--threads 1 --layers 3 --dim 32 --heads 4 --batch 4 --steps 3 --json --ev
 need_of() { sed -n 's/^{"refused":true,"needs_device_bytes":\([0-9]*\),.*/\1/p' "$1"; }
 last_step() { grep '^{"step"' "$1" | tail -1; }
 field() { sed -n "s/.*\"$2\":\\([0-9.]*\\).*/\\1/p" "$1"; }
-echo "1..13"
+echo "1..15"
 "$L" 2 "$P" $small > "$tmp/dev" 2>&1
 ref=$(hash_of "$tmp/dev")
 n=0
@@ -114,6 +114,22 @@ else
     grep -v '^{' "$tmp/at" | tail -3 | sed 's/^/#   /'
 fi
 
+# state_place=auto: the state leaves the device only for the room the plan lacks
+"$L" 2 "$P" $small --device-mem 600K --act-policy auto > "$tmp/aa" 2>&1
+"$L" 2 "$P" $small --device-mem 600K --act-policy auto --state-place auto > "$tmp/as" 2>&1
+n=$((n + 1))
+if grep -q '^{"refused":true' "$tmp/aa" && [ "$(hash_of "$tmp/as")" = "$ref" ] &&
+   grep -q "strata: state_place auto: .* of training state left the device for the .* the plan lacked: .*optim=host:" "$tmp/as"; then
+    echo "ok $n - at 600K act_policy=auto alone is refused; with state_place=auto the moments (and more) go to the host and it trains to the device run's param_hash"
+else
+    echo "not ok $n - state_place=auto trains where activations alone cannot"
+    grep -v '^{' "$tmp/as" | grep -v '^ ' | tail -3 | sed 's/^/#   /'
+fi
+n=$((n + 1))
+"$L" 2 "$P" $small --state-place auto > "$tmp/an" 2>&1
+if [ "$(hash_of "$tmp/an")" = "$ref" ] && ! grep -q "state_place auto:" "$tmp/an"; then
+    echo "ok $n - state_place=auto with room on the device moves nothing"
+else echo "not ok $n - state_place=auto with room on the device moves nothing"; fi
 n=$((n + 1))
 "$L" 1 "$P" $small --device-mem 200K > "$tmp/full" 2>&1; rc=$?
 if [ $rc -ne 0 ] && grep -q "the training state does not fit the device (unit '.*' of [0-9]*): put part of it on the host or storage tier with the option state_place" "$tmp/full"; then
