@@ -27,7 +27,7 @@ check "2 ranks x 2 micro-batches and hybrid sharding match too" both_close
 check "the loss falls by more than 1 nat in 20 steps" \
     awk -v a="$(first_loss np4)" -v b="$(last_loss np4)" 'BEGIN { exit !(a != "" && b + 1.0 < a) }'
 fields_ok() {
-    grep -q '^{"step":20,"loss":[0-9.e+-]*,.*"tokens_per_s":[0-9.e+-]*,"step_s":[0-9.e+-]*,"peak_device_bytes":[0-9]*,"peak_host_bytes":[0-9]*,"peak_storage_bytes":[0-9]*,"transfer_s":[0-9.e+-]*,"exposed_transfer_s":[0-9.e+-]*,"overlap_frac":[0-9.e+-]*,"offload_bytes":[0-9]*,"predicted_step_s":[0-9.e+-]*,"model_step_s":[0-9.e+-]*,"compute_s":[0-9.e+-]*,"exposed_comm_s":[0-9.e+-]*,"mem_planned":\(true\|false\),"mem_plan_bytes":[0-9]*}$' "$tmp/np4" &&
+    grep -q '^{"step":20,"loss":[0-9.e+-]*,.*"tokens_per_s":[0-9.e+-]*,"step_s":[0-9.e+-]*,"peak_device_bytes":[0-9]*,"peak_host_bytes":[0-9]*,"peak_storage_bytes":[0-9]*,"transfer_s":[0-9.e+-]*,"exposed_transfer_s":[0-9.e+-]*,"overlap_frac":[0-9.e+-]*,"offload_bytes":[0-9]*,"predicted_step_s":[0-9.e+-]*,"model_step_s":[0-9.e+-]*,"compute_s":[0-9.e+-]*,"exposed_comm_s":[0-9.e+-]*,"mem_planned":\(true\|false\),"mem_plan_bytes":[0-9]*,"state_read_bytes":[0-9]*,"state_written_bytes":[0-9]*,"state_wait_s":[0-9.e+-]*,"optim_s":[0-9.e+-]*}$' "$tmp/np4" &&
     grep -q '^{"final":true,"steps":20,"loss":[0-9.e+-]*,"accuracy":[0-9.e+-]*,"param_hash":"[0-9a-f]\{16\}","peak_device_bytes":[0-9]*,"peak_host_bytes":[0-9]*,"peak_storage_bytes":[0-9]*,"tokens_per_s":[0-9.e+-]*,"transfer_s":[0-9.e+-]*,"exposed_transfer_s":[0-9.e+-]*,"overlap_frac":[0-9.e+-]*,"offload_bytes":[0-9]*,"predicted_step_s":[0-9.e+-]*,"recompute_products":[0-9]*,"recompute_flops":[0-9.e+-]*}$' "$tmp/np4" &&
     grep -q '^held-out accuracy: [0-9]*\.[0-9]%$' "$tmp/np4"
 }
