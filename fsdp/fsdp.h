@@ -159,6 +159,10 @@ strata_status_t fsdp_state_unmap_all(struct strata_model *m, int written);
  * from the first unit; to the host while it has room, else storage).
  * Between steps. *freed_p: what left. */
 strata_status_t fsdp_state_auto_free(struct strata_model *m, size_t want, size_t *freed_p);
+/* At commit: every state buffer's home (u->home[k]) from the placements;
+ * with state_place=auto, what does not fit half of the device's room
+ * leaves it (the order and tiers of fsdp_state_auto_free), said on rank 0. */
+void fsdp_state_homes(struct strata_model *m, const fsdp_place_t p[FSDP_NCLASS]);
 /* Host bytes the working copies of state streamed from storage may take
  * at once (three units' worth of the largest). */
 size_t fsdp_state_stream_reserve(const struct strata_model *m);

@@ -331,8 +331,12 @@ strata_status_t strata_model_commit(strata_model_t *m)
             u->npad > SIZE_MAX / 4)
             return base_error(ctx, STRATA_ERR_OVERFLOW, "unit '%s': %zu elements overflow",
                               u->name, n);
+    }
+    fsdp_state_homes(m, place);
+    for (int ui = 0; ui < m->nunits; ui++) {
+        strata_unit_t *u = m->units[ui];
         for (int k = 0; k < nsb; k++) {
-            strata_tier_t home = fsdp_place_tier(&place[fsdp_sb_class(k)], ui, m->nunits);
+            strata_tier_t home = u->home[k];
             st = fsdp_state_alloc(m, u, k, home);
             if (STRATA_ERR_TIER_FULL == st && STRATA_TIER_DEVICE == home) {
                 char was[STRATA_ERRMSG_LEN];

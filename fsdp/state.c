@@ -425,6 +425,49 @@ strata_status_t fsdp_state_auto_free(strata_model_t *m, size_t want, size_t *fre
     return st;
 }
 
+/* What a state buffer of u takes in a memory tier (fsdp_buf_alloc's). */
+static size_t buf_bytes(const strata_unit_t *u)
+{
+    return (u->shard_len * sizeof(float) + FSDP_GUARD + 255) / 256 * 256;
+}
+
+void fsdp_state_homes(strata_model_t *m, const fsdp_place_t p[FSDP_NCLASS])
+{
+    static const fsdp_class_t order[] = { FSDP_CLASS_OPTIM, FSDP_CLASS_GRAD, FSDP_CLASS_MASTER };
+    int n = fsdp_state_count(m);
+    size_t on_dev = 0;
+    for (int ui = 0; ui < m->nunits; ui++)
+        for (int k = 0; k < n; k++) {
+            strata_unit_t *u = m->units[ui];
+            u->home[k] = fsdp_place_tier(&p[fsdp_sb_class(k)], ui, m->nunits);
+            if (STRATA_TIER_DEVICE == u->home[k]) on_dev += buf_bytes(u);
+        }
+    if (!m->state_auto) return;
+    /* auto: the state may take half of the device room at commit, the
+     * rest is the step's; the step's plan moves more if it lacks room */
+    strata_tier_usage_t d;
+    strata_tier_usage(m->ctx, STRATA_TIER_DEVICE, &d);
+    size_t room = (d.budget > d.used ? d.budget - d.used : 0) / 2, hroom = host_room(m->ctx);
+    size_t moved = 0;
+    for (size_t c = 0; c < sizeof order / sizeof order[0] && on_dev > room; c++)
+        for (int ui = 0; ui < m->nunits && on_dev > room; ui++)
+            for (int k = 0; k < n && on_dev > room; k++) {
+                strata_unit_t *u = m->units[ui];
+                size_t b = buf_bytes(u);
+                if (fsdp_sb_class(k) != order[c]) continue;
+                u->home[k] = hroom >= 2 * b ? STRATA_TIER_PINNED_HOST : STRATA_TIER_STORAGE;
+                if (STRATA_TIER_PINNED_HOST == u->home[k]) hroom -= b;
+                on_dev -= b;
+                moved += b;
+            }
+    char d1[32], d2[32], buf[512];
+    if (moved && 0 == m->ctx->rank)
+        fprintf(stderr, "strata: state_place auto: %s of training state starts off the device "
+                "(the state may take half of device_mem %s; the step's plan has the rest): %s\n",
+                strata_format_size(moved, d1, sizeof d1), strata_format_size(d.budget, d2, sizeof d2),
+                fsdp_state_describe(m, buf, sizeof buf));
+}
+
 const char *fsdp_state_describe(const strata_model_t *m, char *buf, size_t len)
 {
     size_t at = 0;
