@@ -20,6 +20,8 @@ libstrata_core_la_SOURCES += \
     base/proc.c \
     base/file.h \
     base/file.c \
+    base/place.h \
+    base/place.c \
     base/test_fault.h \
     base/nvtx.h \
     base/test_fault.c

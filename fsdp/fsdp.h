@@ -9,6 +9,7 @@
 #define STRATA_FSDP_INTERNAL_H
 
 #include "base/base.h"
+#include "base/place.h"
 #include "base/shard.h"
 #include "comm/recorder.h"
 #include "sched/sched.h"
@@ -107,20 +108,9 @@ int  fsdp_ws_cache_drop(strata_model_t *m);
 
 /* ---- training state on the tiers (state.c) ----------------------------------- */
 
-/* A unit's state buffers by index, and the classes state_place names. */
+/* The classes state_place names and the option's text: base/place.h. A
+ * unit's state buffers by index, and the class of each. */
 enum { FSDP_SB_MASTER = 0, FSDP_SB_GRAD, FSDP_SB_STATE0, FSDP_SB_STATE1, FSDP_NSB };
-typedef enum { FSDP_CLASS_MASTER = 0, FSDP_CLASS_GRAD, FSDP_CLASS_OPTIM,
-               FSDP_NCLASS } fsdp_class_t;
-/* A class's placement: the first round(frac * L) units on `first`, the rest on `rest`. */
-typedef struct { strata_tier_t first, rest; double frac; } fsdp_place_t;
-
-/* Pure: state_place's text into p (a class not named stays on the device;
- * '*' names every class not named on its own). 0, or -1 with why. */
-int fsdp_place_parse(const char *text, fsdp_place_t p[FSDP_NCLASS], char *why, size_t len);
-/* Pure: how many units (of L) go to p->first; the tier of unit ui. */
-int fsdp_place_split(const fsdp_place_t *p, int L);
-strata_tier_t fsdp_place_tier(const fsdp_place_t *p, int ui, int L);
-const char *fsdp_class_name(fsdp_class_t c);
 fsdp_class_t fsdp_sb_class(int k);
 
 struct strata_unit;

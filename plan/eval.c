@@ -195,6 +195,16 @@ strata_status_t plan_create(const plan_model_t *m, const plan_hw_t *hw, const pl
     p->opts.link.latency = hw->link_latency;
     p->opts.link.chunk = hw->chunk;
     p->opts.prefetch = (int)sh->prefetch;
+    /* the training state's placement takes its bytes out of these */
+    p->resident_all = p->mem.resident;
+    p->optim_all_s = p->prog->optim_s;
+    p->home = calloc((size_t)p->nunits, sizeof *p->home);
+    st = p->home ? plan_state_reset(p, err, errlen)
+                 : sched_fail(err, errlen, STRATA_ERR_NOMEM, "plan: out of memory");
+    if (STRATA_OK != st) {
+        plan_destroy(p);
+        return st;
+    }
     *plan_p = p;
     return STRATA_OK;
 }
@@ -203,6 +213,7 @@ void plan_destroy(plan_t *p)
 {
     if (!p) return;
     sched_program_destroy(p->prog);
+    free(p->home);
     free(p->units);
     free(p);
 }
@@ -303,6 +314,29 @@ static void policy_offload(const plan_t *p, const sched_actions_t *acts, plan_ro
         }
 }
 
+/* The host room the schedule's offloads may use: the host less the
+ * training state there and the working copies of streamed state (at
+ * least a byte where the state takes it all: a budget of 0 is no limit). */
+static size_t offload_room(const plan_t *p)
+{
+    double held = p->state.tier[STRATA_TIER_PINNED_HOST] + p->state.host_work;
+    if (!(p->hw.host_bytes > 0)) return 0;
+    return p->hw.host_bytes > held ? (size_t)(p->hw.host_bytes - held) : 1;
+}
+
+/* The training state's share of the row: its host bytes, and the part of
+ * its streams (storage, a GPU's staging copies) that the step's compute
+ * does not cover -- they run beside it on their own engines. */
+static void state_row(const plan_t *p, plan_row_t *row)
+{
+    row->state = p->state;
+    row->host_bytes += p->state.tier[STRATA_TIER_PINNED_HOST] + p->state.host_work;
+    row->fits_host = 0 == row->host_capacity || row->host_bytes <= row->host_capacity;
+    row->fits = row->fits && row->fits_host;
+    row->state.exposed_s = fmax(0, fmax(p->state.storage_s, p->state.link_stream_s) - row->compute_s);
+    row->step_s += row->state.exposed_s;
+}
+
 strata_status_t plan_evaluate(plan_t *p, const sched_actions_t *acts, sched_mode_t mode,
                               plan_row_t *row_p, char *err, size_t errlen)
 {
@@ -313,7 +347,7 @@ strata_status_t plan_evaluate(plan_t *p, const sched_actions_t *acts, sched_mode
     row.host_capacity = p->hw.host_bytes;
     workspace_model(p, all_keep(p, acts));
     o.budget[STRATA_TIER_DEVICE] = (size_t)p->hw.hbm_bytes;
-    o.budget[STRATA_TIER_PINNED_HOST] = (size_t)p->hw.host_bytes;
+    o.budget[STRATA_TIER_PINNED_HOST] = offload_room(p);
     strata_status_t st = run_one(p, acts, &o, &row, err, errlen);
     if (STRATA_OK == st) {
         row.fits = row.fits_device = row.fits_host = 1;
@@ -329,15 +363,16 @@ strata_status_t plan_evaluate(plan_t *p, const sched_actions_t *acts, sched_mode
         }
         if (STRATA_OK != st) return st;
         if (unlimited) policy_offload(p, acts, &row);
+        /* what the device lacks: the admission's bound, or the peak */
+        double need = (double)sched_min_device(p->prog, acts, &o);
+        row.need_bytes = fmax(need, row.device_bytes);
         row.fits_device = row.device_bytes <= row.device_capacity;
         row.fits_host = 0 == row.host_capacity || row.host_bytes <= row.host_capacity;
-        if (!row.fits_device) {
-            double need = (double)sched_min_device(p->prog, acts, &o);
-            if (need < row.device_bytes) row.device_bytes = need;
-        }
+        if (!row.fits_device && need < row.device_bytes) row.device_bytes = need;
     } else {
         return st;
     }
+    state_row(p, &row);
     for (int u = 0; u < p->nunits; u++)
         for (int i = 0; i < p->units[u].nsaves; i++)
             if (SCHED_RECOMPUTE == acts->action[p->prog->units[u].saves[i].name_id])
@@ -355,7 +390,7 @@ strata_status_t plan_auto(plan_t *p, sched_mode_t mode, plan_row_t *row_p, char 
     sched_actions_t acts;
     o.mode = mode;
     o.budget[STRATA_TIER_DEVICE] = (size_t)p->hw.hbm_bytes;
-    o.budget[STRATA_TIER_PINNED_HOST] = (size_t)p->hw.host_bytes;
+    o.budget[STRATA_TIER_PINNED_HOST] = offload_room(p);
     workspace_model(p, 0);   /* the plans it weighs; the chosen one is evaluated with its own */
     strata_status_t st = sched_plan_auto(p->prog, &o, &acts, NULL, err, errlen);
     if (STRATA_ERR_TIER_FULL == st) {
@@ -365,4 +400,37 @@ strata_status_t plan_auto(plan_t *p, sched_mode_t mode, plan_row_t *row_p, char 
     }
     if (STRATA_OK != st) return st;
     return plan_evaluate(p, &acts, mode, row_p, err, errlen);
+}
+
+static strata_status_t eval_text(plan_t *p, const char *policy, sched_mode_t mode, plan_row_t *row,
+                                 char *err, size_t errlen)
+{
+    sched_policy_t pol;
+    sched_actions_t acts;
+    strata_status_t st = sched_policy_parse(policy, &pol, err, errlen);
+    if (STRATA_OK != st) return st;
+    if (pol.is_auto) return plan_auto(p, mode, row, err, errlen);
+    st = sched_policy_resolve(&pol, p->prog, &acts, err, errlen);
+    return STRATA_OK == st ? plan_evaluate(p, &acts, mode, row, err, errlen) : st;
+}
+
+strata_status_t plan_policy(plan_t *p, const char *policy, sched_mode_t mode, plan_row_t *row_p,
+                            char *err, size_t errlen)
+{
+    strata_status_t st = plan_state_reset(p, err, errlen);
+    if (STRATA_OK == st) st = eval_text(p, policy, mode, row_p, err, errlen);
+    /* state_place=auto: a plan refused for device room moves state out by
+     * what it lacks, and is made again (the bytes a move frees come off
+     * what is held all step, so once is the rule; a few more tries for a
+     * schedule that changes with the room). Where all the state would not
+     * make up the lack, none moves: the row does not fit either way, and
+     * says so with the state where it was. */
+    for (int i = 0; STRATA_OK == st && p->shape.state_auto && !row_p->fits && i < 4; i++) {
+        double lack = row_p->need_bytes - row_p->device_capacity;
+        if (!(lack > 0) || lack > p->state.tier[STRATA_TIER_DEVICE] || !(plan_state_free(p, lack) > 0))
+            break;
+        st = plan_state_check(p, err, errlen);
+        if (STRATA_OK == st) st = eval_text(p, policy, mode, row_p, err, errlen);
+    }
+    return st;
 }

@@ -285,6 +285,13 @@ static void read_hw_any(rd_t *r, const json_t *root, void *out)
     hw->link_compute = rd_num(r, hl, "host_link", "compute_cost", 0, 1e6, 0, 0);
     hw->host_bytes = rd_num(r, root, "", "host_bytes", 0, 1e16, 1, 0);
     hw->storage_bw = rd_num(r, root, "", "storage_bw", 0, 1e15, 0, 0);
+    /* a CPU node's device tier is its host memory: no host link between
+     * them (strata calibrate writes "cpu"; its files from before the
+     * field carry compute.sgemm) */
+    const json_t *dev = field_of(root, "device");
+    const char *kind = json_is_string(dev) ? json_string_value(dev) : "";
+    if (dev && strcmp(kind, "gpu") && strcmp(kind, "cpu")) rd_fail(r, "device", "\"gpu\" or \"cpu\"", dev);
+    hw->cpu = dev ? !strcmp(kind, "cpu") : NULL != field_of(cp, "sgemm");
     const json_t *c = field_of(root, "collectives");
     if (!json_is_object(c)) rd_fail(r, "collectives", "an object", c);
     else read_colls(r, c, hw);

@@ -4,7 +4,7 @@
 # library for the tools, the benchmarks and the tests, not part of
 # libstrata: the runtime neither reads these files nor needs jansson.
 noinst_LIBRARIES += plan/libplan.a
-plan_libplan_a_SOURCES = plan/plan.h plan/files.c plan/units.c plan/eval.c
+plan_libplan_a_SOURCES = plan/plan.h plan/files.c plan/units.c plan/eval.c plan/state.c
 # where plan_find_file looks for share/models and share/hw: the installed
 # data directory, and the source tree while a program runs from this build
 # tree. Given to this library only, so libstrata.so holds no build paths.

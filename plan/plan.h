@@ -19,6 +19,7 @@
 
 #include <stddef.h>
 
+#include "base/place.h"
 #include "sched/sched.h"
 
 #define PLAN_PATH_MAX 1024
@@ -55,6 +56,7 @@ typedef struct {
     int    hbm_derived;        /* 1: published capacity less 2 GiB */
     double hbm_bw, flops, mfu;
     double d2h_bw, h2d_bw, both_bw, link_latency, host_bytes, storage_bw;
+    int    cpu;                /* "device": "cpu": the device tier is host memory (no host link) */
     double link_compute;       /* compute seconds a host-link copy costs per second of its own */
     size_t chunk;
     long   domain;             /* ranks in one fast (NVLink) domain */
@@ -133,6 +135,10 @@ typedef struct {
     long fsdp, replicas, ep, micro, seq, accum, prefetch;
     double hbm_override;       /* 0 = the hardware file's */
     double moe_imbalance;      /* the busiest rank's routed tokens over the mean (>= 1; 0 = 1) */
+    /* the state_place option (base/place.h; all zero: every class on the
+     * device); state_auto: placed per row as the runtime's auto does */
+    fsdp_place_t place[FSDP_NCLASS];
+    int state_auto;
 } plan_shape_t;
 
 /* Per-device bytes that are not activations, and the totals. */
@@ -159,6 +165,29 @@ typedef struct {
     double params_total, params_active;
 } plan_memory_t;
 
+/* Where the training state is (the classes of base/place.h, per device)
+ * and what streaming it costs per step (plan/state.c; docs/planner.md). */
+typedef struct {
+    double cls[FSDP_NCLASS][STRATA_TIER_COUNT];   /* each class's buffers per tier */
+    double tier[STRATA_TIER_COUNT];      /* the classes' buffers on each tier */
+    double host_work;          /* working copies of storage-homed state on
+                                * the host: 3 x the most one unit streams */
+    double storage_read, storage_written;   /* bytes per step */
+    double storage_s;          /* (read + written) / storage_bw */
+    /* a GPU's host link, for state off the device: */
+    double link_read, link_written;         /* bytes per step, all of it */
+    double link_optim_s;       /* the optimizer kernel's (reads master, grad
+                                * and moments, writes master and moments):
+                                * in the program's optimizer time */
+    double link_stream_s;      /* the gathers' and reduce-scatter's copies
+                                * of it: beside the compute */
+    double optim_host_s;       /* a CPU: the optimizer's time over the state
+                                * off the device (its memory is the host's) */
+    double exposed_s;          /* per row: max(0, max(storage_s,
+                                * link_stream_s) - compute_s), in step_s */
+    char   where[256];         /* fsdp_place_describe */
+} plan_state_t;
+
 typedef struct {
     plan_model_t model;
     plan_hw_t    hw;
@@ -169,6 +198,9 @@ typedef struct {
     double model_flops_step;   /* per device per micro-batch */
     sched_program_t *prog;
     sched_opts_t opts;
+    unsigned char (*home)[FSDP_NCLASS];  /* each unit's tier per class */
+    plan_state_t state;        /* from home (plan_state_apply) */
+    double resident_all, optim_all_s;    /* with every class on the device */
 } plan_t;
 
 /* Checks the shape against the model (ep divides experts and fsdp, ...). */
@@ -184,6 +216,9 @@ strata_status_t plan_units(const plan_model_t *m, const plan_shape_t *sh, plan_u
  * routed experts (each sharded over the N/E ranks that hold it, and
  * gathered among them only). */
 double plan_unit_gathered(const plan_unit_t *u, const plan_shape_t *sh);
+/* The elements of unit i's shard, of n units: a slice of the padded unit
+ * (the tied matrix counted once, with the embedding). */
+double plan_unit_shard(const plan_model_t *m, const plan_shape_t *sh, const plan_unit_t *u, int i, int n);
 /* The memory outside the program, for units from plan_units. */
 void plan_memory(const plan_model_t *m, const plan_shape_t *sh, const plan_unit_t *u, int n,
                  plan_memory_t *mem);
@@ -210,6 +245,9 @@ typedef struct {
     double exposed_s, comm_wait_s;
     double compute_s;          /* the compute engine's busy time in the step */
     int    tail_kept;          /* lhs kept the last N units' offloads on device */
+    double need_bytes;         /* when it does not fit: the device bytes it
+                                * needs, the admission's bound or the peak */
+    plan_state_t state;        /* where the training state was for this row */
 } plan_row_t;
 
 /* Build and simulate the step for acts in `mode`: first within the
@@ -219,5 +257,33 @@ strata_status_t plan_evaluate(plan_t *p, const sched_actions_t *acts, sched_mode
                               plan_row_t *row_p, char *err, size_t errlen);
 /* sched_plan_auto within the capacities, then plan_evaluate. */
 strata_status_t plan_auto(plan_t *p, sched_mode_t mode, plan_row_t *row_p, char *err, size_t errlen);
+
+/* A policy text (as --policy: a name=action list or "auto") in `mode`;
+ * with shape.state_auto, state leaves the device as the runtime's
+ * state_place=auto moves it (plan_state_free) until the row fits. */
+strata_status_t plan_policy(plan_t *p, const char *policy, sched_mode_t mode, plan_row_t *row_p,
+                            char *err, size_t errlen);
+
+/* ------------------------------------------------------------------------ */
+/* Training state on the tiers (plan/state.c)                                */
+/* ------------------------------------------------------------------------ */
+
+/* Unit ui's bytes of class c: as buffers on a tier (bufs = 1), or as
+ * values moved (bufs = 0). */
+double plan_state_bytes(const plan_t *p, int ui, fsdp_class_t c, int bufs);
+/* home from the shape's placement (all on the device for state_auto),
+ * then plan_state_apply and plan_state_check. */
+strata_status_t plan_state_reset(plan_t *p, char *err, size_t errlen);
+/* p->state, the program's resident bytes and optimizer time from home. */
+void plan_state_apply(plan_t *p);
+/* state_place=auto's move: buffers of `want` bytes or more leave the
+ * device -- the moments, then the gradients, then the masters, each from
+ * the first unit -- each to the host while it keeps room for twice the
+ * buffer (a quarter of its room reserved for the step), else to storage.
+ * The bytes freed (0: nothing left on the device); then plan_state_apply. */
+double plan_state_free(plan_t *p, double want);
+/* Refused, saying what to add, when state is on storage and the hardware
+ * file has no storage_bw. */
+strata_status_t plan_state_check(const plan_t *p, char *err, size_t errlen);
 
 #endif

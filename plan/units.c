@@ -231,6 +231,14 @@ static double padded(double elems, double N)
     return ceil(elems / N) * N;
 }
 
+double plan_unit_shard(const plan_model_t *m, const plan_shape_t *sh, const plan_unit_t *u, int i, int n)
+{
+    /* its slice of the padded unit; the tied matrix counted once, with
+     * the embedding */
+    double tied = m->tied ? (double)(m->vocab * m->hidden) : 0;
+    return ceil((u[i].params - (i == n - 1 ? tied : 0)) / (double)sh->fsdp);
+}
+
 void plan_memory(const plan_model_t *m, const plan_shape_t *sh, const plan_unit_t *u, int n,
                  plan_memory_t *mem)
 {
@@ -247,9 +255,7 @@ void plan_memory(const plan_model_t *m, const plan_shape_t *sh, const plan_unit_
         if (plan_buf(pad * a) > mem->gathered_max) mem->gathered_max = plan_buf(pad * a);
         if (plan_buf(pad * m->grad_b) > mem->grads_max) mem->grads_max = plan_buf(pad * m->grad_b);
         if (sh->accum > 1) mem->accum_grads += plan_buf(pad * m->grad_b);
-        /* each unit's shard is a buffer of each kind (its slice of the
-         * padded unit; the tied matrix counted once, with the embedding) */
-        double shard = ceil((u[i].params - (i == n - 1 ? tied : 0)) / N);
+        double shard = plan_unit_shard(m, sh, u, i, n);
         mem->param_shard += plan_buf(shard * m->param_b);
         mem->grad_shard += plan_buf(shard * m->grad_b);
         if (m->master_b) mem->master += plan_buf(shard * m->master_b);

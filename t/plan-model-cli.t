@@ -7,12 +7,14 @@
 # projections' FLOPs less than *=recompute, and on one compute-bound
 # device the step is shorter by exactly their time. The example GPT's
 # predicted peak device bytes are train_gpt's measured peak to the byte on
-# one rank (no collective timing in it), for four policies.
+# one rank (no collective timing in it), for four policies. --state-place:
+# bad text refused naming the classes and tiers; the Llama 3.1 405B
+# example with master, gradients and moments on the host.
 . "$top_srcdir/t/tap.sh"
 tap_tmp plan-model-cli
 has() { grep -q -- "$1" "$2"; }
 
-echo 1..21
+echo 1..24
 gpt="--model gpt-example --hw h200-hgx --fsdp 2 --micro 16 --seq 64"
 
 "$S" plan $gpt --policy all > "$tmp/all" 2>&1
@@ -113,3 +115,45 @@ for pol in '*=keep' '*=recompute' '*=host' 'qkv=host,*=recompute'; do
     echo "# $pol: predicted $pred, measured $meas"
     check "gpt $pol: predicted peak device bytes = train_gpt's on one rank" test -n "$pred" -a "$pred" = "$meas"
 done
+
+# --state-place: the runtime's option text; bad text is a usage error
+"$S" plan $gpt --policy '*=keep' --state-place 'weights=host' > "$tmp/sp1" 2>&1
+rc1=$?
+"$S" plan $gpt --policy '*=keep' --state-place 'optim=disk' > "$tmp/sp2" 2>&1
+rc2=$?
+check "--state-place: an unknown class or tier is refused (exit 2), naming the classes and the tiers" \
+    sh -c "[ $rc1 -eq 2 ] && [ $rc2 -eq 2 ] && grep -q 'master, grad, optim' '$tmp/sp1' && grep -q 'device, host or storage' '$tmp/sp2'" ||
+    sed 's/^/# /' "$tmp/sp1" "$tmp/sp2"
+
+# Llama 3.1 405B on GB200 NVL72, FSDP-128, micro-batch 2, seq 8192: master,
+# gradients and moments on the host take their bytes (12.7 + 12.7 + 25.4
+# GB) off the device's peak and onto the host
+big="--model llama3.1-405b --hw gb200-nvl72 --fsdp 128 --micro 2 --seq 8192 --policy *=recompute --json"
+"$S" plan $big > "$tmp/b0" 2>&1
+"$S" plan $big --state-place optim=host,master=host,grad=host > "$tmp/b1" 2>&1
+check "405B: the state on the host drops the device bytes by master + gradient shard + optimizer state" python3 -c "
+import json, sys
+a, b = json.load(open('$tmp/b0')), json.load(open('$tmp/b1'))
+bd = a['breakdown']
+moved = bd['master'] + bd['grad_shard'] + bd['optimizer']
+print('# device %.2f -> %.2f GB; master %.2f + gradients %.2f + optimizer %.2f GB' % (a['device_bytes'] / 1e9,
+      b['device_bytes'] / 1e9, bd['master'] / 1e9, bd['grad_shard'] / 1e9, bd['optimizer'] / 1e9))
+if a['device_bytes'] - b['device_bytes'] != moved or abs(moved - 50.7e9) > 0.1e9:
+    sys.exit('# dropped %d, moved %d' % (a['device_bytes'] - b['device_bytes'], moved))
+if b['state']['on_device_bytes'] != 0 or b['state']['on_host_bytes'] != moved or b['host_bytes'] != moved:
+    sys.exit('# state %s, host %d' % (b['state'], b['host_bytes']))
+"
+"$S" plan $big --state-place '*=storage' > "$tmp/b2" 2>&1
+check "405B *=storage: moments read and written, masters read by the gathers and written, gradients written" python3 -c "
+import json, sys
+b = json.load(open('$tmp/b2'))
+bd, s = b['breakdown'], b['state']
+# each master read twice but the last unit's once: a little under two
+want_r = (bd['optimizer'] + 2 * bd['master']) / 1e9
+print('# read %.2f GB, written %.2f GB, %.2f s at storage_bw, exposed %.3f s' % (s['storage_read_bytes'] / 1e9,
+      s['storage_written_bytes'] / 1e9, s['storage_s'], s['exposed_s']))
+if abs(s['storage_written_bytes'] - (bd['master'] + bd['grad_shard'] + bd['optimizer'])) > 1e8:
+    sys.exit('# written')
+if abs(s['storage_read_bytes'] / 1e9 - want_r) > 0.2 or s['storage_read_bytes'] / 1e9 > want_r:
+    sys.exit('# read %g, about %g' % (s['storage_read_bytes'] / 1e9, want_r))
+"

@@ -378,6 +378,120 @@ static const struct { int hw; const char *text, *needle; } bad[] = {
     { 0, NULL, NULL }
 };
 
+/* state_place in the planner, on the worked example's 4 units (shards of
+ * 40, 296, 296, 44 elements; fp32 master, gradients and two moments:
+ * buffers of 512, 1536, 1536, 512 bytes per master or gradient shard) */
+static plan_t *state_plan(const plan_model_t *m, const plan_hw_t *hw, const char *place, double hbm)
+{
+    plan_shape_t sh = { .fsdp = 2, .replicas = 1, .ep = 1, .micro = 1, .seq = 4, .accum = 1, .prefetch = 1,
+                        .hbm_override = hbm, .state_auto = place && !strcmp(place, "auto") };
+    char err[512];
+    plan_t *p;
+    if (place && !sh.state_auto && fsdp_place_parse(place, sh.place, err, sizeof err)) bail_out("%s", err);
+    if (STRATA_OK != plan_create(m, hw, &sh, &p, err, sizeof err)) bail_out("plan_create: %s", err);
+    return p;
+}
+
+static plan_row_t state_row(plan_t *p, const char *policy)
+{
+    plan_row_t r;
+    char err[512];
+    if (STRATA_OK != plan_policy(p, policy, SCHED_MODE_LHS, &r, err, sizeof err)) bail_out("%s: %s", policy, err);
+    return r;
+}
+
+static void test_state_host(const plan_model_t *m, const plan_hw_t *hw)
+{
+    plan_t *p = state_plan(m, hw, NULL, 0);
+    plan_row_t all = state_row(p, "*=keep");
+    plan_destroy(p);
+    p = state_plan(m, hw, "*=host", 0);
+    plan_row_t r = state_row(p, "*=keep");
+    const plan_state_t *s = &r.state;
+    is_double(s->tier[STRATA_TIER_DEVICE], 0, 0, "*=host: no state on the device");
+    is_double(s->tier[STRATA_TIER_PINNED_HOST], 4096 + 4096 + 8192, 0,
+              "the host holds master 4096 + gradients 4096 + moments 8192 bytes");
+    is_double(all.device_bytes - r.device_bytes, 16384, 0, "the keep peak drops by those bytes (37888 -> 21504)");
+    is_double(r.host_bytes, 16384, 0, "and the row's host bytes are theirs");
+    ok(0 == s->storage_read && 0 == s->storage_written && 0 == s->host_work, "nothing streams from storage");
+    /* the optimizer kernel over the link (1e9 B/s each way): reads
+     * 676 x (4 + 4 + 8) values' bytes, writes 676 x (4 + 8); those bytes
+     * leave the HBM term 2 x 676 x 16 / 1e10 */
+    is_double(s->link_optim_s, 676 * 16 / 1e9 + 676 * 12 / 1e9, 1e-15, "the optimizer's link time");
+    is_double(p->prog->optim_s, 2.4336e-6 - 2 * 676 * 16 / 1e10 + s->link_optim_s, 1e-15,
+              "is the program's optimizer time for those values");
+    /* gathers stage each master up (twice, the last unit's once) and the
+     * reduce-scatter copies the gradients down, beside the compute */
+    is_double(s->link_stream_s, (2 * (40 + 296 + 296) + 44) * 4 / 1e9 + 676 * 4 / 1e9, 1e-15,
+              "the staging copies' link time");
+    is_double(r.step_s - all.step_s, s->link_optim_s - 2 * 676 * 16 / 1e10 + s->exposed_s, 1e-12,
+              "the step: the optimizer's change and the copies' exposed part (%.3g s)", s->exposed_s);
+    plan_destroy(p);
+}
+
+static void test_state_storage(const plan_model_t *m, const plan_hw_t *tiny)
+{
+    plan_hw_t hw = *tiny;
+    plan_row_t r;
+    char err[512];
+    plan_t *p = state_plan(m, &hw, NULL, 0);
+    plan_shape_t sh = p->shape;
+    plan_destroy(p);
+    fsdp_place_parse("optim=storage", sh.place, err, sizeof err);
+    ok(STRATA_ERR_INVALID == plan_create(m, &hw, &sh, &p, err, sizeof err) && strstr(err, "storage_bw"),
+       "state on storage without the file's storage_bw is refused: %s", err);
+    hw.storage_bw = 1e6;
+    p = state_plan(m, &hw, "optim=storage:0.5", 0);
+    r = state_row(p, "*=keep");
+    is_double(r.state.tier[STRATA_TIER_STORAGE], 2 * 512 + 2 * 1536, 0,
+              "optim=storage:0.5: units 0 and 1's moments on storage");
+    is_double(r.state.storage_read, (40 + 296) * 8, 0, "read once a step: 2688 bytes");
+    is_double(r.state.storage_written, (40 + 296) * 8, 0, "and written once");
+    is_double(r.state.storage_s, 2 * 2688 / 1e6, 1e-15, "at storage_bw, reads and writes together");
+    is_double(r.state.host_work, 3 * 2 * 1536, 0, "working copies: 3 x unit 1's two moments");
+    is_double(r.host_bytes, 3 * 2 * 1536, 0, "on the row's host");
+    is_double(r.state.exposed_s, fmax(0, fmax(r.state.storage_s, r.state.link_stream_s) - r.compute_s), 0,
+              "exposed: what the compute (%.3g s) does not cover", r.compute_s);
+    plan_destroy(p);
+    p = state_plan(m, &hw, "*=storage", 0);
+    r = state_row(p, "*=keep");
+    is_double(r.state.storage_read, (2 * (40 + 296 + 296) + 44) * 4 + 676 * 8, 0,
+              "*=storage reads each master for two gathers (the last unit's for one) and the moments");
+    is_double(r.state.storage_written, 676 * (4 + 4 + 8), 0, "and writes master, gradients and moments once");
+    plan_destroy(p);
+}
+
+static void test_state_auto(const plan_model_t *m, const plan_hw_t *tiny)
+{
+    plan_hw_t hw = *tiny;
+    hw.storage_bw = 1e6;
+    plan_t *p = state_plan(m, &hw, NULL, 36000);
+    plan_row_t r = state_row(p, "*=keep");
+    double lack = r.need_bytes - 36000;
+    ok(!r.fits && lack > 0 && lack < 8192, "--hbm 36000: keep lacks %.0f bytes with the state on the device", lack);
+    plan_destroy(p);
+    p = state_plan(m, &hw, "auto", 36000);
+    r = state_row(p, "*=keep");
+    double moved = r.state.tier[STRATA_TIER_PINNED_HOST];
+    ok(r.fits, "auto: it fits (%s)", r.state.where);
+    /* a unit's moments move together: unit 0's 1024 bytes, then unit 1's 3072 */
+    ok(moved >= lack && moved - 3072 < lack && 0 == r.state.tier[STRATA_TIER_STORAGE] &&
+       moved == r.state.cls[FSDP_CLASS_OPTIM][STRATA_TIER_PINNED_HOST],
+       "moments only, from the first unit, to the host, no more than the lack needs: %.0f", moved);
+    plan_destroy(p);
+    hw.host_bytes = 4096;   /* 3/4 of it holds twice unit 0's moments (1024), not unit 1's */
+    p = state_plan(m, &hw, "auto", 36000);
+    r = state_row(p, "*=keep");
+    is_string(r.state.where, "master=device:4/4,grad=device:4/4,optim=device:2/4,optim=host:1/4,"
+              "optim=storage:1/4", "a small host: what it has no room for goes to storage");
+    plan_destroy(p);
+    p = state_plan(m, &hw, "auto", 10000);
+    r = state_row(p, "*=keep");
+    ok(!r.fits && 0 == r.state.tier[STRATA_TIER_PINNED_HOST] + r.state.tier[STRATA_TIER_STORAGE],
+       "where all the state would not make up the lack, none moves");
+    plan_destroy(p);
+}
+
 static void test_bad(void)
 {
     for (int i = 0; bad[i].text; i++) {
@@ -441,7 +555,7 @@ int main(void)
     char err[512];
     plan_model_t m;
     plan_hw_t hw;
-    plan(96);
+    plan(120);
     if (STRATA_OK != plan_model_parse(tiny_model, "tiny", &m, err, sizeof err) ||
         STRATA_OK != plan_hw_parse(tiny_hw, "tinyhw", &hw, err, sizeof err))
         bail_out("worked example files: %s", err);
@@ -454,5 +568,8 @@ int main(void)
     test_link_compute(&m, &hw);
     test_bad();
     test_moe();
+    test_state_host(&m, &hw);
+    test_state_storage(&m, &hw);
+    test_state_auto(&m, &hw);
     return done_testing();
 }

@@ -6,6 +6,7 @@
  */
 #include "config.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +18,7 @@
 #include "tools/cmds.h"
 
 typedef struct {
-    const char *model, *hw, *policy, *schedule;
+    const char *model, *hw, *policy, *schedule, *state_place;
     plan_shape_t shape;
     int micro_max, json;
 } popts_t;
@@ -45,6 +46,9 @@ static void usage(FILE *out)
         "  --schedule M      lhs, naive, none (nothing overlaps, collectives included: a\n"
         "                    compiler without latency hiding), both (naive and lhs) or all (lhs)\n"
         "  --hbm BYTES       usable device memory instead of the hardware file's\n"
+        "  --state-place P   where the training state lives, as the runtime's state_place:\n"
+        "                    CLASS=TIER[:F[:TIER2]],... (classes master, grad, optim, *; tiers\n"
+        "                    device, host, storage) or auto (*=device)\n"
         "  --json            one JSON object per row on stdout\n"
         "Shipped files are found in $STRATA_DATADIR, the source tree (uninstalled) or\n"
         "the installed data directory; formulas in docs/planner.md.\n");
@@ -62,9 +66,19 @@ static int num(const char *flag, const char *v, long min, long *out)
     return 0;
 }
 
+/* The runtime's own reading of the option (base/place.h). */
+static int place_arg(const char *v, plan_shape_t *sh)
+{
+    char why[256];
+    sh->state_auto = !strcmp(v, "auto");
+    if (sh->state_auto || !fsdp_place_parse(v, sh->place, why, sizeof why)) return 0;
+    fprintf(stderr, "strata plan: --state-place: %s\n", why);
+    return -1;
+}
+
 static int parse_args(int argc, char **argv, popts_t *o)
 {
-    *o = (popts_t){ .schedule = "lhs", .shape = { .fsdp = 0, .replicas = 1, .ep = 1, .accum = 1, .prefetch = 1 } };
+    *o = (popts_t){ .schedule = "lhs", .state_place = "*=device", .shape = { .fsdp = 0, .replicas = 1, .ep = 1, .accum = 1, .prefetch = 1 } };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int rc = 0;
@@ -76,6 +90,7 @@ static int parse_args(int argc, char **argv, popts_t *o)
         else if (!strcmp(a, "--hw")) o->hw = v;
         else if (!strcmp(a, "--policy")) o->policy = v;
         else if (!strcmp(a, "--schedule")) o->schedule = v;
+        else if (!strcmp(a, "--state-place")) rc = place_arg(o->state_place = v, &o->shape);
         else if (!strcmp(a, "--fsdp")) rc = num(a, v, 1, &o->shape.fsdp);
         else if (!strcmp(a, "--replicas")) rc = num(a, v, 1, &o->shape.replicas);
         else if (!strcmp(a, "--ep")) rc = num(a, v, 1, &o->shape.ep);
@@ -140,13 +155,7 @@ static int wants(const popts_t *o, want_t *w)
 
 static strata_status_t eval_want(plan_t *p, const want_t *w, plan_row_t *row, char *err, size_t len)
 {
-    sched_policy_t pol;
-    sched_actions_t acts;
-    strata_status_t st = sched_policy_parse(w->text, &pol, err, len);
-    if (STRATA_OK != st) return st;
-    if (pol.is_auto) return plan_auto(p, w->mode, row, err, len);
-    st = sched_policy_resolve(&pol, p->prog, &acts, err, len);
-    return STRATA_OK == st ? plan_evaluate(p, &acts, w->mode, row, err, len) : st;
+    return plan_policy(p, w->text, w->mode, row, err, len);
 }
 
 /* The largest micro-batch at which w fits (0 if not even 1): doubling,
@@ -197,6 +206,43 @@ static const char *gb(double bytes, char *buf, size_t len)
     return buf;
 }
 
+static int state_moved(const plan_state_t *s)
+{
+    return s->tier[STRATA_TIER_PINNED_HOST] > 0 || s->tier[STRATA_TIER_STORAGE] > 0;
+}
+
+/* The training state's tiers and per-step traffic, for a placement given
+ * in full (auto's is each row's). */
+static void print_state(const plan_t *p, FILE *out)
+{
+    const plan_state_t *s = &p->state;
+    char a[32], b[32];
+    if (p->shape.state_auto) {
+        fprintf(out, "  training state (--state-place auto): on the device unless a row lacks room; the row\n"
+                     "  says what left it\n");
+        return;
+    }
+    if (!state_moved(s)) return;
+    fprintf(out, "  training state (--state-place):    %s\n", s->where);
+#define ROW(label, v) fprintf(out, "  %-34s %12s\n", label, gb(v, a, sizeof a))
+    ROW("state on device", s->tier[STRATA_TIER_DEVICE]);
+    ROW("state on host", s->tier[STRATA_TIER_PINNED_HOST]);
+    ROW("state on storage", s->tier[STRATA_TIER_STORAGE]);
+    if (s->host_work > 0) ROW("streamed state's copies on host", s->host_work);
+#undef ROW
+    if (s->tier[STRATA_TIER_STORAGE] > 0)
+        fprintf(out, "  %-34s %12s read, %s written: %.3f s at storage_bw\n", "storage traffic per step",
+                gb(s->storage_read, a, sizeof a), gb(s->storage_written, b, sizeof b), s->storage_s);
+    if (!p->hw.cpu)
+        fprintf(out, "  %-34s %12s up, %s down: the optimizer's %.3f s (in its time), the\n"
+                     "  %-34s gathers' and reduce-scatters' copies %.3f s (beside the compute)\n",
+                "host link traffic per step", gb(s->link_read, a, sizeof a), gb(s->link_written, b, sizeof b),
+                s->link_optim_s, "", s->link_stream_s);
+    else
+        fprintf(out, "  %-34s %12.3f s (the moved state's share of the optimizer)\n", "optimizer host time",
+                s->optim_host_s);
+}
+
 static void print_header(const plan_t *p, FILE *out)
 {
     const plan_model_t *m = &p->model;
@@ -217,6 +263,7 @@ static void print_header(const plan_t *p, FILE *out)
     ROW("gradient shard", mm->grad_shard);
     ROW("master weights", mm->master);
     ROW("optimizer state", mm->optim);
+    print_state(p, out);
     if (sh->ep > 1 && sh->ep == sh->fsdp) {
         ROW("expert weights (ep-local, whole)", mm->expert_local);
         ROW("expert gradients (ep-local)", mm->expert_grads);
@@ -268,6 +315,14 @@ static void print_row(const plan_t *p, const want_t *w, const plan_row_t *r, FIL
         fprintf(out, "%-10s (the lhs schedule keeps the last %d units' offloads on device)\n", "", r->tail_kept);
     if (!r->fits_host) fprintf(out, "%-10s host needs %s, has %s per device\n", "", gb(r->host_bytes, a, sizeof a),
                               gb(r->host_capacity, b, sizeof b));
+    const plan_state_t *s = &r->state;
+    if (p->shape.state_auto && state_moved(s))
+        fprintf(out, "%-10s state moved off the device: %s (host %s, storage %s)\n", "", s->where,
+                gb(s->tier[STRATA_TIER_PINNED_HOST], a, sizeof a), gb(s->tier[STRATA_TIER_STORAGE], b, sizeof b));
+    if (state_moved(s))
+        fprintf(out, "%-10s state streams %.3f s (storage %.3f, link copies %.3f) beside %.3f s of compute: "
+                "%.3f s exposed (in step_s)\n", "", fmax(s->storage_s, s->link_stream_s), s->storage_s,
+                s->link_stream_s, r->compute_s, s->exposed_s);
 }
 
 static json_t *by_name(const plan_t *p, const double *v)
@@ -276,6 +331,29 @@ static json_t *by_name(const plan_t *p, const double *v)
     for (int n = 0; n < p->prog->nnames; n++)
         if (v[n] > 0) json_object_set_new(o, p->prog->names[n], json_integer((json_int_t)v[n]));
     return o;
+}
+
+/* Where the row's training state is ({"device": {"master": bytes, ...},
+ * ...}) and its traffic per step. */
+static json_t *json_state(const plan_state_t *s)
+{
+    json_t *tiers = json_object();
+    for (int t = 0; t < STRATA_TIER_COUNT; t++) {
+        json_t *o = json_object();
+        for (int c = 0; c < FSDP_NCLASS; c++)
+            json_object_set_new(o, fsdp_class_name((fsdp_class_t)c), json_integer((json_int_t)s->cls[c][t]));
+        json_object_set_new(tiers, strata_tier_name((strata_tier_t)t), o);
+    }
+#define B_(x) ((json_int_t)(x))
+    return json_pack("{s:s,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:I,s:I,s:f,s:f,s:f,s:f}", "where", s->where,
+        "tiers", tiers, "on_device_bytes", B_(s->tier[STRATA_TIER_DEVICE]),
+        "on_host_bytes", B_(s->tier[STRATA_TIER_PINNED_HOST]), "on_storage_bytes", B_(s->tier[STRATA_TIER_STORAGE]),
+        "host_working_bytes", B_(s->host_work), "storage_read_bytes", B_(s->storage_read),
+        "storage_written_bytes", B_(s->storage_written), "storage_s", s->storage_s,
+        "link_read_bytes", B_(s->link_read), "link_written_bytes", B_(s->link_written),
+        "link_optim_s", s->link_optim_s, "link_stream_s", s->link_stream_s, "optim_host_s", s->optim_host_s,
+        "exposed_s", s->exposed_s);
+#undef B_
 }
 
 static void json_row(const plan_t *p, const want_t *w, const plan_row_t *r)
@@ -292,10 +370,13 @@ static void json_row(const plan_t *p, const want_t *w, const plan_row_t *r)
         "comm_buffers", B_(mm->comm_buffers), "gathered_params", B_(mm->gathered_max * (double)(sh->prefetch + 1)),
         "unsharded_grads", B_(sh->accum > 1 ? mm->accum_grads : mm->grads_max),
         "kept_activations", by_name(p, r->kept_by_name));
-    json_t *host = json_pack("{s:o,s:I,s:I}", "offloaded_activations", by_name(p, r->offloaded_by_name),
-                             "pinned_buffers", B_(0), "optimizer", B_(0));
+    json_t *host = json_pack("{s:o,s:I,s:I,s:I,s:I,s:I}", "offloaded_activations", by_name(p, r->offloaded_by_name),
+                             "pinned_buffers", B_(0), "optimizer", B_(r->state.cls[FSDP_CLASS_OPTIM][STRATA_TIER_PINNED_HOST]),
+                             "master", B_(r->state.cls[FSDP_CLASS_MASTER][STRATA_TIER_PINNED_HOST]),
+                             "grad", B_(r->state.cls[FSDP_CLASS_GRAD][STRATA_TIER_PINNED_HOST]),
+                             "state_working_copies", B_(r->state.host_work));
     json_t *o = json_pack("{s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:s,s:s,s:s,s:b,s:b,s:b,s:I,s:I,s:I,s:I,s:I,"
-                          "s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:I,s:o,s:o}",
+                          "s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:I,s:o,s:o,s:o}",
         "model", p->model.name, "hw", p->hw.name, "fsdp", (json_int_t)sh->fsdp, "replicas", (json_int_t)sh->replicas,
         "ep", (json_int_t)sh->ep, "micro_batch", (json_int_t)sh->micro, "seq", (json_int_t)sh->seq,
         "accum", (json_int_t)sh->accum, "prefetch", (json_int_t)sh->prefetch, "policy", w->label,
@@ -305,12 +386,34 @@ static void json_row(const plan_t *p, const want_t *w, const plan_row_t *r)
         "short_bytes", B_(r->fits_device || r->device_bytes < r->device_capacity ? 0.0 : r->device_bytes - r->device_capacity),
         "host_bytes", B_(r->host_bytes), "host_capacity", B_(r->host_capacity), "step_s", r->step_s,
         "tokens_per_s", r->tokens_per_s, "tflops_per_device", r->tflops_per_device,
-        "compute_s", r->compute_s, "comm_wait_s", r->comm_wait_s, "exposed_transfer_s", r->exposed_s, "recompute_flops", r->recompute_flops, "tail_kept", (json_int_t)r->tail_kept, "breakdown", bd, "host", host);
+        "compute_s", r->compute_s, "comm_wait_s", r->comm_wait_s, "exposed_transfer_s", r->exposed_s, "recompute_flops", r->recompute_flops, "tail_kept", (json_int_t)r->tail_kept, "breakdown", bd, "host", host,
+        "state", json_state(&r->state));
 #undef B_
     char *txt = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
     if (txt) puts(txt);
     free(txt);
     json_decref(o);
+}
+
+static void print_state_assumptions(const plan_t *p, FILE *out)
+{
+    fprintf(out, "  - training state as --state-place puts it%s: state off the device leaves its held bytes\n"
+        "    and takes the host's (storage-homed: about 3 units' working copies on the host too); storage\n"
+        "    traffic per step: a master read for each gather (2 a pass, the last unit 1) and written once,\n"
+        "    moments read and written once, gradients written once, at storage_bw for reads and writes\n"
+        "    together; streams run beside the compute: exposed = max(0, stream time - compute time), in\n"
+        "    step_s\n", p->shape.state_auto ? " (auto: moments, then gradients, then masters leave the "
+        "device\n    from the first unit, by what a row lacks; to the host while 3/4 of its room holds twice "
+        "the\n    buffer, else to storage)" : "");
+    if (p->hw.cpu)
+        fprintf(out, "  - a CPU device is host memory: the optimizer over the moved state runs there at\n"
+            "    hbm.bandwidth as before (2 x its bytes: the optimizer host time); nothing crosses a link\n");
+    else
+        fprintf(out, "  - on a GPU the optimizer kernel reads the off-device master, gradients and moments over\n"
+            "    the host link and writes master and moments back (zero copy): that part of the optimizer\n"
+            "    runs at h2d_bw/d2h_bw instead of HBM's; each gather stages an off-device master up and the\n"
+            "    reduce-scatter copies gradients down (beside the compute); the link is not shared with\n"
+            "    the activations' copies in this model\n");
 }
 
 static void print_assumptions(const plan_t *p, FILE *out)
@@ -324,9 +427,11 @@ static void print_assumptions(const plan_t *p, FILE *out)
         "    compute, as NCCL), and host_link.compute_cost x each copy the schedule makes (here %g)\n"
         "  - the runtime's buffers: each unit's output until its backward, a backward's input and output\n"
         "    gradients, 256 guard bytes per buffer; transfers land in place (no staging buffers);\n"
-        "    communication buffers are inside the 2 GiB reserve; optimizer state stays on device\n",
+        "    communication buffers are inside the 2 GiB reserve%s\n",
         PLAN_GPT == p->model.family ? " (except the example GPT, which saves attn_probs as train_gpt does)" : "",
-        p->hw.coll_compute, p->hw.coll_sync, p->hw.link_compute);
+        p->hw.coll_compute, p->hw.coll_sync, p->hw.link_compute,
+        p->shape.state_auto || state_moved(&p->state) ? "" : "; optimizer state stays on device");
+    if (p->shape.state_auto || state_moved(&p->state)) print_state_assumptions(p, out);
     if (p->model.moe)
         fprintf(out, "  - MoE: load imbalance %g (--moe-imbalance: the busiest rank's routed tokens over the mean;\n"
             "    1 = perfect balance); with --ep E > 1 the routed experts are split over E ranks (not\n"
