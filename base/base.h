@@ -50,6 +50,7 @@ struct strata_config {
     int      prefetch;            /* all-gather lookahead in units */
     char     act_policy[512];     /* e.g. "qkv=host,*=keep" or "auto" */
     char     state_place[256];    /* e.g. "optim=storage,master=host:0.5" */
+    int      optim_overlap;       /* 0 auto, 1 on, 2 off */
     int      schedule;            /* 0 = lhs, 1 = naive */
     char     trace[512];          /* per-rank trace files <trace>.<rank>.json; "" = none */
     int      threads;             /* compute threads per rank; 0 = affinity */
@@ -85,6 +86,7 @@ struct strata_context {
     const struct comm_backend *comm_ops;
     struct strata_group *world;
     int              oversubscribed; /* more ranks on this node than CPUs it may use */
+    int              node_ranks, node_cpus; /* ranks of the job on this node; CPUs this rank may use */
     double           comm_blocked_s; /* seconds the caller's threads waited in collectives
                                       * (strata_request_wait, comm_check): not busy */
     struct tiers_state *tiers;       /* memory tiers and copy engines */
@@ -149,8 +151,9 @@ double base_now(void);
 
 /* More ranks of comm on this node than CPUs this process may run on:
  * then a rank that spins while it waits takes the core a late peer needs.
- * Collective over comm. */
-int base_node_oversubscribed(MPI_Comm comm);
+ * *local_p (may be NULL): comm's ranks on this node; *cpus_p: the CPUs
+ * this process may run on. Collective over comm. */
+int base_node_oversubscribed(MPI_Comm comm, int *local_p, int *cpus_p);
 /* How long a wait for peers spins before it sleeps where the node is not
  * oversubscribed: the check before each collective (comm.c, agree), and
  * strata calibrate's rounds that measure it. */

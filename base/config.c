@@ -31,6 +31,7 @@ typedef struct {
 static const char *const log_level_names[] = { "error", "warn", "info", "debug", "trace", NULL };
 static const char *const backend_names[]   = { "auto", "host", "cuda", NULL };
 static const char *const schedule_names[]  = { "lhs", "naive", NULL };
+static const char *const optim_overlap_names[] = { "auto", "on", "off", NULL };
 static const char *const ckpt_mpio_names[] = { "independent", "collective", "individual", NULL };
 
 #define OFF(f) offsetof(strata_config_t, f)
@@ -92,6 +93,12 @@ static const opt_row_t opt_table[] = {
                             "and masters leave it (from the first unit; to the host while it has "
                             "room, else storage) for just that room",
       OFF(state_place), STR(state_place) },
+    { "optim_overlap", "auto", "host backend, no clipping: each unit's optimizer update runs on a "
+                            "thread beside the backward as soon as its gradient has arrived: on, "
+                            "off (inline, between the backward's units), or auto (where the node has "
+                            "a core the ranks' compute threads leave free, or training state lives "
+                            "on storage)",
+      OFF(optim_overlap), OPT_ENUM, 0, optim_overlap_names },
     { "schedule",   "lhs",  "transfer schedule: lhs (latency-hiding) or naive",
       OFF(schedule), OPT_ENUM, 0, schedule_names },
     { "trace",      "",     "write a Chrome trace-event file per rank, <trace>.<rank>.json, when a model is "

@@ -102,7 +102,7 @@ strata_status_t comm_init(strata_context_t *ctx)
     if (0 == strcmp(ctx->backend_name, "cuda")) ctx->comm_ops = &comm_nccl_backend;
 #endif
     MPI_Comm_set_errhandler(ctx->comm, MPI_ERRORS_RETURN);
-    ctx->oversubscribed = base_node_oversubscribed(ctx->comm);
+    ctx->oversubscribed = base_node_oversubscribed(ctx->comm, &ctx->node_ranks, &ctx->node_cpus);
     strata_group_t *w = calloc(1, sizeof *w);
     if (!w) return base_error(ctx, STRATA_ERR_NOMEM, "cannot allocate the world group");
     w->ctx = ctx;

@@ -162,6 +162,20 @@ const char *fsdp_state_describe(const struct strata_model *m, char *buf, size_t 
 strata_status_t fsdp_state_drain(struct strata_model *m);
 void fsdp_state_free(struct strata_unit *u);
 
+/* ---- the optimizer beside the backward (optq.c) ------------------------------- */
+
+/* At commit: the model's optimizer thread, where it is wanted (the option
+ * optim_overlap); otherwise updates run inline. */
+strata_status_t fsdp_optq_start(struct strata_model *m);
+/* Unit u's update (fsdp_unit_update), queued to the thread, or inline. */
+strata_status_t fsdp_optq_submit(struct strata_model *m, struct strata_unit *u, float scale);
+/* Wait for every queued update; the first failure since the last drain. */
+strata_status_t fsdp_optq_drain(struct strata_model *m);
+void fsdp_optq_destroy(struct strata_model *m);
+/* step.c: one unit's update with thr pool threads. */
+strata_status_t fsdp_unit_update(struct strata_model *m, struct strata_unit *u, float scale,
+                                 int thr);
+
 /* ---- model ------------------------------------------------------------------ */
 
 typedef struct fsdp_param {
@@ -316,10 +330,12 @@ struct strata_model {
     fsdp_buf_t          ws_cache[FSDP_WS_CACHE];
     int                 nws_cache;
     /* training state streamed from storage (state.c): bytes fetched and
-     * written, and the time the step waited for fetches, since step_begin */
-    uint64_t            state_read, state_written;
+     * written, and the time the step waited for fetches, since step_begin
+     * (atomic: the optimizer's thread adds to them too) */
+    uint64_t            state_read, state_written, state_wait_ns;
+    /* the optimizer beside the backward (optq.c), NULL: inline */
+    struct fsdp_optq   *optq;
     int                 state_auto;         /* state_place=auto */
-    double              state_wait_s;
     /* checkpoints (ckpt.c): the save written in the background, if any */
     struct fsdp_bgsave *bgsave;
 };

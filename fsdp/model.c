@@ -121,6 +121,7 @@ void strata_model_destroy(strata_model_t *m)
 {
     if (!m) return;
     if (MODEL_BUILDING != m->state) fsdp_drain(m);
+    fsdp_optq_destroy(m);
     fsdp_bgsave_destroy(m);
     fsdp_exec_abort(m);
     fsdp_mplan_forget(m);   /* a model made later at this address records its own */
@@ -360,6 +361,7 @@ strata_status_t strata_model_commit(strata_model_t *m)
     st = fsdp_exec_create(m);
     if (STRATA_OK != st) return st;
     st = fsdp_progress_start(m);
+    if (STRATA_OK == st) st = fsdp_optq_start(m);
     if (STRATA_OK != st) return st;
     m->state = MODEL_READY;
     return STRATA_OK;

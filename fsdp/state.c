@@ -97,7 +97,7 @@ strata_status_t fsdp_state_fetch(strata_model_t *m, strata_unit_t *u, int k)
     strata_status_t st = strata_block_move(b->h, STRATA_TIER_PINNED_HOST, 0, NULL, &u->sev[k]);
     if (STRATA_OK != st) return st;   /* a full host tier: the tier's message */
     u->sup[k] = SB_FETCHING;
-    m->state_read += strata_block_size(b->h);
+    __atomic_add_fetch(&m->state_read, strata_block_size(b->h), __ATOMIC_RELAXED);
     return STRATA_OK;
 }
 
@@ -108,7 +108,7 @@ strata_status_t fsdp_state_ready(strata_model_t *m, strata_unit_t *u, int k)
     if (STRATA_OK != st) return st;
     double t0 = base_now();
     st = take_event(u, k);
-    m->state_wait_s += base_now() - t0;
+    __atomic_add_fetch(&m->state_wait_ns, (uint64_t)((base_now() - t0) * 1e9), __ATOMIC_RELAXED);
     if (STRATA_OK != st) return state_fail(m, u, k, st, "reading");
     fsdp_buf_t *b = fsdp_sb(u, k);
     b->ptr = strata_block_ptr(b->h, STRATA_TIER_PINNED_HOST);
@@ -155,7 +155,8 @@ strata_status_t fsdp_state_put(strata_model_t *m, strata_unit_t *u, int k, int d
         /* cuda: after the kernels that wrote it, by an event */
         if (STRATA_OK == st) st = tiers_block_after(b->h, m->ctx->compute_stream);
         if (STRATA_OK == st) st = strata_block_move(b->h, STRATA_TIER_STORAGE, 1, NULL, &u->sev[k]);
-        if (STRATA_OK == st) m->state_written += strata_block_size(b->h);
+        if (STRATA_OK == st)
+            __atomic_add_fetch(&m->state_written, strata_block_size(b->h), __ATOMIC_RELAXED);
         else st = state_fail(m, u, k, st, "writing");
     }
     if (STRATA_OK != st) return st;

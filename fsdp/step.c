@@ -47,6 +47,7 @@ static strata_status_t step_buf(strata_model_t *m, strata_tag_t tag, size_t byte
 /* Drop everything the step holds so a new step can begin after an error. */
 static void abort_step(strata_model_t *m)
 {
+    (void)fsdp_optq_drain(m);   /* the step's error is the one returned */
     fsdp_drain(m);
     fsdp_exec_abort(m);
     fsdp_mplan_forget(m);
@@ -192,8 +193,7 @@ strata_status_t strata_model_step_begin(strata_model_t *m, int n_micro)
     m->strag.blocked_step0 = m->ctx->comm_blocked_s;
     comm_rec_where(m->ctx, m->step_count + 1, -1);
     for (int i = 0; i < m->nunits; i++) m->units[i]->rstate = GRAD_IDLE;
-    m->state_read = m->state_written = 0;
-    m->state_wait_s = 0;
+    m->state_read = m->state_written = m->state_wait_ns = 0;
     /* master shards on storage for the first gathers, on their way up */
     for (int i = 0; i <= m->prefetch && i < m->nunits; i++)
         if (STRATA_OK != fsdp_state_fetch(m, m->units[i], FSDP_SB_MASTER))
@@ -258,11 +258,12 @@ strata_status_t strata_model_eval(strata_model_t *m, const void *input, size_t i
 }
 
 /* The optimizer on one unit's shard; scale multiplies the gradient first
- * (1/M averaging over micro-batches and clipping). */
-static strata_status_t unit_optim(strata_model_t *m, strata_unit_t *u, float scale)
+ * (1/M averaging over micro-batches and clipping): its state up from its
+ * tier, the update, the state back (written back behind the next work).
+ * Inline or on the optimizer's thread (optq.c); thr: the pool's threads. */
+strata_status_t fsdp_unit_update(strata_model_t *m, strata_unit_t *u, float scale, int thr)
 {
-    double t0 = base_now();
-    int thr = fsdp_optim_threads(m), n = fsdp_state_count(m);
+    int n = fsdp_state_count(m);
     fsdp_bgsave_unit_ready(m, u->index);
     strata_status_t st = STRATA_OK;
     for (int k = 0; STRATA_OK == st && k < n; k++) st = fsdp_state_ready(m, u, k);
@@ -272,10 +273,18 @@ static strata_status_t unit_optim(strata_model_t *m, strata_unit_t *u, float sca
         st = fsdp_dev_optim(m->ctx, &m->opts, m->step_count + 1, u->master.ptr,
                             u->grad_shard.ptr, u->state[0].ptr, u->state[1].ptr, u->shard_len,
                             thr);
-    u->rstate = GRAD_STEPPED;
-    /* state that lives on storage is written back behind the next work */
     u->keep_master = 0;
     for (int k = 0; STRATA_OK == st && k < n; k++) st = fsdp_state_put(m, u, k, 1);
+    return st;
+}
+
+/* A unit's update, on the optimizer's thread where the model has one
+ * (then optim_s counts only what the main thread spends). */
+static strata_status_t unit_optim(strata_model_t *m, strata_unit_t *u, float scale)
+{
+    double t0 = base_now();
+    u->rstate = GRAD_STEPPED;   /* before the thread may take it: submitted once */
+    strata_status_t st = fsdp_optq_submit(m, u, scale);
     m->optim_s += base_now() - t0;
     return st;
 }
@@ -439,6 +448,13 @@ strata_status_t strata_model_step_end(strata_model_t *m)
         if (!clip && GRAD_ARRIVED == u->rstate) st = unit_optim(m, u, inv_m);
         if (STRATA_OK != st) goto fail;
     }
+    /* every update queued beside the backward is done before the step is */
+    {
+        double t0 = base_now();
+        st = fsdp_optq_drain(m);
+        m->optim_s += base_now() - t0;
+        if (STRATA_OK != st) goto fail;
+    }
     m->stats.grad_norm = -1.0;
     m->stats.grad_nonfinite_unit = -1;
     if (clip) {
@@ -497,7 +513,7 @@ strata_status_t strata_model_step_end(strata_model_t *m)
     m->stats.optim_s = m->optim_s;
     m->stats.state_read_bytes = m->state_read;
     m->stats.state_written_bytes = m->state_written;
-    m->stats.state_wait_s = m->state_wait_s;
+    m->stats.state_wait_s = (double)m->state_wait_ns * 1e-9;
     fsdp_ws_cache_drop(m);   /* a step begins with nothing of the last one on the device */
     st = fsdp_exec_step_end(m);
     fsdp_mplan_step_end(m);

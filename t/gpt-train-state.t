@@ -17,7 +17,7 @@ small="--threads 1 --layers 3 --dim 32 --heads 4 --batch 4 --steps 3 --json --ev
 need_of() { sed -n 's/^{"refused":true,"needs_device_bytes":\([0-9]*\),.*/\1/p' "$1"; }
 last_step() { grep '^{"step"' "$1" | tail -1; }
 field() { sed -n "s/.*\"$2\":\\([0-9.]*\\).*/\\1/p" "$1"; }
-echo "1..15"
+echo "1..16"
 "$L" 2 "$P" $small > "$tmp/dev" 2>&1
 ref=$(hash_of "$tmp/dev")
 n=0
@@ -58,6 +58,14 @@ n=$((n + 1))
 if same_as_device 4 "*=storage" --shard 2; then
     echo "ok $n - hybrid sharding (4 ranks, 2 shard groups): *=storage gives the device run's param_hash"
 else echo "not ok $n - hybrid sharding: *=storage gives the device run's param_hash"; fi
+n=$((n + 1))
+"$L" 2 "$P" $small --clip 0 --set optim_overlap=off > "$tmp/ov0" 2>&1
+"$L" 2 "$P" $small --clip 0 --set optim_overlap=on --state-place "*=storage" > "$tmp/ov1" 2>&1
+"$L" 2 "$P" $small --clip 0 --set optim_overlap=on > "$tmp/ov2" 2>&1
+h0=$(hash_of "$tmp/ov0")
+if [ -n "$h0" ] && [ "$h0" = "$(hash_of "$tmp/ov1")" ] && [ "$h0" = "$(hash_of "$tmp/ov2")" ]; then
+    echo "ok $n - the updates on a thread beside the backward (optim_overlap=on): the device run's param_hash"
+else echo "not ok $n - optim_overlap=on: the device run's param_hash"; fi
 n=$((n + 1))
 if same_as_device 2 "optim=storage,master=host,grad=storage" --dtype bf16 --accum 2 --clip 0; then
     echo "ok $n - bf16 compute, two micro-batches, no clipping: the device run's param_hash"

@@ -208,7 +208,7 @@ static double coll_sync(const ovl_t *v)
 {
     double t1 = overlap_median(v, 0, 1), check = 0, sum = 0;
     long calls = t1 > 0 ? (long)(1e-3 / t1) + 1 : 1;
-    if (base_node_oversubscribed(MPI_COMM_WORLD)) {   /* as the runtime decides */
+    if (base_node_oversubscribed(MPI_COMM_WORLD, NULL, NULL)) {   /* as the runtime decides */
         double ts = overlap_median(v, 0, calls), tb = overlap_median(v, 4, calls);
         return tb > ts ? tb - ts : 0;
     }
