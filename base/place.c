@@ -116,6 +116,14 @@ strata_tier_t fsdp_place_tier(const fsdp_place_t *p, int ui, int L)
     return ui < fsdp_place_split(p, L) ? p->first : p->rest;
 }
 
+const fsdp_class_t fsdp_place_auto_order[FSDP_NCLASS] = { FSDP_CLASS_OPTIM, FSDP_CLASS_GRAD,
+                                                          FSDP_CLASS_MASTER };
+
+strata_tier_t fsdp_place_auto_tier(double host_free, double bytes)
+{
+    return 0.75 * host_free >= 2 * bytes ? STRATA_TIER_PINNED_HOST : STRATA_TIER_STORAGE;
+}
+
 const char *fsdp_place_describe(const int count[FSDP_NCLASS][STRATA_TIER_COUNT], int L,
                                 char *buf, size_t len)
 {

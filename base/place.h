@@ -26,6 +26,14 @@ int fsdp_place_parse(const char *text, fsdp_place_t p[FSDP_NCLASS], char *why, s
 int fsdp_place_split(const fsdp_place_t *p, int L);
 strata_tier_t fsdp_place_tier(const fsdp_place_t *p, int ui, int L);
 const char *fsdp_class_name(fsdp_class_t c);
+/* state_place=auto's rule, the runtime's and the planner's: classes leave
+ * the device in this order (the moments first: one read and one write a
+ * step; the masters last: read by two gathers a step), each from its first
+ * unit; a buffer of `bytes` goes to the host while three quarters of the
+ * host's free bytes (a quarter kept for the step's own use) hold twice it
+ * (a move to storage passes through the host), else to storage. */
+extern const fsdp_class_t fsdp_place_auto_order[FSDP_NCLASS];
+strata_tier_t fsdp_place_auto_tier(double host_free, double bytes);
 /* Where the state is, as "CLASS=TIER:UNITS/L,...", from how many of the L
  * units hold each class on each tier (classes and tiers with none left
  * out): the runtime's and the planner's way of saying what auto chose. */

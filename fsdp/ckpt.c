@@ -536,15 +536,6 @@ void fsdp_bgsave_destroy(strata_model_t *m)
     m->bgsave = NULL;
 }
 
-/* Whether some of the model's state lives on the storage tier. */
-static int state_streamed(const strata_model_t *m)
-{
-    for (int u = 0; u < m->nunits; u++)
-        for (int k = 0; k < fsdp_state_count(m); k++)
-            if (fsdp_state_streamed(m->units[u], k)) return 1;
-    return 0;
-}
-
 /* The io layer reads and writes the shards through pointers: state on
  * the storage tier is mapped where it lies in the spill file, so a save
  * streams it from there into the checkpoint (and a load from the
@@ -552,7 +543,7 @@ static int state_streamed(const strata_model_t *m)
  * in a memory tier. Agreed: a rank that cannot map fails everywhere. */
 static strata_status_t state_up(strata_model_t *m, layout_store_t *ls, int writable)
 {
-    if (!state_streamed(m)) return STRATA_OK;
+    if (!fsdp_state_any_streamed(m)) return STRATA_OK;
     strata_status_t st = fsdp_state_map_all(m, writable);  /* a failed write-back is said here */
     st = fsdp_agree(m, st);
     if (STRATA_OK != st) {
@@ -581,7 +572,7 @@ strata_status_t strata_model_save(strata_model_t *m, const char *dir,
     if (base_now() - t0 > 0.01)
         strata_info(m->ctx, "checkpoint: waited %.2f s for the one being written in the background",
                     base_now() - t0);
-    if (m->ctx->cfg.ckpt_async && !state_streamed(m)) {
+    if (m->ctx->cfg.ckpt_async && !fsdp_state_any_streamed(m)) {
         int sync = 0;
         st = save_async(m, dir, info, path, len, &sync);
         if (!sync) return st;

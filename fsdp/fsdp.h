@@ -135,8 +135,9 @@ strata_status_t fsdp_state_ready(struct strata_model *m, struct strata_unit *u, 
 strata_status_t fsdp_state_fresh(struct strata_model *m, struct strata_unit *u, int k);
 /* Done with it for now: down again, written when dirty (queued). */
 strata_status_t fsdp_state_put(struct strata_model *m, struct strata_unit *u, int k, int dirty);
-/* Every buffer up (between steps: checkpoints), and every one down again. */
-strata_status_t fsdp_state_hold_all(struct strata_model *m);
+/* Some buffer of the model lives on storage. */
+int  fsdp_state_any_streamed(const struct strata_model *m);
+/* Every buffer down again (written where dirty). */
 strata_status_t fsdp_state_put_all(struct strata_model *m, int dirty);
 /* Between steps, for checkpoints: every buffer that lives on storage
  * mapped where it lies in the spill file (b->ptr; the io layer streams it

@@ -76,11 +76,7 @@ static int optq_wanted(const strata_model_t *m)
     if (2 == ctx->cfg.optim_overlap) return 0;   /* off */
     if (1 == ctx->cfg.optim_overlap) return 1;   /* on */
     int threads = ctx->cfg.threads > 0 ? ctx->cfg.threads : ctx->node_cpus;
-    if (ctx->node_cpus > ctx->node_ranks * threads) return 1;
-    for (int ui = 0; ui < m->nunits; ui++)
-        for (int k = 0; k < fsdp_state_count(m); k++)
-            if (fsdp_state_streamed(m->units[ui], k)) return 1;
-    return 0;
+    return ctx->node_cpus > ctx->node_ranks * threads || fsdp_state_any_streamed(m);
 }
 
 strata_status_t fsdp_optq_start(strata_model_t *m)

@@ -179,15 +179,12 @@ int fsdp_state_count(const strata_model_t *m)
     return FSDP_SB_STATE0 + fsdp_optim_nstate(&m->opts);
 }
 
-strata_status_t fsdp_state_hold_all(strata_model_t *m)
+int fsdp_state_any_streamed(const strata_model_t *m)
 {
-    strata_status_t st = STRATA_OK;
-    int n = fsdp_state_count(m);
     for (int ui = 0; ui < m->nunits; ui++)
-        for (int k = 0; STRATA_OK == st && k < n; k++) st = fsdp_state_fetch(m, m->units[ui], k);
-    for (int ui = 0; ui < m->nunits; ui++)
-        for (int k = 0; STRATA_OK == st && k < n; k++) st = fsdp_state_ready(m, m->units[ui], k);
-    return st;
+        for (int k = 0; k < fsdp_state_count(m); k++)
+            if (fsdp_state_streamed(m->units[ui], k)) return 1;
+    return 0;
 }
 
 strata_status_t fsdp_state_put_all(strata_model_t *m, int dirty)
@@ -266,14 +263,12 @@ static strata_status_t rehome(strata_model_t *m, strata_unit_t *u, int k, strata
     return STRATA_OK;
 }
 
-/* Room left on the host tier, less a reserve for the step's own use of it
- * (offloads and the working copies of streamed state): a quarter. */
-static size_t host_room(strata_context_t *ctx)
+/* The host tier's free bytes. */
+static size_t host_free(strata_context_t *ctx)
 {
     strata_tier_usage_t h;
     strata_tier_usage(ctx, STRATA_TIER_PINNED_HOST, &h);
-    size_t room = h.budget > h.used ? h.budget - h.used : 0;
-    return room - room / 4;
+    return h.budget > h.used ? h.budget - h.used : 0;
 }
 
 size_t fsdp_state_stream_reserve(const strata_model_t *m)
@@ -293,26 +288,19 @@ size_t fsdp_state_stream_reserve(const strata_model_t *m)
 
 strata_status_t fsdp_state_auto_free(strata_model_t *m, size_t want, size_t *freed_p)
 {
-    static const fsdp_class_t order[] = { FSDP_CLASS_OPTIM, FSDP_CLASS_GRAD, FSDP_CLASS_MASTER };
     strata_status_t st = STRATA_OK;
     size_t freed = 0;
     int n = fsdp_state_count(m);
-    for (size_t c = 0; c < sizeof order / sizeof order[0] && freed < want; c++)
+    for (int c = 0; c < FSDP_NCLASS && freed < want; c++)
         for (int ui = 0; STRATA_OK == st && ui < m->nunits && freed < want; ui++)
             for (int k = 0; STRATA_OK == st && k < n; k++) {
                 strata_unit_t *u = m->units[ui];
                 fsdp_buf_t *b = fsdp_sb(u, k);
-                if (fsdp_sb_class(k) != order[c] || STRATA_TIER_DEVICE != u->home[k] || !b->h)
+                if (fsdp_sb_class(k) != fsdp_place_auto_order[c] ||
+                    STRATA_TIER_DEVICE != u->home[k] || !b->h)
                     continue;
                 size_t bytes = strata_block_size(b->h);
-                /* the moments and gradients the host has room for go there;
-                 * the rest, and the master (read twice a step), to storage
-                 * only when the host is full */
-                /* (a move to storage passes through the host: room for
-                 * one more stays) */
-                strata_tier_t t = host_room(m->ctx) >= 2 * bytes ? STRATA_TIER_PINNED_HOST
-                                                                  : STRATA_TIER_STORAGE;
-                st = rehome(m, u, k, t);
+                st = rehome(m, u, k, fsdp_place_auto_tier((double)host_free(m->ctx), (double)bytes));
                 if (STRATA_OK == st) freed += bytes;
             }
     *freed_p = freed;
@@ -327,7 +315,6 @@ static size_t buf_bytes(const strata_unit_t *u)
 
 void fsdp_state_homes(strata_model_t *m, const fsdp_place_t p[FSDP_NCLASS])
 {
-    static const fsdp_class_t order[] = { FSDP_CLASS_OPTIM, FSDP_CLASS_GRAD, FSDP_CLASS_MASTER };
     int n = fsdp_state_count(m);
     size_t on_dev = 0;
     for (int ui = 0; ui < m->nunits; ui++)
@@ -341,16 +328,16 @@ void fsdp_state_homes(strata_model_t *m, const fsdp_place_t p[FSDP_NCLASS])
      * rest is the step's; the step's plan moves more if it lacks room */
     strata_tier_usage_t d;
     strata_tier_usage(m->ctx, STRATA_TIER_DEVICE, &d);
-    size_t room = (d.budget > d.used ? d.budget - d.used : 0) / 2, hroom = host_room(m->ctx);
+    size_t room = (d.budget > d.used ? d.budget - d.used : 0) / 2, hfree = host_free(m->ctx);
     size_t moved = 0;
-    for (size_t c = 0; c < sizeof order / sizeof order[0] && on_dev > room; c++)
+    for (int c = 0; c < FSDP_NCLASS && on_dev > room; c++)
         for (int ui = 0; ui < m->nunits && on_dev > room; ui++)
             for (int k = 0; k < n && on_dev > room; k++) {
                 strata_unit_t *u = m->units[ui];
                 size_t b = buf_bytes(u);
-                if (fsdp_sb_class(k) != order[c]) continue;
-                u->home[k] = hroom >= 2 * b ? STRATA_TIER_PINNED_HOST : STRATA_TIER_STORAGE;
-                if (STRATA_TIER_PINNED_HOST == u->home[k]) hroom -= b;
+                if (fsdp_sb_class(k) != fsdp_place_auto_order[c]) continue;
+                u->home[k] = fsdp_place_auto_tier((double)hfree, (double)b);
+                if (STRATA_TIER_PINNED_HOST == u->home[k]) hfree -= b;
                 on_dev -= b;
                 moved += b;
             }

@@ -119,21 +119,15 @@ strata_status_t plan_state_reset(plan_t *p, char *err, size_t errlen)
 
 double plan_state_free(plan_t *p, double want)
 {
-    /* the moments first (one read and one write a step), the masters
-     * last (read by two gathers a step) */
-    static const fsdp_class_t order[] = { FSDP_CLASS_OPTIM, FSDP_CLASS_GRAD, FSDP_CLASS_MASTER };
     double freed = 0, host_used = p->state.tier[STRATA_TIER_PINNED_HOST];
-    for (size_t k = 0; k < sizeof order / sizeof order[0] && freed < want; k++)
+    for (int k = 0; k < FSDP_NCLASS && freed < want; k++)
         for (int ui = 0; ui < p->nunits && freed < want; ui++) {
-            fsdp_class_t c = order[k];
+            fsdp_class_t c = fsdp_place_auto_order[k];
             double b = plan_state_bytes(p, ui, c, 1);
             if (STRATA_TIER_DEVICE != p->home[ui][c] || b <= 0) continue;
-            /* the runtime's host_room: a quarter kept for the step's own
-             * use; a move to storage passes through the host */
-            double room = p->hw.host_bytes > host_used ? 0.75 * (p->hw.host_bytes - host_used) : 0;
-            int host = room >= 2 * b;
-            p->home[ui][c] = host ? STRATA_TIER_PINNED_HOST : STRATA_TIER_STORAGE;
-            if (host) host_used += b;
+            double free_b = p->hw.host_bytes > host_used ? p->hw.host_bytes - host_used : 0;
+            p->home[ui][c] = fsdp_place_auto_tier(free_b, b);
+            if (STRATA_TIER_PINNED_HOST == p->home[ui][c]) host_used += b;
             freed += b;
         }
     if (freed > 0) plan_state_apply(p);
