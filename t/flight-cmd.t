@@ -2,12 +2,12 @@
 # flight-cmd.t - strata flight on records written here, one case per way a
 # job parts: a rank that never entered, ranks that disagree, a rank with no
 # record (and one with no record while every other record is a watchdog
-# timeout's), every rank inside one operation with one of them paused (and
+# timeout's, also where nobody blocks in a wait), every rank inside one operation with one of them paused (and
 # an old pause that does not count), a rank waiting in nothing; bad input.
 set -u
 . "$top_srcdir/t/tap.sh"
 tap_tmp flight-cmd
-echo "1..12"
+echo "1..13"
 
 # rec RANK NOW PAUSE_S PAUSE_END ENTRY... : rank's record in $tmp/c (world 4),
 # written on SIGTERM (REASON=timeout: by the rank's own watchdog)
@@ -58,6 +58,15 @@ run
 check "no record from one rank while every other rank's watchdog timed out: that rank only" \
     eval 'says 1 2 && grep -q "rank 2: no flight record" "$tmp/out" &&
           grep -q "every record was written on its rank.s own timeout" "$tmp/out"'
+
+# the same where the others' collective is driven by a progress thread (it
+# is "started", nobody blocks in a wait): the ranks that timed out ran, so
+# the one without a record is still the only suspect
+fresh
+for r in 0 1 3; do REASON=timeout rec $r 20 0 0 "$done1" "$(entry world 2 reduce_scatter 64 started 11)"; done
+run
+check "every watchdog timed out on a collective nobody blocks in: the rank without a record only" \
+    eval 'says 1 2 && grep -q "every record was written on its rank.s own timeout" "$tmp/out"'
 
 fresh
 for r in 0 1 3; do rec $r 20 0 0 "$done1" "$(entry world 2 allreduce 4 waiting 11)"; done

@@ -180,14 +180,17 @@ static int recent_pause(const dump_t *d)
  * stopped rank never writes a record there. The suspects are then the
  * ranks without a record and those that waited in nothing; 1 if so. */
 static int only_timeouts(const dump_t *d, int nd, int W, const char *seen, const int *idle,
-                         int nidle, char *suspect)
+                         int nidle, int nwait, char *suspect)
 {
     if (nd < 1 || nd >= W) return 0;
     for (int i = 0; i < nd; i++) if (strcmp(jstr(d[i].root, "reason"), "timeout")) return 0;
     printf("every record was written on its rank's own timeout: the ranks without one did "
            "not time out (stopped, dead, or stuck outside communication)\n");
     for (int r = 0; r < W; r++) if (seen[r]) suspect[r] = 0;
-    for (int k = 0; k < nidle; k++) suspect[idle[k]] = 1;
+    /* a rank that waited in nothing stands out only beside ranks that
+     * waited: where none did (each timed out on a collective its progress
+     * thread drives), every record's rank ran, and timed out */
+    for (int k = 0; nwait && k < nidle; k++) suspect[idle[k]] = 1;
     return 1;
 }
 
@@ -337,7 +340,7 @@ int cmd_flight(int argc, char **argv)
         for (int k = 0; k < nidle; k++) suspect[idle[k]] = 1;
         found = 1;
     }
-    if (2 != rc && only_timeouts(d, nd, W, seen, idle, nidle, suspect)) found = 1;
+    if (2 != rc && only_timeouts(d, nd, W, seen, idle, nidle, nwait, suspect)) found = 1;
     /* a process that did not run while the others waited is the cause,
      * even inside an operation every rank entered: its watchdog woke late
      * by the length of the pause. Only pauses that ended within two
