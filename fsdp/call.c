@@ -84,10 +84,16 @@ strata_status_t fsdp_run_callback(strata_unit_call_t *c)
         for (int i = 0; i < c->nwork; i++) w += strata_block_size(c->work[i].h);
         if (w > u->model->sizing_ws) u->model->sizing_ws = w;
     }
+    for (int i = 0; !bad && i < c->nscratch; i++)
+        if (!fsdp_guard_ok(&c->scratch[i])) bad = "save";
     for (int i = 0; i < c->nwork; i++) fsdp_ws_give(u->model, &c->work[i]);
     free(c->work);
     c->work = NULL;
     c->nwork = c->cap_work = 0;
+    for (int i = 0; i < c->nscratch; i++) fsdp_buf_free(&c->scratch[i]);
+    free(c->scratch);
+    c->scratch = NULL;
+    c->nscratch = c->cap_scratch = 0;
     if (bad) {
         return base_error(ctx, STRATA_ERR_MISMATCH, "unit '%s' %s wrote past the end of its "
                           "%s buffer; write at most the bytes the runtime reports",
@@ -251,16 +257,26 @@ strata_status_t strata_call_grad_input(strata_unit_call_t *c, void **ptr_p, size
     return STRATA_OK;
 }
 
+/* Room for one more buffer in a call's list (workspace, scratch); -1 with
+ * the misuse recorded when out of memory. */
+static int grow_list(strata_unit_call_t *c, fsdp_buf_t **list, int n, int *cap_p, const char *what)
+{
+    if (n < *cap_p) return 0;
+    int cap = *cap_p ? 2 * *cap_p : 4;
+    fsdp_buf_t *w = realloc(*list, (size_t)cap * sizeof *w);
+    if (!w) {
+        misuse(c, base_error(CTX(c), STRATA_ERR_NOMEM, "%s", what));
+        return -1;
+    }
+    *list = w;
+    *cap_p = cap;
+    return 0;
+}
+
 strata_status_t strata_call_workspace(strata_unit_call_t *c, size_t bytes, void **ptr_p)
 {
     if (!c || !ptr_p) return STRATA_ERR_INVALID;
-    if (c->nwork == c->cap_work) {
-        int cap = c->cap_work ? 2 * c->cap_work : 4;
-        fsdp_buf_t *w = realloc(c->work, (size_t)cap * sizeof *w);
-        if (!w) return misuse(c, base_error(CTX(c), STRATA_ERR_NOMEM, "workspace list"));
-        c->work = w;
-        c->cap_work = cap;
-    }
+    if (grow_list(c, &c->work, c->nwork, &c->cap_work, "workspace list")) return c->err;
     /* a kept block if one fits, else a new one */
     if (!fsdp_ws_take(c->unit->model, bytes, &c->work[c->nwork])) {
         strata_status_t st = call_alloc(c, STRATA_TAG_WORKSPACE, bytes, &c->work[c->nwork]);
@@ -298,6 +314,29 @@ static fsdp_save_t *find_save(strata_unit_t *u, const char *name)
     for (int i = 0; i < u->nsaves; i++)
         if (!strcmp(u->saves[i].name, name)) return &u->saves[i];
     return NULL;
+}
+
+/* A save of a forward run again for its output only: a save the plan
+ * keeps on the device is handed back (written again with the same
+ * values, as a recompute pass may); any other gets scratch that lives
+ * while the callback runs, so what is offloaded or dropped stays so. */
+static strata_status_t regen_save(strata_unit_call_t *c, const char *name, size_t bytes,
+                                  void **ptr_p)
+{
+    strata_unit_t *u = c->unit;
+    fsdp_save_t *old = find_save(u, name);
+    if (old && old->buf.h && fsdp_exec_save_kept(u->model, u->index, (int)(old - u->saves))) {
+        *ptr_p = old->buf.ptr = strata_block_ptr(old->buf.h, STRATA_TIER_DEVICE);
+        if (*ptr_p) return STRATA_OK;
+    }
+    if (grow_list(c, &c->scratch, c->nscratch, &c->cap_scratch, "scratch list")) return c->err;
+    fsdp_buf_t *b = &c->scratch[c->nscratch];
+    memset(b, 0, sizeof *b);
+    strata_status_t st = call_alloc(c, STRATA_TAG_ACTIVATION, bytes, b);
+    if (STRATA_OK != st) return misuse(c, st);
+    c->nscratch++;
+    *ptr_p = b->ptr;
+    return STRATA_OK;
 }
 
 /* The next entry of u's save list, named, with no buffer yet (not
@@ -338,6 +377,7 @@ strata_status_t strata_save(strata_unit_call_t *c, const char *name, size_t byte
     strata_status_t st = check_save(c, name, bytes);
     if (STRATA_OK != st) return misuse(c, st);
     c->save_calls++;
+    if (CALL_REGEN == c->mode) return regen_save(c, name, bytes, ptr_p);
     fsdp_save_t *old = find_save(u, name);
     if (CALL_RECOMPUTE == c->mode) {
         /* a save brought back is handed out again (the re-run writes the

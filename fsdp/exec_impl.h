@@ -72,7 +72,8 @@ typedef struct fsdp_exec {
     unsigned char    *issued, *done;
     strata_event_t  **ev;
     int               next[SCHED_ENGINE_COUNT];
-    int              *fid, *bid, *rid; /* compute op per unit (-1 none) */
+    int              *fid, *bid, *rid, *gid; /* compute op per unit (-1 none):
+                                              * F, B, RECOMPUTE, REGEN */
     strata_status_t   blocked;         /* last move refused for memory */
 
     /* this step */

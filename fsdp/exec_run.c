@@ -64,10 +64,10 @@ static void free_state(fsdp_exec_t *x)
 {
     release_events(x);
     free(x->issued); free(x->done); free(x->ev);
-    free(x->fid); free(x->bid); free(x->rid);
+    free(x->fid); free(x->bid); free(x->rid); free(x->gid);
     x->issued = x->done = NULL;
     x->ev = NULL;
-    x->fid = x->bid = x->rid = NULL;
+    x->fid = x->bid = x->rid = x->gid = NULL;
     x->nops = 0;
 }
 
@@ -85,18 +85,20 @@ strata_status_t fsdp_exec_install(strata_model_t *m, sched_t *s)
     x->fid = malloc((size_t)L * sizeof(int));
     x->bid = malloc((size_t)L * sizeof(int));
     x->rid = malloc((size_t)L * sizeof(int));
-    if (!x->issued || !x->done || !x->ev || !x->fid || !x->bid || !x->rid) {
+    x->gid = malloc((size_t)L * sizeof(int));
+    if (!x->issued || !x->done || !x->ev || !x->fid || !x->bid || !x->rid || !x->gid) {
         free_state(x);
         return base_error(m->ctx, STRATA_ERR_NOMEM, "activation schedule state");
     }
     x->nops = n;
-    for (int u = 0; u < L; u++) x->fid[u] = x->bid[u] = x->rid[u] = -1;
+    for (int u = 0; u < L; u++) x->fid[u] = x->bid[u] = x->rid[u] = x->gid[u] = -1;
     for (int i = 0; i < n; i++) {
         const sched_op_t *o = sched_op(s, i);
         if (o->unit < 0 || o->unit >= L) continue;
         if (SCHED_OP_F == o->kind) x->fid[o->unit] = i;
         else if (SCHED_OP_B == o->kind) x->bid[o->unit] = i;
         else if (SCHED_OP_RECOMPUTE == o->kind) x->rid[o->unit] = i;
+        else if (SCHED_OP_REGEN == o->kind) x->gid[o->unit] = i;
     }
     fsdp_exec_micro_reset(m);
     return STRATA_OK;
@@ -402,7 +404,12 @@ int fsdp_exec_make_room(strata_model_t *m)
 static int compute_op(const fsdp_exec_t *x, int kind, int unit)
 {
     if (unit < 0 || !x->fid) return -1;
-    return SCHED_OP_F == kind ? x->fid[unit] : SCHED_OP_B == kind ? x->bid[unit] : x->rid[unit];
+    switch (kind) {
+    case SCHED_OP_F:     return x->fid[unit];
+    case SCHED_OP_B:     return x->bid[unit];
+    case SCHED_OP_REGEN: return x->gid[unit];
+    default:             return x->rid[unit];
+    }
 }
 
 /* Whether the device has free, beyond the plan's slack, what compute op o
@@ -456,7 +463,7 @@ strata_status_t fsdp_exec_before(strata_model_t *m, int kind, int unit)
             sched_trace_op(x->trace, SCHED_COMPUTE, "WAIT", t0, t1 - t0, unit, NULL, 0);
     }
     if (STRATA_OK != st) return st;
-    if (SCHED_OP_F != kind) {
+    if (SCHED_OP_F != kind && SCHED_OP_REGEN != kind) {
         /* the unit's saves are on the device again: their addresses */
         strata_unit_t *u = m->units[unit];
         for (int i = 0; i < u->nsaves; i++) {
@@ -548,27 +555,75 @@ fsdp_recorded_t fsdp_exec_recorded(const strata_model_t *m, int unit)
     return r;
 }
 
+/* Unit u's forward once more (kind RECOMPUTE or REGEN) from in into out,
+ * checked against the recording: the same number of saves. */
+static strata_status_t forward_again(strata_model_t *m, strata_unit_t *u, int kind,
+                                     const fsdp_buf_t *in)
+{
+    int ui = u->index;
+    const sched_unit_t *ru = &m->exec->prog->units[ui];
+    strata_unit_call_t c = { .unit = u, .backward = 0, .training = 1, .in = in,
+                             .out = &m->acts[ui + 1],
+                             .mode = SCHED_OP_REGEN == kind ? CALL_REGEN : CALL_RECOMPUTE,
+                             .rec = fsdp_exec_recorded(m, ui) };
+    double t0 = base_now();
+    strata_status_t st = fsdp_run_callback(&c);
+    double t1 = base_now();
+    int want = ru->nsaves - (sched_unit_input(ru) >= 0);
+    if (STRATA_OK == st && c.save_calls != want)
+        st = base_error(m->ctx, STRATA_ERR_MISMATCH, "unit '%s' forward, run again (%s), made "
+                        "%d saves; the recorded forward made %d (a forward must save the same "
+                        "every time)", u->name, SCHED_OP_REGEN == kind ? "for its output" :
+                        "to recompute", c.save_calls, want);
+    if (STRATA_OK != st) return st;
+    return fsdp_exec_after(m, kind, ui, t0, t1);
+}
+
 strata_status_t fsdp_exec_recompute(strata_model_t *m, strata_unit_t *u)
 {
     fsdp_exec_t *x = exec_following(m);
-    if (!x) return STRATA_OK;
-    int ui = u->index;
-    if (compute_op(x, SCHED_OP_RECOMPUTE, ui) < 0) return STRATA_OK;
-    strata_status_t st = fsdp_exec_before(m, SCHED_OP_RECOMPUTE, ui);
+    if (!x || compute_op(x, SCHED_OP_RECOMPUTE, u->index) < 0) return STRATA_OK;
+    strata_status_t st = fsdp_exec_before(m, SCHED_OP_RECOMPUTE, u->index);
     if (STRATA_OK != st) return st;
-    strata_unit_call_t c = { .unit = u, .backward = 0, .training = 1, .in = &m->acts[ui],
-                             .out = &m->acts[ui + 1], .mode = CALL_RECOMPUTE,
-                             .rec = fsdp_exec_recorded(m, ui) };
-    double t0 = base_now();
-    st = fsdp_run_callback(&c);
-    double t1 = base_now();
-    int want = x->prog->units[ui].nsaves - (sched_unit_input(&x->prog->units[ui]) >= 0);
-    if (STRATA_OK == st && c.save_calls != want)
-        st = base_error(m->ctx, STRATA_ERR_MISMATCH, "unit '%s' recompute made %d saves; the "
-                        "recorded forward made %d (a forward must save the same every time)",
-                        u->name, c.save_calls, want);
+    return forward_again(m, u, SCHED_OP_RECOMPUTE, &m->acts[u->index]);
+}
+
+int fsdp_exec_regens(const strata_model_t *m, int unit)
+{
+    const fsdp_exec_t *x = exec_following(m);
+    return x && unit >= 0 && unit < m->nunits && x->gid && x->gid[unit] >= 0;
+}
+
+int fsdp_exec_save_kept(const strata_model_t *m, int unit, int save)
+{
+    const fsdp_exec_t *x = exec_following(m);
+    return x && SCHED_KEEP == sched_save_action(x->sched, unit, save);
+}
+
+/* The device address of unit u's input, which a REGEN starts from: its
+ * input save (kept: the schedule never recomputes or moves the input of
+ * a unit whose forward runs again), or acts[u] once B(u) took it back. */
+static const fsdp_buf_t *regen_input(strata_model_t *m, strata_unit_t *u, fsdp_buf_t *tmp)
+{
+    int in = sched_unit_input(&m->exec->prog->units[u->index]);
+    if (in < 0 || in >= u->nsaves || !u->saves[in].buf.h) return &m->acts[u->index];
+    *tmp = u->saves[in].buf;
+    tmp->ptr = strata_block_ptr(tmp->h, STRATA_TIER_DEVICE);
+    return tmp->ptr ? tmp : NULL;
+}
+
+strata_status_t fsdp_exec_regen(strata_model_t *m, strata_unit_t *u)
+{
+    fsdp_exec_t *x = exec_following(m);
+    if (!x || compute_op(x, SCHED_OP_REGEN, u->index) < 0) return STRATA_OK;
+    strata_status_t st = fsdp_exec_before(m, SCHED_OP_REGEN, u->index);
     if (STRATA_OK != st) return st;
-    return fsdp_exec_after(m, SCHED_OP_RECOMPUTE, ui, t0, t1);
+    fsdp_buf_t tmp;
+    const fsdp_buf_t *in = regen_input(m, u, &tmp);
+    if (!in)
+        return base_error(m->ctx, STRATA_ERR_STATE, "unit '%s': its input is not on the device "
+                          "for the forward that makes the next unit's input again", u->name);
+    return forward_again(m, u, SCHED_OP_REGEN, in);
 }
 
 /* Wait for whatever is still in flight (the backward consumed every

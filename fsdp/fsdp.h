@@ -428,18 +428,22 @@ struct strata_unit_call {
     fsdp_buf_t    *out;           /* forward: where strata_call_output allocates */
     fsdp_buf_t    *gin;
     int            out_calls;
-    int            mode;          /* CALL_RUN, CALL_SIZING or CALL_RECOMPUTE */
+    int            mode;          /* CALL_RUN, CALL_SIZING, CALL_RECOMPUTE or CALL_REGEN */
     fsdp_recorded_t rec;          /* what the saves must match */
     int            save_calls;    /* strata_save calls so far (recorded order) */
     int            nwork, cap_work;
     fsdp_buf_t    *work;
+    int            nscratch, cap_scratch;
+    fsdp_buf_t    *scratch;       /* CALL_REGEN: where its saves go, freed after */
     strata_status_t err;          /* first misuse seen inside the callback */
 };
 
 enum {
     CALL_RUN = 0,                 /* an ordinary forward or backward */
     CALL_SIZING,                  /* the first step's forward-only sizing pass */
-    CALL_RECOMPUTE                /* a forward re-run before the unit's backward */
+    CALL_RECOMPUTE,               /* a forward re-run before the unit's backward */
+    CALL_REGEN                    /* a forward re-run for its output only (the next
+                                   * unit's input, recomputed): saves to scratch */
 };
 
 /* Run one callback with the guards checked afterwards. */
@@ -462,12 +466,21 @@ strata_status_t fsdp_exec_step_begin(strata_model_t *m);
 strata_status_t fsdp_exec_forward_begin(strata_model_t *m, const void *input, size_t in_bytes);
 /* Around each compute op: before waits for the transfers it needs (and
  * refreshes the unit's save pointers), after marks it done and issues the
- * transfers that became ready. kind: SCHED_OP_F, _RECOMPUTE or _B. */
+ * transfers that became ready. kind: SCHED_OP_F, _RECOMPUTE, _REGEN or _B. */
 strata_status_t fsdp_exec_before(strata_model_t *m, int kind, int unit);
 strata_status_t fsdp_exec_after(strata_model_t *m, int kind, int unit, double t0, double t1);
 strata_status_t fsdp_exec_forward_end(strata_model_t *m);
 /* Recompute unit u's forward before its backward, if the plan says so. */
 strata_status_t fsdp_exec_recompute(strata_model_t *m, strata_unit_t *u);
+/* 1 when the plan runs unit u's forward again before B(u+1), to make the
+ * next unit's input (its input recomputed); then fsdp_exec_regen does,
+ * with u's parameters gathered: its saves go to scratch, its output to
+ * acts[u+1]. */
+int fsdp_exec_regens(const strata_model_t *m, int unit);
+/* 1 when the plan keeps save `save` of unit `unit` on the device to its
+ * backward (then a REGEN may write it again in place). */
+int fsdp_exec_save_kept(const strata_model_t *m, int unit, int save);
+strata_status_t fsdp_exec_regen(strata_model_t *m, strata_unit_t *u);
 strata_status_t fsdp_exec_micro_end(strata_model_t *m);
 void fsdp_exec_abort(strata_model_t *m);
 strata_status_t fsdp_exec_step_end(strata_model_t *m);

@@ -306,6 +306,15 @@ static strata_status_t backward_unit(strata_model_t *m, int ui, int last)
     st = fsdp_gather_wait(m, u);
     if (STRATA_OK != st) return st;
     fsdp_exec_trace_comm(m, "AG", ui, u->t_gstart, base_now(), 0);
+    /* a recomputed input is made again first, by the unit before, with
+     * the parameters its own backward gathers (prefetched) */
+    if (ui > 0 && fsdp_exec_regens(m, ui - 1)) {
+        strata_unit_t *v = m->units[ui - 1];
+        st = fsdp_gather_start(m, v);
+        if (STRATA_OK == st) st = fsdp_gather_wait(m, v);
+        if (STRATA_OK == st) st = fsdp_exec_regen(m, v);
+        if (STRATA_OK != st) return st;
+    }
     /* a recomputed unit runs its forward again first; the gradient
      * buffers come after it, which needs none of them */
     st = fsdp_exec_recompute(m, u);

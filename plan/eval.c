@@ -373,10 +373,15 @@ strata_status_t plan_evaluate(plan_t *p, const sched_actions_t *acts, sched_mode
         return st;
     }
     state_row(p, &row);
-    for (int u = 0; u < p->nunits; u++)
-        for (int i = 0; i < p->units[u].nsaves; i++)
-            if (SCHED_RECOMPUTE == acts->action[p->prog->units[u].saves[i].name_id])
+    for (int u = 0; u < p->nunits; u++) {
+        const sched_unit_t *x = &p->prog->units[u];
+        for (int i = 0; i < p->units[u].nsaves && i < x->nsaves; i++)
+            if (!x->saves[i].is_input && SCHED_RECOMPUTE == acts->action[x->saves[i].name_id])
                 row.recompute_flops += p->units[u].saves[i].flops * (double)p->shape.accum;
+        /* a recomputed input: the unit before runs its whole forward again */
+        if (sched_unit_regen(p->prog, acts, u))
+            row.recompute_flops += p->units[u].fwd_flops * (double)p->shape.accum;
+    }
     double tokens = (double)(p->shape.micro * p->shape.seq * p->shape.accum);
     row.tokens_per_s = tokens * (double)(p->shape.fsdp * p->shape.replicas) / row.step_s;
     row.tflops_per_device = p->model_flops_step * (double)p->shape.accum / row.step_s / 1e12;

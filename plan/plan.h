@@ -239,7 +239,9 @@ typedef struct {
     double device_bytes, device_capacity, host_bytes, host_capacity;
     double step_s, tokens_per_s, tflops_per_device;
     double recompute_flops;    /* per device and step: the producing FLOPs of
-                                * the recompute-action saves */
+                                * the recompute-action saves, and the whole
+                                * forward of a unit that makes the next
+                                * unit's input again */
     double kept_by_name[SCHED_MAX_NAMES];   /* bytes per step kept on device */
     double offloaded_by_name[SCHED_MAX_NAMES];
     double exposed_s, comm_wait_s;

@@ -44,7 +44,8 @@ static double compute_bound(const sched_program_t *prog, const sched_actions_t *
     double t = prog->optim_s;
     for (int u = 0; u < prog->nunits; u++) {
         const sched_unit_t *x = &prog->units[u];
-        t += x->cost_s[SCHED_COST_FWD] + sched_recompute_seconds(prog, u, acts) + x->cost_s[SCHED_COST_BWD];
+        t += x->cost_s[SCHED_COST_FWD] * (1 + sched_unit_regen(prog, acts, u)) +
+             sched_recompute_seconds(prog, u, acts) + x->cost_s[SCHED_COST_BWD];
     }
     return t;
 }
@@ -60,17 +61,17 @@ static int plans_count(int k)
 }
 
 /* Uniform plan number i of UNIFORM_PLANS: every name one action, the
- * units' inputs (which recompute keeps) that action, host or storage.
- * 0 when the plan is one already seen (no input name: only the first of
- * each action). */
-#define UNIFORM_PLANS (3 * SCHED_ACTION_COUNT)
+ * units' inputs as the fill leaves them (recompute keeps them), or on
+ * host, storage, or recomputed in pairs. 0 when the plan is one already
+ * seen (no input name: only the first of each action). */
+#define UNIFORM_PLANS (4 * SCHED_ACTION_COUNT)
 static int uniform_plan(const sched_program_t *prog, int i, sched_actions_t *a)
 {
-    static const sched_action_t input_as[3] = { SCHED_KEEP, SCHED_HOST, SCHED_STORAGE };
-    int act = i / 3, in = i % 3, id = sched_program_name_id(prog, SCHED_INPUT_NAME);
+    static const sched_action_t input_as[4] = { SCHED_KEEP, SCHED_HOST, SCHED_STORAGE, SCHED_RECOMPUTE };
+    int act = i / 4, in = i % 4, id = sched_program_name_id(prog, SCHED_INPUT_NAME);
     sched_actions_fill(a, prog, (sched_action_t)act);
     if (0 == in) return 1;
-    if (id < 0 || input_as[in] == (sched_action_t)act) return 0;
+    if (id < 0 || input_as[in] == a->action[id]) return 0;
     a->action[id] = input_as[in];
     return 1;
 }

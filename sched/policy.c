@@ -117,15 +117,12 @@ strata_status_t sched_policy_resolve(const sched_policy_t *pol, const sched_prog
             return sched_fail(err, errlen, STRATA_ERR_NOT_FOUND,
                               "activation policy names '%s', which the model does not save; it saves: %s",
                               pol->rules[i].name, sched_program_name_list(prog, list, sizeof list));
-    for (int i = 0; i < pol->nrules; i++)
-        if (SCHED_RECOMPUTE == pol->rules[i].action && !strcmp(pol->rules[i].name, SCHED_INPUT_NAME))
-            return sched_fail(err, errlen, STRATA_ERR_INVALID,
-                              "activation policy: %s=recompute: a unit's input is what its "
-                              "recompute starts from; keep it, or move it to host or storage",
-                              SCHED_INPUT_NAME);
     acts.nnames = prog->nnames;
     for (int n = 0; n < prog->nnames; n++) {
-        acts.action[n] = pol->dflt;
+        /* '*=recompute' keeps the inputs it starts from; only a rule that
+         * names them recomputes them (in pairs: sched_save_effective) */
+        acts.action[n] = SCHED_RECOMPUTE == pol->dflt && !strcmp(prog->names[n], SCHED_INPUT_NAME)
+                       ? SCHED_KEEP : pol->dflt;
         for (int i = 0; i < pol->nrules; i++)
             if (!strcmp(pol->rules[i].name, prog->names[n])) acts.action[n] = pol->rules[i].action;
     }
@@ -137,6 +134,9 @@ void sched_actions_fill(sched_actions_t *acts, const sched_program_t *prog, sche
 {
     acts->nnames = prog->nnames;
     for (int n = 0; n < SCHED_MAX_NAMES; n++) acts->action[n] = a;
+    /* as '*=recompute': the inputs a recompute starts from stay */
+    int in = sched_program_name_id(prog, SCHED_INPUT_NAME);
+    if (SCHED_RECOMPUTE == a && in >= 0) acts->action[in] = SCHED_KEEP;
 }
 
 const char *sched_actions_string(const sched_actions_t *acts, const sched_program_t *prog,
@@ -147,7 +147,6 @@ const char *sched_actions_string(const sched_actions_t *acts, const sched_progra
     buf[0] = '\0';
     for (int n = 0; n < acts->nnames && n < prog->nnames && off < len; n++) {
         sched_action_t a = acts->action[n];
-        if (SCHED_RECOMPUTE == a && !strcmp(prog->names[n], SCHED_INPUT_NAME)) a = SCHED_KEEP;
         int k = snprintf(buf + off, len - off, "%s%s=%s", n ? "," : "", prog->names[n],
                          sched_action_name(a));
         if (k < 0) break;

@@ -135,9 +135,8 @@ static double recompute_s(const sched_unit_t *x, const sched_action_t *act, cons
     double sum = 0;
     int rec = 0;
     for (int i = 0; i < x->nsaves; i++)
-        if (SCHED_RECOMPUTE == (act ? act[i]
-                                    : sched_save_effective(&x->saves[i],
-                                                           acts->action[x->saves[i].name_id]))) {
+        if (!x->saves[i].is_input &&   /* REGEN of the unit before makes it */
+            SCHED_RECOMPUTE == (act ? act[i] : acts->action[x->saves[i].name_id])) {
             rec = 1;
             sum += x->saves[i].cost_s;
         }
@@ -199,9 +198,21 @@ size_t sched_unit_out_bytes(const sched_program_t *prog, int u)
     return in < 0 ? 0 : prog->units[u + 1].saves[in].bytes;
 }
 
-sched_action_t sched_save_effective(const sched_save_t *sv, int action)
+sched_action_t sched_save_effective(int unit, const sched_save_t *sv, int action)
 {
-    return sv->is_input && SCHED_RECOMPUTE == action ? SCHED_KEEP : (sched_action_t)action;
+    /* in pairs: an odd unit's input is made again from the even unit's
+     * before it, whose input must therefore stay */
+    if (sv->is_input && SCHED_RECOMPUTE == action && !(unit & 1)) return SCHED_KEEP;
+    return (sched_action_t)action;
+}
+
+int sched_unit_regen(const sched_program_t *prog, const sched_actions_t *acts, int u)
+{
+    if (!prog || !acts || u < 0 || u + 1 >= prog->nunits) return 0;
+    const sched_unit_t *next = &prog->units[u + 1];
+    int in = sched_unit_input(next);
+    return in >= 0 && SCHED_RECOMPUTE == sched_save_effective(u + 1, &next->saves[in],
+                                                              acts->action[next->saves[in].name_id]);
 }
 
 size_t sched_unit_grad_bytes(const sched_unit_t *u)

@@ -58,10 +58,17 @@ strata_status_t sched_fail(char *err, size_t errlen, strata_status_t st, const c
 /* The name under which a unit's input -- the tensor the unit before it
  * made, or the step's input for the first unit -- is a save of the unit:
  * it waits on the device from F(u) to B(u) like any save, so it can be
- * kept, moved to host or storage. Not recomputed (a recompute starts from
- * it): recompute keeps it. It is on the device outside that interval too:
- * from the forward of the unit that made it, and from B(u) to the end of
- * that unit's backward, which reads it as its output. */
+ * kept, moved to host or storage. It is on the device outside that
+ * interval too: from the forward of the unit that made it, and from B(u)
+ * to the end of that unit's backward, which reads it as its output.
+ * Recompute of inputs works in pairs (a unit's recompute starts from its
+ * input, so not every input can be made again): under the action
+ * recompute, the input of every odd unit u is dropped after F(u) and made
+ * again before its backward by REGEN(u-1) -- the forward of unit u-1 run
+ * once more from its own input, which stays kept, for its output only --
+ * while the inputs of the even units are kept. Only a rule naming the
+ * input asks for that: '*=recompute' and sched_actions_fill keep inputs
+ * (the classic checkpoint at every unit's input). */
 #define SCHED_INPUT_NAME STRATA_UNIT_INPUT
 
 typedef struct {
@@ -205,9 +212,10 @@ typedef enum {
 } sched_action_t;
 
 const char *sched_action_name(sched_action_t a);   /* "keep", ... */
-/* What action (of its name) means for save sv: recompute keeps a unit's
- * input (SCHED_INPUT_NAME); anything else stands. */
-sched_action_t sched_save_effective(const sched_save_t *sv, int action);
+/* What action (of its name) means for save sv of unit `unit`: recompute
+ * of a unit's input (SCHED_INPUT_NAME) holds for odd units and keeps the
+ * input of even ones (see SCHED_INPUT_NAME); anything else stands. */
+sched_action_t sched_save_effective(int unit, const sched_save_t *sv, int action);
 
 /*
  * Recompute semantics: a unit is recomputed when any of its saves has a
@@ -218,7 +226,11 @@ sched_action_t sched_save_effective(const sched_save_t *sv, int action);
  * re-run RECOMPUTE(u) recreates the recompute-action saves on device
  * (re-saves of the other names are discarded by the runtime), then B(u).
  * RECOMPUTE(u) costs sched_recompute_seconds: the producing costs of only
- * the recompute-action saves when they are recorded, else F(u).
+ * the recompute-action saves when they are recorded, else F(u). A unit's
+ * input is not made by its own RECOMPUTE but by REGEN(u-1) (see
+ * SCHED_INPUT_NAME), which costs F(u-1): its kept saves are written
+ * again in place (with the same values), the others go to scratch that
+ * lives only while it runs.
  */
 
 typedef struct {
@@ -240,6 +252,10 @@ typedef struct {
     int nnames;
     sched_action_t action[SCHED_MAX_NAMES];
 } sched_actions_t;
+
+/* 1 when unit u's forward runs again before B(u+1) to make the next
+ * unit's input (REGEN(u)): that input's effective action is recompute. */
+int sched_unit_regen(const sched_program_t *prog, const sched_actions_t *acts, int u);
 
 /* Seconds of RECOMPUTE(unit) under acts: 0 when no save of the unit has
  * a recompute action; else, when the unit's saves carry producing costs,
@@ -325,6 +341,8 @@ typedef enum {
     SCHED_OP_B,               /* compute: backward */
     SCHED_OP_RS,              /* comm: reduce-scatter of the unit's grads */
     SCHED_OP_OPTIM,           /* compute: optimizer on the local shards */
+    SCHED_OP_REGEN,           /* compute: F(u) again for its output only,
+                               * before B(u+1) (the next unit's input) */
     SCHED_OP_COUNT
 } sched_op_kind_t;
 

@@ -42,7 +42,7 @@ int sched_mem_events(const sched_t *s, const double *start, const double *end,
 
 /* A program laid out over compute positions (schedule_layout.c). Units
  * u = 0..nunits-1; compute positions 0..npos-1 (F(0)..F(nunits-1), then per
- * unit from the last [RECOMPUTE(u)] B(u), then OPTIM); parameter uses
+ * unit from the last [REGEN(u-1)] [RECOMPUTE(u)] B(u), then OPTIM); parameter uses
  * j = 0..nuses-1 (the forward of unit j, then the backward of unit
  * nuses-1-j); saves numbered globally, unit by unit (i); the chunks of the
  * offloaded saves numbered globally, save by save (ci). */
@@ -57,12 +57,14 @@ typedef struct {
     /* per unit */
     int *fwd_pos;        /* position of F(u) */
     int *recompute_pos;  /* position of RECOMPUTE(u), -1 if none */
+    int *regen_pos;      /* position of REGEN(u) (before B(u+1)), -1 if none */
     int *bwd_pos;        /* position of B(u) */
     int *consume_pos;    /* the op that reads u's saves: RECOMPUTE(u), else B(u) */
-    int *recomputes;     /* 1 if a save of u is recomputed */
+    int *recomputes;     /* 1 if a save of u other than its input is recomputed */
     int *save_off;       /* first global save of unit u; [nunits] = nsaves */
     /* per parameter use */
-    int *use_first, *use_last;   /* first and last position using them */
+    int *use_first, *use_last;   /* first and last position using them (a
+                                  * backward use from REGEN(u) where it runs) */
     int *use_unit;               /* whose parameters */
     int nsaves;          /* saves of all units */
     int nchunks;         /* chunks of all offloaded saves */
@@ -93,6 +95,8 @@ int  sched_layout_init(sched_layout_t *l, const sched_program_t *prog,
                        int chunked, int tail);
 void sched_layout_free(sched_layout_t *l);
 size_t sched_max_of(const size_t *use, int n);
+/* The scratch REGEN(u) gives its forward's saves (those not kept). */
+size_t sched_regen_scratch(const sched_layout_t *l, int u);
 int  sched_decide_alloc(sched_decide_t *d, const sched_layout_t *l);
 void sched_decide_free(sched_decide_t *d);
 /* The minimum: drain into the next op, prefetch only when needed. */

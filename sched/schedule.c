@@ -3,7 +3,9 @@
  * static issue order of every engine and the dependencies between ops.
  *
  * Compute runs, in positions 0..P-1 (P = the layout's npos, L its nunits):
- *     F(0) .. F(L-1), then for u = L-1 .. 0: [RECOMPUTE(u)] B(u), then OPTIM.
+ *     F(0) .. F(L-1), then for u = L-1 .. 0: [REGEN(u-1)] [RECOMPUTE(u)] B(u),
+ *     then OPTIM (REGEN(u-1): the unit before runs its forward again to
+ *     make u's input where that input is recomputed).
  * Parameters have 2L uses (F(u), then the backward of u); the all-gather of
  * use j may start once use j-p-1 has finished (p = prefetch), and the comm
  * engine runs AG(0..p), then per use j: [RS of j] AG(j+p+1). Only AG and RS
@@ -19,7 +21,9 @@
  *   params of use j   [first(j-p), last(j)]
  *   grads of B(u)     [b(u), first(j+p+1)]    (RS sits before that AG on comm)
  *   keep save         [f(u), b(u)]
- *   recompute save    [f(u), f(u)] + [r(u), b(u)]
+ *   recompute save    [f(u), f(u)] + [r(u), b(u)]; a unit's input
+ *                     [f(u), f(u)] + [g(u-1), b(u)] (g: REGEN's position)
+ *   REGEN(u) scratch  [g(u), g(u)]: the forward's saves and workspace
  *   offloaded save    [f(u), dl] on device until its D2H (dl: its drain_pos);
  *                     each prefetched chunk [g, b(u)] (g: its h2d_gate),
  *                     where H2D waits for compute op g-1
@@ -48,7 +52,7 @@
 #include <string.h>
 
 static const char *const kind_names[SCHED_OP_COUNT] = {
-    "AG", "F", "D2H", "H2S", "S2H", "H2D", "RECOMPUTE", "B", "RS", "OPTIM"
+    "AG", "F", "D2H", "H2S", "S2H", "H2D", "RECOMPUTE", "B", "RS", "OPTIM", "REGEN"
 };
 
 const char *sched_op_kind_name(sched_op_kind_t k)
@@ -611,7 +615,8 @@ void sched_update_costs(sched_t *s)
         if (o->unit < 0 || o->unit >= prog->nunits) continue;
         const double *c = prog->units[o->unit].cost_s;
         switch (o->kind) {
-        case SCHED_OP_F: o->seconds = c[SCHED_COST_FWD]; break;
+        case SCHED_OP_F:
+        case SCHED_OP_REGEN: o->seconds = c[SCHED_COST_FWD]; break;
         case SCHED_OP_RECOMPUTE:
             o->seconds = sched_unit_recompute_seconds(&prog->units[o->unit], s->save_act + s->save_off[o->unit]);
             break;

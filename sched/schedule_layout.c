@@ -18,7 +18,7 @@
 
 void sched_layout_free(sched_layout_t *l)
 {
-    free(l->fwd_pos); free(l->recompute_pos); free(l->bwd_pos); free(l->consume_pos); free(l->recomputes);
+    free(l->fwd_pos); free(l->recompute_pos); free(l->regen_pos); free(l->bwd_pos); free(l->consume_pos); free(l->recomputes);
     free(l->use_first); free(l->use_last); free(l->use_unit);
     free(l->save_off); free(l->save_unit); free(l->save_index); free(l->save_act);
     free(l->save_nchunks); free(l->save_chunk_off); free(l->chunk_bytes); free(l->chunk_offset);
@@ -40,6 +40,7 @@ static int place_units(sched_layout_t *l, const sched_actions_t *acts)
     size_t nunits = (size_t)l->nunits, nuses = (size_t)l->nuses;
     l->fwd_pos = calloc(nunits, sizeof(int));
     l->recompute_pos = calloc(nunits, sizeof(int));
+    l->regen_pos = calloc(nunits, sizeof(int));
     l->bwd_pos = calloc(nunits, sizeof(int));
     l->consume_pos = calloc(nunits, sizeof(int));
     l->recomputes = calloc(nunits, sizeof(int));
@@ -47,19 +48,24 @@ static int place_units(sched_layout_t *l, const sched_actions_t *acts)
     l->use_first = calloc(nuses, sizeof(int));
     l->use_last = calloc(nuses, sizeof(int));
     l->use_unit = calloc(nuses, sizeof(int));
-    if (!l->fwd_pos || !l->recompute_pos || !l->bwd_pos || !l->consume_pos || !l->recomputes ||
+    if (!l->fwd_pos || !l->recompute_pos || !l->regen_pos || !l->bwd_pos || !l->consume_pos || !l->recomputes ||
         !l->save_off || !l->use_first || !l->use_last || !l->use_unit) return -1;
     for (int u = 0; u < l->nunits; u++) {
         l->save_off[u + 1] = l->save_off[u] + prog->units[u].nsaves;
         for (int s = 0; s < prog->units[u].nsaves; s++)
-            if (SCHED_RECOMPUTE == sched_save_effective(&prog->units[u].saves[s],
-                                                        acts->action[prog->units[u].saves[s].name_id]))
+            if (!prog->units[u].saves[s].is_input &&
+                SCHED_RECOMPUTE == acts->action[prog->units[u].saves[s].name_id])
                 l->recomputes[u] = 1;
     }
     l->nsaves = l->save_off[l->nunits];
     int pos = 0;
-    for (int u = 0; u < l->nunits; u++) l->fwd_pos[u] = pos++;
+    for (int u = 0; u < l->nunits; u++) {
+        l->fwd_pos[u] = pos++;
+        l->regen_pos[u] = -1;
+    }
     for (int u = l->nunits - 1; u >= 0; u--) {
+        /* the input first, then what the unit's own re-run makes from it */
+        if (u > 0) l->regen_pos[u - 1] = sched_unit_regen(prog, acts, u - 1) ? pos++ : -1;
         l->recompute_pos[u] = l->recomputes[u] ? pos++ : -1;
         l->bwd_pos[u] = pos++;
         l->consume_pos[u] = l->recomputes[u] ? l->recompute_pos[u] : l->bwd_pos[u];
@@ -68,7 +74,8 @@ static int place_units(sched_layout_t *l, const sched_actions_t *acts)
     for (int j = 0; j < l->nuses; j++) {
         int fwd = j < l->nunits, u = fwd ? j : l->nuses - 1 - j;
         l->use_unit[j] = u;
-        l->use_first[j] = fwd ? l->fwd_pos[u] : l->consume_pos[u];
+        l->use_first[j] = fwd ? l->fwd_pos[u]
+                        : l->regen_pos[u] >= 0 ? l->regen_pos[u] : l->consume_pos[u];
         l->use_last[j] = fwd ? l->fwd_pos[u] : l->bwd_pos[u];
     }
     return 0;
@@ -94,7 +101,7 @@ static int place_saves(sched_layout_t *l, const sched_actions_t *acts, int chunk
             const sched_save_t *sv = &prog->units[u].saves[s];
             l->save_unit[i] = u;
             l->save_index[i] = s;
-            l->save_act[i] = sched_save_effective(sv, acts->action[sv->name_id]);
+            l->save_act[i] = sched_save_effective(u, sv, acts->action[sv->name_id]);
             if (u >= l->nunits - tail && sched_offloaded(l->save_act[i])) l->save_act[i] = SCHED_KEEP;
             int n = 0;
             if (sched_offloaded(l->save_act[i])) {
@@ -158,14 +165,30 @@ static void sub(size_t *use, int a, int b, size_t bytes)
     for (int k = a; k <= b; k++) use[k] -= bytes;
 }
 
+/* The scratch REGEN(u) hands its forward's saves: the saves not kept on
+ * the device (a kept one is handed back in place, rewritten with the same
+ * values); never the input, the kept one it starts from. */
+size_t sched_regen_scratch(const sched_layout_t *l, int u)
+{
+    const sched_unit_t *x = &l->prog->units[u];
+    size_t sum = 0;
+    for (int s = 0; s < x->nsaves; s++)
+        if (!x->saves[s].is_input && SCHED_KEEP != l->save_act[l->save_off[u] + s])
+            sum += x->saves[s].bytes;
+    return sum;
+}
+
 /* Everything but the offloaded saves. */
 static void base_usage(const sched_layout_t *l, size_t *use)
 {
     const sched_program_t *prog = l->prog;
     for (int k = 0; k < l->npos; k++) use[k] = prog->resident_bytes;
     for (int j = 0; j < l->nuses; j++) {
-        int from = j - l->prefetch < 0 ? 0 : j - l->prefetch;
-        add(use, l->use_first[from], l->use_last[j], prog->units[l->use_unit[j]].ag_bytes);
+        int from = j - l->prefetch < 0 ? 0 : j - l->prefetch, first = l->use_first[j];
+        /* from the earliest of the uses before it (a REGEN runs before
+         * the backward of the unit after it) */
+        for (int a = from; a < j; a++) if (l->use_first[a] < first) first = l->use_first[a];
+        add(use, first, l->use_last[j], prog->units[l->use_unit[j]].ag_bytes);
         if (j >= l->nunits) {
             int u = l->use_unit[j];
             int end = j + l->prefetch + 1 < l->nuses ? l->use_first[j + l->prefetch + 1] : l->npos - 1;
@@ -190,14 +213,18 @@ static void base_usage(const sched_layout_t *l, size_t *use)
         if (l->recomputes[u])
             add(use, l->recompute_pos[u], l->recompute_pos[u], prog->units[u].work_bytes[0]);
         add(use, l->bwd_pos[u], l->bwd_pos[u], prog->units[u].work_bytes[1]);
+        /* REGEN(u): its workspace and every save as scratch, while it runs */
+        if (l->regen_pos[u] >= 0)
+            add(use, l->regen_pos[u], l->regen_pos[u], prog->units[u].work_bytes[0] + sched_regen_scratch(l, u));
     }
     for (int i = 0; i < l->nsaves; i++) {
         int u = l->save_unit[i];
-        size_t bytes = prog->units[u].saves[l->save_index[i]].bytes;
-        if (SCHED_KEEP == l->save_act[i]) add(use, l->fwd_pos[u], l->bwd_pos[u], bytes);
+        const sched_save_t *sv = &prog->units[u].saves[l->save_index[i]];
+        if (SCHED_KEEP == l->save_act[i]) add(use, l->fwd_pos[u], l->bwd_pos[u], sv->bytes);
         else if (SCHED_RECOMPUTE == l->save_act[i]) {
-            add(use, l->fwd_pos[u], l->fwd_pos[u], bytes);
-            add(use, l->recompute_pos[u], l->bwd_pos[u], bytes);
+            add(use, l->fwd_pos[u], l->fwd_pos[u], sv->bytes);
+            /* an input comes back with REGEN(u-1); the rest with RECOMPUTE(u) */
+            add(use, sv->is_input ? l->regen_pos[u - 1] : l->recompute_pos[u], l->bwd_pos[u], sv->bytes);
         }
     }
 }

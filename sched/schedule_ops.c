@@ -98,7 +98,7 @@ static int finish_deps(builder_t *b)
  * (no recompute of a unit, a save kept on device, a host-only save's
  * storage legs). One block, so one free. */
 typedef struct {
-    int *fwd, *recompute, *bwd, *rs;   /* per unit */
+    int *fwd, *recompute, *regen, *bwd, *rs;   /* per unit */
     int *ag;                           /* per parameter use */
     int *at_pos;                       /* the compute op at each position */
     int *d2h, *h2s, *s2h, *h2d;        /* per chunk */
@@ -109,12 +109,13 @@ typedef struct {
 static int op_ids_alloc(op_ids_t *ids, const sched_layout_t *l)
 {
     size_t units = (size_t)l->nunits, chunks = (size_t)l->nchunks + 1;
-    size_t n = 4 * units + (size_t)l->nuses + (size_t)l->npos + 4 * chunks;
+    size_t n = 5 * units + (size_t)l->nuses + (size_t)l->npos + 4 * chunks;
     int *p = ids->block = malloc(n * sizeof(int));
     if (!p) return -1;
     for (size_t k = 0; k < n; k++) p[k] = -1;
     ids->fwd = p;        p += units;
     ids->recompute = p;  p += units;
+    ids->regen = p;      p += units;
     ids->bwd = p;        p += units;
     ids->rs = p;         p += units;
     ids->ag = p;         p += l->nuses;
@@ -141,7 +142,10 @@ static int add_forward(builder_t *b, const sched_layout_t *l, int u)
     o->mem_free[STRATA_TIER_DEVICE] += x->work_bytes[0];
     for (int i = l->save_off[u]; i < l->save_off[u + 1]; i++) {
         size_t by = x->saves[l->save_index[i]].bytes;
-        if (u > 0 && x->saves[l->save_index[i]].is_input) continue;   /* F(u-1) made it */
+        if (u > 0 && x->saves[l->save_index[i]].is_input) {   /* F(u-1) made it */
+            if (SCHED_RECOMPUTE == l->save_act[i]) o->mem_free[STRATA_TIER_DEVICE] += by;
+            continue;
+        }
         o->mem_alloc[STRATA_TIER_DEVICE] += by;
         if (SCHED_RECOMPUTE == l->save_act[i]) o->mem_free[STRATA_TIER_DEVICE] += by;
     }
@@ -157,8 +161,24 @@ static int add_recompute(builder_t *b, const sched_layout_t *l, int u)
     o->seconds = sched_unit_recompute_seconds(x, l->save_act + l->save_off[u]);
     o->mem_alloc[STRATA_TIER_DEVICE] = o->mem_free[STRATA_TIER_DEVICE] = x->work_bytes[0];
     for (int i = l->save_off[u]; i < l->save_off[u + 1]; i++)
-        if (SCHED_RECOMPUTE == l->save_act[i])
+        if (SCHED_RECOMPUTE == l->save_act[i] && !x->saves[l->save_index[i]].is_input)
             o->mem_alloc[STRATA_TIER_DEVICE] += x->saves[l->save_index[i]].bytes;
+    return id;
+}
+
+/* REGEN(u): the forward again, its saves into scratch, for the output
+ * that is the next unit's input (counted as that input save's bytes,
+ * freed with u's output at the end of B(u)). */
+static int add_regen(builder_t *b, const sched_layout_t *l, int u)
+{
+    const sched_unit_t *x = &l->prog->units[u], *next = &l->prog->units[u + 1];
+    int id = new_op(b, SCHED_OP_REGEN, SCHED_COMPUTE, u, -1);
+    if (id < 0) return -1;
+    sched_op_t *o = &b->s->ops[id];
+    o->seconds = x->cost_s[SCHED_COST_FWD];
+    size_t scratch = x->work_bytes[0] + sched_regen_scratch(l, u);
+    o->mem_alloc[STRATA_TIER_DEVICE] = scratch + next->saves[sched_unit_input(next)].bytes;
+    o->mem_free[STRATA_TIER_DEVICE] = scratch;
     return id;
 }
 
@@ -187,6 +207,8 @@ static int add_compute_ops(builder_t *b, const sched_layout_t *l, op_ids_t *ids)
     for (int u = 0; u < l->nunits; u++)
         if ((ids->fwd[u] = add_forward(b, l, u)) < 0) return -1;
     for (int u = l->nunits - 1; u >= 0; u--) {
+        if (u > 0 && l->regen_pos[u - 1] >= 0 && (ids->regen[u - 1] = add_regen(b, l, u - 1)) < 0)
+            return -1;
         if (l->recomputes[u] && (ids->recompute[u] = add_recompute(b, l, u)) < 0) return -1;
         if ((ids->bwd[u] = add_backward(b, l, u)) < 0) return -1;
     }
@@ -288,7 +310,8 @@ static int add_param_deps(builder_t *b, const sched_layout_t *l, const op_ids_t 
     for (int u = 0; u < l->nunits; u++) {
         int bwd_use = 2 * l->nunits - 1 - u;
         if (dep(b, ids->fwd[u], ids->ag[u]) || dep(b, ids->bwd[u], ids->ag[bwd_use]) ||
-            dep(b, ids->recompute[u], ids->ag[bwd_use]) || dep(b, ids->rs[u], ids->bwd[u]) ||
+            dep(b, ids->recompute[u], ids->ag[bwd_use]) || dep(b, ids->regen[u], ids->ag[bwd_use]) ||
+            dep(b, ids->rs[u], ids->bwd[u]) ||
             dep(b, ids->optim, ids->rs[u])) return -1;
     }
     return 0;

@@ -3,8 +3,8 @@
 # moved to host or storage they train to the keep run's param_hash, on
 # both schedules; "unit_input=host,*=recompute" (the classic checkpoint at
 # every unit, the checkpoints off the device) needs a smaller device budget
-# than "*=recompute" and trains at exactly that budget; recompute of a
-# unit's input is refused before anything runs; with hybrid sharding, bf16
+# than "*=recompute" and trains at exactly that budget; an unknown action
+# for the inputs is refused before anything runs; with hybrid sharding, bf16
 # compute, two micro-batches and a stop and resume, moving the inputs
 # trains to the keep run's param_hash of the same configuration.
 set -u
@@ -49,12 +49,12 @@ else
     grep -v '^{' "$tmp/at" | tail -3 | sed 's/^/#   /'
 fi
 n=$((n + 1))
-"$L" 1 "$P" $small --act-policy "unit_input=recompute" > "$tmp/bad" 2>&1; rc=$?
-if [ $rc -eq 2 ] && grep -q "unit_input=recompute': a unit's input is what its recompute starts from" "$tmp/bad" &&
+"$L" 1 "$P" $small --act-policy "unit_input=elsewhere" > "$tmp/bad" 2>&1; rc=$?
+if [ $rc -eq 2 ] && grep -q "unit_input=elsewhere': the action must be keep, host, storage or recompute" "$tmp/bad" &&
    ! grep -q '^{"step"' "$tmp/bad"; then
-    echo "ok $n - unit_input=recompute is refused before a step (exit 2), saying why"
+    echo "ok $n - an unknown action for unit_input is refused before a step (exit 2), saying which exist"
 else
-    echo "not ok $n - unit_input=recompute is refused before a step (exit $rc)"
+    echo "not ok $n - an unknown action for unit_input is refused before a step (exit $rc)"
     tail -2 "$tmp/bad" | sed 's/^/#   /'
 fi
 

@@ -204,8 +204,8 @@ TESTS += t/act-np1.t t/act-np2.t t/act-np4.t
 check_PROGRAMS += t/admit_sweep
 t_admit_sweep_SOURCES = t/admit_sweep.c
 t_admit_sweep_LDADD = $(MLP_LIBS) $(TEST_INTERNAL_LDADD)
-dist_check_SCRIPTS += t/admit-np1.t t/admit-np2.t t/gpt-train-admit.t t/gpt-train-memplan.t t/gpt-train-boundary.t t/gpt-train-state.t
-TESTS += t/admit-np1.t t/admit-np2.t t/gpt-train-admit.t t/gpt-train-memplan.t t/gpt-train-boundary.t t/gpt-train-state.t
+dist_check_SCRIPTS += t/admit-np1.t t/admit-np2.t t/gpt-train-admit.t t/gpt-train-memplan.t t/gpt-train-boundary.t t/gpt-train-state.t t/gpt-train-regen.t
+TESTS += t/admit-np1.t t/admit-np2.t t/gpt-train-admit.t t/gpt-train-memplan.t t/gpt-train-boundary.t t/gpt-train-state.t t/gpt-train-regen.t
 
 # verify_transfers: round trips checksummed, a stale reload caught
 dist_check_SCRIPTS += t/verify-transfers.t

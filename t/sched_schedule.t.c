@@ -576,10 +576,6 @@ static void test_unit_inputs(void)
     char buf[256];
     ok(strstr(sched_actions_string(&rec, p, buf, sizeof buf), "unit_input=keep") != NULL,
        "*=recompute prints unit_input=keep (%s)", buf);
-    ok(STRATA_OK == sched_policy_parse("unit_input=recompute", &pol, err, sizeof err) &&
-       STRATA_ERR_INVALID == sched_policy_resolve(&pol, p, &in_host, err, sizeof err) &&
-       strstr(err, "what its recompute starts from"),
-       "unit_input=recompute is refused, saying why (%s)", err);
     /* every action of the input, simulated: within the structural bound */
     int within = 1;
     for (int a = SCHED_KEEP; a <= SCHED_STORAGE; a++) {
@@ -598,9 +594,95 @@ static void test_unit_inputs(void)
     sched_program_destroy(p);
 }
 
+/* the op ids of kind k in compute order */
+static int compute_ops(const sched_t *s, sched_op_kind_t k, int *ids, int max)
+{
+    int n = 0, norder;
+    const int *ord = sched_engine_order(s, SCHED_COMPUTE, &norder);
+    for (int i = 0; i < norder; i++)
+        if (sched_op(s, ord[i])->kind == k && n < max) ids[n++] = ord[i];
+    return n;
+}
+
+/* unit_input=recompute: the odd units' inputs made again, each by REGEN of
+ * the unit before (its whole forward) right before the odd unit's
+ * backward, after that unit's parameters are gathered; the device needs
+ * less than with the inputs kept; every timing stays within the bound */
+static void test_unit_input_regen(void)
+{
+    char err[1024] = "";
+    const char *text = "resident 4k\nunit b fwd=0.01 bwd=0.02 ag=0.001 ag_bytes=1k repeat=4\n"
+                       "save s 8k\nsave unit_input 64k\n";
+    sched_program_t *p;
+    if (STRATA_OK != sched_program_parse(text, &p, err, sizeof err)) bail_out("%s", err);
+    sched_policy_t pol;
+    sched_actions_t rec, regen;
+    sched_actions_fill(&rec, p, SCHED_RECOMPUTE);
+    int okp = STRATA_OK == sched_policy_parse("unit_input=recompute,*=recompute", &pol, err, sizeof err) &&
+              STRATA_OK == sched_policy_resolve(&pol, p, &regen, err, sizeof err);
+    char buf[256] = "";
+    ok(okp && strstr(sched_actions_string(&regen, p, buf, sizeof buf), "unit_input=recompute"),
+       "unit_input=recompute resolves and prints back (%s%s)", buf, err);
+    ok(sched_unit_regen(p, &regen, 0) && !sched_unit_regen(p, &regen, 1) && sched_unit_regen(p, &regen, 2) &&
+       !sched_unit_regen(p, &regen, 3) && !sched_unit_regen(p, &rec, 0),
+       "in pairs: units 0 and 2 run again for the inputs of 1 and 3; not under *=recompute");
+    sched_opts_t o;
+    sched_opts_defaults(&o);
+    o.prefetch = 1;
+    o.link.d2h_bw = o.link.h2d_bw = 1e9;
+    size_t r = sched_min_device(p, &rec, &o), g = sched_min_device(p, &regen, &o);
+    ok(g + 65536 <= r, "recomputing half the inputs needs an input's worth less (%zu vs %zu)", g, r);
+    int fine = 1;
+    for (int m = 0; m < 2; m++) {
+        o.mode = m ? SCHED_MODE_NAIVE : SCHED_MODE_LHS;
+        o.budget[STRATA_TIER_DEVICE] = sched_min_device(p, &regen, &o);
+        sched_t *s = NULL;
+        sched_result_t res, base;
+        int ids[8], bw[8];
+        if (STRATA_OK != sched_build(p, &regen, &o, &s, err, sizeof err) ||
+            STRATA_OK != sched_simulate(s, &res, NULL, NULL, NULL, 0)) { fine = 0; break; }
+        int n = compute_ops(s, SCHED_OP_REGEN, ids, 8), nb = compute_ops(s, SCHED_OP_B, bw, 8);
+        /* backward order 3 2 1 0: REGEN(2) then RECOMPUTE(3) then B(3);
+         * REGEN(0) after B(2), then RECOMPUTE(1), B(1) */
+        fine = fine && 2 == n && 4 == nb && 2 == sched_op(s, ids[0])->unit && 0 == sched_op(s, ids[1])->unit &&
+               sched_op(s, ids[0])->pos + 2 == sched_op(s, bw[0])->pos &&
+               sched_op(s, bw[1])->pos + 1 == sched_op(s, ids[1])->pos &&
+               sched_op(s, ids[1])->pos + 2 == sched_op(s, bw[2])->pos &&
+               fabs(sched_op(s, ids[0])->seconds - 0.01) < 1e-12 &&
+               res.peak[STRATA_TIER_DEVICE] <= sched_device_bound(s);
+        /* it waits for the gather of its unit's backward use */
+        const sched_op_t *op = sched_op(s, ids[0]);
+        int ag = 0;
+        for (int d = 0; d < op->ndeps; d++)
+            ag |= SCHED_OP_AG == sched_op(s, op->deps[d])->kind && 2 == sched_op(s, op->deps[d])->unit;
+        fine = fine && ag;
+        sched_destroy(s);
+        o.budget[STRATA_TIER_DEVICE] = 0;
+        if (STRATA_OK != sched_build(p, &rec, &o, &s, err, sizeof err) ||
+            STRATA_OK != sched_simulate(s, &base, NULL, NULL, NULL, 0)) { fine = 0; break; }
+        /* two forwards more than *=recompute, and at most the two gathers
+         * a REGEN waits for that a backward would have hidden */
+        fine = fine && res.step_s >= base.step_s + 0.02 - 1e-9 && res.step_s <= base.step_s + 0.022 + 1e-9;
+        sched_destroy(s);
+    }
+    ok(fine, "two REGEN ops, each right before the odd unit's backward, after its unit's gather, "
+       "one forward each; step +2 forwards; peak within the bound, lhs and naive (%s)", err);
+    o.mode = SCHED_MODE_LHS;
+    o.budget[STRATA_TIER_DEVICE] = 0;
+    sched_actions_t best;
+    /* no room off the device: the inputs cannot move, only be made again */
+    o.budget[STRATA_TIER_DEVICE] = g;
+    o.budget[STRATA_TIER_PINNED_HOST] = o.budget[STRATA_TIER_STORAGE] = 1024;
+    okp = STRATA_OK == sched_plan_auto(p, &o, &best, NULL, err, sizeof err);
+    if (okp) sched_actions_string(&best, p, buf, sizeof buf);
+    ok(okp && SCHED_RECOMPUTE == best.action[sched_program_name_id(p, SCHED_INPUT_NAME)],
+       "auto at that budget with no host or storage room recomputes the inputs (%s%s)", buf, err);
+    sched_program_destroy(p);
+}
+
 int main(void)
 {
-    plan(43);
+    plan(47);
     test_save_costs();
     test_random_invariants();
     test_recompute_cost();
@@ -610,5 +692,6 @@ int main(void)
     test_smallest_budget();
     test_published_ordering();
     test_unit_inputs();
+    test_unit_input_regen();
     return done_testing();
 }

@@ -423,11 +423,6 @@ int gpt_fsdp_check_policy(const char *policy, char *why, size_t len)
                      "every other name)", name, names);
             return -1;
         }
-        if (0 == strcmp(name, STRATA_UNIT_INPUT) && 0 == strcmp(act, "recompute")) {
-            snprintf(why, len, "--act-policy: '%s=recompute': a unit's input is what its "
-                     "recompute starts from; keep it or move it (host, storage)", name);
-            return -1;
-        }
         if (!ok_act) {
             snprintf(why, len, "--act-policy: '%s=%s': the action must be keep, host, storage "
                      "or recompute", name, act);

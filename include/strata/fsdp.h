@@ -313,9 +313,18 @@ strata_status_t strata_model_stats(const strata_model_t *model, strata_model_sta
  * of the unit named STRATA_UNIT_INPUT ("unit_input"), so "*=host" or
  * "unit_input=storage" moves them off the device between a unit's forward
  * and its backward, and auto weighs them with the rest. A unit's input is
- * what its recompute starts from, so recompute keeps it ("*=recompute" is
- * the classic checkpoint at every unit's input; "unit_input=recompute" is
- * refused). Callbacks cannot save under that name.
+ * what its recompute starts from, so "*=recompute" keeps it (the classic
+ * checkpoint at every unit's input). Naming it recomputes the inputs in
+ * pairs: with "unit_input=recompute" the input of every odd unit u is
+ * dropped after F(u) and made again right before its backward by running
+ * the forward of unit u-1 once more (its parameters are the ones its own
+ * backward gathers next; its input, kept, is where it starts): the
+ * callback runs as an ordinary forward (strata_call_recompute is 0), its
+ * strata_save calls get the buffers kept on the device back (it writes
+ * the same values into them) and scratch for the others, freed when it
+ * returns, and its output becomes unit u's input. Half the inputs leave
+ * the device for one more forward of half the units. Callbacks cannot
+ * save under that name.
  *
  * The first step begins with a sizing pass: the first micro-batch's
  * forward runs once with every save freed at the end of its unit (so
