@@ -139,6 +139,12 @@ typedef struct {
      * device); state_auto: placed per row as the runtime's auto does */
     fsdp_place_t place[FSDP_NCLASS];
     int state_auto;
+    /* gradient-norm clipping (train_gpt's default, 1.0): the optimizer
+     * waits for every unit's gradient, so storage-homed gradients stay on
+     * the host from their reduce-scatter to the update and each master is
+     * read up once more for it; 0 = no clipping (the update follows each
+     * unit's reduce-scatter and reuses the backward gather's master) */
+    int no_clip;
 } plan_shape_t;
 
 /* Per-device bytes that are not activations, and the totals. */

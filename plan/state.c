@@ -11,8 +11,11 @@
  *   units' streamed state (the runtime's fsdp_state_stream_reserve);
  * - storage traffic: a master is read up for each gather (two per
  *   micro-batch pass, one for the last unit, which stays gathered into its
- *   backward) and written once, the moments read once and written once,
- *   the gradient shard written once (a fresh block, never read);
+ *   backward) and, with clipping, once more for its update (after every
+ *   backward; without, the update reuses the last backward's), written
+ *   once; the moments read once and written once, the gradient shard
+ *   written once (a fresh block, never read); with clipping every
+ *   storage-homed gradient waits on the host for the update;
  * - on a GPU the optimizer kernel reads off-device master, gradient and
  *   moments over the host link and writes master and moments back (zero
  *   copy), so that part of the optimizer runs at link speed instead of
@@ -52,7 +55,8 @@ static void add_traffic(const plan_t *p, int ui, fsdp_class_t c, strata_tier_t t
     double gathers = (double)p->shape.accum * (ui == p->nunits - 1 ? 1 : 2);
     int master = FSDP_CLASS_MASTER == c, grad = FSDP_CLASS_GRAD == c;
     if (STRATA_TIER_STORAGE == t) {
-        s->storage_read += master ? gathers * v : grad ? 0 : v;
+        double mreads = gathers + (p->shape.no_clip ? 0 : 1);
+        s->storage_read += master ? mreads * v : grad ? 0 : v;
         s->storage_written += v;
     }
     if (p->hw.cpu) return;
@@ -68,7 +72,7 @@ void plan_state_apply(plan_t *p)
 {
     plan_state_t s = { 0 };
     int cnt[FSDP_NCLASS][STRATA_TIER_COUNT] = { { 0 } };
-    double off = 0, most = 0;
+    double off = 0, most = 0, grads_up = 0;
     for (int ui = 0; ui < p->nunits; ui++) {
         double streamed = 0;
         for (int c = 0; c < FSDP_NCLASS; c++) {
@@ -81,6 +85,7 @@ void plan_state_apply(plan_t *p)
             if (STRATA_TIER_DEVICE == t) continue;
             off += plan_state_bytes(p, ui, (fsdp_class_t)c, 0);
             if (STRATA_TIER_STORAGE == t) streamed += b;
+            if (STRATA_TIER_STORAGE == t && FSDP_CLASS_GRAD == c) grads_up += b;
             add_traffic(p, ui, (fsdp_class_t)c, t, &s);
         }
         if (streamed > most) most = streamed;
@@ -88,6 +93,8 @@ void plan_state_apply(plan_t *p)
     /* a unit's working copies, the next unit's on their way, and a
      * prefetched master beside them (fsdp_state_stream_reserve) */
     s.host_work = 3 * most;
+    /* with clipping the gradients wait on the host for the norm */
+    if (!p->shape.no_clip) s.host_work += grads_up;
     if (p->hw.storage_bw > 0) s.storage_s = (s.storage_read + s.storage_written) / p->hw.storage_bw;
     /* AdamW reads and writes each value once (eval.c's optimizer time) */
     if (p->hw.cpu) s.optim_host_s = 2 * off / p->hw.hbm_bw;

@@ -14,7 +14,7 @@
 tap_tmp plan-model-cli
 has() { grep -q -- "$1" "$2"; }
 
-echo 1..24
+echo 1..26
 gpt="--model gpt-example --hw h200-hgx --fsdp 2 --micro 16 --seq 64"
 
 "$S" plan $gpt --policy all > "$tmp/all" 2>&1
@@ -143,8 +143,8 @@ if a['device_bytes'] - b['device_bytes'] != moved or abs(moved - 50.7e9) > 0.1e9
 if b['state']['on_device_bytes'] != 0 or b['state']['on_host_bytes'] != moved or b['host_bytes'] != moved:
     sys.exit('# state %s, host %d' % (b['state'], b['host_bytes']))
 "
-"$S" plan $big --state-place '*=storage' > "$tmp/b2" 2>&1
-check "405B *=storage: moments read and written, masters read by the gathers and written, gradients written" python3 -c "
+"$S" plan $big --state-place '*=storage' --clip 0 > "$tmp/b2" 2>&1
+check "405B *=storage, --clip 0: moments read and written, masters read by the gathers and written, gradients written" python3 -c "
 import json, sys
 b = json.load(open('$tmp/b2'))
 bd, s = b['breakdown'], b['state']
@@ -157,3 +157,18 @@ if abs(s['storage_written_bytes'] - (bd['master'] + bd['grad_shard'] + bd['optim
 if abs(s['storage_read_bytes'] / 1e9 - want_r) > 0.2 or s['storage_read_bytes'] / 1e9 > want_r:
     sys.exit('# read %g, about %g' % (s['storage_read_bytes'] / 1e9, want_r))
 "
+"$S" plan $big --state-place '*=storage' > "$tmp/b3" 2>&1
+check "405B *=storage with clipping (the default): each master read once more, the gradients held on the host" python3 -c "
+import json, sys
+a, b = json.load(open('$tmp/b2')), json.load(open('$tmp/b3'))
+sa, sb, bd = a['state'], b['state'], b['breakdown']
+dr = (sb['storage_read_bytes'] - sa['storage_read_bytes']) / 1e9
+dh = (b['host_bytes'] - a['host_bytes']) / 1e9
+print('# clipping reads %.2f GB more (masters %.2f GB), the host holds %.2f GB more (gradients %.2f GB)' %
+      (dr, bd['master'] / 1e9, dh, bd['grad_shard'] / 1e9))
+if abs(dr - bd['master'] / 1e9) > 0.1 or abs(dh - bd['grad_shard'] / 1e9) > 0.1:
+    sys.exit(1)
+"
+"$S" plan $big --clip soon > "$tmp/bc" 2>&1; rc=$?
+check "--clip takes a norm: 'soon' is a usage error (exit 2), saying what it wants" \
+    sh -c "test $rc -eq 2 && grep -q 'clip: expected a norm >= 0 (0 = off)' '$tmp/bc'"

@@ -454,10 +454,23 @@ static void test_state_storage(const plan_model_t *m, const plan_hw_t *tiny)
               "exposed: what the compute (%.3g s) does not cover", r.compute_s);
     plan_destroy(p);
     p = state_plan(m, &hw, "*=storage", 0);
+    sh = p->shape;
     r = state_row(p, "*=keep");
-    is_double(r.state.storage_read, (2 * (40 + 296 + 296) + 44) * 4 + 676 * 8, 0,
-              "*=storage reads each master for two gathers (the last unit's for one) and the moments");
-    is_double(r.state.storage_written, 676 * (4 + 4 + 8), 0, "and writes master, gradients and moments once");
+    double grads = 0;
+    for (int ui = 0; ui < p->nunits; ui++) grads += plan_state_bytes(p, ui, FSDP_CLASS_GRAD, 1);
+    plan_destroy(p);
+    sh.no_clip = 1;
+    if (STRATA_OK != plan_create(m, &hw, &sh, &p, err, sizeof err)) bail_out("plan_create: %s", err);
+    plan_row_t nc = state_row(p, "*=keep");
+    is_double(nc.state.storage_read, (2 * (40 + 296 + 296) + 44) * 4 + 676 * 8, 0,
+              "*=storage, no clipping: each master read for two gathers (the last unit's for one) "
+              "and the moments");
+    is_double(nc.state.storage_written, 676 * (4 + 4 + 8), 0, "and master, gradients and moments written once");
+    is_double(r.state.storage_read - nc.state.storage_read, 676 * 4, 0,
+              "clipping (the default): each master read once more, for its update after every backward");
+    is_double(r.state.storage_written, nc.state.storage_written, 0, "the same written");
+    is_double(r.state.host_work - nc.state.host_work, grads, 0,
+              "and every unit's gradient waits on the host for the norm (%.0f bytes)", grads);
     plan_destroy(p);
 }
 
@@ -555,7 +568,7 @@ int main(void)
     char err[512];
     plan_model_t m;
     plan_hw_t hw;
-    plan(120);
+    plan(123);
     if (STRATA_OK != plan_model_parse(tiny_model, "tiny", &m, err, sizeof err) ||
         STRATA_OK != plan_hw_parse(tiny_hw, "tinyhw", &hw, err, sizeof err))
         bail_out("worked example files: %s", err);

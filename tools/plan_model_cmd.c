@@ -46,6 +46,7 @@ static void usage(FILE *out)
         "  --schedule M      lhs, naive, none (nothing overlaps, collectives included: a\n"
         "                    compiler without latency hiding), both (naive and lhs) or all (lhs)\n"
         "  --hbm BYTES       usable device memory instead of the hardware file's\n"
+        "  --clip X          gradient-norm clipping as train_gpt's --clip; 0 = off (1.0)\n"
         "  --state-place P   where the training state lives, as the runtime's state_place:\n"
         "                    CLASS=TIER[:F[:TIER2]],... (classes master, grad, optim, *; tiers\n"
         "                    device, host, storage) or auto (*=device)\n"
@@ -97,6 +98,15 @@ static int parse_args(int argc, char **argv, popts_t *o)
         else if (!strcmp(a, "--seq")) rc = num(a, v, 1, &o->shape.seq);
         else if (!strcmp(a, "--accum")) rc = num(a, v, 1, &o->shape.accum);
         else if (!strcmp(a, "--prefetch")) rc = num(a, v, 0, &o->shape.prefetch);
+        else if (!strcmp(a, "--clip")) {
+            char *end;
+            double x = strtod(v, &end);
+            if (end == v || *end || !(x >= 0)) {
+                fprintf(stderr, "strata plan: --clip: expected a norm >= 0 (0 = off), got '%s'\n", v);
+                return -1;
+            }
+            o->shape.no_clip = 0 == x;
+        }
         else if (!strcmp(a, "--moe-imbalance")) {
             char *end;
             o->shape.moe_imbalance = strtod(v, &end);
@@ -402,9 +412,13 @@ static void print_state_assumptions(const plan_t *p, FILE *out)
         "    traffic per step: a master read for each gather (2 a pass, the last unit 1) and written once,\n"
         "    moments read and written once, gradients written once, at storage_bw for reads and writes\n"
         "    together; streams run beside the compute: exposed = max(0, stream time - compute time), in\n"
-        "    step_s\n", p->shape.state_auto ? " (auto: moments, then gradients, then masters leave the "
-        "device\n    from the first unit, by what a row lacks; to the host while 3/4 of its room holds twice "
-        "the\n    buffer, else to storage)" : "");
+        "    step_s\n", p->shape.state_auto ? " (auto: moments, then gradients, then masters "
+        "leave the device\n    from the first unit, by what a row lacks; to the host while 3/4 of its room "
+        "holds twice the\n    buffer, else to storage)" : "");
+    if (!p->shape.no_clip)
+        fprintf(out, "  - gradient clipping (--clip, as train_gpt's default): the updates wait for the norm over\n"
+            "    every unit's gradient, so a master on storage is read once more for its update and the\n"
+            "    gradients on storage wait on the host until then (--clip 0: neither)\n");
     if (p->hw.cpu)
         fprintf(out, "  - a CPU device is host memory: the optimizer over the moved state runs there at\n"
             "    hbm.bandwidth as before (2 x its bytes: the optimizer host time); nothing crosses a link\n");
