@@ -95,6 +95,11 @@ strata_status_t fsdp_dev_global_sqnorm(strata_model_t *m, float *total_p)
     return m->ctx->dev_ops->global_sqnorm(m, total_p);
 }
 
+strata_status_t fsdp_dev_host_sync(strata_context_t *ctx)
+{
+    return ctx->dev_ops->host_sync ? ctx->dev_ops->host_sync(ctx) : STRATA_OK;
+}
+
 strata_status_t fsdp_dev_wait(strata_context_t *ctx)
 {
     return ctx->dev_ops->wait(ctx);

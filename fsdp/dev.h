@@ -47,6 +47,10 @@ typedef struct fsdp_dev_ops {
                              int threads);
     strata_status_t (*global_sqnorm)(strata_model_t *m, float *total_p);
     strata_status_t (*wait)(strata_context_t *ctx);
+    /* the host may read and write what the compute stream's work queued
+     * so far touches: waits for that work only, from any thread (NULL:
+     * nothing to wait for) */
+    strata_status_t (*host_sync)(strata_context_t *ctx);
     void            (*free_later)(strata_context_t *ctx, fsdp_mem_t *h);
     int             (*reclaim)(strata_context_t *ctx, int wait);
     /* device time of the callbacks (NULL: timed on the host) */
@@ -78,6 +82,9 @@ static inline int fsdp_dev_on(const strata_context_t *ctx)
  * source of an upload may be reused when the call returns). */
 strata_status_t fsdp_dev_fill(strata_context_t *ctx, void *p, int c, size_t bytes);
 strata_status_t fsdp_dev_copy(strata_context_t *ctx, void *dst, const void *src, size_t bytes);
+/* The host may touch what the device work queued so far touches (see
+ * fsdp_dev_ops_t.host_sync; a no-op on the host backend). */
+strata_status_t fsdp_dev_host_sync(strata_context_t *ctx);
 /* f32 -> 16-bit (dt BF16 or F16) and back, base/dtype.c's rounding. */
 strata_status_t fsdp_dev_round(strata_context_t *ctx, const float *src, void *dst, size_t n,
                                strata_dtype_t dt);

@@ -183,7 +183,10 @@ static int cuda_reclaim(strata_context_t *ctx, int wait)
     return freed;
 }
 
-static strata_status_t cuda_wait(strata_context_t *ctx)
+/* An event after the work queued on the compute stream so far, polled:
+ * this thread waits for that work only (later launches, from any thread,
+ * go on). */
+static strata_status_t cuda_host_sync(strata_context_t *ctx)
 {
     cudaEvent_t ev;
     base_waiter_t w;
@@ -193,8 +196,14 @@ static strata_status_t cuda_wait(strata_context_t *ctx)
     while (cudaSuccess == e && cudaErrorNotReady == (e = cudaEventQuery(ev)))
         base_waiter_pause(&w);
     cudaEventDestroy(ev);
-    while (cuda_reclaim(ctx, 0)) {}
     return cuda_st(ctx, e, "the step's device work");
+}
+
+static strata_status_t cuda_wait(strata_context_t *ctx)
+{
+    strata_status_t st = cuda_host_sync(ctx);
+    while (cuda_reclaim(ctx, 0)) {}
+    return st;
 }
 
 /* ---- the callbacks' device time ------------------------------------------------------ */
@@ -346,6 +355,7 @@ const fsdp_dev_ops_t fsdp_dev_cuda_ops = {
     .optim = cuda_optim,
     .global_sqnorm = cuda_global_sqnorm,
     .wait = cuda_wait,
+    .host_sync = cuda_host_sync,
     .free_later = cuda_free_later,
     .reclaim = cuda_reclaim,
     .time_begin = cuda_time_begin,

@@ -173,6 +173,9 @@ strata_status_t fsdp_optq_submit(struct strata_model *m, struct strata_unit *u, 
 /* Wait for every queued update; the first failure since the last drain. */
 strata_status_t fsdp_optq_drain(struct strata_model *m);
 void fsdp_optq_destroy(struct strata_model *m);
+/* 1 on the cuda backend when all of unit u's state (master, gradient,
+ * moments) lives off the device: then the host updates it (step.c). */
+int fsdp_update_on_host(const struct strata_model *m, const struct strata_unit *u);
 /* step.c: one unit's update with thr pool threads. */
 strata_status_t fsdp_unit_update(struct strata_model *m, struct strata_unit *u, float scale,
                                  int thr);

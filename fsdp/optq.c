@@ -13,7 +13,11 @@
  * (CPUs > ranks on the node x threads), or where some training state
  * lives on storage (the thread then mostly waits for the storage engine);
  * off, inline. The cuda backend queues its update kernels on the stream
- * already: always inline.
+ * already, inline; but a unit whose state all lives off the device is
+ * updated by the host (fsdp_update_on_host), and those updates go to the
+ * thread (started on the rank's device, with the optimizer's pool
+ * threads: the host's cores are the compute's only on the host backend),
+ * unless optim_overlap is off.
  *
  * The update itself is the same code with the same operands, so every
  * placement of it gives the same bits.
@@ -22,6 +26,7 @@
 #include "config.h"
 #include "fsdp.h"
 #include "dev.h"
+#include "base/thread.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -38,6 +43,7 @@ struct fsdp_optq {
     pthread_cond_t  work, idle;
     optq_job_t     *q;            /* ring of nunits jobs (a unit once a step) */
     int             head, n, busy, stop;
+    int             threads;      /* pool threads per update */
     strata_status_t st;           /* the first failure since the last drain */
 };
 
@@ -57,7 +63,7 @@ static void *optq_main(void *arg)
         pthread_mutex_unlock(&q->lock);
         /* after a failure the rest of the queue is dropped: the step fails */
         strata_status_t st = failed ? STRATA_OK
-                           : fsdp_unit_update(q->m, q->m->units[j.unit], j.scale, 1);
+                           : fsdp_unit_update(q->m, q->m->units[j.unit], j.scale, q->threads);
         pthread_mutex_lock(&q->lock);
         if (STRATA_OK != st && STRATA_OK == q->st) q->st = st;
         q->busy = 0;
@@ -72,8 +78,13 @@ static void *optq_main(void *arg)
 static int optq_wanted(const strata_model_t *m)
 {
     const strata_context_t *ctx = m->ctx;
-    if (fsdp_dev_on(ctx) || 0.0f != m->opts.clip_norm) return 0;
+    if (0.0f != m->opts.clip_norm) return 0;
     if (2 == ctx->cfg.optim_overlap) return 0;   /* off */
+    if (fsdp_dev_on(ctx)) {
+        for (int ui = 0; ui < m->nunits; ui++)
+            if (fsdp_update_on_host(m, m->units[ui])) return 1;
+        return 0;
+    }
     if (1 == ctx->cfg.optim_overlap) return 1;   /* on */
     int threads = ctx->cfg.threads > 0 ? ctx->cfg.threads : ctx->node_cpus;
     return ctx->node_cpus > ctx->node_ranks * threads || fsdp_state_any_streamed(m);
@@ -90,10 +101,11 @@ strata_status_t fsdp_optq_start(strata_model_t *m)
         return base_error(m->ctx, STRATA_ERR_NOMEM, "optimizer queue of %d units", m->nunits);
     }
     q->m = m;
+    q->threads = fsdp_dev_on(m->ctx) ? fsdp_optim_threads(m) : 1;
     pthread_mutex_init(&q->lock, NULL);
     pthread_cond_init(&q->work, NULL);
     pthread_cond_init(&q->idle, NULL);
-    if (pthread_create(&q->th, NULL, optq_main, q)) {
+    if (base_thread_create(m->ctx, &q->th, optq_main, q)) {
         /* no thread: the updates run inline, as they always could */
         strata_debug(m->ctx, "optim_overlap: no thread could start; updates run inline");
         pthread_mutex_destroy(&q->lock);
@@ -110,8 +122,14 @@ strata_status_t fsdp_optq_start(strata_model_t *m)
 
 strata_status_t fsdp_optq_submit(strata_model_t *m, strata_unit_t *u, float scale)
 {
+    /* state_place=auto may move state off the device at the first plan,
+     * after commit: the thread starts when first wanted */
+    strata_status_t st = m->optq ? STRATA_OK : fsdp_optq_start(m);
+    if (STRATA_OK != st) return st;
     struct fsdp_optq *q = m->optq;
-    if (!q) return fsdp_unit_update(m, u, scale, fsdp_optim_threads(m));
+    /* cuda: only the host's updates; a kernel is queued inline */
+    if (!q || (fsdp_dev_on(m->ctx) && !fsdp_update_on_host(m, u)))
+        return fsdp_unit_update(m, u, scale, fsdp_optim_threads(m));
     pthread_mutex_lock(&q->lock);
     q->q[(q->head + q->n) % m->nunits] = (optq_job_t){ u->index, scale };
     q->n++;

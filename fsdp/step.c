@@ -261,6 +261,14 @@ strata_status_t strata_model_eval(strata_model_t *m, const void *input, size_t i
  * (1/M averaging over micro-batches and clipping): its state up from its
  * tier, the update, the state back (written back behind the next work).
  * Inline or on the optimizer's thread (optq.c); thr: the pool's threads. */
+int fsdp_update_on_host(const strata_model_t *m, const strata_unit_t *u)
+{
+    if (!fsdp_dev_on(m->ctx)) return 0;   /* the host backend: it is the host anyway */
+    for (int k = 0; k < fsdp_state_count(m); k++)
+        if (STRATA_TIER_DEVICE == u->home[k]) return 0;
+    return 1;
+}
+
 strata_status_t fsdp_unit_update(strata_model_t *m, strata_unit_t *u, float scale, int thr)
 {
     int n = fsdp_state_count(m);
@@ -268,11 +276,19 @@ strata_status_t fsdp_unit_update(strata_model_t *m, strata_unit_t *u, float scal
     strata_status_t st = STRATA_OK;
     for (int k = 0; STRATA_OK == st && k < n; k++) st = fsdp_state_ready(m, u, k);
     if (STRATA_OK == st) st = fsdp_grad_widen(m, u);
-    if (STRATA_OK == st && 1.0f != scale) st = fsdp_dev_scale(m->ctx, u->grad_shard.ptr, u->shard_len, scale, thr);
+    /* cuda, state all off the device: the host's loops, not a kernel that
+     * would read it over the link on the compute stream (stalling the
+     * backward); the same element code (strata/elem.h), the same bits.
+     * First the device's writes to the gradient shard must have landed. */
+    const fsdp_dev_ops_t *ops = m->ctx->dev_ops;
+    if (STRATA_OK == st && fsdp_update_on_host(m, u)) {
+        ops = &fsdp_dev_host_ops;
+        st = fsdp_dev_host_sync(m->ctx);
+    }
+    if (STRATA_OK == st && 1.0f != scale) st = ops->scale(m->ctx, u->grad_shard.ptr, u->shard_len, scale, thr);
     if (STRATA_OK == st)
-        st = fsdp_dev_optim(m->ctx, &m->opts, m->step_count + 1, u->master.ptr,
-                            u->grad_shard.ptr, u->state[0].ptr, u->state[1].ptr, u->shard_len,
-                            thr);
+        st = ops->optim(m->ctx, &m->opts, m->step_count + 1, u->master.ptr, u->grad_shard.ptr,
+                        u->state[0].ptr, u->state[1].ptr, u->shard_len, thr);
     u->keep_master = 0;
     for (int k = 0; STRATA_OK == st && k < n; k++) st = fsdp_state_put(m, u, k, 1);
     return st;
@@ -283,8 +299,13 @@ strata_status_t fsdp_unit_update(strata_model_t *m, strata_unit_t *u, float scal
 static strata_status_t unit_optim(strata_model_t *m, strata_unit_t *u, float scale)
 {
     double t0 = base_now();
+    /* cuda: a 16-bit gradient widens here, on the main thread, whose
+     * kernels and frees the device layer orders (the thread then only
+     * waits for them) */
+    strata_status_t st = fsdp_dev_on(m->ctx) ? fsdp_grad_widen(m, u) : STRATA_OK;
+    if (STRATA_OK != st) return st;
     u->rstate = GRAD_STEPPED;   /* before the thread may take it: submitted once */
-    strata_status_t st = fsdp_optq_submit(m, u, scale);
+    st = fsdp_optq_submit(m, u, scale);
     m->optim_s += base_now() - t0;
     return st;
 }

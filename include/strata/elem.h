@@ -108,33 +108,49 @@ static inline STRATA_HD float strata_elem_f16_to_f32(uint16_t h)
 
 /* ---- one element of the optimizer steps ------------------------------------------------ */
 
+/* Each product and sum rounded on its own: nvcc contracts a * b + c into
+ * one fused multiply-add by default (a C compiler for a target without
+ * FMA, the default x86-64 one, does not), which would give the device's
+ * update other bits than the host's. The _rn intrinsics are never fused. */
+#if defined(__CUDA_ARCH__)
+#define STRATA_ELEM_MUL(a, b) __fmul_rn((a), (b))
+#define STRATA_ELEM_ADD(a, b) __fadd_rn((a), (b))
+#define STRATA_ELEM_SUB(a, b) __fsub_rn((a), (b))
+#else
+#define STRATA_ELEM_MUL(a, b) ((a) * (b))
+#define STRATA_ELEM_ADD(a, b) ((a) + (b))
+#define STRATA_ELEM_SUB(a, b) ((a) - (b))
+#endif
+
 /* AdamW with decoupled weight decay, given the step's constants:
  * step = lr / (1 - b1^t), rbc2 = 1 / sqrt(1 - b2^t), decay = 1 - lr * wd. */
 static inline STRATA_HD void strata_elem_adamw(float *p, float g, float *m, float *v,
                                                float b1, float b2, float step, float rbc2,
                                                float eps, float decay)
 {
-    float mi = b1 * *m + (1.0f - b1) * g;
-    float vi = b2 * *v + (1.0f - b2) * g * g;
+    float mi = STRATA_ELEM_ADD(STRATA_ELEM_MUL(b1, *m), STRATA_ELEM_MUL(1.0f - b1, g));
+    float vi = STRATA_ELEM_ADD(STRATA_ELEM_MUL(b2, *v),
+                               STRATA_ELEM_MUL(STRATA_ELEM_MUL(1.0f - b2, g), g));
     *m = mi;
     *v = vi;
-    *p = *p * decay - step * mi / (sqrtf(vi) * rbc2 + eps);
+    float den = STRATA_ELEM_ADD(STRATA_ELEM_MUL(sqrtf(vi), rbc2), eps);
+    *p = STRATA_ELEM_SUB(STRATA_ELEM_MUL(*p, decay), STRATA_ELEM_MUL(step, mi) / den);
 }
 
 /* SGD with L2 weight decay wd folded into the gradient, no momentum. */
 static inline STRATA_HD void strata_elem_sgd(float *p, float g, float lr, float wd)
 {
-    *p -= lr * (g + wd * *p);
+    *p = STRATA_ELEM_SUB(*p, STRATA_ELEM_MUL(lr, STRATA_ELEM_ADD(g, STRATA_ELEM_MUL(wd, *p))));
 }
 
 /* SGD with momentum mu: the buffer keeps the decayed gradient's running sum. */
 static inline STRATA_HD void strata_elem_sgd_momentum(float *p, float g, float *buf, float lr,
                                                       float wd, float mu)
 {
-    float gi = g + wd * *p;
-    float bi = mu * *buf + gi;
+    float gi = STRATA_ELEM_ADD(g, STRATA_ELEM_MUL(wd, *p));
+    float bi = STRATA_ELEM_ADD(STRATA_ELEM_MUL(mu, *buf), gi);
     *buf = bi;
-    *p -= lr * bi;
+    *p = STRATA_ELEM_SUB(*p, STRATA_ELEM_MUL(lr, bi));
 }
 
 #endif

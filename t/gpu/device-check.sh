@@ -477,10 +477,12 @@ run_checks() {
     planned=$(grep -c '"mem_planned":true' "$W/policy-2.log")
     if [ "$planned" -ge 2 ]; then result ok "mem-plan: *=host steps 3-4 placed by the memory plan"
     else result "not ok" "mem-plan: *=host placed $planned of steps 3-4 (see steps.log)"; fi
-    # the training state off the device: on the host tier (the update
-    # kernel reads it over the link, the gathers and reductions stage
-    # through device buffers) and streamed from storage, one param_hash
-    # with the all-device run (policy-1)
+    # the training state off the device: on the host tier (a unit whose
+    # state is all there is updated by the host's loops, the others by the
+    # kernel; the gathers and reductions stage through device buffers) and
+    # streamed from storage, one param_hash with the all-device run
+    # (policy-1); without clipping the host's updates run on the optimizer
+    # thread beside the backward: the same against its own reference
     local sp ss=1 shashes=""
     k=0
     for sp in "*=host" "*=storage" "optim=host,master=storage:0.5,grad=host"; do
@@ -493,6 +495,16 @@ run_checks() {
     done
     if [ 1 = $ss ]; then result ok "state-place: state on host and storage, the all-device param_hash ($first)"
     else result "not ok" "state-place: param_hashes differ from $first:$shashes"; fi
+    for sp in "*=device" "*=host"; do
+        k=$((k + 1))
+        run "state-$k" 40 10 $MPI -np 1 "$B/bin/train_gpt" ${small/--steps 50/--steps 4} \
+            --device $backend --spill-dir "$B" --state-place "$sp" --clip 0
+    done
+    h0=$(field "$(final_of "$W/state-$((k - 1)).log")" param_hash)
+    h1=$(field "$(final_of "$W/state-$k.log")" param_hash)
+    if [ -n "$h0" ] && [ "$h0" = "$h1" ]; then
+        result ok "state-place: --clip 0, *=host updated on the optimizer thread: the all-device param_hash ($h0)"
+    else result "not ok" "state-place: --clip 0, *=host ${h1:-failed} against all-device ${h0:-failed}"; fi
 
     # 3. the copy engines against cudaMemcpyAsync; one step under
     # compute-sanitizer memcheck
