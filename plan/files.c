@@ -285,6 +285,7 @@ static void read_hw_any(rd_t *r, const json_t *root, void *out)
     hw->link_compute = rd_num(r, hl, "host_link", "compute_cost", 0, 1e6, 0, 0);
     hw->host_bytes = rd_num(r, root, "", "host_bytes", 0, 1e16, 1, 0);
     hw->storage_bw = rd_num(r, root, "", "storage_bw", 0, 1e15, 0, 0);
+    hw->host_bw = rd_num(r, root, "", "host_bw", 0, 1e15, 0, 0);
     /* a CPU node's device tier is its host memory: no host link between
      * them (strata calibrate writes "cpu"; its files from before the
      * field carry compute.sgemm) */

@@ -56,6 +56,8 @@ typedef struct {
     int    hbm_derived;        /* 1: published capacity less 2 GiB */
     double hbm_bw, flops, mfu;
     double d2h_bw, h2d_bw, both_bw, link_latency, host_bytes, storage_bw;
+    double host_bw;            /* the host memory's bandwidth per device, for the
+                                * optimizer's host loops (0: not in the file) */
     int    cpu;                /* "device": "cpu": the device tier is host memory (no host link) */
     double link_compute;       /* compute seconds a host-link copy costs per second of its own */
     size_t chunk;
@@ -187,8 +189,14 @@ typedef struct {
                                 * in the program's optimizer time */
     double link_stream_s;      /* the gathers' and reduce-scatter's copies
                                 * of it: beside the compute */
-    double optim_host_s;       /* a CPU: the optimizer's time over the state
-                                * off the device (its memory is the host's) */
+    double optim_host_s;       /* the optimizer's time on the host: a CPU's
+                                * over the state off the device (its memory
+                                * is the host's); a GPU's over the units
+                                * whose state is all off the device, which
+                                * the host updates (2 x their bytes /
+                                * host_bw; after the backward with clipping,
+                                * in the program's optimizer time, else
+                                * beside it) */
     double exposed_s;          /* per row: max(0, max(storage_s,
                                 * link_stream_s) - compute_s), in step_s */
     char   where[256];         /* fsdp_place_describe */
@@ -279,6 +287,9 @@ strata_status_t plan_policy(plan_t *p, const char *policy, sched_mode_t mode, pl
 /* Unit ui's bytes of class c: as buffers on a tier (bufs = 1), or as
  * values moved (bufs = 0). */
 double plan_state_bytes(const plan_t *p, int ui, fsdp_class_t c, int bufs);
+/* The host memory's bandwidth for the optimizer's host loops: the
+ * hardware file's host_bw, else a CPU's hbm bandwidth or a GPU's d2h_bw. */
+double plan_host_bw(const plan_hw_t *hw);
 /* home from the shape's placement (all on the device for state_auto),
  * then plan_state_apply and plan_state_check. */
 strata_status_t plan_state_reset(plan_t *p, char *err, size_t errlen);

@@ -16,9 +16,12 @@
  *   once; the moments read once and written once, the gradient shard
  *   written once (a fresh block, never read); with clipping every
  *   storage-homed gradient waits on the host for the update;
- * - on a GPU the optimizer kernel reads off-device master, gradient and
- *   moments over the host link and writes master and moments back (zero
- *   copy), so that part of the optimizer runs at link speed instead of
+ * - on a GPU a unit whose state is all off the device is updated by the
+ *   host's loops (the runtime's fsdp_update_on_host), at the host memory's
+ *   bandwidth (host_bw), beside the backward without clipping and after it
+ *   with; for the other units the optimizer kernel reads their off-device
+ *   master, gradient and moments over the host link and writes master and
+ *   moments back (zero copy), so that part runs at link speed instead of
  *   HBM's; a gather sends an off-device master from a device staging copy
  *   and the reduce-scatter lands in a device buffer copied out: those
  *   copies stream beside the compute, as the storage traffic does;
@@ -46,8 +49,17 @@ double plan_state_bytes(const plan_t *p, int ui, fsdp_class_t c, int bufs)
     return (double)n * (bufs ? plan_buf(shard * b) : shard * b);
 }
 
-/* One off-device buffer's share of the step's traffic into s. */
-static void add_traffic(const plan_t *p, int ui, fsdp_class_t c, strata_tier_t t, plan_state_t *s)
+/* The host memory's bandwidth for the optimizer's loops: the file's
+ * host_bw, else (an assumption the output states) the host link's. */
+double plan_host_bw(const plan_hw_t *hw)
+{
+    return hw->host_bw > 0 ? hw->host_bw : hw->cpu ? hw->hbm_bw : hw->d2h_bw;
+}
+
+/* One off-device buffer's share of the step's traffic into s; host: the
+ * host updates the unit (a GPU's, its state all off the device). */
+static void add_traffic(const plan_t *p, int ui, fsdp_class_t c, strata_tier_t t, int host,
+                        plan_state_t *s)
 {
     double v = plan_state_bytes(p, ui, c, 0);
     /* gathers that read the master: the forward's and the backward's
@@ -60,7 +72,7 @@ static void add_traffic(const plan_t *p, int ui, fsdp_class_t c, strata_tier_t t
         s->storage_written += v;
     }
     if (p->hw.cpu) return;
-    double opt_r = v, opt_w = grad ? 0 : v;                 /* the optimizer kernel */
+    double opt_r = host ? 0 : v, opt_w = host || grad ? 0 : v;   /* the optimizer kernel */
     double str_r = master ? gathers * v : 0, str_w = grad ? v : 0;   /* staging copies */
     s->link_read += opt_r + str_r;
     s->link_written += opt_w + str_w;
@@ -72,9 +84,13 @@ void plan_state_apply(plan_t *p)
 {
     plan_state_t s = { 0 };
     int cnt[FSDP_NCLASS][STRATA_TIER_COUNT] = { { 0 } };
-    double off = 0, most = 0, grads_up = 0;
+    double off = 0, most = 0, grads_up = 0, off_host = 0;
     for (int ui = 0; ui < p->nunits; ui++) {
         double streamed = 0;
+        int host = !p->hw.cpu;   /* the host updates it: every class off the device */
+        for (int c = 0; c < FSDP_NCLASS; c++)
+            if (STRATA_TIER_DEVICE == p->home[ui][c] && (FSDP_CLASS_OPTIM != c || p->model.optim_states))
+                host = 0;
         for (int c = 0; c < FSDP_NCLASS; c++) {
             strata_tier_t t = (strata_tier_t)p->home[ui][c];
             double b = plan_state_bytes(p, ui, (fsdp_class_t)c, 1);
@@ -84,9 +100,10 @@ void plan_state_apply(plan_t *p)
             s.tier[t] += b;
             if (STRATA_TIER_DEVICE == t) continue;
             off += plan_state_bytes(p, ui, (fsdp_class_t)c, 0);
+            if (host) off_host += plan_state_bytes(p, ui, (fsdp_class_t)c, 0);
             if (STRATA_TIER_STORAGE == t) streamed += b;
             if (STRATA_TIER_STORAGE == t && FSDP_CLASS_GRAD == c) grads_up += b;
-            add_traffic(p, ui, (fsdp_class_t)c, t, &s);
+            add_traffic(p, ui, (fsdp_class_t)c, t, host, &s);
         }
         if (streamed > most) most = streamed;
     }
@@ -98,11 +115,16 @@ void plan_state_apply(plan_t *p)
     if (p->hw.storage_bw > 0) s.storage_s = (s.storage_read + s.storage_written) / p->hw.storage_bw;
     /* AdamW reads and writes each value once (eval.c's optimizer time) */
     if (p->hw.cpu) s.optim_host_s = 2 * off / p->hw.hbm_bw;
+    else s.optim_host_s = 2 * off_host / plan_host_bw(&p->hw);
     fsdp_place_describe(cnt, p->nunits, s.where, sizeof s.where);
     p->state = s;
     p->mem.resident = p->resident_all - s.tier[STRATA_TIER_PINNED_HOST] - s.tier[STRATA_TIER_STORAGE];
     p->prog->resident_bytes = (size_t)(p->mem.resident + p->mem.ws_cached);
-    p->prog->optim_s = p->optim_all_s + (p->hw.cpu ? 0 : s.link_optim_s - 2 * off / p->hw.hbm_bw);
+    /* a GPU: the moved state's share of the kernel's HBM time goes; the
+     * kernel's link time comes for the units it still updates, and the
+     * host's time where the updates wait for clipping's norm */
+    p->prog->optim_s = p->optim_all_s + (p->hw.cpu ? 0 : s.link_optim_s - 2 * off / p->hw.hbm_bw +
+                                         (p->shape.no_clip ? 0 : s.optim_host_s));
 }
 
 static strata_status_t check_storage(const plan_t *p, char *err, size_t errlen)

@@ -414,18 +414,30 @@ static void test_state_host(const plan_model_t *m, const plan_hw_t *hw)
     is_double(all.device_bytes - r.device_bytes, 16384, 0, "the keep peak drops by those bytes (37888 -> 21504)");
     is_double(r.host_bytes, 16384, 0, "and the row's host bytes are theirs");
     ok(0 == s->storage_read && 0 == s->storage_written && 0 == s->host_work, "nothing streams from storage");
-    /* the optimizer kernel over the link (1e9 B/s each way): reads
-     * 676 x (4 + 4 + 8) values' bytes, writes 676 x (4 + 8); those bytes
-     * leave the HBM term 2 x 676 x 16 / 1e10 */
-    is_double(s->link_optim_s, 676 * 16 / 1e9 + 676 * 12 / 1e9, 1e-15, "the optimizer's link time");
-    is_double(p->prog->optim_s, 2.4336e-6 - 2 * 676 * 16 / 1e10 + s->link_optim_s, 1e-15,
-              "is the program's optimizer time for those values");
+    /* every unit's state off the device: the host updates them all, at
+     * the host link's 1e9 B/s (the file has no host_bw), 2 x 676 x 16
+     * bytes; those bytes leave the HBM term 2 x 676 x 16 / 1e10; with
+     * clipping (the default) after the backward, in the optimizer's time */
+    is_double(s->link_optim_s, 0, 0, "no optimizer kernel over the link");
+    is_double(s->optim_host_s, 2 * 676 * 16 / 1e9, 1e-15, "the host's optimizer time");
+    is_double(p->prog->optim_s, 2.4336e-6 - 2 * 676 * 16 / 1e10 + s->optim_host_s, 1e-15,
+              "is in the program's optimizer time (clipping)");
     /* gathers stage each master up (twice, the last unit's once) and the
      * reduce-scatter copies the gradients down, beside the compute */
     is_double(s->link_stream_s, (2 * (40 + 296 + 296) + 44) * 4 / 1e9 + 676 * 4 / 1e9, 1e-15,
               "the staging copies' link time");
-    is_double(r.step_s - all.step_s, s->link_optim_s - 2 * 676 * 16 / 1e10 + s->exposed_s, 1e-12,
+    is_double(r.step_s - all.step_s, s->optim_host_s - 2 * 676 * 16 / 1e10 + s->exposed_s, 1e-12,
               "the step: the optimizer's change and the copies' exposed part (%.3g s)", s->exposed_s);
+    plan_destroy(p);
+    /* the master on the device: the kernel updates, reading gradients and
+     * moments 676 x (4 + 8) over the link and writing the moments 676 x 8 */
+    p = state_plan(m, hw, "grad=host,optim=host", 0);
+    r = state_row(p, "*=keep");
+    s = &r.state;
+    is_double(s->optim_host_s, 0, 0, "grad=host,optim=host: no update on the host");
+    is_double(s->link_optim_s, 676 * 12 / 1e9 + 676 * 8 / 1e9, 1e-15, "the kernel's link time");
+    is_double(p->prog->optim_s, 2.4336e-6 - 2 * 676 * 12 / 1e10 + s->link_optim_s, 1e-15,
+              "is the program's optimizer time for those values");
     plan_destroy(p);
 }
 
@@ -568,7 +580,7 @@ int main(void)
     char err[512];
     plan_model_t m;
     plan_hw_t hw;
-    plan(123);
+    plan(127);
     if (STRATA_OK != plan_model_parse(tiny_model, "tiny", &m, err, sizeof err) ||
         STRATA_OK != plan_hw_parse(tiny_hw, "tinyhw", &hw, err, sizeof err))
         bail_out("worked example files: %s", err);

@@ -243,12 +243,16 @@ static void print_state(const plan_t *p, FILE *out)
     if (s->tier[STRATA_TIER_STORAGE] > 0)
         fprintf(out, "  %-34s %12s read, %s written: %.3f s at storage_bw\n", "storage traffic per step",
                 gb(s->storage_read, a, sizeof a), gb(s->storage_written, b, sizeof b), s->storage_s);
-    if (!p->hw.cpu)
+    if (!p->hw.cpu) {
         fprintf(out, "  %-34s %12s up, %s down: the optimizer's %.3f s (in its time), the\n"
                      "  %-34s gathers' and reduce-scatters' copies %.3f s (beside the compute)\n",
                 "host link traffic per step", gb(s->link_read, a, sizeof a), gb(s->link_written, b, sizeof b),
                 s->link_optim_s, "", s->link_stream_s);
-    else
+        if (s->optim_host_s > 0)
+            fprintf(out, "  %-34s %12.3f s (units with all their state off the device; %s)\n",
+                    "optimizer host time", s->optim_host_s,
+                    p->shape.no_clip ? "beside the backward" : "after the backward: clipping");
+    } else
         fprintf(out, "  %-34s %12.3f s (the moved state's share of the optimizer)\n", "optimizer host time",
                 s->optim_host_s);
 }
@@ -423,11 +427,15 @@ static void print_state_assumptions(const plan_t *p, FILE *out)
         fprintf(out, "  - a CPU device is host memory: the optimizer over the moved state runs there at\n"
             "    hbm.bandwidth as before (2 x its bytes: the optimizer host time); nothing crosses a link\n");
     else
-        fprintf(out, "  - on a GPU the optimizer kernel reads the off-device master, gradients and moments over\n"
-            "    the host link and writes master and moments back (zero copy): that part of the optimizer\n"
-            "    runs at h2d_bw/d2h_bw instead of HBM's; each gather stages an off-device master up and the\n"
-            "    reduce-scatter copies gradients down (beside the compute); the link is not shared with\n"
-            "    the activations' copies in this model\n");
+        fprintf(out, "  - on a GPU a unit whose state is all off the device is updated by the host's loops at\n"
+            "    %.0f GB/s (%s), 2 x its bytes, beside the backward without clipping and after it\n"
+            "    with (--clip); for the other units the optimizer kernel reads the off-device master,\n"
+            "    gradients and moments over the host link and writes master and moments back (zero copy):\n"
+            "    that part of the optimizer runs at h2d_bw/d2h_bw instead of HBM's; each gather stages an\n"
+            "    off-device master up and the reduce-scatter copies gradients down (beside the compute);\n"
+            "    the link is not shared with the activations' copies in this model\n",
+            plan_host_bw(&p->hw) / 1e9, p->hw.host_bw > 0 ? "the file's host_bw" :
+            "no host_bw in the file: assumed the host link's d2h_bw");
 }
 
 static void print_assumptions(const plan_t *p, FILE *out)
