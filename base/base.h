@@ -50,6 +50,7 @@ struct strata_config {
     int      prefetch;            /* all-gather lookahead in units */
     char     act_policy[512];     /* e.g. "qkv=host,*=keep" or "auto" */
     char     state_place[256];    /* e.g. "optim=storage,master=host:0.5" */
+    int      state_fetch;         /* 0 plan, 1 next */
     int      optim_overlap;       /* 0 auto, 1 on, 2 off */
     int      schedule;            /* 0 = lhs, 1 = naive */
     char     trace[512];          /* per-rank trace files <trace>.<rank>.json; "" = none */

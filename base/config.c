@@ -32,6 +32,7 @@ static const char *const log_level_names[] = { "error", "warn", "info", "debug",
 static const char *const backend_names[]   = { "auto", "host", "cuda", NULL };
 static const char *const schedule_names[]  = { "lhs", "naive", NULL };
 static const char *const optim_overlap_names[] = { "auto", "on", "off", NULL };
+static const char *const state_fetch_names[] = { "plan", "next", NULL };
 static const char *const ckpt_mpio_names[] = { "independent", "collective", "individual", NULL };
 
 #define OFF(f) offsetof(strata_config_t, f)
@@ -93,6 +94,11 @@ static const opt_row_t opt_table[] = {
                             "and masters leave it (from the first unit; to the host while it has "
                             "room, else storage) for just that room",
       OFF(state_place), STR(state_place) },
+    { "state_fetch", "plan", "when training state on storage is read up for a use: plan (as late as "
+                            "the step's recorded costs and the storage bandwidth let the read end "
+                            "before its use, within half the host tier's free room, at most 1G "
+                            "waiting) or next (one compute position before its use, as before)",
+      OFF(state_fetch), OPT_ENUM, 0, state_fetch_names },
     { "optim_overlap", "auto", "host backend, no clipping: each unit's optimizer update runs on a "
                             "thread beside the backward as soon as its gradient has arrived: on, "
                             "off (inline, between the backward's units), or auto (where the node has "

@@ -205,6 +205,11 @@ strata_status_t fsdp_exec_step_end(strata_model_t *m)
     return STRATA_OK;
 }
 
+const sched_program_t *fsdp_exec_program(const strata_model_t *m)
+{
+    return m->exec && m->exec->prog && !m->exec->prog->recording ? m->exec->prog : NULL;
+}
+
 static void write_trace(strata_model_t *m)
 {
     fsdp_exec_t *x = m->exec;

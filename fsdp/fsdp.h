@@ -163,6 +163,22 @@ const char *fsdp_state_describe(const struct strata_model *m, char *buf, size_t 
 strata_status_t fsdp_state_drain(struct strata_model *m);
 void fsdp_state_free(struct strata_unit *u);
 
+/* ---- when streamed state is read up (fetch.c) ---------------------------------- */
+
+/* A compute position of the step (fetch.c's header numbers them): a
+ * unit's forward or backward in the current micro-batch, its update after
+ * the backward (clipping), or the step's end. */
+typedef enum { FSDP_POS_F = 0, FSDP_POS_B, FSDP_POS_OPT, FSDP_POS_END } fsdp_pos_t;
+int  fsdp_fetch_pos(const struct strata_model *m, fsdp_pos_t kind, int unit);
+/* At step_begin (n_micro set): the plan of when each read of state on
+ * storage is issued, made again when the step program, its plan, the
+ * micro-batch count or the placement changed; then position 0's reads. A
+ * no-op while nothing lives on storage. */
+void fsdp_fetch_step_begin(struct strata_model *m);
+/* At the start of a compute position, before its gathers: its reads. */
+void fsdp_fetch_at(struct strata_model *m, fsdp_pos_t kind, int unit);
+void fsdp_fetch_free(struct strata_model *m);
+
 /* ---- the optimizer beside the backward (optq.c) ------------------------------- */
 
 /* At commit: the model's optimizer thread, where it is wanted (the option
@@ -337,6 +353,11 @@ struct strata_model {
      * written, and the time the step waited for fetches, since step_begin
      * (atomic: the optimizer's thread adds to them too) */
     uint64_t            state_read, state_written, state_wait_ns;
+    /* the reads' time on the storage engine and their bytes, all steps
+     * (the read bandwidth a fetch plan uses where link_storage_bw is 0),
+     * and the plan (fetch.c) */
+    uint64_t            fetch_bytes, fetch_busy_ns;
+    struct fsdp_fetch  *fetch;
     /* the optimizer beside the backward (optq.c), NULL: inline */
     struct fsdp_optq   *optq;
     int                 state_auto;         /* state_place=auto */
@@ -490,6 +511,9 @@ strata_status_t fsdp_exec_step_end(strata_model_t *m);
 /* What unit's forward saves are checked against (a call's rec): the
  * recorded program's while a schedule is followed, else empty. */
 fsdp_recorded_t fsdp_exec_recorded(const strata_model_t *m, int unit);
+/* The recorded step program with its costs (from step 1's sizing pass on,
+ * whether or not a schedule is followed), NULL before it. */
+const sched_program_t *fsdp_exec_program(const strata_model_t *m);
 /* exec_check.c: every rank registered the same parameters / recorded the
  * same step program and built the same plan; else STRATA_ERR_MISMATCH on
  * every rank, naming the first unit or save that differs and the ranks. */

@@ -7,6 +7,7 @@ libstrata_core_la_SOURCES += \
     fsdp/geometry.c \
     fsdp/mem.c \
     fsdp/state.c \
+    fsdp/fetch.c \
     fsdp/optq.c \
     fsdp/dev.h \
     fsdp/dev.c \

@@ -135,6 +135,7 @@ void strata_model_destroy(strata_model_t *m)
     free(m->gacts);
     for (int i = 0; i < m->nunits; i++) unit_free(m->units[i]);
     fsdp_exec_destroy(m);
+    fsdp_fetch_free(m);
     fsdp_straggler_free(&m->strag);
     (void)fsdp_dev_wait(m->ctx);   /* cuda: the releases pending on the stream happen */
     free(m->units);

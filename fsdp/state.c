@@ -5,10 +5,15 @@
  * pinned-host tier, or the storage tier. A buffer at home on the device or
  * the host is used where it is (the host tier is device-addressable on
  * cuda). A buffer at home on storage is a tiers block that comes up to the
- * pinned-host tier for each use -- fetched ahead of it, in the order the
- * step uses the units, on the storage engine -- and goes back after: its
- * host copy dropped when only read, written down when changed. So the
- * host holds the streamed state of a few units at a time, never a class.
+ * pinned-host tier for each use -- fetched ahead of it on the storage
+ * engine, at the compute position the step's fetch plan gives (fetch.c:
+ * sched_state_fetch decides from the recorded step program's costs and
+ * the storage read bandwidth, as late as lets the read end before its use,
+ * within a host room; one position ahead while nothing is recorded) -- and
+ * goes back after: its host copy dropped when only read, written down when
+ * changed. So the host holds the streamed state of a few units at a time,
+ * never a class. A fetch is idempotent (a no-op for a buffer up or on its
+ * way), so a use always calls fsdp_state_ready, planned or not.
  *
  * A buffer's fetch state: DOWN (storage holds it; a write-back may be in
  * flight, which a fetch queues behind), FETCHING (a copy up is queued,
@@ -106,9 +111,16 @@ strata_status_t fsdp_state_ready(strata_model_t *m, strata_unit_t *u, int k)
     if (!fsdp_state_streamed(u, k) || SB_UP == u->sup[k]) return STRATA_OK;
     strata_status_t st = fsdp_state_fetch(m, u, k);
     if (STRATA_OK != st) return st;
-    double t0 = base_now();
+    double t0 = base_now(), s0 = 0, s1 = 0;
+    /* its time on the storage engine: the read bandwidth fetch.c plans with */
+    if (u->sev[k] && STRATA_OK == strata_event_wait(u->sev[k]))
+        tiers_event_times(u->sev[k], &s0, &s1);
     st = take_event(u, k);
     __atomic_add_fetch(&m->state_wait_ns, (uint64_t)((base_now() - t0) * 1e9), __ATOMIC_RELAXED);
+    if (STRATA_OK == st && s0 > 0 && s1 > s0) {
+        __atomic_add_fetch(&m->fetch_bytes, strata_block_size(fsdp_sb(u, k)->h), __ATOMIC_RELAXED);
+        __atomic_add_fetch(&m->fetch_busy_ns, (uint64_t)((s1 - s0) * 1e9), __ATOMIC_RELAXED);
+    }
     if (STRATA_OK != st) return state_fail(m, u, k, st, "reading");
     fsdp_buf_t *b = fsdp_sb(u, k);
     b->ptr = strata_block_ptr(b->h, STRATA_TIER_PINNED_HOST);

@@ -9,6 +9,9 @@
  *   step_end:             wait RS/AR, clip, optimizer on the shards
  *   (* unless reshard_after_forward is off; the last unit stays into backward)
  *
+ * Training state on storage is read up at the start of the compute
+ * positions its fetch plan names (fetch.c), each use waiting for its own.
+ *
  * On the cuda backend every buffer here is device memory and every copy,
  * cast and optimizer step is queued on the compute stream (dev.h); the
  * host waits for it once, at the end of step_end.
@@ -65,7 +68,7 @@ static void abort_step(strata_model_t *m)
     m->phase = PHASE_IDLE;
 }
 
-static void prefetch(strata_model_t *m, int from, int dir)
+static void prefetch(strata_model_t *m, int from, int dir, int eval)
 {
     /* a failed prefetch is not an error here: the unit's own wait retries
      * the gather and reports it */
@@ -74,25 +77,13 @@ static void prefetch(strata_model_t *m, int from, int dir)
         if (v < 0 || v >= m->nunits) break;
         if (STRATA_OK != fsdp_gather_start(m, m->units[v])) break;
     }
-    /* a master shard on storage is read a unit further ahead, so that its
-     * gather, started by the prefetch above at the next unit, finds it up */
+    /* an eval's master shards on storage are read a unit further ahead, so
+     * that a gather started by the prefetch above at the next unit finds
+     * its master up (a training step reads by its fetch plan: fetch.c) */
     int v = from + dir * (m->prefetch + 1);
-    if (v >= 0 && v < m->nunits && GATHER_NONE == m->units[v]->gstate &&
+    if (eval && v >= 0 && v < m->nunits && GATHER_NONE == m->units[v]->gstate &&
         STRATA_OK != fsdp_state_fetch(m, m->units[v], FSDP_SB_MASTER))
         base_clear_error(m->ctx);   /* the gather's own ready says it again */
-}
-
-/* The state unit u's optimizer reads, on its way up from storage (a no-op
- * for state that lives on the device or the host). A failure here is
- * said again by the optimizer's own ready. */
-static void fetch_for_optim(strata_model_t *m, strata_unit_t *u)
-{
-    int n = fsdp_state_count(m);
-    for (int k = 0; k < n; k++)
-        if (FSDP_SB_GRAD != k && STRATA_OK != fsdp_state_fetch(m, u, k)) {
-            base_clear_error(m->ctx);
-            break;
-        }
 }
 
 /* The input to the device. On cuda a copy from the caller's (pageable)
@@ -134,9 +125,10 @@ static strata_status_t run_forward(strata_model_t *m, const void *input, size_t 
 
     for (int ui = 0; ui < L; ui++) {
         strata_unit_t *u = m->units[ui];
+        if (training) fsdp_fetch_at(m, FSDP_POS_F, ui);
         st = fsdp_gather_start(m, u);
         if (STRATA_OK != st) return st;
-        prefetch(m, ui, +1);
+        prefetch(m, ui, +1, !training);
         st = fsdp_gather_wait(m, u);
         if (STRATA_OK != st) return st;
         fsdp_exec_trace_comm(m, "AG", ui, u->t_gstart, base_now(), 0);
@@ -194,10 +186,8 @@ strata_status_t strata_model_step_begin(strata_model_t *m, int n_micro)
     comm_rec_where(m->ctx, m->step_count + 1, -1);
     for (int i = 0; i < m->nunits; i++) m->units[i]->rstate = GRAD_IDLE;
     m->state_read = m->state_written = m->state_wait_ns = 0;
-    /* master shards on storage for the first gathers, on their way up */
-    for (int i = 0; i <= m->prefetch && i < m->nunits; i++)
-        if (STRATA_OK != fsdp_state_fetch(m, m->units[i], FSDP_SB_MASTER))
-            base_clear_error(m->ctx);
+    /* state on storage: when each read goes up (fetch.c), and the first ones */
+    fsdp_fetch_step_begin(m);
     fsdp_mplan_step_begin(m);
     st = fsdp_exec_step_begin(m);
     if (STRATA_OK != st) {
@@ -317,13 +307,12 @@ static strata_status_t backward_unit(strata_model_t *m, int ui, int last)
 {
     strata_unit_t *u = m->units[ui];
     /* the last micro-batch without clipping: the unit's optimizer follows
-     * its reduction, so master and moments on storage start up now */
-    int optim_next = last && 0.0f == m->opts.clip_norm;
-    u->keep_master = optim_next;
-    if (optim_next) fetch_for_optim(m, u);
+     * its reduction, so its gather keeps a master on storage up for it */
+    u->keep_master = last && 0.0f == m->opts.clip_norm;
+    fsdp_fetch_at(m, FSDP_POS_B, ui);
     strata_status_t st = fsdp_gather_start(m, u);
     if (STRATA_OK != st) return st;
-    prefetch(m, ui, -1);
+    prefetch(m, ui, -1, 0);
     st = fsdp_gather_wait(m, u);
     if (STRATA_OK != st) return st;
     fsdp_exec_trace_comm(m, "AG", ui, u->t_gstart, base_now(), 0);
@@ -469,6 +458,7 @@ strata_status_t strata_model_step_end(strata_model_t *m)
     int L = m->nunits;
     float inv_m = 1.0f / (float)m->n_micro;
     int clip = 0.0f != m->opts.clip_norm;
+    if (!clip) fsdp_fetch_at(m, FSDP_POS_END, 0);   /* the updates still to come */
     for (int ui = L - 1; ui >= 0; ui--) {
         strata_unit_t *u = m->units[ui];
         st = fsdp_reduce_wait(m, u);
@@ -517,9 +507,8 @@ strata_status_t strata_model_step_end(strata_model_t *m)
             st = fsdp_dev_on(m->ctx) ? STRATA_OK : find_nonfinite_unit(m);
             if (STRATA_OK != st) goto fail;
         } else {
-            if (L > 0) fetch_for_optim(m, m->units[L - 1]);
             for (int ui = L - 1; STRATA_OK == st && ui >= 0; ui--) {
-                if (ui > 0) fetch_for_optim(m, m->units[ui - 1]);   /* one unit ahead */
+                fsdp_fetch_at(m, FSDP_POS_OPT, ui);
                 st = unit_optim(m, m->units[ui], scale);
             }
             if (STRATA_OK != st) goto fail;

@@ -1,7 +1,8 @@
 # sched/ - deciding when things run: the step program, activation policies,
 # the latency-hiding and naive schedules, their simulator, the automatic
-# plan and the trace writer (its reader and analysis: tools/; the planner
-# of model and hardware files: plan/). Pure code, tested without MPI.
+# plan, when training state on storage is fetched, and the trace writer
+# (its reader and analysis: tools/; the planner of model and hardware
+# files: plan/). Pure code, tested without MPI.
 libstrata_core_la_SOURCES += \
     sched/sched.h \
     sched/sched_impl.h \
@@ -12,4 +13,5 @@ libstrata_core_la_SOURCES += \
     sched/schedule_ops.c \
     sched/simulate.c \
     sched/plan.c \
+    sched/statefetch.c \
     sched/trace.c

@@ -1,8 +1,8 @@
 /*
  * sched.h - deciding when things run: the step program, activation
  * policies, the link model, the per-engine schedule (latency-hiding or
- * naive), its simulator, the automatic plan, and the trace format with
- * its writer.
+ * naive), its simulator, the automatic plan, when training state on
+ * storage is fetched, and the trace format with its writer.
  * Internal (not installed). Everything here is pure: no MPI, no memory
  * tiers, no threads except the trace writer's lock, so it is tested alone.
  *
@@ -465,6 +465,59 @@ static inline size_t sched_device_use(const sched_result_t *r)
 {
     return r->peak[STRATA_TIER_DEVICE] - r->device_reserve;
 }
+
+/* ------------------------------------------------------------------------ */
+/* Fetching training state from storage                                      */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Training state homed on the storage tier comes up to the host for each
+ * use, read by the storage engine one fetch after another in the order
+ * they were issued. The step is a sequence of compute positions (the
+ * runtime's: forward and backward of each unit, per micro-batch, then the
+ * updates), position q taking pos_s[q] seconds; a fetch is issued at the
+ * start of a position, before that position's work, and a use at the start
+ * of its position must find its bytes up or waits.
+ *
+ * The rule, for each use in order:
+ * - the default: one position before its use (so a gather's master comes
+ *   one unit beyond the all-gather prefetch, an update's state one unit
+ *   ahead), never before `earliest`, at 0 for a use at 0. That is what the
+ *   runtime always did, and what is returned while nothing is known: all
+ *   positions 0 s (no costs recorded) or the bandwidth unknown (<= 0).
+ * - with costs and bandwidth: as late as lets it complete before its use,
+ *   with the engine serving the fetches in use order, each taking
+ *   bytes / storage_bw (the latest start of each is found from the last
+ *   use back: it must also end before the next one's latest start); never
+ *   later than the default, never before `earliest`. A fetch no position
+ *   can hide is issued as early as `earliest` allows (the use then waits).
+ * - the host room: fetched bytes waiting for their use (from the position
+ *   of the fetch up to, not including, its use's) may not exceed `room`
+ *   at any position, the earlier uses served first; a fetch that would
+ *   exceed it moves later, down to the default, which is always allowed.
+ */
+typedef struct {
+    int       pos;         /* the compute position at whose start it is used */
+    int       earliest;    /* no fetch before this position (the previous use
+                            * of the same buffer sends it down there) */
+    int       unit;        /* for messages */
+    long long bytes;       /* read from storage */
+} sched_fetch_use_t;
+
+/* at[i] (nuses entries) receives the position at whose start use i's fetch
+ * is issued: earliest <= at[i] <= pos. Uses in non-decreasing pos order;
+ * pos_s: npos >= 1 non-negative seconds; room >= 0 bytes. wait_s_p (may be
+ * NULL) receives sched_state_fetch_wait of the result. STRATA_ERR_INVALID
+ * with a message on bad input. */
+strata_status_t sched_state_fetch(const sched_fetch_use_t *uses, int nuses, const double *pos_s,
+                                  int npos, double storage_bw, long long room, int *at,
+                                  double *wait_s_p, char *err, size_t errlen);
+/* The seconds the uses wait for their fetches when issued at at[] (input
+ * as above, not checked): positions run in order, each after the waits of
+ * its uses; the engine serves fetches in issue order at storage_bw (<= 0:
+ * instantly). */
+double sched_state_fetch_wait(const sched_fetch_use_t *uses, int nuses, const double *pos_s,
+                              int npos, double storage_bw, const int *at);
 
 /* ------------------------------------------------------------------------ */
 /* Trace: Chrome trace-event JSON, one file per rank (opens in Perfetto)    */

@@ -7,7 +7,9 @@
 # and a resume on 2 ranks and on 1 (from a checkpoint written with the
 # state on storage, into any placement); state on storage is read and
 # written every step and leaves the device budget, so a budget that
-# refuses the all-device run trains; bad text is refused before a step.
+# refuses the all-device run trains; bad text is refused before a step;
+# on a paced disk the reads planned from the step's costs (state_fetch=plan)
+# wait less than reads one position ahead (next), to the same param_hash.
 set -u
 . "$top_srcdir/t/tap.sh"
 P="$top_builddir/examples/gpt/train_gpt"
@@ -17,7 +19,7 @@ small="--threads 1 --layers 3 --dim 32 --heads 4 --batch 4 --steps 3 --json --ev
 need_of() { sed -n 's/^{"refused":true,"needs_device_bytes":\([0-9]*\),.*/\1/p' "$1"; }
 last_step() { grep '^{"step"' "$1" | tail -1; }
 field() { sed -n "s/.*\"$2\":\\([0-9.]*\\).*/\\1/p" "$1"; }
-echo "1..16"
+echo "1..17"
 "$L" 2 "$P" $small > "$tmp/dev" 2>&1
 ref=$(hash_of "$tmp/dev")
 n=0
@@ -154,4 +156,25 @@ if [ $rc -ne 0 ] && grep -q "state_place: optim='disk' is not a tier: device, ho
 else
     echo "not ok $n - an unknown tier is refused before a step (exit $rc)"
     tail -2 "$tmp/bad" | sed 's/^/#   /'
+fi
+
+# state_fetch: a disk paced at 1G/s that the compute can hide; the plan
+# issues reads earlier than one position ahead, and steps 3-6 wait less
+# for them than with one position ahead, to the same param_hash
+fetch="--threads 1 --layers 4 --dim 128 --heads 4 --batch 32 --steps 6 --json --eval-n 1
+       --spill-dir $tmp --set link_storage_bw=1G --set log_level=info"
+"$L" 1 "$P" $fetch --state-place "*=storage" --set state_fetch=next > "$tmp/fn" 2>&1
+"$L" 1 "$P" $fetch --state-place "*=storage" --set state_fetch=plan > "$tmp/fp" 2>&1
+waits() { grep '^{"step":[3-6],' "$1" | sed 's/.*"state_wait_s":\([0-9.e+-]*\).*/\1/' |
+          awk '{ s += $1; n++ } END { if (n == 4) printf "%.6f", s }'; }
+wn=$(waits "$tmp/fn"); wp=$(waits "$tmp/fp")
+early=$(sed -n 's/.*state fetch plan: [0-9]* reads over [0-9]* compute positions, \([0-9]*\) of them earlier.*/\1/p' "$tmp/fp")
+n=$((n + 1))
+if [ "${early:-0}" -gt 0 ] && ! grep -q "state fetch plan:" "$tmp/fn" && [ -n "$wn" ] && [ -n "$wp" ] &&
+   awk -v p="$wp" -v q="$wn" 'BEGIN { exit !(p < 0.9 * q) }' &&
+   [ -n "$(hash_of "$tmp/fp")" ] && [ "$(hash_of "$tmp/fp")" = "$(hash_of "$tmp/fn")" ]; then
+    echo "ok $n - state_fetch=plan: $early reads earlier than one position ahead; steps 3-6 waited $wp s for reads, one position ahead $wn s; same param_hash"
+else
+    echo "not ok $n - state_fetch=plan reads earlier and waits less than next ($early earlier; waits $wp vs $wn s; hashes $(hash_of "$tmp/fp") $(hash_of "$tmp/fn"))"
+    grep -v '^{' "$tmp/fp" | tail -3 | sed 's/^/#   /'
 fi
