@@ -55,6 +55,7 @@ struct strata_config {
     int      schedule;            /* 0 = lhs, 1 = naive */
     char     trace[512];          /* per-rank trace files <trace>.<rank>.json; "" = none */
     int      threads;             /* compute threads per rank; 0 = affinity */
+    int      comm_backend;        /* comm_pick_t: 0 auto, 1 nccl, 2 staged, 3 mpi */
     int      comm_check;          /* verify ranks agree on each collective */
     int      ckpt_keep;           /* checkpoints kept in a directory (newest K) */
     char     ckpt_dir[512];       /* where training writes checkpoints */

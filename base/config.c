@@ -33,6 +33,8 @@ static const char *const backend_names[]   = { "auto", "host", "cuda", NULL };
 static const char *const schedule_names[]  = { "lhs", "naive", NULL };
 static const char *const optim_overlap_names[] = { "auto", "on", "off", NULL };
 static const char *const state_fetch_names[] = { "plan", "next", NULL };
+/* the order of comm_pick_t (comm/select.h) */
+static const char *const comm_backend_names[] = { "auto", "nccl", "staged", "mpi", NULL };
 static const char *const ckpt_mpio_names[] = { "independent", "collective", "individual", NULL };
 
 #define OFF(f) offsetof(strata_config_t, f)
@@ -112,6 +114,12 @@ static const opt_row_t opt_table[] = {
       OFF(trace), STR(trace) },
     { "threads",    "0",    "compute threads per rank; 0 = the cores this rank may run on",
       OFF(threads), OPT_INT, 0, NULL },
+    { "comm_backend", "auto", "collectives: auto (backend cuda: nccl where each rank on a node has "
+                            "a CUDA device of its own and NCCL is built and starts, else staged; "
+                            "backend host: mpi), nccl, staged (device buffers copied through pinned "
+                            "host memory to MPI and back; on the host backend plain copies) or mpi "
+                            "(host memory only)",
+      OFF(comm_backend), OPT_ENUM, 0, comm_backend_names },
     { "comm_check", "on",   "before each collective, check that all ranks pass the same operation, dtype, "
                             "count and root (one small blocking allreduce, where a rank also waits for the "
                             "slowest: 0.1-0.3 ms a call on a loaded 2-core node); off saves that. A "

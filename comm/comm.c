@@ -145,20 +145,23 @@ static void request_free(strata_request_t *req)
     free(req);
 }
 
+void comm_divide(float *x, size_t len, int size)
+{
+    /* blocks of 16: -O2 vectorises a fixed inner loop (a loop of
+     * unknown length it leaves scalar: 1.6% of a 2-rank step) */
+    float n = (float)size;
+    size_t i = 0;
+    for (; i + 16 <= len; i += 16)
+        for (int k = 0; k < 16; k++) x[i + k] /= n;
+    for (; i < len; i++) x[i] /= n;
+}
+
 /* Work done once when the backend part completes: averaging, rounding. */
 static void request_finish(strata_request_t *req)
 {
     if (req->complete) return;
     req->complete = 1;
-    if (req->div_pending) {
-        /* blocks of 16: -O2 vectorises a fixed inner loop (a loop of
-         * unknown length it leaves scalar: 1.6% of a 2-rank step) */
-        float n = (float)req->group->size, *x = req->result_f32;
-        size_t i = 0, len = req->result_count;
-        for (; i + 16 <= len; i += 16)
-            for (int k = 0; k < 16; k++) x[i + k] /= n;
-        for (; i < len; i++) x[i] /= n;
-    }
+    if (req->div_pending) comm_divide(req->result_f32, req->result_count, req->group->size);
     if (req->stage) {
         if (STRATA_BF16 == req->dtype)
             strata_f32_to_bf16(req->result_f32, req->user_result, req->result_count);

@@ -104,9 +104,14 @@ typedef struct comm_backend {
 } comm_backend_t;
 
 extern const comm_backend_t comm_mpi_backend;
+extern const comm_backend_t comm_staged_backend;   /* stage.h */
 #ifdef HAVE_NCCL
 extern const comm_backend_t comm_nccl_backend;
 #endif
+
+/* The average's division of a sum of size ranks (AVG, a backend that left
+ * a sum), in place: comm.c's and the staged backend's, so both round alike. */
+void comm_divide(float *x, size_t len, int size);
 
 /* Stream ordering with the device backend (no-ops on the MPI backend and
  * with a NULL stream): the group's next collectives run after the work

@@ -1,6 +1,8 @@
 /* group.c - shard and replica groups (hybrid sharding). */
 #include "config.h"
 #include "comm.h"
+#include "select.h"
+#include "stage.h"
 #include "base/thread.h"
 
 #include <stdio.h>
@@ -94,15 +96,75 @@ const char *strata_comm_backend_name(const strata_context_t *ctx)
     return (ctx && ctx->comm_ops) ? ctx->comm_ops->name : "none";
 }
 
+static const comm_backend_t *backend_of(int pick)
+{
+#ifdef HAVE_NCCL
+    if (COMM_PICK_NCCL == pick) return &comm_nccl_backend;
+#endif
+    return COMM_PICK_STAGED == pick ? &comm_staged_backend : &comm_mpi_backend;
+}
+
+/* Each rank's choice (select.c) from the option, the build and its node's
+ * ranks and devices, then one allreduce so every rank runs the same: a
+ * rank that cannot run the wanted backend fails them all, and a node
+ * whose ranks share GPUs makes auto stage everywhere. */
+static strata_status_t pick_backend(strata_context_t *ctx, int *pick_p, char *why, size_t len)
+{
+    comm_pick_in_t in = { (comm_pick_t)ctx->cfg.comm_backend,
+                          0 == strcmp(ctx->backend_name, "cuda"), 0, ctx->node_ranks, 0 };
+#ifdef HAVE_NCCL
+    in.have_nccl = 1;
+#endif
+#ifdef HAVE_CUDA
+    if (in.cuda) in.ndev = comm_cuda_devices();
+#endif
+    int pick = comm_pick_backend(&in, why, len);
+    int mine[2] = { pick < 0, COMM_PICK_STAGED == pick }, all[2] = { 0, 0 };
+    int rc = MPI_Allreduce(mine, all, 2, MPI_INT, MPI_MAX, ctx->comm);
+    if (MPI_SUCCESS != rc) return base_mpi_error(ctx, rc, "MPI_Allreduce (collective backend)");
+    if (pick < 0) return base_error(ctx, STRATA_ERR_UNSUPPORTED, "%s", why);
+    if (all[0])
+        return base_error(ctx, STRATA_ERR_UNSUPPORTED, "comm_backend: another rank cannot run "
+                          "the collective backend asked for (see its message)");
+    if (COMM_PICK_NCCL == pick && all[1]) {
+        pick = COMM_PICK_STAGED;
+        snprintf(why, len, "another node's ranks share its CUDA devices");
+    }
+    *pick_p = pick;
+    return STRATA_OK;
+}
+
+/* The world group on the chosen backend. NCCL chosen by auto that fails
+ * to start on any rank gives way to the staged backend on all of them. */
+static strata_status_t world_init(strata_context_t *ctx, strata_group_t *w, int pick,
+                                  char *why, size_t len)
+{
+    ctx->comm_ops = backend_of(pick);
+    strata_status_t st = ctx->comm_ops->group_init(w);
+    if (COMM_PICK_NCCL != pick || COMM_PICK_AUTO != ctx->cfg.comm_backend) return st;
+    int ok = STRATA_OK == st, all_ok = 0;
+    if (MPI_SUCCESS != MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, ctx->comm) || all_ok)
+        return st;
+    if (ok) ctx->comm_ops->group_cleanup(w);
+    w->backend_data = NULL;
+    strata_warn(ctx, "NCCL did not start (%s); the collectives stage through pinned host "
+                "memory and MPI instead (comm_backend=staged)",
+                ok ? "on another rank" : ctx->errmsg);
+    base_clear_error(ctx);
+    snprintf(why, len, "NCCL did not start");
+    ctx->comm_ops = &comm_staged_backend;
+    return ctx->comm_ops->group_init(w);
+}
+
 strata_status_t comm_init(strata_context_t *ctx)
 {
-    ctx->comm_ops = &comm_mpi_backend;
-#ifdef HAVE_NCCL
-    /* NCCL moves device memory; it is chosen only with the cuda backend */
-    if (0 == strcmp(ctx->backend_name, "cuda")) ctx->comm_ops = &comm_nccl_backend;
-#endif
+    char why[256] = "";
+    int pick = COMM_PICK_MPI;
     MPI_Comm_set_errhandler(ctx->comm, MPI_ERRORS_RETURN);
     ctx->oversubscribed = base_node_oversubscribed(ctx->comm, &ctx->node_ranks, &ctx->node_cpus);
+    ctx->comm_ops = &comm_mpi_backend;
+    strata_status_t st = pick_backend(ctx, &pick, why, sizeof why);
+    if (STRATA_OK != st) return st;
     strata_group_t *w = calloc(1, sizeof *w);
     if (!w) return base_error(ctx, STRATA_ERR_NOMEM, "cannot allocate the world group");
     w->ctx = ctx;
@@ -110,9 +172,11 @@ strata_status_t comm_init(strata_context_t *ctx)
     w->rank = ctx->rank;
     w->size = ctx->size;
     w->is_world = 1;
-    strata_status_t st = ctx->comm_ops->group_init(w);
+    st = world_init(ctx, w, pick, why, sizeof why);
     if (STRATA_OK != st) { free(w); return st; }
     ctx->world = w;
+    if (0 == ctx->rank)
+        strata_info(ctx, "collectives: %s (%s)", ctx->comm_ops->name, why);
     /* the world group made the rank's device current on this thread; the
      * threads strata starts from now on select it too (base/thread.h) */
     if (0 == strcmp(ctx->backend_name, "cuda")) ctx->device = base_device_current();

@@ -8,7 +8,18 @@ libstrata_core_la_SOURCES += \
     comm/recorder.c \
     comm/watchdog.c \
     comm/agree.c \
-    comm/rs.c
+    comm/rs.c \
+    comm/select.h \
+    comm/select.c \
+    comm/stage.h \
+    comm/staged.c \
+    comm/stage_host.c
+# the staged backend's device copies (cudaMemcpyAsync), with or without NCCL
+STAGE_CUDA_SOURCES = comm/stage_cuda.c
+if HAVE_CUDA
+libstrata_core_la_SOURCES += $(STAGE_CUDA_SOURCES)
+endif
+EXTRA_DIST += $(STAGE_CUDA_SOURCES)
 NCCL_SOURCES = \
     comm/nccl_backend.h \
     comm/nccl_map.c \

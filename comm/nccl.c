@@ -37,6 +37,7 @@
  */
 #include "config.h"
 #include "nccl_backend.h"
+#include "stage.h"
 #include "base/wait.h"
 
 #include <stdlib.h>
@@ -78,25 +79,9 @@ static strata_status_t pick_device(strata_group_t *g, int *dev_p)
         *dev_p = ((nccl_group_t *)ctx->world->backend_data)->device;
         return STRATA_OK;
     }
-    MPI_Comm node;
-    int local = 0, ndev = 0;
-    comm_lock(ctx);
-    int rc = MPI_Comm_split_type(g->comm, MPI_COMM_TYPE_SHARED, g->rank, MPI_INFO_NULL, &node);
-    if (MPI_SUCCESS == rc) {
-        MPI_Comm_rank(node, &local);
-        MPI_Comm_free(&node);
-    }
-    comm_unlock(ctx);
-    if (MPI_SUCCESS != rc) return base_mpi_error(ctx, rc, "MPI_Comm_split_type (node-local rank)");
-    cudaError_t e = cudaGetDeviceCount(&ndev);
-    if (cudaSuccess != e) return cuda_fail(ctx, e, "cudaGetDeviceCount");
-    int dev = comm_nccl_device(local, ndev);
-    if (dev < 0) {
-        return base_error(ctx, STRATA_ERR_UNSUPPORTED, "NCCL backend: no CUDA device for node-"
-                          "local rank %d (%d devices); use backend=host", local, ndev);
-    }
-    *dev_p = dev;
-    return STRATA_OK;
+    /* the staged backend's choice too (stage_cuda.c): one device per
+     * node-local rank, modulo the devices */
+    return comm_node_device(ctx, g->comm, g->rank, dev_p);
 }
 
 /* What a rank can set up alone: device, stream, barrier word, lock. */
@@ -488,21 +473,11 @@ static strata_status_t nccl_wait(strata_request_t *req)
 
 /* ------------------------------------------------- stream ordering --- */
 
-static int is_host(const void *p)
-{
-    struct cudaPointerAttributes a;
-    if (!p) return 1;
-    if (cudaSuccess != cudaPointerGetAttributes(&a, p)) {
-        (void)cudaGetLastError();
-        return 0;   /* let check_buffers report it */
-    }
-    return cudaMemoryTypeDevice != a.type && cudaMemoryTypeManaged != a.type;
-}
-
 static int nccl_host_buffers(strata_group_t *g, const void *send, const void *recv)
 {
     (void)g;
-    return is_host(send) && is_host(recv);
+    /* the staged backend's test of the same (stage_cuda.c) */
+    return comm_mover_cuda.host_buffers(send, recv);
 }
 
 /* The group's stream waits for what `stream` has queued so far. */

@@ -4,6 +4,7 @@
  * t/unit_nccl.t checks them on any machine where NCCL is installed. */
 #include "config.h"
 #include "nccl_backend.h"
+#include "select.h"
 
 strata_status_t comm_nccl_dtype(strata_dtype_t dtype, ncclDataType_t *type_p)
 {
@@ -30,8 +31,8 @@ strata_status_t comm_nccl_op(strata_redop_t op, ncclRedOp_t *op_p)
 
 int comm_nccl_device(int local_rank, int ndevices)
 {
-    if (local_rank < 0 || ndevices <= 0) return -1;
-    return local_rank % ndevices;
+    /* the staged backend drives the same device (select.c) */
+    return comm_device_for(local_rank, ndevices);
 }
 
 strata_status_t comm_nccl_boot(int group_rank, int group_size, comm_nccl_boot_t *boot_p)

@@ -356,7 +356,8 @@ strata_status_t strata_broadcast(strata_group_t *g, void *buf, size_t count,
                                  strata_dtype_t dtype, int root);
 strata_status_t strata_barrier(strata_group_t *g);
 
-/* Name of the collective backend in use ("mpi" or "nccl"); a static string. */
+/* Name of the collective backend in use: "mpi", "staged" (device buffers
+ * through pinned host memory and MPI) or "nccl"; a static string. */
 const char *strata_comm_backend_name(const strata_context_t *ctx);
 
 /* ------------------------------------------------------------------------ */
