@@ -17,6 +17,8 @@ check_PROGRAMS += \
     t/comm_coll \
     t/comm_rs \
     t/comm_errors \
+    t/comm_staged \
+    t/unit_commsel.t \
     t/base_agree
 
 t_unit_config_t_SOURCES = t/unit_config.t.c
@@ -31,6 +33,10 @@ t_unit_wait_t_LDADD = $(TEST_INTERNAL_LDADD)
 t_unit_thread_t_LDADD = $(TEST_INTERNAL_LDADD)
 t_comm_coll_SOURCES = t/comm_coll.c t/comm_gen.h
 t_comm_coll_LDADD = $(TEST_LDADD)
+t_comm_staged_SOURCES = t/comm_staged.c
+t_comm_staged_LDADD = $(TEST_LDADD) $(CUDA_LIBS)
+t_unit_commsel_t_SOURCES = t/unit_commsel.t.c
+t_unit_commsel_t_LDADD = $(TEST_INTERNAL_LDADD)
 t_comm_rs_SOURCES = t/comm_rs.c
 t_comm_rs_LDADD = $(TEST_INTERNAL_LDADD)
 t_comm_errors_LDADD = $(TEST_LDADD)
@@ -41,7 +47,7 @@ dist_check_SCRIPTS += \
     t/launch \
     t/comm-np1.t t/comm-np2.t t/comm-np3.t t/comm-np4.t t/comm-np8.t t/comm-np128.t \
     t/comm-ucx.t t/comm-errors.t t/comm-rs-np2.t t/comm-rs-np4.t t/comm-rs-np6.t \
-    t/agree-np3.t
+    t/agree-np3.t t/comm-staged-np2.t t/comm-staged-np4.t
 
 TESTS += \
     t/unit_config.t \
@@ -53,6 +59,7 @@ TESTS += \
     t/comm-np1.t t/comm-np2.t t/comm-np3.t t/comm-np4.t t/comm-np8.t \
     t/comm-rs-np2.t t/comm-rs-np4.t t/comm-rs-np6.t \
     t/agree-np3.t \
+    t/unit_commsel.t t/comm-staged-np2.t t/comm-staged-np4.t \
     t/comm-ucx.t \
     t/comm-np128.t
 

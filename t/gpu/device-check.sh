@@ -28,8 +28,9 @@
 # without a GPU fails at once saying so.
 #
 # Steps, most important first (a cut at the deadline loses the last): the
-# unit tests (CUDA ones, host kernels, NCCL logic, tiers, errors); NCCL
-# collectives on 1 GPU (2 when present); the GPT 50 steps f32 and bf16
+# unit tests (CUDA ones, host kernels, NCCL logic, the collective backend's
+# choice, tiers, errors); NCCL collectives on 1 GPU (2 when present); 2 and
+# 4 ranks on one GPU through the staged collectives; the GPT 50 steps f32 and bf16
 # against the host backend; one param_hash over every --act-policy; the
 # copy engines against cudaMemcpyAsync (bench/copy_bw, target 0.9x); one
 # step under compute-sanitizer memcheck; tokens/s of the 12-layer width-768
@@ -68,7 +69,7 @@ system_lib() {
 
 # the programs the device run uses (libtool keeps the real ones in .libs/)
 PROGS="examples/gpt/train_gpt t/fsdp_errors t/tiers_cuda.t t/gpu_kernels_host.t t/unit_nccl.t
-       t/unit_thread.t t/comm_nccl t/tiers_move.t bench/copy_bw"
+       t/unit_thread.t t/comm_nccl t/comm_staged t/unit_commsel.t t/tiers_move.t bench/copy_bw"
 # the PyTorch peer of the tokens/s check (its model module; it needs torch only)
 PYFILES="bench/peers_torch.py python/strata_gpt.py"
 OMPI_LIB=/usr/lib/x86_64-linux-gnu/openmpi
@@ -204,6 +205,37 @@ tap_step() {    # a TAP program: ok unless a 'not ok' line or a bad exit; SKIP s
 }
 final_of() { grep '^{"final":true' "$1" | tail -1; }
 field() { sed -n "s/.*\"$2\":\"\{0,1\}\([^,\"}]*\).*/\1/p" <<< "$1"; }
+
+# Several ranks on one GPU, where NCCL cannot run: comm_backend=auto must
+# pick the staged backend (rank 0's info line says so), and it must carry
+# the collectives: comm_staged against the MPI backend bit for bit on 2
+# and 4 ranks (device buffers), fsdp_errors on 2, and 4 train_gpt steps on
+# 2 and 4 ranks whose f32 loss is within 1e-4 (relative) of the host
+# backend's on as many ranks.
+# A dry run does the same on the host backend with comm_backend=staged
+# (host copies through the same state machine).
+one_gpu() {
+    local B=$1 backend=$2 MPI=$3 x np l0 l1 c
+    x="-x CUDA_VISIBLE_DEVICES=0"
+    [ 1 = "$DRY" ] && x="$x -x STRATA_COMM_BACKEND=staged"
+    tap_step comm_staged_np2_1gpu 60 10 $MPI -np 2 $x "$B/bin/comm_staged" --device $backend
+    tap_step comm_staged_np4_1gpu 90 15 $MPI -np 4 $x "$B/bin/comm_staged" --device $backend
+    tap_step fsdp_errors_np2_1gpu 60 10 $MPI -np 2 $x "$B/bin/fsdp_errors"
+    c="--threads 1 --layers 2 --dim 64 --heads 4 --batch 8 --steps 4 --json --eval-n 8"
+    for np in 2 4; do
+        run "gpt-np$np-1gpu" 60 15 $MPI -np $np $x "$B/bin/train_gpt" $c --device $backend \
+            --set log_level=info
+        run "gpt-np$np-host" 60 15 $MPI -np $np "$B/bin/train_gpt" $c --device host
+        l0=$(field "$(final_of "$W/gpt-np$np-host.log")" loss)
+        l1=$(field "$(final_of "$W/gpt-np$np-1gpu.log")" loss)
+        if ! grep -q "collectives: staged" "$W/gpt-np$np-1gpu.log"; then
+            result "not ok" "gpt-np$np-1gpu: the collectives did not run staged (see steps.log)"
+        elif [ -n "$l0" ] && [ -n "$l1" ] &&
+             awk -v a="$l1" -v b="$l0" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-4 * b) }'; then
+            result ok "gpt-np$np-1gpu: $np ranks on one GPU, staged collectives, loss $l1 vs $l0 on host (1e-4 relative)"
+        else result "not ok" "gpt-np$np-1gpu: loss '${l1:-none}' on $backend vs '${l0:-none}' on host (see steps.log)"; fi
+    done
+}
 
 # The offload experiment: keep at batch 4m unconstrained sets the scale;
 # the device budget is then 85% of its peak, where keep@4m cannot fit
@@ -429,6 +461,7 @@ run_checks() {
     tap_step tiers_cuda 60 10 "$B/bin/tiers_cuda.t"
     tap_step gpu_kernels_host 60 10 "$B/bin/gpu_kernels_host.t"
     tap_step unit_nccl 30 5 "$B/bin/unit_nccl.t"
+    tap_step unit_commsel 30 5 "$B/bin/unit_commsel.t"
     tap_step unit_thread 30 5 "$B/bin/unit_thread.t"
     tap_step tiers_move 60 10 "$B/bin/tiers_move.t"
     tap_step fsdp_errors 60 10 $MPI -np 2 "$B/bin/fsdp_errors"
@@ -440,6 +473,9 @@ run_checks() {
         tap_step comm_nccl_np1 90 15 $MPI -np 1 "$B/bin/comm_nccl"
         [ "$ngpu" -ge 2 ] && tap_step comm_nccl_np2 90 15 $MPI -np 2 "$B/bin/comm_nccl"
     fi
+    # several ranks on ONE GPU (CUDA_VISIBLE_DEVICES=0): the staged backend
+    # (pinned host memory and MPI), everything multi-rank but NCCL itself
+    one_gpu "$B" "$backend" "$MPI"
 
     # 2. the GPT: 50 steps, host backend as the reference, then the backend
     # under test; f32 loss within 1e-4 relative, bf16 within 2%
