@@ -35,21 +35,33 @@ int gpt_cuda_adamw(void *stream, float *p, const float *g, float *m, float *v, s
 int gpt_cuda_to_bf16(void *stream, uint16_t *dst, const float *src, size_t n);
 int gpt_cuda_to_f32(void *stream, float *dst, const uint16_t *src, size_t n);
 
-/* GEMMs through cuBLAS on the handle's stream (set by the call):
- * y [N, OC] = x [N, IC] W^T (+ b broadcast when b != NULL), row-major as
- * kernels.c. bf16 != 0: x and W are bf16 (uint16_t), accumulation f32. */
-void *gpt_cublas_create(void);
+/* GEMMs through cuBLASLt (the attention's through cuBLAS) on the stream
+ * each call is given. The handle owns no device memory: workspace (bytes)
+ * is the caller's, used by every GEMM in turn, so all calls must queue on
+ * one stream. tf32 != 0: f32 products in TF32 (off: f32 stays f32).
+ * GPT_BLAS_WORKSPACE is what cuBLAS recommends for Hopper (32 MiB). */
+#define GPT_BLAS_WORKSPACE ((size_t)32 << 20)
+void *gpt_cublas_create(void *workspace, size_t bytes, int tf32);
 void  gpt_cublas_destroy(void *handle);
-int gpt_cuda_matmul(void *handle, void *stream, float *y, const void *x, const void *W,
-                    const float *b, size_t N, int IC, int OC, int bf16);
-/* Causal attention over qkv [B, T, 3C] (f32): scores by strided batched
- * GEMM, softmax rows, then out [B, T, C]; probs [B, H, T, T]. */
-int gpt_cuda_attention(void *handle, void *stream, float *out, float *probs,
-                       const float *qkv, int B, int T, int C, int H);
-/* Backward: dqkv [B, T, 3C] from dout; dP [B, H, T, T] scratch. */
+/* y [N, OC] = x [N, IC] W^T (+ b broadcast when b != NULL), row-major as
+ * kernels.c; with pre != NULL, pre = x W^T + b and y = GELU(pre) (the bias
+ * and GELU in cuBLASLt's epilogue where it has one, else the kernels).
+ * bf16 != 0: x and W are bf16 (uint16_t), accumulation f32. */
+int gpt_cuda_matmul(void *handle, void *stream, float *y, float *pre, const void *x,
+                    const void *W, const float *b, size_t N, int IC, int OC, int bf16);
+/* Causal attention over qkv [B, T, 3C] (f32) in five launches whatever B:
+ * qkv split by head into qkvh [3, B, H, T, hd] (what the backward reads),
+ * scores and P V as strided-batched GEMMs over the B*H pairs into oh
+ * [B, H, T, hd] (scratch), one softmax launch over all B*H*T rows, out
+ * [B, T, C] merged from oh; probs [B, H, T, T]. */
+int gpt_cuda_attention(void *handle, void *stream, float *out, float *probs, float *qkvh,
+                       float *oh, const float *qkv, int B, int T, int C, int H);
+/* Backward in seven: dqkv [B, T, 3C] from dout [B, T, C] and the forward's
+ * qkvh and probs; dP [B, H, T, T], dqkvh [3 B T C] and doh [B T C] scratch. */
 int gpt_cuda_attention_backward(void *handle, void *stream, float *dqkv, float *dP,
-                                const float *dout, const float *qkv, const float *probs,
-                                int B, int T, int C, int H);
+                                float *dqkvh, float *doh, const float *dout,
+                                const float *qkvh, const float *probs, int B, int T, int C,
+                                int H);
 
 /* What the units need besides the kernels above (all queued on stream):
  * y = a + b (y may be a); y = xhat * w + b per row of C; the embedding's

@@ -33,11 +33,27 @@ static strata_status_t dev_fail(strata_unit_call_t *call, int rc, const char *wh
 /* the compute stream the head last ran on, for gpt_dev_read */
 static void *last_stream;
 
-/* one cuBLAS handle per process: callbacks run on the thread that steps */
+static int use_tf32;
+void gpt_dev_set_tf32(int on) { use_tf32 = on; }
+
+/* The GEMMs' workspace (GPT_BLAS_WORKSPACE, 32 MiB), once per process: the
+ * one allocation to move into the device tier's budget. */
+static void *gemm_workspace(size_t bytes)
+{
+    void *p = NULL;
+    return cudaSuccess == cudaMalloc(&p, bytes) ? p : NULL;
+}
+
+/* one cuBLAS handle per process: callbacks run on the thread that steps,
+ * all on the context's one compute stream (so one workspace serves) */
 static void *blas(void)
 {
     static void *h;
-    if (NULL == h) h = gpt_cublas_create();
+    if (NULL == h) {
+        void *ws = gemm_workspace(GPT_BLAS_WORKSPACE);
+        if (NULL != ws && NULL == (h = gpt_cublas_create(ws, GPT_BLAS_WORKSPACE, use_tf32)))
+            cudaFree(ws);
+    }
     return h;
 }
 
@@ -86,17 +102,18 @@ static strata_status_t dev_begin(strata_unit_call_t *call, const unit_rec *u, si
     return STRATA_OK;
 }
 
-/* y [N, OC] = x W^T (+ b); wi, bi: parameter indices (bi < 0: none). */
-static strata_status_t mm(dev_t_ *d, float *y, const float *x, int wi, int bi, size_t N,
-                          int IC, int OC)
+/* y [N, OC] = x W^T (+ b); wi, bi: parameter indices (bi < 0: none);
+ * pre != NULL: pre = x W^T + b, y = GELU(pre) (fused in the GEMM). */
+static strata_status_t mm(dev_t_ *d, float *y, float *pre, const float *x, int wi, int bi,
+                          size_t N, int IC, int OC)
 {
     strata_unit_call_t *call = d->call;
     const float *b = 0 <= bi ? d->p[bi] : NULL;
     if (NULL != d->xb) {
         CK(gpt_cuda_to_bf16(d->s, d->xb, x, N * IC));
-        CK(gpt_cuda_matmul(d->h, d->s, y, d->xb, d->pb[wi], b, N, IC, OC, 1));
+        CK(gpt_cuda_matmul(d->h, d->s, y, pre, d->xb, d->pb[wi], b, N, IC, OC, 1));
     } else {
-        CK(gpt_cuda_matmul(d->h, d->s, y, x, d->p[wi], b, N, IC, OC, 0));
+        CK(gpt_cuda_matmul(d->h, d->s, y, pre, x, d->p[wi], b, N, IC, OC, 0));
     }
     return STRATA_OK;
 }
@@ -168,7 +185,7 @@ strata_status_t gpt_dev_block_forward(strata_unit_call_t *call, const unit_rec *
     const int C = u->cfg->dim, H = u->cfg->n_head, B = b->B, T = b->T;
     const size_t N = (size_t)B * T;
     const float *x;
-    float *y, *a, *S[GPT_MAX_SAVES];
+    float *y, *a, *qkv, *oh, *S[GPT_MAX_SAVES];
     size_t bytes;
     dev_t_ d;
     TRY(strata_call_input(call, (const void **)&x, &bytes));
@@ -176,21 +193,24 @@ strata_status_t gpt_dev_block_forward(strata_unit_call_t *call, const unit_rec *
     TRY(dev_begin(call, u, N * 4 * C, &d));
     TRY(strata_call_output(call, N * C * sizeof(float), (void **)&y));
     TRY(block_saves(call, u, b, S));
-    TRY(ws(call, N * C * sizeof(float), (void **)&a));
+    /* a [N, C]; qkv [N, 3C] in rows (the save holds it split by head); oh
+     * the heads' outputs before the merge */
+    TRY(ws(call, N * 5 * C * sizeof(float), (void **)&a));
+    qkv = a + N * C;
+    oh = qkv + N * 3 * C;
     const float *const *P = d.p;
     void *s = d.s;
     CK(gpt_cuda_layernorm(s, a, S[GPT_S_LN1], S[GPT_S_LN1_MEAN], S[GPT_S_LN1_RSTD], x,
                           P[GPT_P_LN1_W], P[GPT_P_LN1_B], N, C));
-    TRY(mm(&d, S[GPT_S_QKV], a, GPT_P_QKV_W, GPT_P_QKV_B, N, C, 3 * C));
-    CK(gpt_cuda_attention(d.h, s, S[GPT_S_ATTN_OUT], S[GPT_S_ATTN_PROBS], S[GPT_S_QKV], B, T,
-                          C, H));
-    TRY(mm(&d, a, S[GPT_S_ATTN_OUT], GPT_P_ATTN_PROJ_W, GPT_P_ATTN_PROJ_B, N, C, C));
+    TRY(mm(&d, qkv, NULL, a, GPT_P_QKV_W, GPT_P_QKV_B, N, C, 3 * C));
+    CK(gpt_cuda_attention(d.h, s, S[GPT_S_ATTN_OUT], S[GPT_S_ATTN_PROBS], S[GPT_S_QKV], oh,
+                          qkv, B, T, C, H));
+    TRY(mm(&d, a, NULL, S[GPT_S_ATTN_OUT], GPT_P_ATTN_PROJ_W, GPT_P_ATTN_PROJ_B, N, C, C));
     CK(gpt_cuda_add(s, y, x, a, N * C));
     CK(gpt_cuda_layernorm(s, a, S[GPT_S_LN2], S[GPT_S_LN2_MEAN], S[GPT_S_LN2_RSTD], y,
                           P[GPT_P_LN2_W], P[GPT_P_LN2_B], N, C));
-    TRY(mm(&d, S[GPT_S_MLP_UP], a, GPT_P_FC_W, GPT_P_FC_B, N, C, 4 * C));
-    CK(gpt_cuda_gelu(s, S[GPT_S_MLP_ACT], S[GPT_S_MLP_UP], N * 4 * C));
-    TRY(mm(&d, a, S[GPT_S_MLP_ACT], GPT_P_FC_PROJ_W, GPT_P_FC_PROJ_B, N, 4 * C, C));
+    TRY(mm(&d, S[GPT_S_MLP_ACT], S[GPT_S_MLP_UP], a, GPT_P_FC_W, GPT_P_FC_B, N, C, 4 * C));
+    TRY(mm(&d, a, NULL, S[GPT_S_MLP_ACT], GPT_P_FC_PROJ_W, GPT_P_FC_PROJ_B, N, 4 * C, C));
     CK(gpt_cuda_add(s, y, y, a, N * C));
     return STRATA_OK;
 }
@@ -201,7 +221,7 @@ strata_status_t gpt_dev_block_backward(strata_unit_call_t *call, const unit_rec 
     const int C = u->cfg->dim, H = u->cfg->n_head, B = b->B, T = b->T;
     const size_t N = (size_t)B * T;
     const float *dxo;
-    float *dxi, *D[GPT_MAX_PARAMS], *S[GPT_MAX_SAVES], *y, *dy, *big, *dP;
+    float *dxi, *D[GPT_MAX_PARAMS], *S[GPT_MAX_SAVES], *y, *dy, *big, *dP, *dqkvh, *doh;
     size_t sz[GPT_MAX_SAVES], dyb, dxb;
     dev_t_ d;
     TRY(strata_call_grad_output(call, (const void **)&dxo, &dyb));
@@ -217,10 +237,14 @@ strata_status_t gpt_dev_block_backward(strata_unit_call_t *call, const unit_rec 
         TRY(strata_saved(call, gpt_save_name(s), (void **)&S[s], &bytes));
         if (sz[s] * sizeof(float) != bytes) return STRATA_ERR_MISMATCH;
     }
-    TRY(ws(call, N * 6 * C * sizeof(float), (void **)&y));
+    /* y, dy [N, C]; big [N, 4C]; the attention's dq, dk, dv and dO split
+     * by head [4 N C] */
+    TRY(ws(call, N * 10 * C * sizeof(float), (void **)&y));
     TRY(ws(call, (size_t)B * H * T * T * sizeof(float), (void **)&dP));
     dy = y + N * C;
     big = dy + N * C;
+    dqkvh = big + N * 4 * C;
+    doh = dqkvh + N * 3 * C;
     const float *const *P = d.p;
     void *s = d.s, *h = d.h;
     CK(gpt_cuda_matmul_backward(h, s, big, D[GPT_P_FC_PROJ_W], D[GPT_P_FC_PROJ_B], dxo,
@@ -234,8 +258,8 @@ strata_status_t gpt_dev_block_backward(strata_unit_call_t *call, const unit_rec 
                                    P[GPT_P_LN2_W], S[GPT_S_LN2_RSTD], N, C));
     CK(gpt_cuda_matmul_backward(h, s, dy, D[GPT_P_ATTN_PROJ_W], D[GPT_P_ATTN_PROJ_B], dxi,
                                 S[GPT_S_ATTN_OUT], P[GPT_P_ATTN_PROJ_W], N, C, C, 0));
-    CK(gpt_cuda_attention_backward(h, s, big, dP, dy, S[GPT_S_QKV], S[GPT_S_ATTN_PROBS], B, T,
-                                   C, H));
+    CK(gpt_cuda_attention_backward(h, s, big, dP, dqkvh, doh, dy, S[GPT_S_QKV],
+                                   S[GPT_S_ATTN_PROBS], B, T, C, H));
     CK(gpt_cuda_layernorm_affine(s, y, S[GPT_S_LN1], P[GPT_P_LN1_W], P[GPT_P_LN1_B], N, C));
     CK(gpt_cuda_matmul_backward(h, s, dy, D[GPT_P_QKV_W], D[GPT_P_QKV_B], big, y,
                                 P[GPT_P_QKV_W], N, C, 3 * C, 0));
@@ -264,7 +288,7 @@ static strata_status_t head_eval(strata_unit_call_t *call, const unit_rec *u, de
     lg = rstd + N;
     CK(gpt_cuda_layernorm(d->s, y, xhat, mean, rstd, x, d->p[GPT_P_LNF_W], d->p[GPT_P_LNF_B],
                           N, C));
-    TRY(mm(d, lg, y, GPT_P_LM_W, -1, N, C, V));
+    TRY(mm(d, lg, NULL, y, GPT_P_LM_W, -1, N, C, V));
     if (b->decode) {
         TRY(strata_call_output(call, (size_t)b->B * sizeof(int32_t), &out));
         CK(gpt_cuda_argmax_last(d->s, out, lg, b->B, b->T, V));
@@ -318,7 +342,7 @@ strata_status_t gpt_dev_head_forward(strata_unit_call_t *call, const unit_rec *u
     CK(cudaMemsetAsync(g[0], 0, u->numel * sizeof(float), s));
     CK(cudaMemcpyAsync(tg, b->targets, N * sizeof(int32_t), cudaMemcpyHostToDevice, s));
     CK(gpt_cuda_layernorm(s, y, xhat, mean, rstd, x, P[GPT_P_LNF_W], P[GPT_P_LNF_B], N, C));
-    TRY(mm(&d, lg, y, GPT_P_LM_W, -1, N, C, V));
+    TRY(mm(&d, lg, NULL, y, GPT_P_LM_W, -1, N, C, V));
     CK(gpt_cuda_crossentropy(s, rows, lg, lg, tg, b->grad_scale, N, V));
     CK(cudaMemsetAsync(loss, 0, sizeof *loss, s));
     CK(gpt_cuda_sum_rows(s, loss, rows, N));
@@ -400,6 +424,7 @@ strata_status_t gpt_dev_loss_fetch(double *dst, int n)
 #else   /* no CUDA: never called (strata_call_stream is NULL on the host backend) */
 
 int gpt_dev_built(void) { return 0; }
+void gpt_dev_set_tf32(int on) { (void)on; }
 #define NO_DEV(name) \
     strata_status_t name(strata_unit_call_t *call, const unit_rec *u) \
     { (void)call; (void)u; return STRATA_ERR_UNSUPPORTED; }

@@ -28,6 +28,8 @@ strata_status_t gpt_dev_block_backward(strata_unit_call_t *call, const unit_rec 
  * eval: the loss sum, or the next token of each row (decode) */
 strata_status_t gpt_dev_head_forward(strata_unit_call_t *call, const unit_rec *u);
 strata_status_t gpt_dev_head_backward(strata_unit_call_t *call, const unit_rec *u);
+/* TF32 for the f32 GEMMs (train_gpt --tf32); before the first step. */
+void gpt_dev_set_tf32(int on);
 /* CUDA devices that answer (0 without CUDA). */
 int gpt_dev_count(void);
 /* Copy bytes of the head's device output to the host, waiting for the

@@ -52,5 +52,5 @@ examples_gpt_libgpt_cuda_la_LIBADD = examples/gpt/kernels_gpu.lo
 EXTRA_examples_gpt_libgpt_cuda_la_DEPENDENCIES = examples/gpt/kernels_gpu.lo
 examples/gpt/kernels_gpu.lo: examples/gpt/kernels_gpu.h examples/gpt/kernels_scalar.h \
     examples/gpt/gpt_cuda.h include/strata/elem.h
-GPT_CUDA_LIBS = examples/gpt/libgpt_cuda.la $(CUDA_LIBS) -lcublas
+GPT_CUDA_LIBS = examples/gpt/libgpt_cuda.la $(CUDA_LIBS) -lcublasLt -lcublas
 endif

@@ -559,6 +559,7 @@ static void setup_model(trainer *t)
     mo.clip_norm = (float)o->clip;
     mo.compute_dtype = o->dtype;
     mo.seed = o->seed;
+    gpt_dev_set_tf32(o->tf32);
     check_setup(r, "model create", strata_model_create(r->ctx, &mo, &r->model));
     check_setup(r, "model build", gpt_fsdp_build(r->model, &o->cfg, &t->g));
     check_setup(r, "model commit", strata_model_commit(r->model));

@@ -25,6 +25,7 @@ typedef struct {
     double      lr, min_lr_frac, wd, clip, beta2;
     uint64_t    seed;
     strata_dtype_t dtype;
+    int         tf32;       /* --tf32: the device's f32 GEMMs in TF32 */
     const char *device_mem, *host_mem, *spill_dir, *act_policy, *schedule, *state_place;
     const char *ckpt_dir, *trace, *data;
     const char *device;     /* --device cuda|host|auto: the runtime's backend */

@@ -48,6 +48,8 @@ void train_usage(FILE *f)
 "  --seed N          parameter initialisation and data order (1)\n"
 "  --dtype f32|bf16  compute copy of the gathered parameters (f32); master\n"
 "                    weights, gradients and optimizer state stay f32\n"
+"  --tf32            the device's f32 matrix products in TF32 (10-bit mantissa\n"
+"                    inputs, f32 accumulation); off: f32 stays f32\n"
 "  --device D        where the step runs: cuda (the GPU's kernels, cuBLAS and NCCL;\n"
 "                    exit 2 when no CUDA device answers), host (the CPU kernels),\n"
 "                    or auto (cuda if a device answers) (auto; STRATA_BACKEND)\n"
@@ -143,7 +145,7 @@ static int num_dbl(const char *opt, const char *v, double lo, double hi, double 
 enum { O_LAYERS = 256, O_DIM, O_HEADS, O_SEQ, O_BATCH, O_ACCUM, O_GBATCH, O_STEPS, O_LR, O_WARMUP,
        O_MINLR, O_WD, O_CLIP, O_BETA2, O_SEED, O_DTYPE, O_THREADS, O_SHARD, O_DEVMEM,
        O_HOSTMEM, O_SPILL, O_SET, O_POLICY, O_SCHED, O_STATE, O_CKPTDIR, O_CKPTEVERY, O_STOPAT, O_RESUME, O_RESUMEANY,
-       O_JSON, O_TRACE, O_DATA, O_EVALEVERY, O_EVALN, O_VALB, O_LOGEVERY, O_DEVICE, O_HELP };
+       O_TF32, O_JSON, O_TRACE, O_DATA, O_EVALEVERY, O_EVALN, O_VALB, O_LOGEVERY, O_DEVICE, O_HELP };
 static const struct option longopts[] = {
     { "layers", 1, NULL, O_LAYERS }, { "dim", 1, NULL, O_DIM }, { "heads", 1, NULL, O_HEADS },
     { "seq", 1, NULL, O_SEQ }, { "batch", 1, NULL, O_BATCH }, { "accum", 1, NULL, O_ACCUM },
@@ -159,7 +161,7 @@ static const struct option longopts[] = {
     { "ckpt-dir", 1, NULL, O_CKPTDIR }, { "ckpt-every", 1, NULL, O_CKPTEVERY },
     { "stop-at", 1, NULL, O_STOPAT },
     { "resume", 0, NULL, O_RESUME }, { "resume-any-shape", 0, NULL, O_RESUMEANY },
-    { "json", 0, NULL, O_JSON },
+    { "json", 0, NULL, O_JSON }, { "tf32", 0, NULL, O_TF32 },
     { "trace", 1, NULL, O_TRACE }, { "data", 1, NULL, O_DATA },
     { "eval-every", 1, NULL, O_EVALEVERY }, { "eval-n", 1, NULL, O_EVALN },
     { "val-batches", 1, NULL, O_VALB }, { "log-every", 1, NULL, O_LOGEVERY },
@@ -229,6 +231,9 @@ int train_parse(int argc, char **argv, options *o, int loud)
                 rc = -1;
             }
             o->device = v;
+            break;
+        case O_TF32:
+            o->tf32 = 1;
             break;
         case O_DTYPE:
             if (0 == strcmp(v, "f32")) o->dtype = STRATA_F32;
