@@ -98,6 +98,9 @@ struct strata_context {
     uint64_t (*op_begin)(strata_context_t *ctx, base_op_kind_t kind);
     void     (*op_end)(strata_context_t *ctx, uint64_t op, strata_status_t st);
     int              device;         /* cuda backend: the rank's CUDA device; else -1 */
+    size_t           nccl_dev_bytes; /* cuda: device bytes NCCL's communicators took at their
+                                      * init (the drop of cudaMemGetInfo), which the device
+                                      * tier reserves; the nccl_bytes test fault on the host */
     void            *compute_stream; /* cuda backend: the callbacks' cudaStream_t; else NULL */
     const struct fsdp_dev_ops *dev_ops; /* where fsdp/ runs its arithmetic (fsdp/dev.h) */
     void            *dev_state;      /* that backend's own (cuda: releases pending on the stream) */

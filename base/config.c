@@ -49,7 +49,10 @@ static const opt_row_t opt_table[] = {
       OFF(shard_size), OPT_INT, 0, NULL },
     { "device_mem", "4G",   "device tier (HBM) budget per rank",
       OFF(device_mem), OPT_SIZE, 0, NULL },
-    { "host_mem",   "8G",   "pinned-host tier budget per rank",
+    { "host_mem",   "auto", "pinned-host tier budget per rank; auto: pinned as the run's "
+                            "blocks first need it, up to half of the node's memory (the least of "
+                            "MemTotal, the cgroup limit, RLIMIT_MEMLOCK on a GPU) shared by the "
+                            "node's ranks",
       OFF(host_mem), OPT_SIZE, 0, NULL },
     { "storage_mem", "64G", "storage (HDF5 spill) tier budget per rank",
       OFF(storage_mem), OPT_SIZE, 0, NULL },
@@ -259,6 +262,13 @@ static size_t size_min(const opt_row_t *r)
     return OFF(chunk_size) == r->offset ? 1 : 0;
 }
 
+/* Whether an OPT_SIZE option takes "auto" (STRATA_SIZE_AUTO): host_mem,
+ * whose right size depends on the run (tiers/limits.c resolves it). */
+static int size_auto(const opt_row_t *r)
+{
+    return OFF(host_mem) == r->offset;
+}
+
 /* The smallest value of an OPT_DOUBLE option: a straggler is slower than
  * the median, so a ratio below 1 would name ranks that are not. */
 static double double_min(const opt_row_t *r)
@@ -281,6 +291,11 @@ static strata_status_t set_row(strata_config_t *cfg, const opt_row_t *r,
     }
     case OPT_SIZE: {
         size_t v;
+        while (isspace((unsigned char)*value)) value++;
+        if (size_auto(r) && !strcasecmp(value, "auto")) {
+            *(size_t *)field = STRATA_SIZE_AUTO;
+            return STRATA_OK;
+        }
         if (STRATA_OK != strata_parse_size(value, &v)) goto bad;
         if (v < size_min(r)) {
             if (errbuf)
@@ -337,7 +352,8 @@ bad:
         const char *expect = "";
         switch (r->kind) {
         case OPT_INT:    expect = "a non-negative integer"; break;
-        case OPT_SIZE:   expect = "a size such as 4096, 512M, 4G or inf"; break;
+        case OPT_SIZE:   expect = size_auto(r) ? "auto or a size such as 4096, 512M, 4G or inf"
+                                              : "a size such as 4096, 512M, 4G or inf"; break;
         case OPT_DOUBLE: expect = "a non-negative number such as 0.5 or 2G"; break;
         case OPT_BOOL:   expect = "on/off, yes/no, true/false or 1/0"; break;
         case OPT_ENUM:   /* reported above */
@@ -422,7 +438,10 @@ static void format_value(const strata_config_t *cfg, const opt_row_t *r, char *b
     const char *field = (const char *)cfg + r->offset;
     switch (r->kind) {
     case OPT_INT:    snprintf(buf, len, "%d", *(const int *)field); break;
-    case OPT_SIZE:   strata_format_size(*(const size_t *)field, buf, len); break;
+    case OPT_SIZE:
+        if (size_auto(r) && STRATA_SIZE_AUTO == *(const size_t *)field) snprintf(buf, len, "auto");
+        else strata_format_size(*(const size_t *)field, buf, len);
+        break;
     case OPT_DOUBLE: snprintf(buf, len, "%g", *(const double *)field); break;
     case OPT_BOOL:   snprintf(buf, len, "%s", *(const int *)field ? "on" : "off"); break;
     case OPT_STRING: snprintf(buf, len, "%s", field); break;
@@ -505,6 +524,12 @@ strata_status_t strata_config_set_size(strata_config_t *cfg, const char *name, s
     const opt_row_t *r;
     strata_status_t st = typed_row(cfg, name, K(OPT_SIZE), &r, errbuf, errlen);
     if (STRATA_OK != st) return st;
+    if (STRATA_SIZE_AUTO == value && !size_auto(r)) {
+        if (errbuf)
+            snprintf(errbuf, errlen, "option %s: STRATA_SIZE_AUTO is for host_mem only (%s)",
+                     r->name, r->doc);
+        return STRATA_ERR_CONFIG;
+    }
     if (value < size_min(r)) {
         if (errbuf)
             snprintf(errbuf, errlen, "option %s: %zu is less than its minimum, %zu byte%s (%s)",
@@ -568,6 +593,8 @@ strata_status_t strata_config_get(const strata_config_t *cfg, const char *name, 
     switch (r->kind) {      /* exact forms, so that strata_config_set reads them back */
     case OPT_SIZE:
         if (SIZE_MAX == *(const size_t *)field) snprintf(tmp, sizeof tmp, "inf");
+        else if (size_auto(r) && STRATA_SIZE_AUTO == *(const size_t *)field)
+            snprintf(tmp, sizeof tmp, "auto");
         else snprintf(tmp, sizeof tmp, "%zu", *(const size_t *)field);
         break;
     case OPT_DOUBLE: snprintf(tmp, sizeof tmp, "%.17g", *(const double *)field); break;

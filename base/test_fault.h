@@ -59,6 +59,12 @@
  *                    t/gpt-train-memplan.t)
  *   mplan_stuck@STEP the same, as if the device had no room beside the
  *                    plan's span: the step leaves the plan (same files)
+ *   host_auto_mem@BYTES host_mem=auto sizes its cap as if the node had
+ *                    BYTES of memory (tiers/tiers.c; t/tiers_hostauto.t)
+ *   nccl_bytes@BYTES the host backend counts BYTES of device memory as
+ *                    NCCL's, as the cuda backend counts what its
+ *                    communicators took: reserved in the device tier
+ *                    (tiers/tiers.c; t/tiers_hostauto.t)
  *   stale_reload@N   the Nth save an activation schedule brings back to the
  *                    device arrives stale (its first bytes not the ones
  *                    that left), as a reload read before its copy landed

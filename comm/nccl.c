@@ -11,8 +11,11 @@
  * caller's buffer. Here the widening and the rounding run on the device
  * (base/dtype_cuda.cu, bit-identical rounding to base/dtype.c) in f32
  * staging allocated and freed on the group's stream (cudaMallocAsync /
- * cudaFreeAsync, the device's default pool; this memory is not yet counted
- * against the device tier's budget), so nothing waits on the host.
+ * cudaFreeAsync, the device's default pool), so nothing waits on the host.
+ * That staging is outside the device tier's budget: see "Memory outside
+ * the tiers" in docs/design.md. The communicators' own buffers are
+ * measured at their init (the drop of cudaMemGetInfo) into
+ * ctx->nccl_dev_bytes, which the device tier reserves.
  * AVG is ncclAvg, which for floats multiplies every contribution by 1/n in
  * f32 and then sums: within (n + 2) f32 ulps (relative to the sum of the
  * magnitudes / n) of the MPI backend's sum/n, and the same bits when n is
@@ -180,8 +183,16 @@ static strata_status_t nccl_group_init(strata_group_t *g)
          * (comm_nccl_async_error) rather than hanging a thread */
         ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
         config.blocking = 0;
+        /* NCCL's buffers are device memory the tiers did not allocate:
+         * measured here, the device tier counts them (tiers.c) */
+        size_t free0 = 0, free1 = 0, total = 0;
+        int measured = cudaSuccess == cudaMemGetInfo(&free0, &total);
         ncclResult_t r = ncclCommInitRankConfig(&ng->comm, boot.nranks, id, boot.rank, &config);
         if (ncclInProgress == r) r = settle(ng->comm);
+        if (ncclSuccess == r && measured && cudaSuccess == cudaMemGetInfo(&free1, &total) &&
+            free1 < free0)
+            ctx->nccl_dev_bytes += free0 - free1;
+        (void)cudaGetLastError();
         if (ncclSuccess != r) {
             st = nccl_fail(ctx, r, ng->comm, "ncclCommInitRankConfig (non-blocking)");
             if (ng->comm) ncclCommAbort(ng->comm);

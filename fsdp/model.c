@@ -4,6 +4,7 @@
  * the enumeration the checkpoint code uses.
  */
 #include "config.h"
+#include "tiers/tiers.h"
 #include "fsdp.h"
 #include "dev.h"
 #include "base/grow.h"
@@ -88,6 +89,8 @@ strata_status_t strata_model_create(strata_context_t *ctx, const strata_model_op
     m->prefetch = ctx->cfg.prefetch < 0 ? 0 : ctx->cfg.prefetch;
     /* strata_group_split explains a shard size that does not divide W */
     st = strata_group_split(ctx, m->S, &m->shard, &m->replica);
+    /* their NCCL communicators' device bytes count in the device budget */
+    if (STRATA_OK == st) st = tiers_count_nccl(ctx);
     if (STRATA_OK != st) goto err;
     m->shard_rank = strata_group_rank(m->shard);
     m->replica_index = ctx->rank / m->S;

@@ -182,11 +182,12 @@ strata_status_t strata_config_set(strata_config_t *cfg, const char *name,
 /* Typed access. _int: integer, boolean (0/1) and fixed-set options (the
  * value's index in the list strata_config_set names, e.g. schedule 0 = lhs,
  * 1 = naive; log_level and backend as strata_log_level_t and
- * strata_backend_kind_t); _size: sizes (SIZE_MAX = inf); _double:
- * bandwidths and times. Setters check values as strata_config_set does.
+ * strata_backend_kind_t); _size: sizes (SIZE_MAX = inf; STRATA_SIZE_AUTO =
+ * "auto", which host_mem alone takes); _double: bandwidths and times. Setters check values as strata_config_set does.
  * Errors: STRATA_ERR_NOT_FOUND (no such option), STRATA_ERR_MISMATCH
  * (the option holds another type), STRATA_ERR_CONFIG (value refused);
  * nothing is changed then. */
+#define STRATA_SIZE_AUTO (SIZE_MAX - 1)
 strata_status_t strata_config_set_int(strata_config_t *cfg, const char *name, long long value,
                                       char *errbuf, size_t errlen);
 strata_status_t strata_config_set_size(strata_config_t *cfg, const char *name, size_t value,

@@ -79,9 +79,11 @@ endif
 
 # tiers: single-rank programs; the ones with a context call
 # strata_init, which starts MPI itself.
-check_PROGRAMS += t/tiers_arena.t t/tiers_mplan.t t/tiers_move.t t/tiers_storage.t t/tiers_link.t t/tiers_cuda.t t/tiers_limits.t
+check_PROGRAMS += t/tiers_arena.t t/tiers_mplan.t t/tiers_move.t t/tiers_storage.t t/tiers_link.t t/tiers_cuda.t t/tiers_limits.t t/tiers_hostauto.t
 t_tiers_limits_t_SOURCES = t/tiers_limits.t.c
 t_tiers_limits_t_LDADD = $(TEST_INTERNAL_LDADD)
+t_tiers_hostauto_t_SOURCES = t/tiers_hostauto.t.c
+t_tiers_hostauto_t_LDADD = $(TEST_INTERNAL_LDADD)
 t_tiers_arena_t_SOURCES = t/tiers_arena.t.c
 t_tiers_mplan_t_SOURCES = t/tiers_mplan.t.c
 t_tiers_mplan_t_LDADD = $(TEST_INTERNAL_LDADD)
@@ -94,7 +96,7 @@ t_tiers_move_t_LDADD = $(TEST_INTERNAL_LDADD)
 t_tiers_storage_t_LDADD = $(TEST_INTERNAL_LDADD) $(HDF5_LIBS)
 t_tiers_link_t_LDADD = $(TEST_INTERNAL_LDADD)
 t_tiers_cuda_t_LDADD = $(TEST_LDADD) $(CUDA_LIBS)
-TESTS += t/tiers_arena.t t/tiers_mplan.t t/tiers_move.t t/tiers_storage.t t/tiers_link.t t/tiers_cuda.t t/tiers_limits.t
+TESTS += t/tiers_arena.t t/tiers_mplan.t t/tiers_move.t t/tiers_storage.t t/tiers_link.t t/tiers_cuda.t t/tiers_limits.t t/tiers_hostauto.t
 # checkpoints (io/ckpt_*.c)
 check_PROGRAMS += t/unit_ckpt_geom.t
 t_unit_ckpt_geom_t_SOURCES = t/unit_ckpt_geom.t.c

@@ -196,26 +196,32 @@ static void test_stress(void)
     arena_cleanup(&a);
 }
 
-/* the device's memory left after the tier's reservation: enough, or a
- * warning that says what to do */
+/* cuda init: the device tier's region (device_mem less NCCL's bytes)
+ * against what the device has free: refused naming the figures and the
+ * device_mem to use, a warning when little is left, else the figures */
 static void test_headroom(void)
 {
-    char msg[512];
-    ok(0 == tiers_device_headroom(8 * 1024 * MiB, 80 * 1024 * MiB, 70 * 1024 * MiB, msg,
-                                  sizeof msg) && strstr(msg, "8 GiB free of 80 GiB"),
-       "8 GiB left: no warning (%s)", msg);
-    ok(0 == tiers_device_headroom(TIERS_DEVICE_HEADROOM, 80 * 1024 * MiB, 0, msg, sizeof msg),
-       "exactly the headroom left: no warning");
-    ok(1 == tiers_device_headroom(TIERS_DEVICE_HEADROOM - 1, 80 * 1024 * MiB, 0, msg, sizeof msg),
-       "one byte under the headroom: a warning");
-    ok(1 == tiers_device_headroom(100 * MiB, 80 * 1024 * MiB, 79 * 1024 * MiB, msg, sizeof msg) &&
-       strstr(msg, "100 MiB free") && strstr(msg, "lower device_mem") && strstr(msg, "NCCL"),
-       "100 MiB left: the warning names the figures and the remedy (%s)", msg);
+    char msg[1024];
+    ok(0 == tiers_device_fit(80 * 1024 * MiB, 80 * 1024 * MiB, 0, 70 * 1024 * MiB, msg,
+                             sizeof msg) && strstr(msg, "10 GiB free of 80 GiB"),
+       "10 GiB left: no warning (%s)", msg);
+    ok(0 == tiers_device_fit(TIERS_DEVICE_HEADROOM + 8 * MiB, 80 * 1024 * MiB, 0, 8 * MiB, msg,
+                             sizeof msg), "exactly the headroom left: no warning");
+    ok(1 == tiers_device_fit(TIERS_DEVICE_HEADROOM + 8 * MiB - 1, 80 * 1024 * MiB, 0, 8 * MiB,
+                             msg, sizeof msg), "one byte under the headroom: a warning");
+    ok(1 == tiers_device_fit(1024 * MiB, 80 * 1024 * MiB, 100 * MiB, 1024 * MiB, msg, sizeof msg) &&
+       strstr(msg, "100 MiB free") && strstr(msg, "lower device_mem"),
+       "NCCL's bytes inside the budget: 100 MiB left, a warning with the remedy (%s)", msg);
+    ok(-1 == tiers_device_fit(10 * 1024 * MiB, 80 * 1024 * MiB, 512 * MiB, 12 * 1024 * MiB, msg,
+                              sizeof msg) && strstr(msg, "device_mem 12 GiB") &&
+       strstr(msg, "10 GiB of 80 GiB free") && strstr(msg, "init took 70 GiB") &&
+       strstr(msg, "512 MiB") && strstr(msg, "lower device_mem to at most 9.5 GiB"),
+       "a device_mem above what is free is refused, naming the figures (%s)", msg);
 }
 
 int main(void)
 {
-    plan(49 + 4);
+    plan(49 + 5);
     test_headroom();
     test_basics();
     test_full_message();

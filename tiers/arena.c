@@ -197,6 +197,21 @@ static void take_span(arena_t *a, arena_span_t *s, strata_tag_t tag, size_t need
     tier_acct_add(&a->acct, tag, need);
 }
 
+/* A workspace's span: the highest free one whose part below top_limit
+ * holds need (*end_p: where that part ends), or NULL. */
+static arena_span_t *top_span(const arena_t *a, size_t need, size_t *end_p)
+{
+    size_t lim = a->top_limit ? a->top_limit : a->capacity;
+    arena_span_t *best = NULL;
+    for (arena_span_t *s = a->first; s && s->off < lim; s = s->next) {
+        size_t end = s->off + s->size < lim ? s->off + s->size : lim;
+        if (s->free && end - s->off >= need) {
+            best = s;
+            *end_p = end;
+        }
+    }
+    return best;
+}
 
 strata_status_t arena_alloc(arena_t *a, const char *tier_name, size_t bytes,
                             strata_tag_t tag, size_t *off_p, arena_span_t **span_p,
@@ -220,13 +235,13 @@ strata_status_t arena_alloc(arena_t *a, const char *tier_name, size_t bytes,
      * back of the highest span that fits, so it never punches a hole
      * among the blocks that live across ops (activations, gradients),
      * whose order of coming and going varies with transfer timing */
-    const int top = STRATA_TAG_WORKSPACE == tag;
-    arena_span_t *best = NULL;
-    for (arena_span_t *s = a->first; s; s = s->next) {
+    int top = STRATA_TAG_WORKSPACE == tag;
+    size_t top_end = 0;
+    arena_span_t *best = top ? top_span(a, need, &top_end) : NULL;
+    top = NULL != best;
+    for (arena_span_t *s = a->first; !top && s; s = s->next) {
         if (!s->free || s->size < need) continue;
-        if (top) {
-            best = s;
-        } else if (!best || s->size < best->size) {
+        if (!best || s->size < best->size) {
             best = s;
             if (s->size == need) break;
         }
@@ -245,7 +260,7 @@ strata_status_t arena_alloc(arena_t *a, const char *tier_name, size_t bytes,
     }
     /* the allocation takes the front of the span (a workspace the back),
      * the rest stays free */
-    if (!carve(a, best, top ? best->off + best->size - need : best->off, need)) {
+    if (!carve(a, best, top ? top_end - need : best->off, need)) {
         snprintf(msg, msglen, "%s tier: out of host memory for allocator bookkeeping", tier_name);
         return STRATA_ERR_NOMEM;
     }

@@ -45,7 +45,13 @@ static strata_status_t take_space(strata_block_t *blk, strata_tier_t tier)
         st = arena_alloc_keyed(&ts->arena[tier], strata_tier_name(tier), blk->bytes, blk->tag,
                                blk->plan_key, &off, &s->span, msg, sizeof msg);
         if (STRATA_OK == st) blk->plan_key = 0;
-        if (STRATA_OK != st) return base_error(ts->ctx, st, "%s", msg);
+        if (STRATA_OK == st && STRATA_TIER_PINNED_HOST == tier &&
+            STRATA_OK != (st = tiers_pin_reach(ts, off + blk->rounded, msg, sizeof msg)))
+            arena_free(&ts->arena[tier], s->span);
+        /* a full auto-sized host tier: say what sized it and what to set */
+        int why = STRATA_ERR_TIER_FULL == st && STRATA_TIER_PINNED_HOST == tier && ts->host_auto;
+        if (STRATA_OK != st)
+            return base_error(ts->ctx, st, "%s%s%s", msg, why ? "; " : "", why ? ts->host_why : "");
         s->ptr = blk->bytes ? (char *)ts->base[tier] + off : zero_block;
     }
     s->has_space = 1;

@@ -1,8 +1,9 @@
 /*
  * cuda.c - the cuda backend (built with HAVE_CUDA): DEVICE is one
- * cudaMalloc'd region, PINNED_HOST one cudaHostAlloc'd region, both carved
- * by the same arenas as on the host backend (the pinned region is allocated
- * once, at init). Each copy engine thread owns a non-blocking stream and
+ * cudaMalloc'd region (device_mem less NCCL's bytes, which the arena
+ * reserves), PINNED_HOST one cudaHostAlloc'd region (host_mem=auto:
+ * address space, cudaHostRegister'd in pieces as the blocks reach them),
+ * both carved by the same arenas as on the host backend. Each copy engine thread owns a non-blocking stream and
  * queues chunks with cudaMemcpyAsync, each followed by an event; the op
  * completes when its last chunk's event has fired (cuda_drain), so chunks
  * pipeline on the copy engine instead of a host wait per chunk. Chunking,
@@ -18,11 +19,38 @@
 
 #include <cuda_runtime_api.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 static strata_status_t cuda_fail(tiers_state_t *ts, cudaError_t e, const char *what)
 {
     (void)cudaGetLastError();
     return base_error(ts->ctx, STRATA_ERR_CUDA, "%s: %s", what, cudaGetErrorString(e));
+}
+
+/* The device tier's region: budget less NCCL's bytes (the arena reserves
+ * those, tiers.c), refused at init, with the figures, when the device
+ * has not that much free once the context and NCCL have taken theirs. */
+static strata_status_t device_region(tiers_state_t *ts, size_t len, void **p)
+{
+    size_t free_b = 0, total_b = 0, nccl = 0;
+    char msg[STRATA_ERRMSG_LEN], s[32], what[128];
+    if (ts->dev_nccl && tiers_round(ts->dev_nccl, &nccl)) nccl = ts->dev_nccl;
+    size_t region = len > nccl ? len - nccl : TIERS_ALIGN;
+    cudaError_t e = cudaMemGetInfo(&free_b, &total_b);
+    if (cudaSuccess != e) return cuda_fail(ts, e, "cudaMemGetInfo (before the device tier)");
+    ts->dev_init_used = total_b - free_b;
+    ts->dev_total = total_b;
+    int fit = tiers_device_fit(free_b, total_b, nccl, len, msg, sizeof msg);
+    if (fit < 0) return base_error(ts->ctx, STRATA_ERR_CONFIG, "%s", msg);
+    if (fit > 0) strata_warn(ts->ctx, "%s", msg);
+    else strata_info(ts->ctx, "%s", msg);
+    e = cudaMalloc(p, region);
+    if (cudaSuccess != e) {
+        snprintf(what, sizeof what, "reserving %s for the device tier (lower device_mem)",
+                 strata_format_size(region, s, sizeof s));
+        return cuda_fail(ts, e, what);
+    }
+    return STRATA_OK;
 }
 
 static strata_status_t cuda_region_create(tiers_state_t *ts, strata_tier_t tier,
@@ -31,39 +59,55 @@ static strata_status_t cuda_region_create(tiers_state_t *ts, strata_tier_t tier,
     char s[32], what[128];
     size_t len = capacity ? capacity : TIERS_ALIGN;
     void *p = NULL;
-    cudaError_t e = STRATA_TIER_DEVICE == tier ? cudaMalloc(&p, len)
-                                               : cudaHostAlloc(&p, len, cudaHostAllocPortable);
-    if (cudaSuccess != e) {
-        snprintf(what, sizeof what, "reserving %s for the %s tier (lower the %s_mem budget)",
-                 strata_format_size(len, s, sizeof s), strata_tier_name(tier),
-                 STRATA_TIER_DEVICE == tier ? "device" : "host");
-        return cuda_fail(ts, e, what);
-    }
     if (STRATA_TIER_DEVICE == tier) {
-        /* NCCL's communicator already holds its buffers (comm_init runs
-         * first): what is left must hold the rest that the budget does not
-         * count */
-        size_t free_b = 0, total_b = 0;
-        char msg[STRATA_ERRMSG_LEN];
-        if (cudaSuccess == cudaMemGetInfo(&free_b, &total_b)) {
-            if (tiers_device_headroom(free_b, total_b, len, msg, sizeof msg))
-                strata_warn(ts->ctx, "%s", msg);
-            else
-                strata_info(ts->ctx, "%s", msg);
-        } else {
-            (void)cudaGetLastError();
+        strata_status_t st = device_region(ts, len, &p);
+        if (STRATA_OK != st) return st;
+    } else if (ts->host_auto) {
+        /* address space only: pinned piece by piece (cuda_region_grow) */
+        p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                 -1, 0);
+        if (MAP_FAILED == p)
+            return base_error(ts->ctx, STRATA_ERR_NOMEM, "cannot reserve %s of address space "
+                              "for the host tier (host_mem auto): set host_mem to a size",
+                              strata_format_size(len, s, sizeof s));
+    } else {
+        cudaError_t e = cudaHostAlloc(&p, len, cudaHostAllocPortable);
+        if (cudaSuccess != e) {
+            snprintf(what, sizeof what, "pinning %s for the host tier (lower host_mem, or "
+                     "host_mem=auto to pin what the run uses)", strata_format_size(len, s, sizeof s));
+            return cuda_fail(ts, e, what);
         }
     }
     *base_p = p;
     return STRATA_OK;
 }
 
+static strata_status_t cuda_region_grow(tiers_state_t *ts, void *base, size_t from, size_t len,
+                                        char *msg, size_t msglen)
+{
+    char a[32], b[32];
+    cudaError_t e = cudaHostRegister((char *)base + from, len, cudaHostRegisterPortable);
+    if (cudaSuccess == e) return STRATA_OK;
+    (void)cudaGetLastError();
+    snprintf(msg, msglen, "host tier (host_mem auto): pinning %s more beyond the %s pinned "
+             "failed: %s; set host_mem to a size the node can pin, or lower what the run puts "
+             "on the host (act_policy, state_place)", strata_format_size(len, a, sizeof a),
+             strata_format_size(from, b, sizeof b), cudaGetErrorString(e));
+    return STRATA_ERR_NOMEM;
+}
+
 static void cuda_region_destroy(tiers_state_t *ts, strata_tier_t tier, void *base,
                                 size_t capacity)
 {
     if (!base) return;
-    if (STRATA_TIER_DEVICE == tier) cudaFree(base);
-    else cudaFreeHost(base);
+    if (STRATA_TIER_DEVICE == tier) {
+        cudaFree(base);
+    } else if (ts->host_auto) {
+        for (int i = 0; i < ts->npin; i++) cudaHostUnregister((char *)base + ts->pin_off[i]);
+        munmap(base, capacity ? capacity : TIERS_ALIGN);
+    } else {
+        cudaFreeHost(base);
+    }
 }
 
 /* A copy engine's stream and a ring of chunk events: copy queues a chunk
@@ -178,6 +222,7 @@ const tiers_backend_t tiers_cuda_backend = {
     .name           = "cuda",
     .region_create  = cuda_region_create,
     .region_destroy = cuda_region_destroy,
+    .region_grow    = cuda_region_grow,
     .engine_init    = cuda_engine_init,
     .engine_cleanup = cuda_engine_cleanup,
     .copy           = cuda_copy,

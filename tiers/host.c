@@ -40,7 +40,7 @@ static strata_status_t host_region_create(tiers_state_t *ts, strata_tier_t tier,
                           strata_strerror(STRATA_ERR_NOMEM),
                           STRATA_TIER_DEVICE == tier ? "device" : "host");
     }
-    if (STRATA_TIER_PINNED_HOST == tier && capacity > 0) {
+    if (STRATA_TIER_PINNED_HOST == tier && capacity > 0 && !ts->host_auto) {
         struct rlimit rl = { 0, 0 };
         getrlimit(RLIMIT_MEMLOCK, &rl);
         if (0 == mlock2(p, len, MLOCK_ONFAULT)) {
@@ -57,6 +57,22 @@ static strata_status_t host_region_create(tiers_state_t *ts, strata_tier_t tier,
         }
     }
     *base_p = p;
+    return STRATA_OK;
+}
+
+/* host_mem=auto: the piece is mlock'd as its pages are first touched,
+ * where RLIMIT_MEMLOCK allows (best effort, as for a sized budget) */
+static strata_status_t host_region_grow(tiers_state_t *ts, void *base, size_t from, size_t len,
+                                        char *msg, size_t msglen)
+{
+    char s1[32];
+    if (0 == mlock2((char *)base + from, len, MLOCK_ONFAULT)) {
+        ts->pinned_locked = 1;
+    } else if (!ts->pinned_locked && 0 == ts->npin) {
+        int e = errno;
+        strata_info(ts->ctx, "pinned-host tier: plain memory, not mlock'd (%s; first piece %s)",
+                    strerror(e), strata_format_size(len, s1, sizeof s1));
+    }
     return STRATA_OK;
 }
 
@@ -145,6 +161,7 @@ const tiers_backend_t tiers_host_backend = {
     .name           = "host",
     .region_create  = host_region_create,
     .region_destroy = host_region_destroy,
+    .region_grow    = host_region_grow,
     .engine_init    = host_engine_init,
     .engine_cleanup = host_engine_cleanup,
     .copy           = host_copy,

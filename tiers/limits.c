@@ -84,16 +84,18 @@ static size_t cgroup_limit(const char *root, char *what, size_t len)
     return 0;
 }
 
-/* MemAvailable of /proc/meminfo in bytes, 0 when unknown. */
-static size_t mem_available(const char *root)
+/* A field of /proc/meminfo ("MemAvailable", "MemTotal") in bytes, 0 when
+ * unknown. */
+static size_t meminfo(const char *root, const char *key)
 {
-    char full[1024], line[256];
+    char full[1024], line[256], fmt[64];
     snprintf(full, sizeof full, "%s/proc/meminfo", root);
+    snprintf(fmt, sizeof fmt, "%s: %%llu kB", key);
     FILE *f = fopen(full, "r");
     if (!f) return 0;
     unsigned long long kb = 0;
     while (fgets(line, sizeof line, f))
-        if (1 == sscanf(line, "MemAvailable: %llu kB", &kb)) break;
+        if (1 == sscanf(line, fmt, &kb)) break;
     fclose(f);
     return (size_t)kb * 1024;
 }
@@ -106,7 +108,7 @@ size_t tiers_host_limit(const char *root, int pinned, char *what, size_t len)
         best = v;
         snprintf(what, len, "%s", w);
     }
-    if ((v = mem_available(root)) && (!best || v < best)) {
+    if ((v = meminfo(root, "MemAvailable")) && (!best || v < best)) {
         best = v;
         snprintf(what, len, "MemAvailable of %s/proc/meminfo", root);
     }
@@ -124,4 +126,30 @@ size_t tiers_storage_limit(const char *dir)
     struct statvfs vs;
     if (!dir || 0 != statvfs(dir, &vs)) return 0;
     return (size_t)vs.f_bavail * vs.f_frsize;
+}
+
+size_t tiers_host_auto_cap(const char *root, int pinned, int node_ranks, size_t node_mem,
+                           char *what, size_t len)
+{
+    char w[256] = "MemTotal", cg[256];
+    size_t mem = node_mem ? node_mem : meminfo(root, "MemTotal"), v;
+    if (node_mem) snprintf(w, sizeof w, "the node's memory as set by the host_auto_mem test fault");
+    if ((v = cgroup_limit(root, cg, sizeof cg)) && (!mem || v < mem)) {
+        mem = v;
+        snprintf(w, sizeof w, "%s", cg);
+    }
+    if (!mem) return 0;
+    if (node_ranks < 1) node_ranks = 1;
+    /* half: the rest is the ranks' own heaps, the page cache that the
+     * storage tier and checkpoints read through, and everyone else */
+    size_t cap = mem / 2 / (size_t)node_ranks;
+    snprintf(what, len, "half of %s shared by %d rank%s on this node", w, node_ranks,
+             1 == node_ranks ? "" : "s");
+    struct rlimit rl;
+    if (pinned && 0 == getrlimit(RLIMIT_MEMLOCK, &rl) && RLIM_INFINITY != rl.rlim_cur &&
+        (size_t)rl.rlim_cur < cap) {
+        cap = (size_t)rl.rlim_cur;
+        snprintf(what, len, "RLIMIT_MEMLOCK (ulimit -l; the host tier is pinned)");
+    }
+    return cap & ~((size_t)TIERS_ALIGN - 1);
 }

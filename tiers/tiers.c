@@ -28,15 +28,33 @@ const char *strata_tag_name(strata_tag_t tag)
     return (unsigned)tag < STRATA_TAG_COUNT ? n[tag] : "unknown";
 }
 
-int tiers_device_headroom(size_t free_b, size_t total_b, size_t budget, char *msg, size_t len)
+int tiers_device_fit(size_t free_b, size_t total_b, size_t nccl, size_t budget, char *msg,
+                     size_t len)
 {
-    char f[32], t[32], b[32], h[32];
-    int low = free_b < TIERS_DEVICE_HEADROOM;
-    snprintf(msg, len, "device: %s free of %s after the device tier's %s%s%s%s",
-             strata_format_size(free_b, f, sizeof f), strata_format_size(total_b, t, sizeof t),
-             strata_format_size(budget, b, sizeof b),
-             low ? "; the CUDA context, NCCL, cuBLAS and f32 staging live outside that "
-                   "budget and want " : "",
+    char f[32], t[32], b[32], h[32], n[32], u[32], m[32];
+    size_t region = budget > nccl ? budget - nccl : 0;
+    size_t init = total_b > free_b ? total_b - free_b : 0;
+    if (region > free_b) {
+        size_t most = free_b + nccl > TIERS_DEVICE_HEADROOM ? free_b + nccl - TIERS_DEVICE_HEADROOM
+                                                            : free_b + nccl;
+        snprintf(msg, len, "device_mem %s is more than this device can give: %s of %s free after "
+                 "init took %s (the CUDA context, NCCL's communicators %s of it, counted inside "
+                 "device_mem, and anyone else on the device); lower device_mem to at most %s "
+                 "(device_mem=%zu leaves %s for the CUDA runtime's own needs)",
+                 strata_format_size(budget, b, sizeof b), strata_format_size(free_b, f, sizeof f),
+                 strata_format_size(total_b, t, sizeof t), strata_format_size(init, u, sizeof u),
+                 strata_format_size(nccl, n, sizeof n), strata_format_size(most, m, sizeof m),
+                 most, strata_format_size(TIERS_DEVICE_HEADROOM, h, sizeof h));
+        return -1;
+    }
+    size_t left = free_b - region;
+    int low = left < TIERS_DEVICE_HEADROOM;
+    snprintf(msg, len, "device: %s free of %s after the device tier's %s (init took %s, NCCL's "
+             "%s of it counted in the tier)%s%s%s", strata_format_size(left, f, sizeof f),
+             strata_format_size(total_b, t, sizeof t), strata_format_size(budget, b, sizeof b),
+             strata_format_size(init, u, sizeof u), strata_format_size(nccl, n, sizeof n),
+             low ? "; the CUDA runtime's own allocations (kernel modules, library handles) "
+                   "live outside the budget and want " : "",
              low ? strata_format_size(TIERS_DEVICE_HEADROOM, h, sizeof h) : "",
              low ? ": lower device_mem, or expect out-of-memory errors outside the tiers" : "");
     return low;
@@ -70,6 +88,80 @@ static void limit_budgets(tiers_state_t *ts, size_t budget[2])
         ts->storage_acct.budget = free_b;
         if (0 == ts->ctx->rank) strata_info(ts->ctx, "%s", ts->storage_why);
     }
+}
+
+/* host_mem=auto: the budget is a cap, of which only what the blocks reach
+ * is pinned (tiers_pin_reach); said once (rank 0). */
+static void host_auto(tiers_state_t *ts, size_t *budget_p)
+{
+    char what[256], a[32];
+    int pinned = ts->be != &tiers_host_backend;
+    size_t cap = tiers_host_auto_cap("", pinned, ts->ctx->node_ranks,
+                                     (size_t)test_fault_arg("host_auto_mem"), what, sizeof what);
+    ts->host_auto = 1;
+    *budget_p = cap ? cap : (size_t)8 << 30;    /* no figure known: the old default */
+    snprintf(ts->host_why, sizeof ts->host_why, "host_mem auto: up to %s (%.150s), pinned as the "
+             "run's blocks first need it; set host_mem to a size for another cap",
+             strata_format_size(*budget_p, a, sizeof a), cap ? what : "the node's memory unknown");
+    if (0 == ts->ctx->rank) strata_info(ts->ctx, "%s", ts->host_why);
+}
+
+/* NCCL's communicators hold device memory the device tier did not
+ * allocate: those bytes (measured by comm_init) are taken at the top of
+ * the device arena, with no memory behind them (the region is that much
+ * shorter, cuda.c), so the budget and the admission count them. */
+static strata_status_t reserve_nccl(tiers_state_t *ts)
+{
+    arena_t *a = &ts->arena[STRATA_TIER_DEVICE];
+    char msg[STRATA_ERRMSG_LEN], s1[32], s2[32];
+    size_t need;
+    if (0 == ts->dev_nccl || tiers_round(ts->dev_nccl, &need)) return STRATA_OK;
+    if (need > a->capacity)
+        return base_error(ts->ctx, STRATA_ERR_CONFIG, "device_mem %s cannot hold NCCL's %s of "
+                          "communicator buffers, which it counts: raise device_mem",
+                          strata_format_size(a->capacity, s1, sizeof s1),
+                          strata_format_size(need, s2, sizeof s2));
+    strata_status_t st = arena_alloc_at(a, "device", a->capacity - need, need,
+                                        STRATA_TAG_WORKSPACE, &ts->nccl_span, msg, sizeof msg);
+    return STRATA_OK == st ? STRATA_OK : base_error(ts->ctx, st, "%s", msg);
+}
+
+strata_status_t tiers_count_nccl(strata_context_t *ctx)
+{
+    tiers_state_t *ts = ctx ? ctx->tiers : NULL;
+    char msg[STRATA_ERRMSG_LEN], s1[32];
+    arena_span_t *span;
+    size_t off, more;
+    if (!ts || ctx->nccl_dev_bytes <= ts->dev_nccl) return STRATA_OK;
+    more = ctx->nccl_dev_bytes - ts->dev_nccl;
+    pthread_mutex_lock(&ts->lock);
+    strata_status_t st = arena_alloc(&ts->arena[STRATA_TIER_DEVICE], "device", more,
+                                     STRATA_TAG_WORKSPACE, &off, &span, msg, sizeof msg);
+    if (STRATA_OK == st) ts->dev_nccl += more;
+    tiers_unlock(ts);
+    if (STRATA_OK != st)
+        return base_error(ctx, st, "counting the %s of device memory the model's NCCL "
+                          "communicators took: %s; raise device_mem",
+                          strata_format_size(more, s1, sizeof s1), msg);
+    return STRATA_OK;
+}
+
+strata_status_t tiers_pin_reach(tiers_state_t *ts, size_t end, char *msg, size_t len)
+{
+    size_t cap = ts->capacity[STRATA_TIER_PINNED_HOST];
+    if (!ts->host_auto || end <= ts->pinned) return STRATA_OK;
+    size_t want = ts->pinned + ts->pinned / 4;
+    if (want < end) want = end;
+    want = (want + TIERS_PIN_GRAIN - 1) / TIERS_PIN_GRAIN * TIERS_PIN_GRAIN;
+    if (want > cap || TIERS_PIN_PIECES - 1 == ts->npin) want = cap;   /* the last piece */
+    strata_status_t st = ts->be->region_grow(ts, ts->base[STRATA_TIER_PINNED_HOST], ts->pinned,
+                                             want - ts->pinned, msg, len);
+    if (STRATA_OK != st) return st;
+    ts->pin_off[ts->npin] = ts->pinned;
+    ts->pin_len[ts->npin++] = want - ts->pinned;
+    ts->pinned = want;
+    ts->arena[STRATA_TIER_PINNED_HOST].top_limit = want;
+    return STRATA_OK;
 }
 
 const char *tiers_limit_why(const strata_context_t *ctx, strata_tier_t tier)
@@ -114,7 +206,10 @@ strata_status_t tiers_init(strata_context_t *ctx)
     ts->checksums = cfg->checksums;
     ts->storage_acct.budget = cfg->storage_mem;
 
+    ts->dev_nccl = ctx->nccl_dev_bytes ? ctx->nccl_dev_bytes
+                                       : (size_t)test_fault_arg("nccl_bytes");
     size_t budget[2] = { cfg->device_mem, cfg->host_mem };
+    if (STRATA_SIZE_AUTO == cfg->host_mem) host_auto(ts, &budget[1]);
     limit_budgets(ts, budget);
     for (int t = 0; t < 2; t++) {
         size_t cap = budget[t] < TIERS_MAX_RESERVE ? budget[t] : TIERS_MAX_RESERVE;
@@ -131,6 +226,8 @@ strata_status_t tiers_init(strata_context_t *ctx)
             goto err;
         }
     }
+    if (ts->host_auto) ts->arena[STRATA_TIER_PINNED_HOST].top_limit = 1;   /* nothing pinned */
+    if (STRATA_OK != (st = reserve_nccl(ts))) goto err;
     /* storage ops are pwrite/pread on host memory whatever the backend */
     ts->wait_storage = ts->wait_copies;
     ts->wait_copies = ts->wait_copies && ts->be->any_thread_copy;

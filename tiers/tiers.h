@@ -27,6 +27,10 @@
 #include <xxhash.h>
 
 #define TIERS_ALIGN 256u
+/* host_mem=auto pins in pieces of at least this, each a quarter more than
+ * what is pinned, so a few pieces reach any size */
+#define TIERS_PIN_GRAIN ((size_t)64 << 20)
+#define TIERS_PIN_PIECES 96
 
 /* ---- accounting (pure) ------------------------------------------------- */
 
@@ -56,6 +60,12 @@ size_t tiers_host_limit(const char *root, int pinned, char *what, size_t len);
 /* The bytes free to an unprivileged writer on dir's file system; 0 when
  * unknown. */
 size_t tiers_storage_limit(const char *dir);
+/* host_mem=auto's cap: half of the node's memory (node_mem, or MemTotal
+ * under root when 0; the cgroup limit when lower) over its node_ranks
+ * ranks, and RLIMIT_MEMLOCK when pinned; 0 when unknown. *what names what
+ * decided. */
+size_t tiers_host_auto_cap(const char *root, int pinned, int node_ranks, size_t node_mem,
+                           char *what, size_t len);
 /* Why the tier's budget is below its option ("" when it is not). */
 const char *tiers_limit_why(const strata_context_t *ctx, strata_tier_t tier);
 
@@ -71,6 +81,8 @@ typedef struct {
     size_t        nspans;
     tier_acct_t   acct;          /* budget = capacity */
     mplan_t      *plan;          /* the step's memory plan, or NULL */
+    size_t        top_limit;     /* workspaces take the back of the highest span below
+                                  * this (host_mem=auto: what is pinned); 0: capacity */
 } arena_t;
 
 int    arena_init(arena_t *a, size_t capacity);    /* -1 on malloc failure */
@@ -223,6 +235,11 @@ typedef struct tiers_backend {
                                      size_t capacity, void **base_p);
     void            (*region_destroy)(struct tiers_state *ts, strata_tier_t tier,
                                       void *base, size_t capacity);
+    /* host_mem=auto: the pinned-host region is address space from
+     * region_create; this pins [base + from, base + from + len) as the
+     * blocks first reach it (tiers_pin_reach). A message in msg on failure. */
+    strata_status_t (*region_grow)(struct tiers_state *ts, void *base, size_t from, size_t len,
+                                   char *msg, size_t msglen);
     /* Per engine thread set-up (cuda: a stream). */
     strata_status_t (*engine_init)(struct tiers_state *ts, int engine, void **data_p);
     void            (*engine_cleanup)(struct tiers_state *ts, int engine, void *data);
@@ -252,15 +269,21 @@ typedef struct tiers_backend {
 
 extern const tiers_backend_t tiers_host_backend;
 
-/* What lives on the device outside the device tier's budget (the CUDA
- * context, NCCL's buffers, cuBLAS workspaces, 16-bit reductions' f32
- * staging) needs this much left free once the tier is reserved. */
+/* What lives on the device outside the device tier's budget once NCCL,
+ * cuBLAS's workspace and the f32 staging are inside it: the CUDA
+ * runtime's own allocations (kernel modules, library handles, the small
+ * stream-ordered scratch of the gradient norm), which want this much left
+ * free once the tier is reserved. */
 #define TIERS_DEVICE_HEADROOM ((size_t)1 << 30)
 
-/* After the device tier's reservation, free_b of total_b bytes are left
- * on the device: 1 with a message saying what to do when that is less
- * than TIERS_DEVICE_HEADROOM, else 0 (msg holds the figures either way). */
-int tiers_device_headroom(size_t free_b, size_t total_b, size_t budget, char *msg, size_t len);
+/* cuda init, before the device tier's region: free_b of total_b bytes are
+ * free (the context and NCCL's nccl bytes taken). The region is budget
+ * less nccl (the arena reserves NCCL's bytes, tiers.c). -1 when it does
+ * not fit, with a message naming the figures and the device_mem to use;
+ * 1 when it fits leaving less than TIERS_DEVICE_HEADROOM (a warning);
+ * else 0. msg holds the figures either way. */
+int tiers_device_fit(size_t free_b, size_t total_b, size_t nccl, size_t budget, char *msg,
+                     size_t len);
 #ifdef HAVE_CUDA
 extern const tiers_backend_t tiers_cuda_backend;
 /* The block's next move starts on its copy engine only after the work
@@ -417,6 +440,16 @@ typedef struct tiers_state {
     const void             *mplan_owner;       /* the model it was recorded for */
     arena_span_t           *mplan_hold;        /* the mplan_hold test fault's span */
     int                     pinned_locked;
+    /* host_mem=auto: the region is pinned in pieces up to `pinned` bytes */
+    int                     host_auto;
+    size_t                  pinned;
+    size_t                  pin_off[TIERS_PIN_PIECES], pin_len[TIERS_PIN_PIECES];
+    int                     npin;
+    /* cuda: the device as init found it (tiers_init, before the device
+     * tier): bytes in use (the context, NCCL, anyone else), NCCL's share
+     * (measured around its communicators' init), total */
+    size_t                  dev_init_used, dev_nccl, dev_total;
+    arena_span_t           *nccl_span;         /* NCCL's bytes, reserved in the device arena */
     char                    host_why[320];     /* what lowered the host budget, or "" */
     char                    storage_why[320];  /* the same for storage */
     /* storage */
@@ -434,6 +467,18 @@ typedef struct tiers_state {
     strata_block_t         *blocks;
     char                    summary[512];
 } tiers_state_t;
+
+/* host_mem=auto: pin the pinned-host region as far as end (lock held);
+ * a message naming host_mem when the machine refuses. */
+strata_status_t tiers_pin_reach(tiers_state_t *ts, size_t end, char *msg, size_t len);
+
+/* Communicators made after init (a model's shard and replica groups)
+ * took ctx->nccl_dev_bytes beyond what the device arena reserves: those
+ * bytes are taken from it too (a workspace span kept to finalize), so the
+ * budget and the admission (the bytes in use when a program is recorded)
+ * count them. The region was sized at init: this memory is real on top
+ * of it, which the device-check's slack names. */
+strata_status_t tiers_count_nccl(strata_context_t *ctx);
 
 /* Context hooks (fsdp/context.c). */
 strata_status_t tiers_init(strata_context_t *ctx);
