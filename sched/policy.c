@@ -195,7 +195,7 @@ strata_status_t sched_opts_from_config(const strata_config_t *cfg, sched_opts_t 
     o.budget[STRATA_TIER_DEVICE] = SIZE_MAX == cfg->device_mem ? 0 : cfg->device_mem;
     /* host_mem=auto depends on the machine, which this pure code does not
      * read: unlimited here; the runtime passes its host tier's budget and
-     * strata plan tiers_host_auto_cap's */
+     * strata plan simulates without one */
     o.budget[STRATA_TIER_PINNED_HOST] = SIZE_MAX == cfg->host_mem ||
                                         STRATA_SIZE_AUTO == cfg->host_mem ? 0 : cfg->host_mem;
     o.budget[STRATA_TIER_STORAGE] = SIZE_MAX == cfg->storage_mem ? 0 : cfg->storage_mem;

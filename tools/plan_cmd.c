@@ -12,7 +12,6 @@
 
 #include "strata.h"
 #include "base/base.h"     /* the options struct, for sched_opts_from_config */
-#include "tiers/tiers.h"   /* host_mem=auto's cap */
 #include "base/file.h"
 #include "sched/sched.h"
 #include "tools/cmds.h"
@@ -25,7 +24,7 @@ static void plan_usage(FILE *out)
         "Schedule a step program and simulate it. Defaults come from the config table\n"
         "(STRATA_* variables); the flags override them.\n"
         "  --budget SIZE          device budget (device_mem)\n"
-        "  --host-budget SIZE     pinned-host budget (host_mem; auto: half this node's memory)\n"
+        "  --host-budget SIZE     pinned-host budget (host_mem; auto: no limit in this simulation)\n"
         "  --storage-budget SIZE  storage budget (storage_mem)\n"
         "  --policy TEXT          e.g. qkv=host,mlp_up=storage,*=keep, or auto (act_policy)\n"
         "  --schedule MODE        lhs, naive (schedule), none (nothing overlaps, collectives\n"
@@ -166,10 +165,6 @@ int cmd_plan(int argc, char **argv)
     if (STRATA_OK != sched_opts_from_config(&cfg, &opts, err, sizeof err)) {
         fprintf(stderr, "strata plan: %s\n", err);
         return 2;
-    }
-    if (STRATA_SIZE_AUTO == cfg.host_mem) {   /* the runtime's cap, for one rank a node */
-        char what[256];
-        opts.budget[STRATA_TIER_PINNED_HOST] = tiers_host_auto_cap("", 0, 1, 0, what, sizeof what);
     }
     if (lookahead >= 0) opts.lookahead = lookahead;
     if (none) opts.mode = SCHED_MODE_NONE;
