@@ -57,6 +57,7 @@ struct strata_config {
     int      threads;             /* compute threads per rank; 0 = affinity */
     int      comm_backend;        /* comm_pick_t: 0 auto, 1 nccl, 2 staged, 3 mpi */
     int      comm_check;          /* verify ranks agree on each collective */
+    int      reduce16;            /* 0 wide (f32, rounded once), 1 native (NCCL in bf16/f16) */
     int      ckpt_keep;           /* checkpoints kept in a directory (newest K) */
     char     ckpt_dir[512];       /* where training writes checkpoints */
     int      ckpt_direct;         /* tensor bytes with pwrite/pread, not H5Dwrite/H5Dread */

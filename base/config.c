@@ -35,6 +35,7 @@ static const char *const optim_overlap_names[] = { "auto", "on", "off", NULL };
 static const char *const state_fetch_names[] = { "plan", "next", NULL };
 /* the order of comm_pick_t (comm/select.h) */
 static const char *const comm_backend_names[] = { "auto", "nccl", "staged", "mpi", NULL };
+static const char *const reduce16_names[] = { "wide", "native", NULL };
 static const char *const ckpt_mpio_names[] = { "independent", "collective", "individual", NULL };
 
 #define OFF(f) offsetof(strata_config_t, f)
@@ -129,6 +130,12 @@ static const opt_row_t opt_table[] = {
                             "model's own gathers and reduce-scatters skip it once its step program and "
                             "plan passed their cross-rank check",
       OFF(comm_check), OPT_BOOL, 0, NULL },
+    { "reduce16",   "wide", "16-bit (bf16, f16) reductions: wide (widened to f32, reduced in f32, "
+                            "rounded once into the result: every backend) or native (the nccl "
+                            "backend reduces in the 16-bit type itself: half the bytes on the wire, "
+                            "no f32 staging, each partial sum rounded to 16 bits; the mpi and "
+                            "staged backends stay wide and say so at init)",
+      OFF(reduce16), OPT_ENUM, 0, reduce16_names },
     { "ckpt_keep",  "3",    "checkpoints kept in the checkpoint directory (the newest K; older ones are "
                             "deleted once a new one is complete); 0 keeps all",
       OFF(ckpt_keep), OPT_INT, 0, NULL },

@@ -389,6 +389,17 @@ strata_status_t comm_stream_wait(strata_group_t *g, void *stream)
     return g->ctx->comm_ops->stream_wait(g, stream);
 }
 
+size_t comm_stage_need(strata_group_t *g, coll_kind_t kind, size_t count, strata_dtype_t dtype)
+{
+    if (!g || STRATA_F32 == dtype || !g->ctx->comm_ops->stage_need) return 0;
+    return g->ctx->comm_ops->stage_need(g, kind, count, dtype);
+}
+
+void comm_stage_give(strata_group_t *g, void *p, size_t bytes)
+{
+    if (g && g->ctx->comm_ops->stage_give) g->ctx->comm_ops->stage_give(g, p, bytes);
+}
+
 strata_status_t comm_request_order(strata_request_t *req, void *stream)
 {
     if (!req || !stream || !req->be->request_order) return STRATA_OK;

@@ -101,6 +101,17 @@ typedef struct comm_backend {
     /* Optional (device backends). `stream` waits for req's completion, by
      * its event; the host does not wait. */
     strata_status_t (*request_order)(strata_request_t *req, void *stream);
+    /* Optional (device backends whose reduce_wide stages in device
+     * memory). stage_need: the bytes of device staging a 16-bit reduction
+     * of kind and count per rank takes on g (0: none, e.g. reduce16=native
+     * or f32). stage_give: device memory of `bytes` (NULL, 0: none) that
+     * g's reductions use for that staging while it is large enough, instead
+     * of allocating it from the device's stream-ordered pool (outside the
+     * device tier); the caller keeps it until it takes it back (NULL) with
+     * no reduction of g in flight. */
+    size_t          (*stage_need)(strata_group_t *g, coll_kind_t kind, size_t count,
+                                  strata_dtype_t dtype);
+    void            (*stage_give)(strata_group_t *g, void *p, size_t bytes);
 } comm_backend_t;
 
 extern const comm_backend_t comm_mpi_backend;
@@ -127,6 +138,13 @@ strata_status_t comm_start(strata_group_t *g, coll_kind_t kind, const void *send
                            size_t count, strata_dtype_t dtype, strata_redop_t op, int agreed,
                            strata_request_t **req_p);
 strata_status_t comm_stream_wait(strata_group_t *g, void *stream);
+/* The device staging of g's 16-bit reductions (the backend's stage_need
+ * and stage_give; 0 and a no-op where the backend has none): a caller
+ * that knows its reductions' sizes (a model: its units' gradients) gives
+ * g a device-tier block of the largest need, so that staging is inside
+ * device_mem. */
+size_t comm_stage_need(strata_group_t *g, coll_kind_t kind, size_t count, strata_dtype_t dtype);
+void comm_stage_give(strata_group_t *g, void *p, size_t bytes);
 strata_status_t comm_request_order(strata_request_t *req, void *stream);
 
 /* Context set-up: pick the backend, make the world group. */

@@ -177,6 +177,11 @@ strata_status_t comm_init(strata_context_t *ctx)
     ctx->world = w;
     if (0 == ctx->rank)
         strata_info(ctx, "collectives: %s (%s)", ctx->comm_ops->name, why);
+    /* reduce16=native is NCCL's: elsewhere ignored, said once */
+    if (0 == ctx->rank && ctx->cfg.reduce16 && 0 != strcmp(ctx->comm_ops->name, "nccl"))
+        strata_warn(ctx, "reduce16=native is ignored: the %s backend reduces 16-bit values "
+                    "wide (f32, rounded once); only the nccl backend reduces them natively",
+                    ctx->comm_ops->name);
     /* the world group made the rank's device current on this thread; the
      * threads strata starts from now on select it too (base/thread.h) */
     if (0 == strcmp(ctx->backend_name, "cuda")) ctx->device = base_device_current();

@@ -10,10 +10,18 @@
  * widened to f32, reduced in f32 on the wire, and rounded once into the
  * caller's buffer. Here the widening and the rounding run on the device
  * (base/dtype_cuda.cu, bit-identical rounding to base/dtype.c) in f32
- * staging allocated and freed on the group's stream (cudaMallocAsync /
- * cudaFreeAsync, the device's default pool), so nothing waits on the host.
- * That staging is outside the device tier's budget: see "Memory outside
- * the tiers" in docs/design.md. The communicators' own buffers are
+ * staging, so nothing waits on the host. The staging is the group's
+ * (stage_give: a model gives its shard and replica groups a device-tier
+ * block of its largest gradient reduction's need, so it counts in
+ * device_mem); every use is on the group's one stream, so one area serves
+ * the group's reductions in turn. A reduction it does not hold (no area
+ * given: a program's own 16-bit allreduce) allocates and frees its
+ * staging on the group's stream (cudaMallocAsync / cudaFreeAsync, the
+ * device's default pool), outside the device tier's budget: see "Memory
+ * outside the tiers" in docs/design.md.
+ * reduce16=native (option) skips all that: bf16/f16 reductions run as
+ * ncclBfloat16/ncclFloat16, NCCL rounding each partial sum to 16 bits
+ * (docs/options.md says how that differs). The communicators' own buffers are
  * measured at their init (the drop of cudaMemGetInfo) into
  * ctx->nccl_dev_bytes, which the device tier reserves.
  * AVG is ncclAvg, which for floats multiplies every contribution by 1/n in
@@ -51,6 +59,8 @@ typedef struct {
     cudaStream_t    stream;
     int             device;
     float          *barrier_buf;   /* one device float: barrier = allreduce(max) of it */
+    float          *stage;         /* the 16-bit reductions' f32 staging, if given */
+    size_t          stage_bytes;
     pthread_mutex_t lock;          /* enqueues on one communicator must not interleave */
 } nccl_group_t;
 
@@ -376,6 +386,18 @@ static strata_status_t nccl_reduce_wide(strata_group_t *g, coll_kind_t kind, con
     if (comm_nccl_op(op, &o)) {
         return base_error(ctx, STRATA_ERR_INVALID, "%s: reduction %d has no NCCL op", fn, (int)op);
     }
+    if (comm_nccl_native(dtype, ctx->cfg.reduce16)) {
+        ncclDataType_t t;
+        (void)comm_nccl_dtype(dtype, &t);
+        strata_status_t st = begin(g, req);
+        if (STRATA_OK != st) return st;
+        if (0 == count) return finish(g, req, STRATA_OK);
+        ncclResult_t r = COLL_REDUCE_SCATTER == kind
+            ? GROUPED(ng, ncclReduceScatter(send, recv, count, t, o, ng->comm, ng->stream))
+            : GROUPED(ng, ncclAllReduce(send, recv, count, t, o, ng->comm, ng->stream));
+        return nccl_done(g, req, r, COLL_REDUCE_SCATTER == kind ? "ncclReduceScatter (16-bit)"
+                                                                : "ncclAllReduce (16-bit)");
+    }
     strata_status_t st = comm_nccl_stage_bytes(kind, count, g->size, &bytes);
     if (STRATA_OK != st) {
         return base_error(ctx, st, "%s: f32 staging for %zu elements x %d ranks does not fit "
@@ -386,8 +408,11 @@ static strata_status_t nccl_reduce_wide(strata_group_t *g, coll_kind_t kind, con
     if (0 == count) return finish(g, req, STRATA_OK);
 
     size_t in_count = COLL_REDUCE_SCATTER == kind ? count * (size_t)g->size : count;
+    /* the group's area (under its lock, begin's), else the stream's pool */
     float *stage = NULL;
-    cudaError_t e = cudaMallocAsync((void **)&stage, bytes, ng->stream);
+    int own = !ng->stage || bytes > ng->stage_bytes;
+    cudaError_t e = own ? cudaMallocAsync((void **)&stage, bytes, ng->stream) : cudaSuccess;
+    if (!own) stage = ng->stage;
     if (cudaSuccess != e) {
         base_error(ctx, STRATA_ERR_CUDA, "%s: cannot allocate %zu bytes of f32 device staging "
                    "for a 16-bit reduction: %s", fn, bytes, cudaGetErrorString(e));
@@ -411,8 +436,9 @@ static strata_status_t nccl_reduce_wide(strata_group_t *g, coll_kind_t kind, con
             if (cudaSuccess != e) st = cuda_fail(ctx, e, "rounding kernel (f32 to 16-bit)");
         }
     }
-    /* stream-ordered: released after the work above, whatever its outcome */
-    e = cudaFreeAsync(stage, ng->stream);
+    /* stream-ordered: released after the work above, whatever its outcome
+     * (the group's area: reused by its next reduction, after this one) */
+    e = own ? cudaFreeAsync(stage, ng->stream) : cudaSuccess;
     if (STRATA_OK == st && cudaSuccess != e) st = cuda_fail(ctx, e, "cudaFreeAsync (staging)");
     return finish(g, req, st);
 }
@@ -482,6 +508,26 @@ static strata_status_t nccl_wait(strata_request_t *req)
     }
 }
 
+static size_t nccl_stage_need(strata_group_t *g, coll_kind_t kind, size_t count,
+                              strata_dtype_t dtype)
+{
+    size_t bytes = 0;
+    if (STRATA_OK != comm_nccl_stage_need(kind, count, g->size, dtype, g->ctx->cfg.reduce16,
+                                          &bytes))
+        return 0;
+    return bytes;
+}
+
+static void nccl_stage_give(strata_group_t *g, void *p, size_t bytes)
+{
+    nccl_group_t *ng = g->backend_data;
+    if (!ng) return;
+    pthread_mutex_lock(&ng->lock);
+    ng->stage = p;
+    ng->stage_bytes = p ? bytes : 0;
+    pthread_mutex_unlock(&ng->lock);
+}
+
 /* ------------------------------------------------- stream ordering --- */
 
 static int nccl_host_buffers(strata_group_t *g, const void *send, const void *recv)
@@ -533,4 +579,6 @@ const comm_backend_t comm_nccl_backend = {
     .host_buffers    = nccl_host_buffers,
     .stream_wait     = nccl_stream_wait,
     .request_order   = nccl_request_order,
+    .stage_need      = nccl_stage_need,
+    .stage_give      = nccl_stage_give,
 };

@@ -17,7 +17,8 @@
 #include "base/dtype_cuda.h"
 
 /* strata element type -> NCCL type. bf16/f16 only travel as themselves
- * (allgather, broadcast); reductions always run on ncclFloat32.
+ * (allgather, broadcast), and reduce with reduce16=native; otherwise
+ * reductions run on ncclFloat32.
  * STRATA_ERR_INVALID (nothing written) for a dtype strata does not have. */
 strata_status_t comm_nccl_dtype(strata_dtype_t dtype, ncclDataType_t *type_p);
 
@@ -57,6 +58,17 @@ strata_status_t comm_nccl_boot_layout(int world, int shard_size, int world_rank,
  * STRATA_ERR_OVERFLOW when the size does not fit a size_t. */
 strata_status_t comm_nccl_stage_bytes(coll_kind_t kind, size_t count, int group_size,
                                       size_t *bytes_p);
+
+/* Whether a bf16/f16 reduction runs natively (ncclBfloat16/ncclFloat16,
+ * the option reduce16=native: reduce16 1) rather than widened to f32:
+ * 1 for a 16-bit dtype with reduce16 set, else 0 (f32 is never "native":
+ * it needs no choice). */
+int comm_nccl_native(strata_dtype_t dtype, int reduce16);
+
+/* The f32 device staging a reduction of dtype takes (0 for f32 and for a
+ * native 16-bit one), else comm_nccl_stage_bytes's; its errors. */
+strata_status_t comm_nccl_stage_need(coll_kind_t kind, size_t count, int group_size,
+                                     strata_dtype_t dtype, int reduce16, size_t *bytes_p);
 
 /* What a group call's two answers (the collective inside it, then
  * ncclGroupEnd) mean on a non-blocking communicator: 1 when it has not

@@ -87,6 +87,23 @@ strata_status_t comm_nccl_stage_bytes(coll_kind_t kind, size_t count, int group_
     return STRATA_OK;
 }
 
+int comm_nccl_native(strata_dtype_t dtype, int reduce16)
+{
+    return reduce16 && (STRATA_BF16 == dtype || STRATA_F16 == dtype);
+}
+
+strata_status_t comm_nccl_stage_need(coll_kind_t kind, size_t count, int group_size,
+                                     strata_dtype_t dtype, int reduce16, size_t *bytes_p)
+{
+    if (!bytes_p || group_size < 1 || (COLL_ALLREDUCE != kind && COLL_REDUCE_SCATTER != kind))
+        return STRATA_ERR_INVALID;
+    if (STRATA_F32 == dtype || comm_nccl_native(dtype, reduce16)) {
+        *bytes_p = 0;
+        return STRATA_OK;
+    }
+    return comm_nccl_stage_bytes(kind, count, group_size, bytes_p);
+}
+
 int comm_nccl_group_pending(ncclResult_t call, ncclResult_t end, ncclResult_t *r_p)
 {
     if (ncclSuccess != call && ncclInProgress != call) {

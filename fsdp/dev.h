@@ -73,6 +73,11 @@ strata_status_t fsdp_dev_init(strata_context_t *ctx);
 void fsdp_dev_cleanup(strata_context_t *ctx);
 
 /* 1 on the cuda backend (the compute stream exists). */
+/* cuda: the bytes of the gradient norm's device scratch for m's units
+ * (an accumulator, its float, one partial per 4096 elements of the
+ * largest shard). */
+size_t fsdp_norm_scratch_bytes(const strata_model_t *m);
+
 static inline int fsdp_dev_on(const strata_context_t *ctx)
 {
     return ctx && NULL != ctx->compute_stream;

@@ -312,14 +312,13 @@ static strata_status_t cuda_global_sqnorm(strata_model_t *m, float *total_p)
 {
     strata_context_t *ctx = m->ctx;
     cudaStream_t s = STREAM(ctx);
-    size_t maxc = 1;
-    for (int u = 0; u < m->nunits; u++) {
-        size_t c = (m->units[u]->shard_len + 4095) / 4096;
-        if (c > maxc) maxc = c;
-    }
-    /* scratch: accumulator, its float, the partials (stream-ordered pool) */
-    char *scr = NULL;
-    cudaError_t e = cudaMallocAsync((void **)&scr, 16 + maxc * sizeof(double), s);
+    size_t bytes = fsdp_norm_scratch_bytes(m);
+    /* scratch: accumulator, its float, the partials: the model's
+     * device-tier block (commit made it, with clipping), else the
+     * stream-ordered pool, outside the tiers */
+    char *scr = m->norm_scratch.bytes >= bytes ? m->norm_scratch.ptr : NULL;
+    int own = NULL == scr;
+    cudaError_t e = own ? cudaMallocAsync((void **)&scr, bytes, s) : cudaSuccess;
     if (cudaSuccess != e) return cuda_st(ctx, e, "cudaMallocAsync (norm scratch)");
     double *acc = (double *)scr, *part = (double *)(scr + 16);
     float *f = (float *)(scr + 8);
@@ -339,7 +338,7 @@ static strata_status_t cuda_global_sqnorm(strata_model_t *m, float *total_p)
         st = cuda_st(ctx, cudaMemcpyAsync(total_p, f, sizeof *f, cudaMemcpyDeviceToHost, s),
                      "reading the gradient norm");
     if (STRATA_OK == st) st = cuda_wait(ctx);
-    (void)cudaFreeAsync(scr, s);
+    if (own) (void)cudaFreeAsync(scr, s);
     return st;
 }
 

@@ -304,6 +304,12 @@ struct strata_model {
     int                 S, W;
     int                 shard_rank, replica_index, n_replicas;
     strata_group_t     *shard, *replica;
+    /* cuda: device scratch kept for the model's life, blocks of the device
+     * tier (tag workspace) so device_mem counts them (model.c, dev_scratch):
+     * the f32 staging of the 16-bit gradient reductions the comm backend
+     * asks for, per group (0 shard, 1 replica), and the gradient norm's */
+    fsdp_buf_t          comm_stage[2];
+    fsdp_buf_t          norm_scratch;
     int                 nunits, cap_units;
     strata_unit_t     **units;
 

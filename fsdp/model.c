@@ -140,6 +140,11 @@ void strata_model_destroy(strata_model_t *m)
     fsdp_exec_destroy(m);
     fsdp_fetch_free(m);
     fsdp_straggler_free(&m->strag);
+    /* no reduction is in flight: the groups give their staging back */
+    comm_stage_give(m->shard, NULL, 0);
+    comm_stage_give(m->replica, NULL, 0);
+    for (int g = 0; g < 2; g++) fsdp_buf_free(&m->comm_stage[g]);
+    fsdp_buf_free(&m->norm_scratch);
     (void)fsdp_dev_wait(m->ctx);   /* cuda: the releases pending on the stream happen */
     free(m->units);
     strata_group_destroy(m->shard);
@@ -305,6 +310,49 @@ static strata_status_t init_shard(strata_model_t *m, strata_unit_t *u)
     return st;
 }
 
+size_t fsdp_norm_scratch_bytes(const strata_model_t *m)
+{
+    size_t maxc = 1;
+    for (int u = 0; u < m->nunits; u++) {
+        size_t c = (m->units[u]->shard_len + 4095) / 4096;
+        if (c > maxc) maxc = c;
+    }
+    return 16 + maxc * sizeof(double);
+}
+
+/* cuda: the device memory the model's collectives and norm would
+ * otherwise take from the device's stream-ordered pool, outside the tiers:
+ * the f32 staging of its 16-bit gradient reductions (the largest unit's,
+ * per group: its reductions use it in turn on the group's stream) and the
+ * gradient norm's scratch (with clipping). Device-tier blocks made at
+ * commit, so device_mem, the tier's peaks and the step's admission (the
+ * bytes in use when step 1 is recorded) count them. */
+static strata_status_t dev_scratch(strata_model_t *m)
+{
+    strata_context_t *ctx = m->ctx;
+    if (!fsdp_dev_on(ctx)) return STRATA_OK;
+    size_t need[2] = { 0, 0 };
+    strata_group_t *grp[2] = { m->S > 1 ? m->shard : NULL,
+                               m->n_replicas > 1 ? m->replica : NULL };
+    for (int ui = 0; ui < m->nunits; ui++) {
+        size_t len = m->units[ui]->shard_len;
+        size_t b = comm_stage_need(grp[0], COLL_REDUCE_SCATTER, len, m->opts.reduce_dtype);
+        if (b > need[0]) need[0] = b;
+        b = comm_stage_need(grp[1], COLL_ALLREDUCE, len, m->opts.reduce_dtype);
+        if (b > need[1]) need[1] = b;
+    }
+    for (int g = 0; g < 2; g++) {
+        if (0 == need[g]) continue;
+        strata_status_t st = fsdp_buf_alloc(ctx, STRATA_TIER_DEVICE, STRATA_TAG_WORKSPACE,
+                                            need[g], 0, &m->comm_stage[g]);
+        if (STRATA_OK != st) return st;
+        comm_stage_give(grp[g], m->comm_stage[g].ptr, need[g]);
+    }
+    if (0.0f == m->opts.clip_norm) return STRATA_OK;
+    return fsdp_buf_alloc(ctx, STRATA_TIER_DEVICE, STRATA_TAG_WORKSPACE,
+                          fsdp_norm_scratch_bytes(m), 0, &m->norm_scratch);
+}
+
 strata_status_t strata_model_commit(strata_model_t *m)
 {
     strata_status_t st;
@@ -360,6 +408,8 @@ strata_status_t strata_model_commit(strata_model_t *m)
         if (STRATA_OK == st) st = fsdp_state_drain(m);
         if (STRATA_OK != st) return st;
     }
+    st = dev_scratch(m);
+    if (STRATA_OK != st) return st;
     st = fsdp_check_registration(m);
     if (STRATA_OK != st) return st;
     st = fsdp_exec_create(m);

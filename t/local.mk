@@ -255,7 +255,7 @@ dist_check_SCRIPTS += t/gpt-train-np1-np4.t t/gpt-train-policy.t t/gpt-train-res
     t/gpt-train-damaged.t t/gpt-train-lock.t t/gpt-train-settings.t t/gpt-demo.t t/gpt-threads.t \
     t/gpt-train-recompute.t t/gpt-train-nonfinite.t t/gpt-train-shape.t t/ckpt-access.t \
     t/ckpt-lock-dead.t t/cli-refusals.t t/flight-dir.t t/spill-full.t t/gpt-matmul.t \
-    t/gpt-train-straggler.t
+    t/gpt-train-straggler.t t/gpt-train-devmem.t
 if HAVE_CBLAS
 check_PROGRAMS += t/gpt_grad.t t/gpt_ref.t t/gpt_data.t
 t_gpt_grad_t_SOURCES = t/gpt_grad.t.c
@@ -276,6 +276,8 @@ TESTS += t/gpt-train-np1-np4.t t/gpt-train-policy.t t/gpt-train-resume.t t/gpt-t
     t/gpt-train-trace.t t/gpt-train-tight.t t/slurm-run.t t/gpt-threads.t t/gpt-matmul.t
 # recompute at name granularity: fewer products, the same param_hash
 TESTS += t/gpt-train-recompute.t
+# the final line's device-memory fields (null here) and reduce16 on the mpi backend
+TESTS += t/gpt-train-devmem.t
 # the fault matrix of resume, the checkpoint lock and the settings (docs/reliability.md)
 TESTS += t/ckpt-enospc.t t/ckpt-async.t t/gpt-train-shape.t t/ckpt-access.t t/ckpt-lock-dead.t t/cli-refusals.t \
     t/flight-dir.t t/spill-full.t

@@ -42,6 +42,9 @@ static const struct { const char *name, *value, *list; } enums[] = {
     { "log_level", "loud",        "error, warn, info, debug or trace" },
     { "backend",   "host",        NULL },
     { "backend",   "gpu",         "auto, host or cuda" },
+    { "reduce16",  "native",      NULL },
+    { "reduce16",  "wide",        NULL },
+    { "reduce16",  "bf16",        "wide or native" },
     { NULL, NULL, NULL }
 };
 
@@ -137,7 +140,7 @@ static void test_typed(void)
 
 int main(void)
 {
-    plan(34 + 12 + 3 + 12);
+    plan(34 + 12 + 3 + 12 + 4);
     for (int i = 0; sizes[i].text; i++) {
         size_t b = 12345;
         strata_status_t st = strata_parse_size(sizes[i].text, &b);
@@ -161,6 +164,8 @@ int main(void)
     ok(STRATA_OK == strata_config_get_int(cfg, "comm_check", &a) &&
        STRATA_OK == strata_config_get_int(cfg, "checksums", &b) && 1 == a && 1 == b,
        "default booleans on");
+    ok(STRATA_OK == strata_config_get(cfg, "reduce16", text, sizeof text) && !strcmp(text, "wide"),
+       "default reduce16 wide (16-bit reductions in f32, rounded once)");
 
     ok(STRATA_OK == strata_config_set(cfg, "device-mem", "512M", err, sizeof err) &&
        STRATA_OK == strata_config_get_size(cfg, "device_mem", &z) && z == 512ull << 20,

@@ -176,6 +176,28 @@ static void test_stage(void)
        "group size 0 and NULL output refused");
 }
 
+/* reduce16=native: 16-bit reductions in their own NCCL type, without
+ * staging; f32 and the wide rule as before */
+static void test_native(void)
+{
+    size_t bytes = 12345;
+    ok(comm_nccl_native(STRATA_BF16, 1) && comm_nccl_native(STRATA_F16, 1) &&
+       !comm_nccl_native(STRATA_F32, 1) && !comm_nccl_native(STRATA_BF16, 0),
+       "native only for a 16-bit dtype with reduce16=native");
+    ok(STRATA_OK == comm_nccl_stage_need(COLL_REDUCE_SCATTER, 1001, 3, STRATA_BF16, 1, &bytes) &&
+       0 == bytes, "native bf16 reduce-scatter: no f32 staging");
+    ok(STRATA_OK == comm_nccl_stage_need(COLL_REDUCE_SCATTER, 1001, 3, STRATA_BF16, 0, &bytes) &&
+       (3 * 1001 + 1001) * 4 == bytes, "wide bf16 reduce-scatter: the f32 staging");
+    ok(STRATA_OK == comm_nccl_stage_need(COLL_ALLREDUCE, 1001, 3, STRATA_F16, 0, &bytes) &&
+       1001 * 4 == bytes, "wide f16 allreduce: count floats");
+    ok(STRATA_OK == comm_nccl_stage_need(COLL_ALLREDUCE, 1001, 3, STRATA_F32, 0, &bytes) &&
+       0 == bytes, "f32 needs no staging");
+    ok(STRATA_ERR_INVALID == comm_nccl_stage_need(COLL_ALLGATHER, 10, 2, STRATA_BF16, 0, &bytes) &&
+       STRATA_ERR_OVERFLOW == comm_nccl_stage_need(COLL_REDUCE_SCATTER, SIZE_MAX / 4, 4,
+                                                    STRATA_BF16, 0, &bytes),
+       "need: allgather refused, overflow detected");
+}
+
 /* a group call settles only when neither answer is "in progress"; the
  * collective's own failure wins over ncclGroupEnd's answer */
 static void test_group_pending(void)
@@ -208,18 +230,20 @@ static void test_table(void)
        b->broadcast && b->barrier && b->test && b->wait, "every required op is implemented");
     ok(b->reduce_wide && b->check_buffers && b->request_release,
        "16-bit reductions, buffer checks and request release are the backend's own");
+    ok(b->stage_need && b->stage_give, "the 16-bit staging can be given (a device-tier block)");
     is_string(b->name, "nccl", "backend name");
 }
 
 int main(void)
 {
-    plan(9 + 6 + 6 + 7 + 7 + 8 + 7 + 3);
+    plan(9 + 6 + 6 + 7 + 7 + 8 + 6 + 7 + 4);
     test_dtype();
     test_op();
     test_device();
     test_boot();
     test_layout();
     test_stage();
+    test_native();
     test_group_pending();
     test_table();
     return done_testing();

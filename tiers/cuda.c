@@ -44,12 +44,23 @@ static strata_status_t device_region(tiers_state_t *ts, size_t len, void **p)
     if (fit < 0) return base_error(ts->ctx, STRATA_ERR_CONFIG, "%s", msg);
     if (fit > 0) strata_warn(ts->ctx, "%s", msg);
     else strata_info(ts->ctx, "%s", msg);
+    ts->dev_region = region;
     e = cudaMalloc(p, region);
     if (cudaSuccess != e) {
         snprintf(what, sizeof what, "reserving %s for the device tier (lower device_mem)",
                  strata_format_size(region, s, sizeof s));
         return cuda_fail(ts, e, what);
     }
+    return STRATA_OK;
+}
+
+strata_status_t tiers_cuda_used(tiers_state_t *ts, size_t *used_p)
+{
+    size_t free_b = 0, total_b = 0;
+    cudaError_t e = 0 <= ts->ctx->device ? cudaSetDevice(ts->ctx->device) : cudaSuccess;
+    if (cudaSuccess == e) e = cudaMemGetInfo(&free_b, &total_b);
+    if (cudaSuccess != e) return cuda_fail(ts, e, "cudaMemGetInfo");
+    *used_p = total_b - free_b;
     return STRATA_OK;
 }
 

@@ -208,6 +208,7 @@ strata_status_t tiers_init(strata_context_t *ctx)
 
     ts->dev_nccl = ctx->nccl_dev_bytes ? ctx->nccl_dev_bytes
                                        : (size_t)test_fault_arg("nccl_bytes");
+    ts->dev_nccl_init = ts->dev_nccl;
     size_t budget[2] = { cfg->device_mem, cfg->host_mem };
     if (STRATA_SIZE_AUTO == cfg->host_mem) host_auto(ts, &budget[1]);
     limit_budgets(ts, budget);
@@ -314,6 +315,30 @@ strata_status_t strata_tier_usage(const strata_context_t *ctx, strata_tier_t tie
     tiers_unlock(ts);
     *usage_p = u;
     return STRATA_OK;
+}
+
+strata_status_t strata_device_memory(const strata_context_t *ctx, strata_device_memory_t *out)
+{
+    if (!ctx || !ctx->tiers || !out) return STRATA_ERR_INVALID;
+    tiers_state_t *ts = ctx->tiers;
+#ifdef HAVE_CUDA
+    if (ts->be == &tiers_cuda_backend) {
+        strata_device_memory_t d;
+        memset(&d, 0, sizeof d);
+        strata_status_t st = tiers_cuda_used(ts, &d.used);
+        if (STRATA_OK != st) return st;
+        pthread_mutex_lock(&ts->lock);
+        d.total = ts->dev_total;
+        d.init_used = ts->dev_init_used;
+        d.nccl = ts->dev_nccl;
+        d.nccl_after_init = ts->dev_nccl - ts->dev_nccl_init;
+        d.region = ts->dev_region;
+        tiers_unlock(ts);
+        *out = d;
+        return STRATA_OK;
+    }
+#endif
+    return STRATA_ERR_UNSUPPORTED;
 }
 
 const char *strata_tiers_summary(const strata_context_t *ctx, char *buf, size_t len)

@@ -286,6 +286,8 @@ int tiers_device_fit(size_t free_b, size_t total_b, size_t nccl, size_t budget, 
                      size_t len);
 #ifdef HAVE_CUDA
 extern const tiers_backend_t tiers_cuda_backend;
+/* cudaMemGetInfo's total - free on the context's device (cuda.c). */
+strata_status_t tiers_cuda_used(struct tiers_state *ts, size_t *used_p);
 /* The block's next move starts on its copy engine only after the work
  * queued so far on `stream` (cuda: a cudaStream_t producing the block's
  * data), ordered by an event, not by a host wait. No-op on the host
@@ -449,6 +451,7 @@ typedef struct tiers_state {
      * tier): bytes in use (the context, NCCL, anyone else), NCCL's share
      * (measured around its communicators' init), total */
     size_t                  dev_init_used, dev_nccl, dev_total;
+    size_t                  dev_nccl_init, dev_region;   /* NCCL's at init; the region */
     arena_span_t           *nccl_span;         /* NCCL's bytes, reserved in the device arena */
     char                    host_why[320];     /* what lowered the host budget, or "" */
     char                    storage_why[320];  /* the same for storage */

@@ -36,25 +36,47 @@ static void *last_stream;
 static int use_tf32;
 void gpt_dev_set_tf32(int on) { use_tf32 = on; }
 
-/* The GEMMs' workspace (GPT_BLAS_WORKSPACE, 32 MiB), once per process: the
- * one allocation to move into the device tier's budget. */
-static void *gemm_workspace(size_t bytes)
+/* The GEMMs' workspace (GPT_BLAS_WORKSPACE, 32 MiB), once per process: a
+ * block of the device tier (tag workspace), so it counts in device_mem,
+ * in the tier's peaks and in the admission of the step program (it is in
+ * use when step 1 is recorded). gpt_dev_setup makes it before the model,
+ * on the context the model will use; the handle lives until
+ * gpt_dev_teardown (strata_finalize would free the block anyway). */
+static strata_block_t *blas_ws;
+static void *blas_h;
+
+strata_status_t gpt_dev_setup(strata_context_t *ctx)
 {
-    void *p = NULL;
-    return cudaSuccess == cudaMalloc(&p, bytes) ? p : NULL;
+    if (NULL != blas_h) return STRATA_OK;
+    strata_status_t st = strata_block_alloc(ctx, STRATA_TIER_DEVICE, GPT_BLAS_WORKSPACE,
+                                            STRATA_TAG_WORKSPACE, &blas_ws);
+    if (STRATA_OK != st) return st;
+    blas_h = gpt_cublas_create(strata_block_ptr(blas_ws, STRATA_TIER_DEVICE), GPT_BLAS_WORKSPACE,
+                               use_tf32);
+    if (NULL != blas_h) return STRATA_OK;
+    strata_log(ctx, STRATA_LOG_ERROR, "cuBLAS/cuBLASLt handle creation failed");
+    strata_block_free(blas_ws);
+    blas_ws = NULL;
+    return STRATA_ERR_CUDA;
+}
+
+void gpt_dev_teardown(void)
+{
+    gpt_cublas_destroy(blas_h);
+    blas_h = NULL;
+    strata_block_free(blas_ws);
+    blas_ws = NULL;
 }
 
 /* one cuBLAS handle per process: callbacks run on the thread that steps,
  * all on the context's one compute stream (so one workspace serves) */
-static void *blas(void)
+static void *blas(strata_unit_call_t *call)
 {
-    static void *h;
-    if (NULL == h) {
-        void *ws = gemm_workspace(GPT_BLAS_WORKSPACE);
-        if (NULL != ws && NULL == (h = gpt_cublas_create(ws, GPT_BLAS_WORKSPACE, use_tf32)))
-            cudaFree(ws);
-    }
-    return h;
+    if (NULL == blas_h)
+        strata_log(strata_call_context(call), STRATA_LOG_ERROR, "gpt unit %d: no cuBLAS handle: "
+                   "gpt_dev_setup was not called (or failed) before the model's first step",
+                   strata_call_unit_index(call));
+    return blas_h;
 }
 
 typedef struct {
@@ -78,7 +100,7 @@ static strata_status_t dev_begin(strata_unit_call_t *call, const unit_rec *u, si
     memset(d, 0, sizeof *d);
     d->call = call;
     d->s = strata_call_stream(call);
-    d->h = blas();
+    d->h = blas(call);
     if (NULL == d->h) return STRATA_ERR_CUDA;
     int bf16 = STRATA_BF16 == strata_call_compute_dtype(call);
     float *conv = NULL;
@@ -425,6 +447,12 @@ strata_status_t gpt_dev_loss_fetch(double *dst, int n)
 
 int gpt_dev_built(void) { return 0; }
 void gpt_dev_set_tf32(int on) { (void)on; }
+strata_status_t gpt_dev_setup(strata_context_t *ctx)
+{
+    (void)ctx;
+    return STRATA_OK;
+}
+void gpt_dev_teardown(void) {}
 #define NO_DEV(name) \
     strata_status_t name(strata_unit_call_t *call, const unit_rec *u) \
     { (void)call; (void)u; return STRATA_ERR_UNSUPPORTED; }

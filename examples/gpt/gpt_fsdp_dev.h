@@ -30,6 +30,13 @@ strata_status_t gpt_dev_head_forward(strata_unit_call_t *call, const unit_rec *u
 strata_status_t gpt_dev_head_backward(strata_unit_call_t *call, const unit_rec *u);
 /* TF32 for the f32 GEMMs (train_gpt --tf32); before the first step. */
 void gpt_dev_set_tf32(int on);
+/* The cuBLAS/cuBLASLt handle and its workspace (GPT_BLAS_WORKSPACE) as a
+ * device-tier block of ctx (tag workspace, counted in device_mem): on the
+ * cuda backend, after strata_init and before the model's first step (a
+ * no-op once made, and without CUDA). teardown frees both, before
+ * strata_finalize. */
+strata_status_t gpt_dev_setup(strata_context_t *ctx);
+void gpt_dev_teardown(void);
 /* CUDA devices that answer (0 without CUDA). */
 int gpt_dev_count(void);
 /* Copy bytes of the head's device output to the host, waiting for the

@@ -558,8 +558,11 @@ static void setup_model(trainer *t)
     mo.weight_decay = (float)o->wd;
     mo.clip_norm = (float)o->clip;
     mo.compute_dtype = o->dtype;
+    mo.reduce_dtype = o->reduce_dtype;
     mo.seed = o->seed;
     gpt_dev_set_tf32(o->tf32);
+    /* cuBLAS's workspace: a device-tier block, in device_mem like the rest */
+    if (on_device(r)) check_setup(r, "cuBLAS workspace", gpt_dev_setup(r->ctx));
     check_setup(r, "model create", strata_model_create(r->ctx, &mo, &r->model));
     check_setup(r, "model build", gpt_fsdp_build(r->model, &o->cfg, &t->g));
     check_setup(r, "model commit", strata_model_commit(r->model));
@@ -833,6 +836,9 @@ static int train(trainer *t)
             save_ckpt(&t->r, o, s.done, t->ckpt_path, sizeof(t->ckpt_path));
     }
     const int steps_done = step, saved = NULL != o->ckpt_dir && steps_done > t->start;
+    /* the device as the last step left it (cuda): the final JSON's device_* */
+    strata_device_memory_t dev;
+    const int have_dev = STRATA_OK == strata_device_memory(t->r.ctx, &dev);
     if (saved) save_ckpt(&t->r, o, steps_done, t->ckpt_path, sizeof(t->ckpt_path));
     if (NULL != o->ckpt_dir) ckpt_wait(&t->r, o);   /* the last one is on disk before the summary */
 
@@ -846,7 +852,8 @@ static int train(trainer *t)
     }
     run_result res = { .steps_done = steps_done, .addition = gpt_data_is_addition(t->data),
                        .param_hash = param_hash(&t->r), .ckpt = saved ? t->ckpt_path : NULL,
-                       .recomputed = gpt_fsdp_recomputed(t->g) };
+                       .recomputed = gpt_fsdp_recomputed(t->g), .have_dev = have_dev };
+    if (have_dev) res.dev = dev;
     res.metric = res.addition ? addition_accuracy(&t->r, o) : validation_loss(&t->r, o, t->data);
     if (0 == rank) report_summary(o, &rs, &res);
     return 0;
@@ -901,6 +908,7 @@ int main(int argc, char **argv)
     free(t.bt);
     free(t.loss);
     strata_model_destroy(t.r.model);
+    gpt_dev_teardown();
     gpt_fsdp_destroy(t.g);
     gpt_data_destroy(t.data);
     strata_config_destroy(t.cfg);     /* set only when setup_config refused */

@@ -25,6 +25,7 @@ typedef struct {
     double      lr, min_lr_frac, wd, clip, beta2;
     uint64_t    seed;
     strata_dtype_t dtype;
+    strata_dtype_t reduce_dtype;    /* --reduce-dtype: the gradients on the wire */
     int         tf32;       /* --tf32: the device's f32 GEMMs in TF32 */
     const char *device_mem, *host_mem, *spill_dir, *act_policy, *schedule, *state_place;
     const char *ckpt_dir, *trace, *data;
@@ -68,6 +69,8 @@ typedef struct {
     uint64_t    param_hash;
     gpt_recompute_count recomputed;   /* rank 0's recompute passes, this run */
     const char *ckpt;       /* the checkpoint written at the end, or NULL */
+    int         have_dev;   /* cuda: dev measured after the last training step */
+    strata_device_memory_t dev;
 } run_result;
 
 /* ------------------------------------------------------------- reporting --- */

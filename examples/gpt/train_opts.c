@@ -48,6 +48,8 @@ void train_usage(FILE *f)
 "  --seed N          parameter initialisation and data order (1)\n"
 "  --dtype f32|bf16  compute copy of the gathered parameters (f32); master\n"
 "                    weights, gradients and optimizer state stay f32\n"
+"  --reduce-dtype f32|bf16  the gradients' reduce-scatter on the wire (f32);\n"
+"                    bf16 halves its bytes (option reduce16 says how it sums)\n"
 "  --tf32            the device's f32 matrix products in TF32 (10-bit mantissa\n"
 "                    inputs, f32 accumulation); off: f32 stays f32\n"
 "  --device D        where the step runs: cuda (the GPU's kernels, cuBLAS and NCCL;\n"
@@ -142,8 +144,20 @@ static int num_dbl(const char *opt, const char *v, double lo, double hi, double 
     return 0;
 }
 
+/* --dtype, --reduce-dtype: f32 or bf16 into *out; -1 (said when loud) else */
+static int dtype_arg(const char *flag, const char *v, strata_dtype_t *out, int loud)
+{
+    if (0 == strcmp(v, "f32")) *out = STRATA_F32;
+    else if (0 == strcmp(v, "bf16")) *out = STRATA_BF16;
+    else {
+        if (loud) fprintf(stderr, PROG ": %s is f32 or bf16, not '%s'\n", flag, v);
+        return -1;
+    }
+    return 0;
+}
+
 enum { O_LAYERS = 256, O_DIM, O_HEADS, O_SEQ, O_BATCH, O_ACCUM, O_GBATCH, O_STEPS, O_LR, O_WARMUP,
-       O_MINLR, O_WD, O_CLIP, O_BETA2, O_SEED, O_DTYPE, O_THREADS, O_SHARD, O_DEVMEM,
+       O_MINLR, O_WD, O_CLIP, O_BETA2, O_SEED, O_DTYPE, O_RDTYPE, O_THREADS, O_SHARD, O_DEVMEM,
        O_HOSTMEM, O_SPILL, O_SET, O_POLICY, O_SCHED, O_STATE, O_CKPTDIR, O_CKPTEVERY, O_STOPAT, O_RESUME, O_RESUMEANY,
        O_TF32, O_JSON, O_TRACE, O_DATA, O_EVALEVERY, O_EVALN, O_VALB, O_LOGEVERY, O_DEVICE, O_HELP };
 static const struct option longopts[] = {
@@ -153,6 +167,7 @@ static const struct option longopts[] = {
     { "steps", 1, NULL, O_STEPS }, { "lr", 1, NULL, O_LR }, { "warmup", 1, NULL, O_WARMUP },
     { "min-lr", 1, NULL, O_MINLR }, { "wd", 1, NULL, O_WD }, { "clip", 1, NULL, O_CLIP },
     { "beta2", 1, NULL, O_BETA2 }, { "seed", 1, NULL, O_SEED }, { "dtype", 1, NULL, O_DTYPE },
+    { "reduce-dtype", 1, NULL, O_RDTYPE },
     { "threads", 1, NULL, O_THREADS }, { "shard", 1, NULL, O_SHARD },
     { "device-mem", 1, NULL, O_DEVMEM }, { "host-mem", 1, NULL, O_HOSTMEM },
     { "spill-dir", 1, NULL, O_SPILL }, { "set", 1, NULL, O_SET },
@@ -174,7 +189,7 @@ int train_parse(int argc, char **argv, options *o, int loud)
     *o = (options){ .cfg = { 4, 128, 4, 0 }, .batch = 16, .accum = 1, .steps = 800,
                     .warmup = -1, .eval_n = 500, .val_batches = 20, .log_every = 1,
                     .lr = 1e-3, .min_lr_frac = 0.1, .wd = 0.0, .clip = 1.0, .beta2 = 0.95,
-                    .seed = 1, .dtype = STRATA_F32, .act_policy = NULL, .schedule = NULL,
+                    .seed = 1, .dtype = STRATA_F32, .reduce_dtype = STRATA_F32, .act_policy = NULL, .schedule = NULL,
                     .threads = -1, .shard = -1 };   /* -1: not given (STRATA_* or default) */
     const long BIG = 1L << 30;
     int c, seq = 0, rc = 0, seed = 0;
@@ -236,12 +251,10 @@ int train_parse(int argc, char **argv, options *o, int loud)
             o->tf32 = 1;
             break;
         case O_DTYPE:
-            if (0 == strcmp(v, "f32")) o->dtype = STRATA_F32;
-            else if (0 == strcmp(v, "bf16")) o->dtype = STRATA_BF16;
-            else {
-                if (loud) fprintf(stderr, PROG ": --dtype is f32 or bf16, not '%s'\n", v);
-                rc = -1;
-            }
+            if (dtype_arg("--dtype", v, &o->dtype, loud)) rc = -1;
+            break;
+        case O_RDTYPE:
+            if (dtype_arg("--reduce-dtype", v, &o->reduce_dtype, loud)) rc = -1;
             break;
         case 'h':
         case O_HELP:

@@ -62,6 +62,25 @@ static json_t *step_json(const step_report *s, double tokens_step)
                      "optim_s", num(ms->optim_s, "%.6f"));
 }
 
+/* The device's memory after the last step (cuda; null on the host
+ * backend): what init took (the CUDA context and the world's NCCL
+ * communicator), NCCL's bytes (every group, counted in device_mem), the
+ * device tier's region (reserved whole at init), cudaMemGetInfo's bytes in
+ * use, and the part of those outside everything the tiers account for:
+ * used - init - region - the NCCL bytes of groups made after init. */
+static void device_fields(json_t *obj, const run_result *res)
+{
+    const strata_device_memory_t *d = &res->dev;
+    int on = res->have_dev;
+    json_int_t outside = (json_int_t)d->used - (json_int_t)d->init_used - (json_int_t)d->region -
+                         (json_int_t)d->nccl_after_init;
+    json_object_set_new(obj, "device_init_bytes", on ? bytes(d->init_used) : json_null());
+    json_object_set_new(obj, "device_nccl_bytes", on ? bytes(d->nccl) : json_null());
+    json_object_set_new(obj, "device_region_bytes", on ? bytes(d->region) : json_null());
+    json_object_set_new(obj, "device_used_bytes", on ? bytes(d->used) : json_null());
+    json_object_set_new(obj, "device_outside_bytes", on ? json_integer(outside) : json_null());
+}
+
 /* mt, me: mean activation transfer and exposed seconds per step */
 static json_t *final_json(const run_stats *rs, const run_result *res, double tps, double mt,
                           double me)
@@ -69,7 +88,7 @@ static json_t *final_json(const run_stats *rs, const run_result *res, double tps
     const step_report *s = &rs->last;
     char hash[17];
     snprintf(hash, sizeof hash, "%016llx", (unsigned long long)res->param_hash);
-    return json_pack("{s:b, s:i, s:o, s:o, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o,"
+    json_t *obj = json_pack("{s:b, s:i, s:o, s:o, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o,"
                      " s:I, s:o}",
                      "final", 1, "steps", res->steps_done,
                      "loss", num(s->loss, "%.9g"),     /* null: no step in this run */
@@ -83,6 +102,8 @@ static json_t *final_json(const run_stats *rs, const run_result *res, double tps
                      "predicted_step_s", num(s->ms.predicted_step_s, "%.6f"),
                      "recompute_products", (json_int_t)res->recomputed.products,
                      "recompute_flops", num(res->recomputed.flops, "%.15g"));
+    if (obj) device_fields(obj, res);
+    return obj;
 }
 
 /* ------------------------------------------------------------- text lines --- */

@@ -160,4 +160,22 @@ const char *strata_tiers_summary(const strata_context_t *ctx, char *buf, size_t 
 /* Reset the peaks to the current use. */
 void strata_tiers_reset_peaks(strata_context_t *ctx);
 
+/* The device's memory beside the tiers (backend cuda), in bytes. The device
+ * tier's region is reserved whole at strata_init, so what the device holds
+ * for strata is init_used + region + nccl_after_init, and used less that
+ * is memory outside every budget (the CUDA runtime's lazily loaded kernels,
+ * library handles, a program's own allocations, other processes). */
+typedef struct {
+    size_t total;            /* the device's memory */
+    size_t init_used;        /* in use when the device tier was made: the CUDA context,
+                              * the world's NCCL communicator, anything else on the device */
+    size_t nccl;             /* NCCL communicators' bytes, every group (in device_mem) */
+    size_t nccl_after_init;  /* of those, the groups made after init (a model's shard and
+                              * replica groups): reserved in the budget, real beside the region */
+    size_t region;           /* the device tier's memory: device_mem less NCCL's at init */
+    size_t used;             /* in use now (cudaMemGetInfo's total - free) */
+} strata_device_memory_t;
+/* STRATA_ERR_UNSUPPORTED on the host backend (no device to measure). */
+strata_status_t strata_device_memory(const strata_context_t *ctx, strata_device_memory_t *out);
+
 #endif

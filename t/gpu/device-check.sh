@@ -499,6 +499,23 @@ run_checks() {
             result ok "gpt-$dt: loss $gl on $backend vs $rl on host (tolerance $tol relative)"
         else result "not ok" "gpt-$dt: loss '${gl:-none}' on $backend vs '${rl:-none}' on host (see steps.log)"; fi
     done
+    # the device's memory after the f32 run's last step: cudaMemGetInfo's
+    # bytes in use against what strata accounts for -- init (the context,
+    # the world's NCCL communicator) + the device tier's region (reserved
+    # whole at init; cuBLAS's workspace, the 16-bit staging and the norm's
+    # scratch are blocks inside it) + the NCCL bytes of the model's groups;
+    # the rest (device_outside_bytes: lazily loaded kernels, library
+    # handles, the loss slots) within a slack of 512 MiB
+    local dg du di dr dn do_ slack=$((512 << 20))
+    dg=$(final_of "$W/gpt-f32-$backend.log")
+    du=$(field "$dg" device_used_bytes); di=$(field "$dg" device_init_bytes)
+    dr=$(field "$dg" device_region_bytes); dn=$(field "$dg" device_nccl_bytes)
+    do_=$(field "$dg" device_outside_bytes)
+    if [ -z "$du" ] || [ null = "$du" ]; then
+        result skip "device-memory: no device figures in the final line (host backend)"
+    elif [ "$do_" -le "$slack" ]; then
+        result ok "device-memory: used $du = init $di + region $dr (+ NCCL $dn in the budget) + outside $do_ (<= $slack)"
+    else result "not ok" "device-memory: used $du, init $di, region $dr, NCCL $dn: outside $do_ > $slack"; fi
     # every --act-policy gives one param_hash in f32, the units' inputs
     # moved too, and the memory plan off; with it on, the steps after the
     # two that record it place every device buffer at its planned offset
