@@ -190,6 +190,9 @@ static strata_status_t state_auto(strata_model_t *m, size_t want)
     strata_tier_usage(m->ctx, STRATA_TIER_PINNED_HOST, &h0);
     strata_tier_usage(m->ctx, STRATA_TIER_STORAGE, &s0);
     strata_status_t st = fsdp_agree(m, fsdp_state_auto_free(m, want, &freed));
+    /* state now streamed or updated by the host may want the optimizer's
+     * thread, which commit did not start */
+    if (STRATA_OK == st) st = fsdp_optq_start(m);
     if (STRATA_OK != st) return st;
     strata_tier_usage(m->ctx, STRATA_TIER_PINNED_HOST, &h1);
     strata_tier_usage(m->ctx, STRATA_TIER_STORAGE, &s1);

@@ -181,8 +181,9 @@ void fsdp_fetch_free(struct strata_model *m);
 
 /* ---- the optimizer beside the backward (optq.c) ------------------------------- */
 
-/* At commit: the model's optimizer thread, where it is wanted (the option
- * optim_overlap); otherwise updates run inline. */
+/* At commit, and after state_place=auto moved state at a plan: the
+ * model's optimizer thread, where it is wanted (the option optim_overlap);
+ * otherwise updates run inline. Idempotent. */
 strata_status_t fsdp_optq_start(struct strata_model *m);
 /* Unit u's update (fsdp_unit_update), queued to the thread, or inline. */
 strata_status_t fsdp_optq_submit(struct strata_model *m, struct strata_unit *u, float scale);

@@ -122,10 +122,6 @@ strata_status_t fsdp_optq_start(strata_model_t *m)
 
 strata_status_t fsdp_optq_submit(strata_model_t *m, strata_unit_t *u, float scale)
 {
-    /* state_place=auto may move state off the device at the first plan,
-     * after commit: the thread starts when first wanted */
-    strata_status_t st = m->optq ? STRATA_OK : fsdp_optq_start(m);
-    if (STRATA_OK != st) return st;
     struct fsdp_optq *q = m->optq;
     /* cuda: only the host's updates; a kernel is queued inline */
     if (!q || (fsdp_dev_on(m->ctx) && !fsdp_update_on_host(m, u)))

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static MPI_Comm tap_comm = MPI_COMM_NULL;
@@ -165,4 +166,19 @@ int done_testing(void)
         return 1;
     }
     return failed ? 1 : 0;
+}
+
+void tap_put_file(const char *root, const char *path, const char *text)
+{
+    char full[1024];
+    snprintf(full, sizeof full, "%s%s", root, path);
+    for (char *p = full + strlen(root) + 1; (p = strchr(p, '/')); p++) {
+        *p = '\0';
+        mkdir(full, 0700);
+        *p = '/';
+    }
+    FILE *f = fopen(full, "w");
+    if (!f) bail_out("cannot write %s", full);
+    fputs(text, f);
+    fclose(f);
 }

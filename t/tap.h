@@ -23,6 +23,9 @@ int  is_string(const char *got, const char *expected, const char *fmt, ...)
 void skip(int n, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void bail_out(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+/* Write text into the file root/path, making its folders (a fake /proc
+ * or /sys tree for readers that take a root); bails out on failure. */
+void tap_put_file(const char *root, const char *path, const char *text);
 void skip_all(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 /* Exit status for main: 0 when the plan was met and every test passed. */
 int  done_testing(void);

@@ -18,20 +18,7 @@
 static char root[256];
 
 /* Write text into root/path, making its folders. */
-static void put(const char *path, const char *text)
-{
-    char full[1024];
-    snprintf(full, sizeof full, "%s%s", root, path);
-    for (char *p = full + strlen(root) + 1; (p = strchr(p, '/')); p++) {
-        *p = '\0';
-        mkdir(full, 0700);
-        *p = '/';
-    }
-    FILE *f = fopen(full, "w");
-    if (!f) bail_out("cannot write %s", full);
-    fputs(text, f);
-    fclose(f);
-}
+static void put(const char *path, const char *text) { tap_put_file(root, path, text); }
 
 static void fresh(void)
 {
