@@ -97,6 +97,62 @@ static void unit_costs(const plan_t *p, const plan_unit_t *u, double c[SCHED_COS
     }
 }
 
+/* What unit u's ops move through the resources that ops on other engines
+ * share (sched_res_t), where the hardware file says they are shared;
+ * sched_simulate runs ops drawing on one at once at their share of it. */
+static strata_status_t unit_shares(plan_t *p, const plan_unit_t *u, int idx, char *err, size_t errlen)
+{
+    const plan_hw_t *hw = &p->hw;
+    const plan_shape_t *sh = &p->shape;
+    double a = p->model.compute_b, g = p->model.grad_b, N = (double)sh->fsdp;
+    double b[SCHED_COST_COUNT][SCHED_RES_COUNT] = { { 0 } };
+    if (hw->hbm_shared) {
+        /* the memory-bound traffic the costs charge at HBM bandwidth */
+        double zero = sh->accum > 1 ? u->gin_bytes : u->gin_bytes + u->params * g;
+        b[SCHED_COST_FWD][SCHED_RES_HBM] = u->fwd_mem_bytes;
+        b[SCHED_COST_BWD][SCHED_RES_HBM] = u->bwd_factor * u->fwd_mem_bytes + zero;
+    }
+    if (hw->coll_on_ce && sh->fsdp > 1) {
+        /* a ring moves (n-1)/n of the gathered bytes through each rank */
+        double local = sh->fsdp > sh->ep ? u->local_params / (double)sh->ep : 0;
+        b[SCHED_COST_AG][SCHED_RES_CE] = (u->gathered + local) * a * (N - 1) / N;
+        b[SCHED_COST_RS][SCHED_RES_CE] = (u->gathered + local) * g * (N - 1) / N;
+    }
+    if (hw->nic_bw > 0) {
+        double d = (double)hw->domain;
+        /* a group over n > d ranks brings S (n-d)/n into each domain, over
+         * its d devices' NICs; an all-to-all sends (n-d)/n of each rank's
+         * bytes out of its domain through its own NIC */
+        if (N > d) {
+            b[SCHED_COST_AG][SCHED_RES_NIC] = u->gathered * a * (N - d) / (N * d);
+            b[SCHED_COST_RS][SCHED_RES_NIC] = u->gathered * g * (N - d) / (N * d);
+        }
+        if (u->a2a_bytes > 0 && (double)sh->ep > d) {
+            double e = (double)sh->ep;
+            b[SCHED_COST_FWD][SCHED_RES_NIC] = b[SCHED_COST_BWD][SCHED_RES_NIC] = u->a2a_bytes * (e - d) / e;
+        }
+    }
+    strata_status_t st = STRATA_OK;
+    for (int k = 0; STRATA_OK == st && k < SCHED_COST_COUNT; k++)
+        for (int r = 0; STRATA_OK == st && r < SCHED_RES_COUNT; r++)
+            if (b[k][r] > 0)
+                st = sched_record_cost_res(p->prog, idx, (sched_cost_t)k, (sched_res_t)r, b[k][r], err, errlen);
+    return st;
+}
+
+/* The opts' shared resources from the hardware file: each 0 (the plain
+ * simulation) unless its field is set. The host link's both-ways rate
+ * binds only where it is below the sum of the two directions (PCIe); a
+ * CPU's tiers have no link, and its paced copy engines run each
+ * direction on its own. */
+static void share_opts(const plan_hw_t *hw, sched_opts_t *o)
+{
+    o->share_bw[SCHED_RES_LINK] = !hw->cpu && hw->both_bw < hw->d2h_bw + hw->h2d_bw ? hw->both_bw : 0;
+    o->share_bw[SCHED_RES_CE] = hw->ce_bw;
+    o->share_bw[SCHED_RES_HBM] = hw->hbm_shared ? hw->hbm_bw : 0;
+    o->share_bw[SCHED_RES_NIC] = hw->nic_bw;
+}
+
 double plan_save_cost(const plan_t *p, const plan_save_t *s)
 {
     double a2a = s->a2a_bytes > 0 ? plan_coll_time(&p->hw, PLAN_A2A, p->shape.ep, p->shape.ep, s->a2a_bytes) : 0;
@@ -133,6 +189,7 @@ static strata_status_t build_program(plan_t *p, char *err, size_t errlen)
         unit_costs(p, u, c);
         for (int k = 0; STRATA_OK == st && k < SCHED_COST_COUNT; k++)
             st = sched_record_cost(p->prog, idx, (sched_cost_t)k, c[k], err, errlen);
+        if (STRATA_OK == st) st = unit_shares(p, u, idx, err, errlen);
     }
     /* AdamW on the local shards: memory-bound, each state read and written */
     const plan_model_t *m = &p->model;
@@ -195,6 +252,7 @@ strata_status_t plan_create(const plan_model_t *m, const plan_hw_t *hw, const pl
     p->opts.link.latency = hw->link_latency;
     p->opts.link.chunk = hw->chunk;
     p->opts.prefetch = (int)sh->prefetch;
+    share_opts(&p->hw, &p->opts);
     /* the training state's placement takes its bytes out of these */
     p->resident_all = p->mem.resident;
     p->optim_all_s = p->prog->optim_s;

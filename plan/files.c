@@ -81,6 +81,17 @@ static double rd_num(rd_t *r, const json_t *obj, const char *path, const char *k
     return x;
 }
 
+/* true or false; a missing field is false. */
+static int rd_bool(rd_t *r, const json_t *obj, const char *path, const char *key)
+{
+    char field[96];
+    snprintf(field, sizeof field, "%s%s%s", path, *path ? "." : "", key);
+    const json_t *v = field_of(obj, key);
+    if (!v || json_is_null(v)) return 0;
+    if (!json_is_boolean(v)) return rd_fail(r, field, "true or false", v);
+    return json_is_true(v);
+}
+
 /* "fp32"/"bf16"/... -> bytes; null allowed (0) when nullable. */
 static int rd_dtype(rd_t *r, const json_t *obj, const char *key, int nullable, int dflt)
 {
@@ -246,6 +257,8 @@ static void read_colls(rd_t *r, const json_t *c, plan_hw_t *hw)
      * collectives costing the compute hundreds of times their table time */
     hw->coll_compute = rd_num(r, c, "collectives", "compute_cost", 0, 1e6, 0, 0);
     hw->coll_sync = rd_num(r, c, "collectives", "sync_s", 0, 1, 0, 0);
+    hw->coll_on_ce = rd_bool(r, c, "collectives", "on_copy_engines");
+    hw->nic_bw = rd_num(r, c, "collectives", "nic_bw", 1e3, 1e15, 0, 0);
     for (int k = 0; k < PLAN_COLL_COUNT; k++) {
         char f[96];
         const json_t *o = field_of(c, names[k]);
@@ -273,6 +286,7 @@ static void read_hw_any(rd_t *r, const json_t *root, void *out)
     hw->hbm_bytes = usable > 0 ? usable : cap - 2.0 * 1024 * 1024 * 1024;
     if (!r->failed && hw->hbm_bytes <= 0) rd_fail(r, "hbm.capacity_bytes", "more than 2 GiB", field_of(hbm, "capacity_bytes"));
     hw->hbm_bw = rd_num(r, hbm, "hbm", "bandwidth", 1e6, 1e15, 1, 1);
+    hw->hbm_shared = rd_bool(r, hbm, "hbm", "shared_with_copies");
     const json_t *cp = field_of(root, "compute");
     hw->flops = rd_num(r, cp, "compute", "dense_flops", 1e6, 1e20, 1, 1);
     hw->mfu = rd_num(r, cp, "compute", "mfu", 0.01, 1, 1, 0.5);
@@ -283,6 +297,7 @@ static void read_hw_any(rd_t *r, const json_t *root, void *out)
     hw->link_latency = rd_num(r, hl, "host_link", "latency_s", 0, 1, 0, 0);
     hw->chunk = (size_t)rd_num(r, hl, "host_link", "chunk_bytes", 0, 1e12, 0, 0);
     hw->link_compute = rd_num(r, hl, "host_link", "compute_cost", 0, 1e6, 0, 0);
+    hw->ce_bw = rd_num(r, hl, "host_link", "copy_engine_bw", 1e3, 1e15, 0, 0);
     hw->host_bytes = rd_num(r, root, "", "host_bytes", 0, 1e16, 1, 0);
     hw->storage_bw = rd_num(r, root, "", "storage_bw", 0, 1e15, 0, 0);
     hw->host_bw = rd_num(r, root, "", "host_bw", 0, 1e15, 0, 0);

@@ -66,6 +66,15 @@ typedef struct {
     double coll_compute;       /* compute seconds a collective costs per second of its own */
     double coll_sync;          /* seconds the compute waits at each collective's start */
     plan_bw_table_t coll[PLAN_COLL_COUNT][2];   /* [0] inside a domain, [1] across */
+    /* shared resources (sched_res_t; each 0 or absent: not shared, the
+     * predictions as without them): */
+    int    hbm_shared;         /* hbm.shared_with_copies: copies take HBM
+                                * bandwidth from memory-bound compute */
+    double ce_bw;              /* host_link.copy_engine_bw: what the copy
+                                * engines carry in all */
+    int    coll_on_ce;         /* collectives.on_copy_engines: collectives
+                                * run on the copy engines (zero-CTA) */
+    double nic_bw;             /* collectives.nic_bw: one device's NIC */
 } plan_hw_t;
 
 /* NAME (a shipped file: share/models/NAME.json or share/hw/NAME.json) or a

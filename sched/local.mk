@@ -11,6 +11,7 @@ libstrata_core_la_SOURCES += \
     sched/schedule.c \
     sched/schedule_layout.c \
     sched/schedule_ops.c \
+    sched/share.c \
     sched/simulate.c \
     sched/plan.c \
     sched/statefetch.c \

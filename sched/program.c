@@ -167,6 +167,19 @@ strata_status_t sched_record_cost(sched_program_t *prog, int unit, sched_cost_t 
     return STRATA_OK;
 }
 
+strata_status_t sched_record_cost_res(sched_program_t *prog, int unit, sched_cost_t which,
+                                      sched_res_t res, double bytes, char *err, size_t errlen)
+{
+    if (!prog || unit < 0 || unit >= prog->nunits || which < 0 || which >= SCHED_COST_COUNT ||
+        res < 0 || res >= SCHED_RES_COUNT)
+        return sched_fail(err, errlen, STRATA_ERR_INVALID, "record_cost_res: no unit %d, cost %d or resource %d",
+                          unit, (int)which, (int)res);
+    if (!(bytes >= 0))
+        return sched_fail(err, errlen, STRATA_ERR_INVALID, "record_cost_res: %g is not a byte count", bytes);
+    prog->units[unit].res_bytes[which][res] = bytes;
+    return STRATA_OK;
+}
+
 strata_status_t sched_record_unit_mem(sched_program_t *prog, int unit, size_t grad_bytes,
                                       size_t out_bytes, size_t gin_bytes, const size_t work[2],
                                       char *err, size_t errlen)

@@ -89,6 +89,21 @@ typedef enum {
     SCHED_COST_COUNT
 } sched_cost_t;
 
+/* Resources that ops on different engines share. sched_simulate runs the
+ * ops that draw on one at once at their share of it (processor sharing):
+ *   LINK  the host link with both directions busy (a GPU's bidirectional
+ *         rate, below the sum of the two directions on PCIe);
+ *   CE    the copy engines: offload copies, and collectives where they run
+ *         on copy engines (NCCL's zero-CTA policy);
+ *   HBM   device memory bandwidth: copies read or write it beside the
+ *         compute's memory-bound ops;
+ *   NIC   the network card, shared by the collectives of several groups
+ *         (FSDP's and EP's) where they cross NVLink domains.
+ * A transfer (D2H, H2D) draws its bytes on LINK, CE and HBM; compute ops
+ * and collectives draw what the program records (sched_record_cost_res). */
+typedef enum { SCHED_RES_LINK = 0, SCHED_RES_CE, SCHED_RES_HBM, SCHED_RES_NIC, SCHED_RES_COUNT } sched_res_t;
+const char *sched_res_name(sched_res_t r);   /* "link", "copy_engines", "hbm", "nic" */
+
 typedef struct {
     char          name[SCHED_NAME_MAX];   /* for printing; "" = "u<index>" */
     double        cost_s[SCHED_COST_COUNT];
@@ -108,6 +123,10 @@ typedef struct {
                                * B(u-1) ends (none for unit 0) */
     size_t        work_bytes[2];   /* workspace while F(u) and RECOMPUTE(u)
                                     * run, [0], and B(u), [1] */
+    /* bytes each op of the unit moves through each shared resource
+     * (sched_record_cost_res; 0 = none): [SCHED_COST_FWD] also for its
+     * RECOMPUTE and REGEN, at the forward's rate */
+    double        res_bytes[SCHED_COST_COUNT][SCHED_RES_COUNT];
 } sched_unit_t;
 
 typedef struct sched_program {
@@ -138,6 +157,11 @@ strata_status_t sched_record_unit(sched_program_t *prog, const char *name, size_
 /* A save of the most recently recorded unit. */
 strata_status_t sched_record_save(sched_program_t *prog, const char *name, size_t bytes,
                                   char *err, size_t errlen);
+/* The bytes op `which` of unit `unit` moves through resource `res` (see
+ * sched_res_t): with opts' share_bw[res] set, its demand there is these
+ * bytes over its seconds. The runtime records none. */
+strata_status_t sched_record_cost_res(sched_program_t *prog, int unit, sched_cost_t which,
+                                      sched_res_t res, double bytes, char *err, size_t errlen);
 /* The producing cost (seconds) of save `save` of unit `unit` (also after
  * end): from then on RECOMPUTE(unit) is the sum of its recompute-action
  * saves' costs instead of F(unit) (sched_recompute_seconds). */
@@ -301,6 +325,16 @@ typedef struct {
 
 double sched_link_time(const sched_link_t *link, sched_engine_t engine, size_t bytes);
 
+
+/* The sharing rule, pure: n ops run at once, op i drawing demand[i][r]
+ * bytes per second of resource r when it runs at full speed; cap[r] is
+ * what r carries in all (<= 0: not shared, never a limit). speed[i]
+ * receives the fraction of full speed op i runs at: the smallest, over
+ * the resources it draws on, of min(1, cap / the sum of the demands on
+ * it) -- every op on a saturated resource slowed by the same factor. */
+void sched_share_speeds(int n, const double (*demand)[SCHED_RES_COUNT],
+                        const double cap[SCHED_RES_COUNT], double *speed);
+
 /* lhs: transfers and collectives placed to hide behind compute; naive:
  * one transfer at a time, compute waiting for each right after producing
  * / right before using; none: nothing overlaps at all -- every op waits
@@ -317,6 +351,10 @@ typedef struct {
     int prefetch;            /* all-gather lookahead in units (config prefetch) */
     int lookahead;           /* activation prefetch: at most this many compute
                               * ops ahead of the op that needs it */
+    double share_bw[SCHED_RES_COUNT];   /* bytes/s each shared resource carries in
+                              * all; 0 = not shared (the default: ops on
+                              * different engines never slow each other, and
+                              * the simulation is the plain one, bit for bit) */
 } sched_opts_t;
 
 /* Defaults: lhs, unlimited budgets, unpaced link, prefetch 1, lookahead 8. */

@@ -22,6 +22,7 @@ struct sched {
     size_t       device_bound;
     int         *save_off;         /* first global save index of unit u */
     sched_action_t *save_act;      /* effective action per global save */
+    double       share_bw[SCHED_RES_COUNT];   /* the opts' shared resources */
 };
 
 /* Schedules (lhs variants) within this fraction of the fastest count as

@@ -71,12 +71,13 @@ strata_status_t sched_fail(char *err, size_t errlen, strata_status_t st, const c
     return st;
 }
 
-static sched_t *sched_new(const sched_program_t *prog, sched_mode_t mode)
+static sched_t *sched_new(const sched_layout_t *l)
 {
     sched_t *s = calloc(1, sizeof *s);
     if (s) {
-        s->prog = prog;
-        s->mode = mode;
+        s->prog = l->prog;
+        s->mode = l->mode;
+        memcpy(s->share_bw, l->opts->share_bw, sizeof s->share_bw);
     }
     return s;
 }
@@ -139,7 +140,7 @@ static int drains_at_d2h_ends(const sched_layout_t *l, const sched_t *probe, con
  * -1 when out of memory. */
 static int drains_from_probe(const sched_layout_t *l, sched_decide_t *d)
 {
-    sched_t *probe = sched_new(l->prog, l->mode);
+    sched_t *probe = sched_new(l);
     sched_decide_t pd = { 0 };
     double *start = NULL, *end = NULL;
     int ok = probe && 0 == sched_decide_alloc(&pd, l);
@@ -165,7 +166,7 @@ static int drains_from_probe(const sched_layout_t *l, sched_decide_t *d)
 static strata_status_t make_schedule(const sched_layout_t *l, const sched_decide_t *d, const size_t *use,
                                      sched_t **s_p)
 {
-    sched_t *s = sched_new(l->prog, l->mode);
+    sched_t *s = sched_new(l);
     if (!s || sched_build_ops(l, d, s)) goto nomem;
     s->device_bound = sched_max_of(use, l->npos);
     s->save_off = malloc(((size_t)l->nunits + 1) * sizeof(int));

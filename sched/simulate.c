@@ -4,11 +4,14 @@
  * free and every op it depends on has ended, and lasts its predicted
  * seconds. Memory is taken at an op's start (a gather's when its deps are
  * met: the runtime allocates it when it issues the prefetch) and released
- * at its end.
+ * at its end. Where ops on different engines share a resource (the host
+ * link both ways, copy engines, HBM, the NIC: sched_res_t), the ops that
+ * draw on it at once run at their share of it (run_shared).
  */
 #include "config.h"
 #include "sched/sched_impl.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -86,6 +89,115 @@ static int run_engines(const sched_t *s, double *start, double *end, char *done,
     return 0;
 }
 
+/* Bytes per second op o draws on each shared resource at full speed. */
+static void op_demand(const sched_t *s, const sched_op_t *o, double d[SCHED_RES_COUNT])
+{
+    for (int r = 0; r < SCHED_RES_COUNT; r++) d[r] = 0;
+    if (!(o->seconds > 0)) return;
+    if (SCHED_D2H == o->engine || SCHED_H2D == o->engine) {
+        /* a copy crosses the link, runs on a copy engine and reads or
+         * writes its device side in HBM */
+        double b = (double)o->bytes / o->seconds;
+        d[SCHED_RES_LINK] = d[SCHED_RES_CE] = d[SCHED_RES_HBM] = b;
+        return;
+    }
+    if (o->unit < 0 || o->unit >= s->prog->nunits) return;
+    const sched_unit_t *u = &s->prog->units[o->unit];
+    int k;
+    switch (o->kind) {
+    case SCHED_OP_F: case SCHED_OP_RECOMPUTE: case SCHED_OP_REGEN: k = SCHED_COST_FWD; break;
+    case SCHED_OP_B: k = SCHED_COST_BWD; break;
+    case SCHED_OP_AG: k = SCHED_COST_AG; break;
+    case SCHED_OP_RS: k = SCHED_COST_RS; break;
+    default: return;
+    }
+    if (!(u->cost_s[k] > 0)) return;
+    for (int r = 0; r < SCHED_RES_COUNT; r++) d[r] = u->res_bytes[k][r] / u->cost_s[k];
+}
+
+static int sharing(const sched_t *s)
+{
+    for (int r = 0; r < SCHED_RES_COUNT; r++)
+        if (s->share_bw[r] > 0) return 1;
+    return 0;
+}
+
+/* Start, at time t, every op whose engine is idle and whose deps have
+ * ended; an op of no duration ends at once (which may ready others). */
+static void start_ready(const sched_t *s, double t, int *head, int *run, double *rem,
+                        double (*dem)[SCHED_RES_COUNT], double *start, double *end, char *done,
+                        int *left)
+{
+    for (int again = 1; again;) {
+        again = 0;
+        for (int e = 0; e < SCHED_ENGINE_COUNT; e++)
+            while (run[e] < 0 && head[e] < s->norder[e]) {
+                int id = s->order[e][head[e]];
+                const sched_op_t *o = &s->ops[id];
+                int ready = 1;
+                for (int i = 0; i < o->ndeps && ready; i++) ready = done[o->deps[i]];
+                if (!ready) break;
+                head[e]++;
+                start[id] = t;
+                again = 1;
+                if (!(o->seconds > 0)) {
+                    end[id] = t;
+                    done[id] = 1;
+                    (*left)--;
+                    continue;
+                }
+                run[e] = id;
+                rem[e] = o->seconds;
+                op_demand(s, o, dem[e]);
+            }
+    }
+}
+
+/* run_engines with shared resources: between two events (an op starting
+ * or ending) the running ops progress at the speeds the sharing rule
+ * gives them; rem[e] is what is left of engine e's op, in seconds at
+ * full speed. The ops that never start; 0 when all ran. */
+static int run_shared(const sched_t *s, double *start, double *end, char *done, sched_result_t *r)
+{
+    int head[SCHED_ENGINE_COUNT] = { 0 }, run[SCHED_ENGINE_COUNT], left = s->nops;
+    double rem[SCHED_ENGINE_COUNT] = { 0 }, dem[SCHED_ENGINE_COUNT][SCHED_RES_COUNT], t = 0;
+    for (int e = 0; e < SCHED_ENGINE_COUNT; e++) run[e] = -1;
+    for (;;) {
+        start_ready(s, t, head, run, rem, dem, start, end, done, &left);
+        int idx[SCHED_ENGINE_COUNT], n = 0, first = 0;
+        double d[SCHED_ENGINE_COUNT][SCHED_RES_COUNT], speed[SCHED_ENGINE_COUNT], dt = INFINITY;
+        for (int e = 0; e < SCHED_ENGINE_COUNT; e++)
+            if (run[e] >= 0) {
+                memcpy(d[n], dem[e], sizeof d[n]);
+                idx[n++] = e;
+            }
+        if (!n) break;
+        sched_share_speeds(n, (const double (*)[SCHED_RES_COUNT])d, s->share_bw, speed);
+        for (int k = 0; k < n; k++)
+            if (rem[idx[k]] / speed[k] < dt) { dt = rem[idx[k]] / speed[k]; first = k; }
+        t += dt;
+        for (int k = 0; k < n; k++) {
+            int e = idx[k], id = run[e];
+            rem[e] -= speed[k] * dt;
+            /* the first to end ends exactly; others within rounding with it */
+            if (k == first || rem[e] <= 1e-12 * s->ops[id].seconds) {
+                end[id] = t;
+                done[id] = 1;
+                run[e] = -1;
+                left--;
+            }
+        }
+    }
+    for (int i = 0; i < s->nops; i++) {
+        if (!done[i]) continue;
+        sched_engine_t e = s->ops[i].engine;
+        r->busy_s[e] += end[i] - start[i];
+        if (is_transfer(e)) r->transfer_s += end[i] - start[i];
+        if (end[i] > r->step_s) r->step_s = end[i];
+    }
+    return left;
+}
+
 /* The first op, in engine order, that never started. */
 static int first_stuck(const sched_t *s, const char *done)
 {
@@ -146,7 +258,9 @@ strata_status_t sched_simulate(const sched_t *s, sched_result_t *res_p, double *
     strata_status_t st = STRATA_ERR_NOMEM;
     if (!start || !end || !done) goto out;
 
-    int left = run_engines(s, start, end, done, &r);
+    /* without shared resources the plain run, so that the runtime's own
+     * predictions are those it always made */
+    int left = sharing(s) ? run_shared(s, start, end, done, &r) : run_engines(s, start, end, done, &r);
     if (left) {
         char lab[96];
         st = sched_fail(err, errlen, STRATA_ERR_STATE, "schedule deadlocks: %d ops never start (first: %s)",

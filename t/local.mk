@@ -190,21 +190,23 @@ TESTS += t/mlp-ranks.t
 # sched (the pure half): the step program, policies, the scheduler and
 # its simulator, the automatic plan, the trace format; no MPI needed.
 check_PROGRAMS += t/sched_program.t t/sched_policy.t t/sched_schedule.t t/sched_trace.t \
-    t/sched_statefetch.t
+    t/sched_statefetch.t t/sched_share.t
 t_sched_program_t_SOURCES = t/sched_program.t.c
 t_sched_policy_t_SOURCES = t/sched_policy.t.c
 t_sched_schedule_t_SOURCES = t/sched_schedule.t.c
 t_sched_trace_t_SOURCES = t/sched_trace.t.c
 t_sched_statefetch_t_SOURCES = t/sched_statefetch.t.c
+t_sched_share_t_SOURCES = t/sched_share.t.c
 t_sched_program_t_LDADD = $(TEST_INTERNAL_LDADD)
 t_sched_policy_t_LDADD = $(TEST_INTERNAL_LDADD)
 t_sched_schedule_t_LDADD = $(TEST_INTERNAL_LDADD)
 t_sched_trace_t_LDADD = $(TRACE_LIBS) $(TEST_INTERNAL_LDADD)
 t_sched_statefetch_t_LDADD = $(TEST_INTERNAL_LDADD)
+t_sched_share_t_LDADD = $(TEST_INTERNAL_LDADD)
 dist_check_SCRIPTS += t/sched-cli.t
 EXTRA_DIST += t/sched_gpt.prog
 TESTS += t/sched_program.t t/sched_policy.t t/sched_schedule.t t/sched_trace.t t/sched_statefetch.t \
-    t/sched-cli.t
+    t/sched_share.t t/sched-cli.t
 
 # activation policies and schedules in the FSDP step (fsdp/exec_*.c)
 check_PROGRAMS += t/act_equiv

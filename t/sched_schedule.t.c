@@ -680,9 +680,71 @@ static void test_unit_input_regen(void)
     sched_program_destroy(p);
 }
 
+/* Resource bytes recorded on every op (sched_record_cost_res): without a
+ * capacity (share_bw all 0, as the runtime's opts are) the simulation is
+ * the plain one bit for bit; with capacities no op reaches, the
+ * event-driven shared run agrees with it within rounding. */
+static void test_unchanged(void)
+{
+    int same = 0, close = 0, cases = 0;
+    for (int c = 0; c < 40; c++) {
+        unsigned long long seed = rng;
+        sched_program_t *plain = random_program(0);
+        rng = seed;
+        sched_program_t *res = random_program(0);
+        for (int u = 0; u < res->nunits; u++)
+            for (int k = 0; k < SCHED_COST_COUNT; k++)
+                for (int r = 0; r < SCHED_RES_COUNT; r++)
+                    sched_record_cost_res(res, u, (sched_cost_t)k, (sched_res_t)r, 1e6 * urand(), NULL, 0);
+        sched_actions_t a;
+        sched_actions_fill(&a, plain, SCHED_HOST);
+        sched_opts_t o;
+        sched_opts_defaults(&o);
+        o.mode = c % 2 ? SCHED_MODE_NAIVE : SCHED_MODE_LHS;
+        random_link(&o);
+        sched_t *s1 = NULL, *s2 = NULL, *s3 = NULL;
+        if (STRATA_OK != sched_build(plain, &a, &o, &s1, NULL, 0) || STRATA_OK != sched_build(res, &a, &o, &s2, NULL, 0)) {
+            sched_destroy(s1);
+            sched_destroy(s2);
+            sched_program_destroy(plain);
+            sched_program_destroy(res);
+            continue;
+        }
+        cases++;
+        int n = sched_nops(s1);
+        double *st1 = malloc(3 * (size_t)n * sizeof(double)), *st2 = malloc(3 * (size_t)n * sizeof(double));
+        double *en1 = st1 + n, *en2 = st2 + n;
+        sched_result_t r1, r2, r3;
+        sched_simulate(s1, &r1, st1, en1, NULL, 0);
+        sched_simulate(s2, &r2, st2, en2, NULL, 0);
+        if (n == sched_nops(s2) && r1.step_s == r2.step_s && !memcmp(st1, st2, 2 * (size_t)n * sizeof(double)))
+            same++;
+        /* the same program under capacities far above any demand: the
+         * event-driven run, which must agree with the plain one */
+        for (int r = 0; r < SCHED_RES_COUNT; r++) o.share_bw[r] = 1e18;
+        if (STRATA_OK == sched_build(res, &a, &o, &s3, NULL, 0) && STRATA_OK == sched_simulate(s3, &r3, NULL, NULL, NULL, 0)) {
+            int agree = fabs(r3.step_s - r2.step_s) <= 1e-9 * r2.step_s;
+            for (int e = 0; e < SCHED_ENGINE_COUNT; e++)
+                agree = agree && fabs(r3.busy_s[e] - r2.busy_s[e]) <= 1e-9 * (r2.step_s + 1e-30);
+            if (agree) close++;
+        }
+        free(st1);
+        free(st2);
+        sched_destroy(s1);
+        sched_destroy(s2);
+        sched_destroy(s3);
+        sched_program_destroy(plain);
+        sched_program_destroy(res);
+    }
+    ok(cases >= 20 && same == cases, "no capacity set: resource bytes recorded or not, the same simulation bit for "
+       "bit (%d of %d)", same, cases);
+    ok(cases >= 20 && close == cases, "capacities no op reaches: the shared run agrees with the plain one "
+       "(%d of %d)", close, cases);
+}
+
 int main(void)
 {
-    plan(47);
+    plan(49);
     test_save_costs();
     test_random_invariants();
     test_recompute_cost();
@@ -693,5 +755,6 @@ int main(void)
     test_published_ordering();
     test_unit_inputs();
     test_unit_input_regen();
+    test_unchanged();
     return done_testing();
 }
