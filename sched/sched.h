@@ -331,7 +331,9 @@ double sched_link_time(const sched_link_t *link, sched_engine_t engine, size_t b
  * what r carries in all (<= 0: not shared, never a limit). speed[i]
  * receives the fraction of full speed op i runs at: the smallest, over
  * the resources it draws on, of min(1, cap / the sum of the demands on
- * it) -- every op on a saturated resource slowed by the same factor. */
+ * it) where two or more ops draw on it -- every op on a saturated
+ * resource slowed by the same factor; an op alone keeps its own rate
+ * (its seconds are what it takes alone). */
 void sched_share_speeds(int n, const double (*demand)[SCHED_RES_COUNT],
                         const double cap[SCHED_RES_COUNT], double *speed);
 

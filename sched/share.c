@@ -18,10 +18,17 @@ void sched_share_speeds(int n, const double (*demand)[SCHED_RES_COUNT],
     double factor[SCHED_RES_COUNT];
     for (int r = 0; r < SCHED_RES_COUNT; r++) {
         double sum = 0;
-        for (int i = 0; i < n; i++) sum += demand[i][r] > 0 ? demand[i][r] : 0;
-        /* every op on an oversubscribed resource gets the same fraction of
-         * its demand: together they use exactly the capacity */
-        factor[r] = cap[r] > 0 && sum > cap[r] ? cap[r] / sum : 1.0;
+        int users = 0;
+        for (int i = 0; i < n; i++)
+            if (demand[i][r] > 0) {
+                sum += demand[i][r];
+                users++;
+            }
+        /* an op's own seconds are its rate alone (PCIe's 53 GB/s one way,
+         * 50 both ways at once): the capacity limits ops together, never
+         * one alone. Every op on an oversubscribed resource gets the same
+         * fraction of its demand: together they use exactly the capacity */
+        factor[r] = cap[r] > 0 && users > 1 && sum > cap[r] ? cap[r] / sum : 1.0;
     }
     for (int i = 0; i < n; i++) {
         speed[i] = 1.0;

@@ -27,7 +27,12 @@ static void test_rule(void)
     ok(fabs(sp[0] - 50.0 / 106) < 1e-12 && sp[0] == sp[1] && 1 == sp[2],
        "both ways on a 50 GB/s link: each copy at 50/106 of its speed (%.4f, %.4f), the other op untouched", sp[0], sp[1]);
     sched_share_speeds(1, (const double (*)[SCHED_RES_COUNT])d, cap, sp);
-    ok(fabs(sp[0] - 50.0 / 53) < 1e-12, "one copy alone above the capacity runs at it (%.4f)", sp[0]);
+    ok(1 == sp[0], "one copy alone runs at its own rate, 53 GB/s, above the both-ways capacity");
+    d[1][SCHED_RES_LINK] = 10e9;
+    sched_share_speeds(2, (const double (*)[SCHED_RES_COUNT])d, cap, sp);
+    ok(fabs(sp[0] - 50.0 / 63) < 1e-12 && sp[0] == sp[1],
+       "a 10 GB/s copy beside it: both at 50/63 of their speeds (%.4f)", sp[0]);
+    d[1][SCHED_RES_LINK] = 53e9;
     cap[SCHED_RES_LINK] = 200e9;
     sched_share_speeds(2, (const double (*)[SCHED_RES_COUNT])d, cap, sp);
     ok(1 == sp[0] && 1 == sp[1], "capacity above the sum: no slowdown");
@@ -201,7 +206,7 @@ static void test_hbm(void)
 
 int main(void)
 {
-    plan(15);
+    plan(16);
     test_rule();
     test_both_ways();
     test_ce_collective();

@@ -438,6 +438,33 @@ static void print_state_assumptions(const plan_t *p, FILE *out)
             "no host_bw in the file: assumed the host link's d2h_bw");
 }
 
+/* What the simulator shares between overlapping ops (sched_res_t), as the
+ * hardware file sets it. */
+static void print_share_assumptions(const plan_t *p, FILE *out)
+{
+    const plan_hw_t *hw = &p->hw;
+    const double *bw = p->opts.share_bw;
+    char link[96], ce[128], nic[96];
+    if (bw[SCHED_RES_LINK] > 0)
+        snprintf(link, sizeof link, "both ways at once %.0f GB/s in all (host_link.both_bw)", bw[SCHED_RES_LINK] / 1e9);
+    else
+        snprintf(link, sizeof link, "each way at its own rate (both_bw %.0f >= d2h + h2d)", hw->both_bw / 1e9);
+    if (bw[SCHED_RES_CE] > 0)
+        snprintf(ce, sizeof ce, "%.0f GB/s in all, %s", bw[SCHED_RES_CE] / 1e9,
+                 hw->coll_on_ce ? "shared with the collectives (collectives.on_copy_engines)"
+                                : "the copies' only (collectives on SMs)");
+    else
+        snprintf(ce, sizeof ce, "not a limit (no host_link.copy_engine_bw)");
+    if (bw[SCHED_RES_NIC] > 0)
+        snprintf(nic, sizeof nic, "%.0f GB/s per device, shared by the groups crossing domains", bw[SCHED_RES_NIC] / 1e9);
+    else
+        snprintf(nic, sizeof nic, "not a limit (no collectives.nic_bw)");
+    fprintf(out, "  - shared while ops overlap (each at its share, docs/planner.md): host link %s;\n"
+        "    HBM %s; copy engines %s; NIC %s\n", link,
+        bw[SCHED_RES_HBM] > 0 ? "shared by the copies and the compute's memory-bound traffic"
+                              : "not shared (no hbm.shared_with_copies)", ce, nic);
+}
+
 static void print_assumptions(const plan_t *p, FILE *out)
 {
     fprintf(out, "assumptions (docs/planner.md):\n"
@@ -454,6 +481,7 @@ static void print_assumptions(const plan_t *p, FILE *out)
         p->hw.coll_compute, p->hw.coll_sync, p->hw.link_compute,
         p->shape.state_auto || state_moved(&p->state) ? "" : "; optimizer state stays on device");
     if (p->shape.state_auto || state_moved(&p->state)) print_state_assumptions(p, out);
+    if (!p->hw.cpu) print_share_assumptions(p, out);
     if (p->model.moe)
         fprintf(out, "  - MoE: load imbalance %g (--moe-imbalance: the busiest rank's routed tokens over the mean;\n"
             "    1 = perfect balance); with --ep E > 1 the routed experts are split over E ranks (not\n"
