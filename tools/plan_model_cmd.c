@@ -448,7 +448,7 @@ static void print_share_assumptions(const plan_t *p, FILE *out)
     if (bw[SCHED_RES_LINK] > 0)
         snprintf(link, sizeof link, "both ways at once %.0f GB/s in all (host_link.both_bw)", bw[SCHED_RES_LINK] / 1e9);
     else
-        snprintf(link, sizeof link, "each way at its own rate (both_bw %.0f >= d2h + h2d)", hw->both_bw / 1e9);
+        snprintf(link, sizeof link, "each way at its own rate (both_bw %.0f GB/s >= d2h + h2d)", hw->both_bw / 1e9);
     if (bw[SCHED_RES_CE] > 0)
         snprintf(ce, sizeof ce, "%.0f GB/s in all, %s", bw[SCHED_RES_CE] / 1e9,
                  hw->coll_on_ce ? "shared with the collectives (collectives.on_copy_engines)"
@@ -459,8 +459,8 @@ static void print_share_assumptions(const plan_t *p, FILE *out)
         snprintf(nic, sizeof nic, "%.0f GB/s per device, shared by the groups crossing domains", bw[SCHED_RES_NIC] / 1e9);
     else
         snprintf(nic, sizeof nic, "not a limit (no collectives.nic_bw)");
-    fprintf(out, "  - shared while ops overlap (each at its share, docs/planner.md): host link %s;\n"
-        "    HBM %s; copy engines %s; NIC %s\n", link,
+    fprintf(out, "  - shared while ops overlap, each op at its share (docs/planner.md):\n"
+        "    host link: %s\n    HBM: %s\n    copy engines: %s\n    NIC: %s\n", link,
         bw[SCHED_RES_HBM] > 0 ? "shared by the copies and the compute's memory-bound traffic"
                               : "not shared (no hbm.shared_with_copies)", ce, nic);
 }
