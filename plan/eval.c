@@ -57,11 +57,11 @@ static void unit_costs(const plan_t *p, const plan_unit_t *u, double c[SCHED_COS
     double local = sh->fsdp > sh->ep ? u->local_params / (double)sh->ep * a : 0;
     c[SCHED_COST_AG] = plan_coll_time(hw, PLAN_AG, sh->fsdp, sh->fsdp, u->gathered * a) +
                        plan_coll_time(hw, PLAN_AG, sh->fsdp / sh->ep, sh->fsdp, local);
-    /* gradients reduce-scattered in their own dtype (the runtime reduces
-     * its fp32 gradients in fp32 unless told otherwise); EP-local experts
-     * over the fsdp/ep ranks that hold the same experts; replicas
-     * all-reduce the shard */
-    double g = p->model.grad_b;
+    /* gradients reduce-scattered in the reduce dtype (default their own:
+     * the runtime reduces its fp32 gradients in fp32 unless its
+     * reduce_dtype says otherwise); EP-local experts over the fsdp/ep
+     * ranks that hold the same experts; replicas all-reduce the shard */
+    double g = p->model.reduce_b;
     double rs = plan_coll_time(hw, PLAN_RS, sh->fsdp, sh->fsdp, u->gathered * g);
     if (u->local_params > 0)
         rs += plan_coll_time(hw, PLAN_RS, sh->fsdp / sh->ep, sh->fsdp, u->local_params / (double)sh->ep * g);

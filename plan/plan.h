@@ -42,8 +42,12 @@ typedef struct {
     long q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim;
     long mtp_modules;
     int  mtp_counted;
-    /* bytes per element; master 0 = the parameter shard is the master */
-    int  param_b, compute_b, grad_b, master_b, optim_b, optim_states;
+    /* bytes per element; master 0 = the parameter shard is the master;
+     * act_b: the saved activations (dtypes.activations, default the
+     * compute dtype); reduce_b: the gradients on the wire of the
+     * reduce-scatter and the replicas' all-reduce (dtypes.reduce,
+     * default the gradient dtype: the runtime's reduce_dtype) */
+    int  param_b, compute_b, grad_b, master_b, optim_b, optim_states, act_b, reduce_b;
 } plan_model_t;
 
 typedef struct { long ranks; double bytes, busbw; } plan_bw_point_t;

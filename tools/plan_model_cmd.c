@@ -271,6 +271,9 @@ static void print_header(const plan_t *p, FILE *out)
             gb(hw->host_bytes, b, sizeof b), hw->flops / 1e12, hw->mfu);
     fprintf(out, "shape: fsdp %ld x replicas %ld, ep %ld, micro-batch %ld, seq %ld, accum %ld, prefetch %ld\n",
             sh->fsdp, sh->replicas, sh->ep, sh->micro, sh->seq, sh->accum, sh->prefetch);
+    fprintf(out, "bytes per element: params %d, compute %d, activations %d, grads %d, reduce %d, master %d, "
+            "optimizer %d x %d\n", m->param_b, m->compute_b, m->act_b, m->grad_b, m->reduce_b, m->master_b,
+            m->optim_b, m->optim_states);
     fprintf(out, "per device, outside the activations:\n");
 #define ROW(label, v) fprintf(out, "  %-34s %12s\n", label, gb(v, a, sizeof a))
     ROW("parameter shard", mm->param_shard);
@@ -402,6 +405,9 @@ static void json_row(const plan_t *p, const want_t *w, const plan_row_t *r)
         "tokens_per_s", r->tokens_per_s, "tflops_per_device", r->tflops_per_device,
         "compute_s", r->compute_s, "comm_wait_s", r->comm_wait_s, "exposed_transfer_s", r->exposed_s, "recompute_flops", r->recompute_flops, "tail_kept", (json_int_t)r->tail_kept, "breakdown", bd, "host", host,
         "state", json_state(&r->state));
+    json_object_set_new(o, "dtype_bytes", json_pack("{s:i,s:i,s:i,s:i,s:i,s:i,s:i}", "params", p->model.param_b,
+        "compute", p->model.compute_b, "activations", p->model.act_b, "grads", p->model.grad_b,
+        "reduce", p->model.reduce_b, "master", p->model.master_b, "optimizer", p->model.optim_b));
 #undef B_
     char *txt = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
     if (txt) puts(txt);
@@ -443,7 +449,8 @@ static void print_assumptions(const plan_t *p, FILE *out)
     fprintf(out, "assumptions (docs/planner.md):\n"
         "  - fused attention: saves its output and fp32 softmax statistics, never the T x T probabilities%s\n"
         "  - backward = 2 x forward FLOPs; matrix products at dense_flops x mfu, elementwise ops at HBM bandwidth\n"
-        "  - unsharded gradients held and reduce-scattered in the gradient dtype, as the runtime does;\n"
+        "  - unsharded gradients held in the gradient dtype and reduce-scattered in the reduce dtype\n"
+        "    (dtypes.reduce; default the gradient dtype, as the runtime does);\n"
         "    collectives from the hardware file's busbw tables; the compute pays collectives.compute_cost\n"
         "    x their time and collectives.sync_s at each start (here %g, and %g s; 0 and 0: beside the\n"
         "    compute, as NCCL), and host_link.compute_cost x each copy the schedule makes (here %g)\n"
