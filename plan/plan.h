@@ -139,6 +139,12 @@ double plan_buf(double bytes);
 
 typedef struct {
     long fsdp, replicas, ep, micro, seq, accum, prefetch;
+    /* --accum > 1: 0 = the runtime's rule (every unit's unsharded
+     * gradients held from the first micro-batch's backward, reduced after
+     * the last); 1 = reduce-scattered after each micro-batch into the
+     * shard, as PyTorch FSDP and ZeRO-3 accumulate (for comparing with
+     * their runs; train_gpt does not run it) */
+    int accum_sharded;
     double hbm_override;       /* 0 = the hardware file's */
     double moe_imbalance;      /* the busiest rank's routed tokens over the mean (>= 1; 0 = 1) */
     /* the state_place option (base/place.h; all zero: every class on the

@@ -257,7 +257,7 @@ void plan_memory(const plan_model_t *m, const plan_shape_t *sh, const plan_unit_
         double g = plan_unit_gathered(&u[i], sh), pad = padded(g, N);
         if (plan_buf(pad * a) > mem->gathered_max) mem->gathered_max = plan_buf(pad * a);
         if (plan_buf(pad * m->grad_b) > mem->grads_max) mem->grads_max = plan_buf(pad * m->grad_b);
-        if (sh->accum > 1) mem->accum_grads += plan_buf(pad * m->grad_b);
+        if (sh->accum > 1 && !sh->accum_sharded) mem->accum_grads += plan_buf(pad * m->grad_b);
         double shard = plan_unit_shard(m, sh, u, i, n);
         mem->param_shard += plan_buf(shard * m->param_b);
         mem->grad_shard += plan_buf(shard * m->grad_b);

@@ -12,11 +12,12 @@
 # example with master, gradients and moments on the host. Precisions: the
 # model file's dtypes.activations sizes the saves (fp32, bf16, fp8: 4, 2, 1
 # bytes), dtypes.reduce the reduce-scatter's bytes on the wire.
+# --accum-grads sharded (PyTorch FSDP's accumulation): the peak of --accum 1.
 . "$top_srcdir/t/tap.sh"
 tap_tmp plan-model-cli
 has() { grep -q -- "$1" "$2"; }
 
-echo 1..28
+echo 1..30
 gpt="--model gpt-example --hw h200-hgx --fsdp 2 --micro 16 --seq 64"
 
 "$S" plan $gpt --policy all > "$tmp/all" 2>&1
@@ -231,3 +232,23 @@ print('# reduce fp32: step %.3f s, bf16: %.3f s' % (a['step_s'], b['step_s']))
 if (a['dtype_bytes']['reduce'], b['dtype_bytes']['reduce']) != (4, 2): sys.exit('# reduce bytes')
 if not b['step_s'] < 0.9 * a['step_s']: sys.exit(1)
 "
+
+# --accum 4: the runtime holds every unit's unsharded gradients across the
+# micro-batches (held); FSDP's reduce-scatter after each (sharded) needs
+# what one micro-batch does
+acc="--model llama3-8b --hw h100-hgx --fsdp 8 --micro 1 --seq 4096 --policy *=recompute --json"
+"$S" plan $acc > "$tmp/acc1" 2>&1
+"$S" plan $acc --accum 4 > "$tmp/acc4" 2>&1
+"$S" plan $acc --accum 4 --accum-grads sharded > "$tmp/acc4s" 2>&1
+check "--accum-grads sharded: the peak of --accum 1; held: more by every unit's gradients but the largest's" python3 -c "
+import json, sys
+a1, h, s = (json.load(open('$tmp/' + f)) for f in ('acc1', 'acc4', 'acc4s'))
+print('# accum 1 %.2f GB, held %.2f GB, sharded %.2f GB' % tuple(x['device_bytes'] / 1e9 for x in (a1, h, s)))
+if s['device_bytes'] != a1['device_bytes']: sys.exit('# sharded')
+if not h['device_bytes'] > s['device_bytes'] + h['breakdown']['unsharded_grads'] / 2: sys.exit('# held')
+# four passes, the optimizer once
+if not 3 < s['step_s'] / a1['step_s'] < 4: sys.exit('# step %g vs %g' % (s['step_s'], a1['step_s']))
+"
+"$S" plan $acc --accum 4 --accum-grads later > "$tmp/accb" 2>&1; rc=$?
+check "--accum-grads takes held or sharded: 'later' is a usage error (exit 2)" \
+    sh -c "test $rc -eq 2 && grep -q 'accum-grads: expected held or sharded' '$tmp/accb'"

@@ -40,6 +40,10 @@ static void usage(FILE *out)
         "  --micro B|max     micro-batch (rows per device); max: the largest that fits\n"
         "  --seq S           tokens per row\n"
         "  --accum A         micro-batches per optimizer step (1)\n"
+        "  --accum-grads M   held: every unit's unsharded gradients kept from the first\n"
+        "                    micro-batch to the last, as the runtime does (default); sharded:\n"
+        "                    reduce-scattered after each micro-batch into the shard, as PyTorch\n"
+        "                    FSDP and ZeRO-3 do (to compare with their runs)\n"
         "  --prefetch P      all-gather lookahead in units (1)\n"
         "  --policy P        name=action list as train_gpt's --act-policy, auto, or all\n"
         "                    (all: keep, recompute, host naive, host lhs, auto)\n"
@@ -97,6 +101,13 @@ static int parse_args(int argc, char **argv, popts_t *o)
         else if (!strcmp(a, "--ep")) rc = num(a, v, 1, &o->shape.ep);
         else if (!strcmp(a, "--seq")) rc = num(a, v, 1, &o->shape.seq);
         else if (!strcmp(a, "--accum")) rc = num(a, v, 1, &o->shape.accum);
+        else if (!strcmp(a, "--accum-grads")) {
+            if (strcmp(v, "held") && strcmp(v, "sharded")) {
+                fprintf(stderr, "strata plan: --accum-grads: expected held or sharded, got '%s'\n", v);
+                return -1;
+            } else
+                o->shape.accum_sharded = !strcmp(v, "sharded");
+        }
         else if (!strcmp(a, "--prefetch")) rc = num(a, v, 0, &o->shape.prefetch);
         else if (!strcmp(a, "--clip")) {
             char *end;
@@ -290,13 +301,13 @@ static void print_header(const plan_t *p, FILE *out)
     }
     ROW("input tokens", mm->tokens);
     ROW("workspace (largest unit)", mm->workspace);
-    if (sh->accum > 1) ROW("unsharded gradients (all units)", mm->accum_grads);
+    if (sh->accum > 1 && !sh->accum_sharded) ROW("unsharded gradients (all units)", mm->accum_grads);
     ROW("transfer buffers", mm->transfer_buffers);
     ROW("communication buffers", mm->comm_buffers);
     ROW("gathered params (largest unit)", mm->gathered_max);
     fprintf(out, "  %-34s %12s  (x up to prefetch+1 = %ld units in flight)\n", "",
             gb(mm->gathered_max * (double)(sh->prefetch + 1), a, sizeof a), sh->prefetch + 1);
-    if (1 == sh->accum) ROW("unsharded gradients (largest unit)", mm->grads_max);
+    if (1 == sh->accum || sh->accum_sharded) ROW("unsharded gradients (largest unit)", mm->grads_max);
     ROW("unit outputs (unit_input: kept or moved)", mm->unit_outputs);
     ROW("input gradients (a backward's two)", mm->input_grads);
 #undef ROW
@@ -385,7 +396,7 @@ static void json_row(const plan_t *p, const want_t *w, const plan_row_t *r)
         "input_tokens", B_(mm->tokens), "unit_outputs", B_(mm->unit_outputs), "input_grads", B_(mm->input_grads),
         "workspace", B_(mm->workspace), "transfer_buffers", B_(mm->transfer_buffers),
         "comm_buffers", B_(mm->comm_buffers), "gathered_params", B_(mm->gathered_max * (double)(sh->prefetch + 1)),
-        "unsharded_grads", B_(sh->accum > 1 ? mm->accum_grads : mm->grads_max),
+        "unsharded_grads", B_(sh->accum > 1 && !sh->accum_sharded ? mm->accum_grads : mm->grads_max),
         "kept_activations", by_name(p, r->kept_by_name));
     json_t *host = json_pack("{s:o,s:I,s:I,s:I,s:I,s:I}", "offloaded_activations", by_name(p, r->offloaded_by_name),
                              "pinned_buffers", B_(0), "optimizer", B_(r->state.cls[FSDP_CLASS_OPTIM][STRATA_TIER_PINNED_HOST]),
@@ -470,7 +481,9 @@ static void print_assumptions(const plan_t *p, FILE *out)
             p->shape.moe_imbalance > 1 ? p->shape.moe_imbalance : 1.0);
     if (p->shape.accum > 1)
         fprintf(out, "  - accum: the step is accum micro-batch passes (each gathers again) and one optimizer step;\n"
-                     "    every unit's unsharded gradients stay from the first micro-batch's backward to the last\n");
+                     "    %s\n", p->shape.accum_sharded ?
+                     "each micro-batch's backward reduce-scatters into the shard (--accum-grads sharded)" :
+                     "every unit's unsharded gradients stay from the first micro-batch's backward to the last");
 }
 
 static int run_rows(const popts_t *o, const plan_model_t *m, const plan_hw_t *hw)
