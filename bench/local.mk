@@ -5,7 +5,7 @@ bench_comm_bench_LDADD = libstrata.la
 noinst_PROGRAMS += bench/ckpt_bench
 bench_ckpt_bench_SOURCES = bench/ckpt_bench.c bench/stats.h
 bench_ckpt_bench_LDADD = $(MLP_LIBS) libstrata.la
-EXTRA_DIST += bench/run bench/report bench/offload bench/offload-plot bench/plan \
+EXTRA_DIST += bench/run bench/report bench/offload bench/offload-plot bench/plan bench/plan-validate \
 	bench/peers bench/peers_torch.py bench/state bench/big bench/gpt_params.py
 noinst_PROGRAMS += bench/tiers_bench
 bench_tiers_bench_SOURCES = bench/tiers_bench.c bench/stats.h

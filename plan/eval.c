@@ -50,18 +50,19 @@ static void unit_costs(const plan_t *p, const plan_unit_t *u, double c[SCHED_COS
     c[SCHED_COST_FWD] = plan_compute_time(hw, u->fwd_flops, u->fwd_mem_bytes) + a2a;
     /* the backward also zeroes its unsharded gradients and its input's
      * gradient before it accumulates into them (one write each) */
-    double zero = sh->accum > 1 ? u->gin_bytes : u->gin_bytes + u->params * p->model.grad_b;
+    int held = sh->accum > 1 && !sh->accum_sharded;   /* the gradients stay between micro-batches */
+    double zero = held ? u->gin_bytes : u->gin_bytes + u->params * p->model.grad_b;
     c[SCHED_COST_BWD] = (u->bwd_factor > 0 ?
         plan_compute_time(hw, u->bwd_factor * u->fwd_flops, u->bwd_factor * u->fwd_mem_bytes) + a2a : 0) +
         zero / hw->hbm_bw;
     double local = sh->fsdp > sh->ep ? u->local_params / (double)sh->ep * a : 0;
     c[SCHED_COST_AG] = plan_coll_time(hw, PLAN_AG, sh->fsdp, sh->fsdp, u->gathered * a) +
                        plan_coll_time(hw, PLAN_AG, sh->fsdp / sh->ep, sh->fsdp, local);
-    /* gradients reduce-scattered in their own dtype (the runtime reduces
-     * its fp32 gradients in fp32 unless told otherwise); EP-local experts
-     * over the fsdp/ep ranks that hold the same experts; replicas
-     * all-reduce the shard */
-    double g = p->model.grad_b;
+    /* gradients reduce-scattered in the reduce dtype (default their own:
+     * the runtime reduces its fp32 gradients in fp32 unless its
+     * reduce_dtype says otherwise); EP-local experts over the fsdp/ep
+     * ranks that hold the same experts; replicas all-reduce the shard */
+    double g = p->model.reduce_b;
     double rs = plan_coll_time(hw, PLAN_RS, sh->fsdp, sh->fsdp, u->gathered * g);
     if (u->local_params > 0)
         rs += plan_coll_time(hw, PLAN_RS, sh->fsdp / sh->ep, sh->fsdp, u->local_params / (double)sh->ep * g);
@@ -169,9 +170,10 @@ static strata_status_t build_program(plan_t *p, char *err, size_t errlen)
         double c[SCHED_COST_COUNT];
         /* every buffer as the runtime allocates it (plan_buf): the
          * gathered copy and the unsharded gradients of the padded unit,
-         * the latter held all step with --accum > 1 (resident) */
+         * the latter held all step with --accum > 1 (resident) unless
+         * they are reduce-scattered after each micro-batch */
         double pad = ceil(plan_unit_gathered(u, &p->shape) / (double)p->shape.fsdp) * (double)p->shape.fsdp;
-        double grads = p->shape.accum > 1 ? 0 : plan_buf(pad * p->model.grad_b);
+        double grads = p->shape.accum > 1 && !p->shape.accum_sharded ? 0 : plan_buf(pad * p->model.grad_b);
         st = sched_record_unit(p->prog, u->name, (size_t)plan_buf(pad * p->model.compute_b), &idx, err, errlen);
         if (STRATA_OK == st)
             st = sched_record_unit_mem(p->prog, idx, (size_t)grads, (size_t)plan_buf(u->out_bytes),

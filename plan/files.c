@@ -216,6 +216,13 @@ static void read_model(rd_t *r, const json_t *root, void *out)
     m->master_b = rd_dtype(r, dt, "master", 1, 0);
     m->optim_b = rd_dtype(r, dt, "optimizer", 0, 4);
     m->optim_states = (int)rd_long(r, root, "", "optimizer_states", 0, 0, 2);
+    /* what frameworks store for the backward (bf16, or fp8 as a recipe
+     * that quantizes its saves) and what their reduce puts on the wire
+     * (train_gpt's --reduce-dtype; reduce16=native on NCCL) */
+    m->act_b = rd_dtype(r, dt, "activations", 0, m->compute_b);
+    m->reduce_b = rd_dtype(r, dt, "reduce", 0, m->grad_b);
+    if (PLAN_GPT == m->family && 4 != m->act_b)
+        rd_fail(r, "dtypes.activations", "fp32 for family gpt (train_gpt saves fp32)", field_of(dt, "activations"));
 }
 
 strata_status_t plan_model_parse(const char *text, const char *label, plan_model_t *m_p,

@@ -42,8 +42,12 @@ typedef struct {
     long q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim;
     long mtp_modules;
     int  mtp_counted;
-    /* bytes per element; master 0 = the parameter shard is the master */
-    int  param_b, compute_b, grad_b, master_b, optim_b, optim_states;
+    /* bytes per element; master 0 = the parameter shard is the master;
+     * act_b: the saved activations (dtypes.activations, default the
+     * compute dtype); reduce_b: the gradients on the wire of the
+     * reduce-scatter and the replicas' all-reduce (dtypes.reduce,
+     * default the gradient dtype: the runtime's reduce_dtype) */
+    int  param_b, compute_b, grad_b, master_b, optim_b, optim_states, act_b, reduce_b;
 } plan_model_t;
 
 typedef struct { long ranks; double bytes, busbw; } plan_bw_point_t;
@@ -144,6 +148,12 @@ double plan_buf(double bytes);
 
 typedef struct {
     long fsdp, replicas, ep, micro, seq, accum, prefetch;
+    /* --accum > 1: 0 = the runtime's rule (every unit's unsharded
+     * gradients held from the first micro-batch's backward, reduced after
+     * the last); 1 = reduce-scattered after each micro-batch into the
+     * shard, as PyTorch FSDP and ZeRO-3 accumulate (for comparing with
+     * their runs; train_gpt does not run it) */
+    int accum_sharded;
     double hbm_override;       /* 0 = the hardware file's */
     double moe_imbalance;      /* the busiest rank's routed tokens over the mean (>= 1; 0 = 1) */
     /* the state_place option (base/place.h; all zero: every class on the

@@ -95,9 +95,11 @@ static int gpt_units(const plan_model_t *m, double B, double T, plan_unit_t *u)
 
 /* ------------------------------------------------------ llama, deepseek */
 
+/* The saves take the activation dtype (a below); the unit's output, its
+ * input's gradient and the workspace the compute dtype. */
 static void attention(const plan_model_t *m, double B, double T, plan_unit_t *u)
 {
-    double h = (double)m->hidden, n = B * T, a = m->compute_b, H = (double)m->heads;
+    double h = (double)m->hidden, n = B * T, a = m->act_b, H = (double)m->heads;
     add_save(u, "attn_norm", n * h * a, 0);
     if (PLAN_DEEPSEEK_V3 == m->family) {
         double qr = (double)m->q_lora_rank, kr = (double)m->kv_lora_rank;
@@ -121,7 +123,7 @@ static void attention(const plan_model_t *m, double B, double T, plan_unit_t *u)
 
 static void dense_mlp(const plan_model_t *m, double n, plan_unit_t *u)
 {
-    double h = (double)m->hidden, f = (double)m->ffn, a = m->compute_b;
+    double h = (double)m->hidden, f = (double)m->ffn, a = m->act_b;
     u->params += 3 * h * f;
     add_save(u, "mlp_gate", n * f * a, 2 * n * h * f);
     add_save(u, "mlp_up", n * f * a, 2 * n * h * f);
@@ -134,7 +136,8 @@ static void dense_mlp(const plan_model_t *m, double n, plan_unit_t *u)
  * shared ones. */
 static void moe_mlp(const plan_model_t *m, const plan_shape_t *sh, double n, plan_unit_t *u)
 {
-    double h = (double)m->hidden, fe = (double)m->expert_ffn, a = m->compute_b;
+    /* a: the saves; c: the tokens on the wire (dispatch and combine) */
+    double h = (double)m->hidden, fe = (double)m->expert_ffn, a = m->act_b, c = m->compute_b;
     double E = (double)m->experts, S = (double)m->shared_experts;
     double k = (double)m->experts_per_token * (sh->moe_imbalance > 1 ? sh->moe_imbalance : 1);
     double routed = E * 3 * h * fe;
@@ -142,7 +145,7 @@ static void moe_mlp(const plan_model_t *m, const plan_shape_t *sh, double n, pla
     if (sh->ep > 1) u->local_params = routed;   /* sharded across ep ranks, not gathered */
     add_save(u, "router", n * E * 4, 2 * n * h * E);
     add_save(u, "moe_in", n * k * h * a, 0);
-    if (sh->ep > 1) u->saves[u->nsaves - 1].a2a_bytes = n * k * h * a;   /* the dispatch */
+    if (sh->ep > 1) u->saves[u->nsaves - 1].a2a_bytes = n * k * h * c;   /* the dispatch */
     add_save(u, "moe_gate", n * k * fe * a, 2 * n * k * h * fe);
     add_save(u, "moe_up", n * k * fe * a, 2 * n * k * h * fe);
     add_save(u, "moe_act", n * k * fe * a, 0);
@@ -150,7 +153,7 @@ static void moe_mlp(const plan_model_t *m, const plan_shape_t *sh, double n, pla
     /* a recompute that makes the experts' outputs again runs the block to
      * its end: the combine too, as frameworks that checkpoint the MoE
      * block redo both all-to-alls */
-    if (sh->ep > 1) u->saves[u->nsaves - 1].a2a_bytes = n * k * h * a;
+    if (sh->ep > 1) u->saves[u->nsaves - 1].a2a_bytes = n * k * h * c;
     if (S > 0) {
         add_save(u, "shared_gate", n * S * fe * a, 2 * n * S * h * fe);
         add_save(u, "shared_up", n * S * fe * a, 2 * n * S * h * fe);
@@ -158,7 +161,7 @@ static void moe_mlp(const plan_model_t *m, const plan_shape_t *sh, double n, pla
         u->fwd_flops += 2 * n * S * fe * h;
     }
     /* dispatch and combine, each n k h elements per rank */
-    if (sh->ep > 1) u->a2a_bytes = 2 * n * k * h * a;
+    if (sh->ep > 1) u->a2a_bytes = 2 * n * k * h * c;
 }
 
 static void layer(const plan_model_t *m, const plan_shape_t *sh, long l, plan_unit_t *u)
@@ -189,7 +192,7 @@ static int llm_units(const plan_model_t *m, const plan_shape_t *sh, plan_unit_t 
     plan_unit_t *hd = &u[1 + L];
     snprintf(hd->name, sizeof hd->name, "head");
     hd->params = hd->gathered = h + V * h;
-    add_save(hd, "final_norm", n * h * a, 0);
+    add_save(hd, "final_norm", n * h * m->act_b, 0);
     hd->fwd_flops += 2 * n * h * V;
     hd->model_flops = 3 * hd->fwd_flops;
     /* fp32 logits, their gradient written in place; the backward makes
@@ -254,7 +257,7 @@ void plan_memory(const plan_model_t *m, const plan_shape_t *sh, const plan_unit_
         double g = plan_unit_gathered(&u[i], sh), pad = padded(g, N);
         if (plan_buf(pad * a) > mem->gathered_max) mem->gathered_max = plan_buf(pad * a);
         if (plan_buf(pad * m->grad_b) > mem->grads_max) mem->grads_max = plan_buf(pad * m->grad_b);
-        if (sh->accum > 1) mem->accum_grads += plan_buf(pad * m->grad_b);
+        if (sh->accum > 1 && !sh->accum_sharded) mem->accum_grads += plan_buf(pad * m->grad_b);
         double shard = plan_unit_shard(m, sh, u, i, n);
         mem->param_shard += plan_buf(shard * m->param_b);
         mem->grad_shard += plan_buf(shard * m->grad_b);

@@ -259,6 +259,9 @@ dist_check_SCRIPTS += t/gpt-train-np1-np4.t t/gpt-train-policy.t t/gpt-train-res
     t/ckpt-lock-dead.t t/cli-refusals.t t/flight-dir.t t/spill-full.t t/gpt-matmul.t \
     t/gpt-train-straggler.t t/gpt-train-devmem.t
 if HAVE_CBLAS
+# bench/run plan-validate: the planner against published runs (share/validation)
+dist_check_SCRIPTS += t/plan-validate.t
+TESTS += t/plan-validate.t
 check_PROGRAMS += t/gpt_grad.t t/gpt_ref.t t/gpt_data.t
 t_gpt_grad_t_SOURCES = t/gpt_grad.t.c
 t_gpt_ref_t_SOURCES = t/gpt_ref.t.c

@@ -12,12 +12,15 @@
 # example with master, gradients and moments on the host. The published
 # GPU runs' orderings: Llama 3.1 405B's qkv offload beats recompute with
 # lhs and loses with none; DeepSeek-V3's offloaded names fit micro-batch 8
-# (kept, only 2), lhs > full recompute > none.
+# (kept, only 2), lhs > full recompute > none. Precisions: the
+# model file's dtypes.activations sizes the saves (fp32, bf16, fp8: 4, 2, 1
+# bytes), dtypes.reduce the reduce-scatter's bytes on the wire.
+# --accum-grads sharded (PyTorch FSDP's accumulation): the peak of --accum 1.
 . "$top_srcdir/t/tap.sh"
 tap_tmp plan-model-cli
 has() { grep -q -- "$1" "$2"; }
 
-echo 1..28
+echo 1..32
 gpt="--model gpt-example --hw h200-hgx --fsdp 2 --micro 16 --seq 64"
 
 "$S" plan $gpt --policy all > "$tmp/all" 2>&1
@@ -175,6 +178,83 @@ if abs(dr - bd['master'] / 1e9) > 0.1 or abs(dh - bd['grad_shard'] / 1e9) > 0.1:
 "$S" plan $big --clip soon > "$tmp/bc" 2>&1; rc=$?
 check "--clip takes a norm: 'soon' is a usage error (exit 2), saying what it wants" \
     sh -c "test $rc -eq 2 && grep -q 'clip: expected a norm >= 0 (0 = off)' '$tmp/bc'"
+
+# precisions: llama3-8b with its saves in fp32, bf16 and fp8; every save
+# but attn_out (its fp32 softmax statistics stay fp32) and unit_input (the
+# unit's output, in the compute dtype) halves from one to the next: each
+# buffer is b + 256 guard bytes (b a multiple of 256 here), so
+# bytes(wide) = 2 bytes(narrow) - 256 x (units holding it)
+for d in fp32 bf16 fp8; do
+    python3 -c "
+import json
+m = json.load(open('$top_srcdir/share/models/llama3-8b.json'))
+m['dtypes']['activations'] = '$d'
+m['dtypes']['reduce'] = 'bf16' if '$d' == 'fp8' else m['dtypes']['grads']
+json.dump(m, open('$tmp/act-$d.json', 'w'))"
+    "$S" plan --model "$tmp/act-$d.json" --hw h100-hgx --fsdp 8 --micro 1 --seq 8192 --policy '*=keep' --json \
+        > "$tmp/act-$d" 2>&1
+done
+check "dtypes.activations fp32 -> bf16 -> fp8: each save's bytes halve (activations 4, 2, 1 bytes)" python3 -c "
+import json, sys
+r = {d: json.load(open('$tmp/act-' + d)) for d in ('fp32', 'bf16', 'fp8')}
+for d, b in (('fp32', 4), ('bf16', 2), ('fp8', 1)):
+    if r[d]['dtype_bytes']['activations'] != b: sys.exit('# %s: %s' % (d, r[d]['dtype_bytes']))
+for wide, narrow in (('fp32', 'bf16'), ('bf16', 'fp8')):
+    kw, kn = r[wide]['breakdown']['kept_activations'], r[narrow]['breakdown']['kept_activations']
+    for name in kw:
+        if name in ('attn_out', 'unit_input'): continue
+        units = 1 if name == 'final_norm' else 32
+        if kw[name] != 2 * kn[name] - 256 * units:
+            sys.exit('# %s: %s %d, %s %d' % (name, wide, kw[name], narrow, kn[name]))
+    if not r[wide]['device_bytes'] > r[narrow]['device_bytes']: sys.exit('# device bytes')
+print('# kept activations %.2f, %.2f, %.2f GB' % tuple(sum(r[d]['breakdown']['kept_activations'].values()) / 1e9
+      for d in ('fp32', 'bf16', 'fp8')))
+"
+# the reduce dtype on a machine whose collectives are 1000 times slower
+# than h100-hgx's (the step waits for them): bf16 reduce-scatters take
+# half the fp32 ones' time, and the step is shorter
+python3 -c "
+import json
+h = json.load(open('$top_srcdir/share/hw/h100-hgx.json'))
+for c in h['collectives'].values():
+    if isinstance(c, dict):
+        for t in c.values():
+            for pt in t: pt['busbw'] /= 1000
+json.dump(h, open('$tmp/slow-hw.json', 'w'))
+m = json.load(open('$tmp/act-bf16.json'))
+m['dtypes']['reduce'] = 'bf16'
+json.dump(m, open('$tmp/red-bf16.json', 'w'))"
+for f in act-bf16 red-bf16; do
+    "$S" plan --model "$tmp/$f.json" --hw "$tmp/slow-hw.json" --fsdp 8 --micro 1 --seq 8192 --policy '*=keep' \
+        --json > "$tmp/slow-$f" 2>&1
+done
+check "dtypes.reduce bf16: half the reduce-scatter bytes of fp32; where collectives bound the step it is shorter" python3 -c "
+import json, sys
+a, b = json.load(open('$tmp/slow-act-bf16')), json.load(open('$tmp/slow-red-bf16'))
+print('# reduce fp32: step %.3f s, bf16: %.3f s' % (a['step_s'], b['step_s']))
+if (a['dtype_bytes']['reduce'], b['dtype_bytes']['reduce']) != (4, 2): sys.exit('# reduce bytes')
+if not b['step_s'] < 0.9 * a['step_s']: sys.exit(1)
+"
+
+# --accum 4: the runtime holds every unit's unsharded gradients across the
+# micro-batches (held); FSDP's reduce-scatter after each (sharded) needs
+# what one micro-batch does
+acc="--model llama3-8b --hw h100-hgx --fsdp 8 --micro 1 --seq 4096 --policy *=recompute --json"
+"$S" plan $acc > "$tmp/acc1" 2>&1
+"$S" plan $acc --accum 4 > "$tmp/acc4" 2>&1
+"$S" plan $acc --accum 4 --accum-grads sharded > "$tmp/acc4s" 2>&1
+check "--accum-grads sharded: the peak of --accum 1; held: more by every unit's gradients but the largest's" python3 -c "
+import json, sys
+a1, h, s = (json.load(open('$tmp/' + f)) for f in ('acc1', 'acc4', 'acc4s'))
+print('# accum 1 %.2f GB, held %.2f GB, sharded %.2f GB' % tuple(x['device_bytes'] / 1e9 for x in (a1, h, s)))
+if s['device_bytes'] != a1['device_bytes']: sys.exit('# sharded')
+if not h['device_bytes'] > s['device_bytes'] + h['breakdown']['unsharded_grads'] / 2: sys.exit('# held')
+# four passes, the optimizer once
+if not 3 < s['step_s'] / a1['step_s'] < 4: sys.exit('# step %g vs %g' % (s['step_s'], a1['step_s']))
+"
+"$S" plan $acc --accum 4 --accum-grads later > "$tmp/accb" 2>&1; rc=$?
+check "--accum-grads takes held or sharded: 'later' is a usage error (exit 2)" \
+    sh -c "test $rc -eq 2 && grep -q 'accum-grads: expected held or sharded' '$tmp/accb'"
 
 # The published GPU runs, by structure (docs/planner.md, "The published
 # runs"). Llama 3.1 405B, GB200, FSDP-128, micro-batch 2, seq 8192, qkv on

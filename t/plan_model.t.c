@@ -346,6 +346,13 @@ static const struct { int hw; const char *text, *needle; } bad[] = {
       "field 'layers': expected an integer >= 1, got -3" },
     { 0, "{\"name\":\"x\",\"family\":\"llama\",\"layers\":1,\"hidden\":8,\"heads\":1,\"vocab\":4,\"dtypes\":{\"params\":\"int4\"}}",
       "field 'dtypes.params': expected fp32, bf16, fp16 or fp8, got \"int4\"" },
+    { 0, "{\"name\":\"x\",\"family\":\"llama\",\"layers\":1,\"hidden\":8,\"heads\":1,\"vocab\":4,\"dtypes\":{\"activations\":\"fp4\"}}",
+      "field 'dtypes.activations': expected fp32, bf16, fp16 or fp8, got \"fp4\"" },
+    { 0, "{\"name\":\"x\",\"family\":\"llama\",\"layers\":1,\"hidden\":8,\"heads\":1,\"vocab\":4,\"dtypes\":{\"reduce\":null}}",
+      "field 'dtypes.reduce': expected fp32, bf16, fp16 or fp8, got null" },
+    { 0, "{\"name\":\"x\",\"family\":\"gpt\",\"layers\":1,\"hidden\":8,\"heads\":1,\"vocab\":4,\"max_seq\":4,"
+         "\"dtypes\":{\"activations\":\"bf16\"}}",
+      "field 'dtypes.activations': expected fp32 for family gpt (train_gpt saves fp32), got \"bf16\"" },
     { 0, "{\"name\":\"x\",\"family\":\"llama\",\"layers\":1,\"hidden\":8,\"heads\":1,\"vocab\":4,"
          "\"moe\":{\"routed_experts\":4,\"active_per_token\":8,\"expert_ffn\":2}}",
       "field 'moe.active_per_token': expected at most moe.routed_experts, got 8" },
@@ -580,7 +587,7 @@ int main(void)
     char err[512];
     plan_model_t m;
     plan_hw_t hw;
-    plan(127);
+    plan(130);
     if (STRATA_OK != plan_model_parse(tiny_model, "tiny", &m, err, sizeof err) ||
         STRATA_OK != plan_hw_parse(tiny_hw, "tinyhw", &hw, err, sizeof err))
         bail_out("worked example files: %s", err);

@@ -40,6 +40,10 @@ static void usage(FILE *out)
         "  --micro B|max     micro-batch (rows per device); max: the largest that fits\n"
         "  --seq S           tokens per row\n"
         "  --accum A         micro-batches per optimizer step (1)\n"
+        "  --accum-grads M   held: every unit's unsharded gradients kept from the first\n"
+        "                    micro-batch to the last, as the runtime does (default); sharded:\n"
+        "                    reduce-scattered after each micro-batch into the shard, as PyTorch\n"
+        "                    FSDP and ZeRO-3 do (to compare with their runs)\n"
         "  --prefetch P      all-gather lookahead in units (1)\n"
         "  --policy P        name=action list as train_gpt's --act-policy, auto, or all\n"
         "                    (all: keep, recompute, host naive, host lhs, auto)\n"
@@ -97,6 +101,13 @@ static int parse_args(int argc, char **argv, popts_t *o)
         else if (!strcmp(a, "--ep")) rc = num(a, v, 1, &o->shape.ep);
         else if (!strcmp(a, "--seq")) rc = num(a, v, 1, &o->shape.seq);
         else if (!strcmp(a, "--accum")) rc = num(a, v, 1, &o->shape.accum);
+        else if (!strcmp(a, "--accum-grads")) {
+            if (strcmp(v, "held") && strcmp(v, "sharded")) {
+                fprintf(stderr, "strata plan: --accum-grads: expected held or sharded, got '%s'\n", v);
+                return -1;
+            } else
+                o->shape.accum_sharded = !strcmp(v, "sharded");
+        }
         else if (!strcmp(a, "--prefetch")) rc = num(a, v, 0, &o->shape.prefetch);
         else if (!strcmp(a, "--clip")) {
             char *end;
@@ -271,6 +282,9 @@ static void print_header(const plan_t *p, FILE *out)
             gb(hw->host_bytes, b, sizeof b), hw->flops / 1e12, hw->mfu);
     fprintf(out, "shape: fsdp %ld x replicas %ld, ep %ld, micro-batch %ld, seq %ld, accum %ld, prefetch %ld\n",
             sh->fsdp, sh->replicas, sh->ep, sh->micro, sh->seq, sh->accum, sh->prefetch);
+    fprintf(out, "bytes per element: params %d, compute %d, activations %d, grads %d, reduce %d, master %d, "
+            "optimizer %d x %d\n", m->param_b, m->compute_b, m->act_b, m->grad_b, m->reduce_b, m->master_b,
+            m->optim_b, m->optim_states);
     fprintf(out, "per device, outside the activations:\n");
 #define ROW(label, v) fprintf(out, "  %-34s %12s\n", label, gb(v, a, sizeof a))
     ROW("parameter shard", mm->param_shard);
@@ -287,13 +301,13 @@ static void print_header(const plan_t *p, FILE *out)
     }
     ROW("input tokens", mm->tokens);
     ROW("workspace (largest unit)", mm->workspace);
-    if (sh->accum > 1) ROW("unsharded gradients (all units)", mm->accum_grads);
+    if (sh->accum > 1 && !sh->accum_sharded) ROW("unsharded gradients (all units)", mm->accum_grads);
     ROW("transfer buffers", mm->transfer_buffers);
     ROW("communication buffers", mm->comm_buffers);
     ROW("gathered params (largest unit)", mm->gathered_max);
     fprintf(out, "  %-34s %12s  (x up to prefetch+1 = %ld units in flight)\n", "",
             gb(mm->gathered_max * (double)(sh->prefetch + 1), a, sizeof a), sh->prefetch + 1);
-    if (1 == sh->accum) ROW("unsharded gradients (largest unit)", mm->grads_max);
+    if (1 == sh->accum || sh->accum_sharded) ROW("unsharded gradients (largest unit)", mm->grads_max);
     ROW("unit outputs (unit_input: kept or moved)", mm->unit_outputs);
     ROW("input gradients (a backward's two)", mm->input_grads);
 #undef ROW
@@ -382,7 +396,7 @@ static void json_row(const plan_t *p, const want_t *w, const plan_row_t *r)
         "input_tokens", B_(mm->tokens), "unit_outputs", B_(mm->unit_outputs), "input_grads", B_(mm->input_grads),
         "workspace", B_(mm->workspace), "transfer_buffers", B_(mm->transfer_buffers),
         "comm_buffers", B_(mm->comm_buffers), "gathered_params", B_(mm->gathered_max * (double)(sh->prefetch + 1)),
-        "unsharded_grads", B_(sh->accum > 1 ? mm->accum_grads : mm->grads_max),
+        "unsharded_grads", B_(sh->accum > 1 && !sh->accum_sharded ? mm->accum_grads : mm->grads_max),
         "kept_activations", by_name(p, r->kept_by_name));
     json_t *host = json_pack("{s:o,s:I,s:I,s:I,s:I,s:I}", "offloaded_activations", by_name(p, r->offloaded_by_name),
                              "pinned_buffers", B_(0), "optimizer", B_(r->state.cls[FSDP_CLASS_OPTIM][STRATA_TIER_PINNED_HOST]),
@@ -402,6 +416,9 @@ static void json_row(const plan_t *p, const want_t *w, const plan_row_t *r)
         "tokens_per_s", r->tokens_per_s, "tflops_per_device", r->tflops_per_device,
         "compute_s", r->compute_s, "comm_wait_s", r->comm_wait_s, "exposed_transfer_s", r->exposed_s, "recompute_flops", r->recompute_flops, "tail_kept", (json_int_t)r->tail_kept, "breakdown", bd, "host", host,
         "state", json_state(&r->state));
+    json_object_set_new(o, "dtype_bytes", json_pack("{s:i,s:i,s:i,s:i,s:i,s:i,s:i}", "params", p->model.param_b,
+        "compute", p->model.compute_b, "activations", p->model.act_b, "grads", p->model.grad_b,
+        "reduce", p->model.reduce_b, "master", p->model.master_b, "optimizer", p->model.optim_b));
 #undef B_
     char *txt = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
     if (txt) puts(txt);
@@ -470,7 +487,8 @@ static void print_assumptions(const plan_t *p, FILE *out)
     fprintf(out, "assumptions (docs/planner.md):\n"
         "  - fused attention: saves its output and fp32 softmax statistics, never the T x T probabilities%s\n"
         "  - backward = 2 x forward FLOPs; matrix products at dense_flops x mfu, elementwise ops at HBM bandwidth\n"
-        "  - unsharded gradients held and reduce-scattered in the gradient dtype, as the runtime does;\n"
+        "  - unsharded gradients held in the gradient dtype and reduce-scattered in the reduce dtype\n"
+        "    (dtypes.reduce; default the gradient dtype, as the runtime does);\n"
         "    collectives from the hardware file's busbw tables; the compute pays collectives.compute_cost\n"
         "    x their time and collectives.sync_s at each start (here %g, and %g s; 0 and 0: beside the\n"
         "    compute, as NCCL), and host_link.compute_cost x each copy the schedule makes (here %g)\n"
@@ -491,7 +509,9 @@ static void print_assumptions(const plan_t *p, FILE *out)
             p->shape.moe_imbalance > 1 ? p->shape.moe_imbalance : 1.0);
     if (p->shape.accum > 1)
         fprintf(out, "  - accum: the step is accum micro-batch passes (each gathers again) and one optimizer step;\n"
-                     "    every unit's unsharded gradients stay from the first micro-batch's backward to the last\n");
+                     "    %s\n", p->shape.accum_sharded ?
+                     "each micro-batch's backward reduce-scatters into the shard (--accum-grads sharded)" :
+                     "every unit's unsharded gradients stay from the first micro-batch's backward to the last");
 }
 
 static int run_rows(const popts_t *o, const plan_model_t *m, const plan_hw_t *hw)
