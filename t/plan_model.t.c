@@ -382,8 +382,57 @@ static const struct { int hw; const char *text, *needle; } bad[] = {
          "\"host_link\":{\"d2h_bw\":1e9,\"h2d_bw\":1e9},\"host_bytes\":1e9,\"collectives\":{\"domain_size\":8,"
          "\"sync_s\":\"slow\"}}",
       "field 'collectives.sync_s': expected a number in [0, 1], got \"slow\"" },
+    { 1, "{\"name\":\"h\",\"hbm\":{\"usable_bytes\":1e10,\"bandwidth\":1e12,\"shared_with_copies\":\"yes\"}}",
+      "field 'hbm.shared_with_copies': expected true or false, got \"yes\"" },
+    { 1, "{\"name\":\"h\",\"hbm\":{\"usable_bytes\":1e10,\"bandwidth\":1e12},\"compute\":{\"dense_flops\":1e12,\"mfu\":0.5},"
+         "\"host_link\":{\"d2h_bw\":1e9,\"h2d_bw\":1e9},\"host_bytes\":1e9,\"collectives\":{\"domain_size\":8,"
+         "\"nic_bw\":-1}}",
+      "field 'collectives.nic_bw': expected a number in [1000, 1e+15], got -1" },
     { 0, NULL, NULL }
 };
+
+/* What overlapping ops share (docs/planner.md, "Shared resources"): the
+ * hardware file's fields become the schedule options' capacities and the
+ * units' resource bytes; without them nothing is shared and the worked
+ * example's steps are those of a file without the fields. */
+static void test_share(const plan_model_t *m, const plan_hw_t *tiny)
+{
+    plan_shape_t sh = { .fsdp = 16, .replicas = 1, .ep = 1, .micro = 1, .seq = 4, .accum = 1, .prefetch = 1 };
+    plan_hw_t hw = *tiny;
+    plan_t *p;
+    char err[512];
+    if (STRATA_OK != plan_create(m, &hw, &sh, &p, err, sizeof err)) bail_out("plan_create: %s", err);
+    int none = 1;
+    for (int r = 0; r < SCHED_RES_COUNT; r++) none = none && 0 == p->opts.share_bw[r];
+    ok(none, "no sharing fields (both_bw defaults to d2h + h2d): no capacity, the plain simulation");
+    plan_destroy(p);
+    hw.both_bw = 1.5e9;            /* below 1e9 + 1e9: PCIe-like */
+    hw.hbm_shared = 1;
+    hw.nic_bw = 5e10;
+    hw.ce_bw = 3e9;
+    hw.coll_on_ce = 1;
+    if (STRATA_OK != plan_create(m, &hw, &sh, &p, err, sizeof err)) bail_out("plan_create: %s", err);
+    const sched_unit_t *x = &p->prog->units[1];
+    const plan_unit_t *u = &p->units[1];
+    ok(1.5e9 == p->opts.share_bw[SCHED_RES_LINK] && 1e10 == p->opts.share_bw[SCHED_RES_HBM] &&
+       5e10 == p->opts.share_bw[SCHED_RES_NIC] && 3e9 == p->opts.share_bw[SCHED_RES_CE],
+       "the fields set the capacities: link both ways, HBM's bandwidth, NIC, copy engines");
+    ok(x->res_bytes[SCHED_COST_FWD][SCHED_RES_HBM] == u->fwd_mem_bytes &&
+       x->res_bytes[SCHED_COST_BWD][SCHED_RES_HBM] > 2 * u->fwd_mem_bytes,
+       "a layer's forward draws its memory-bound bytes on HBM (%g), its backward twice those and the zeroing",
+       x->res_bytes[SCHED_COST_FWD][SCHED_RES_HBM]);
+    is_double(x->res_bytes[SCHED_COST_AG][SCHED_RES_CE], u->gathered * 2 * 15 / 16, 1e-9,
+              "on copy engines an all-gather of 16 ranks moves 15/16 of its bf16 bytes there");
+    /* 16 ranks over domains of 8: each domain brings in the other half,
+     * over its 8 NICs */
+    is_double(x->res_bytes[SCHED_COST_RS][SCHED_RES_NIC], u->gathered * 4 * 8 / (16.0 * 8), 1e-9,
+              "a reduce-scatter over two domains of 8: S (n-d)/(n d) of its fp32 bytes per NIC");
+    plan_destroy(p);
+    hw.cpu = 1;
+    if (STRATA_OK != plan_create(m, &hw, &sh, &p, err, sizeof err)) bail_out("plan_create: %s", err);
+    ok(0 == p->opts.share_bw[SCHED_RES_LINK], "a CPU file's both_bw is no limit (paced engines, one per direction)");
+    plan_destroy(p);
+}
 
 /* state_place in the planner, on the worked example's 4 units (shards of
  * 40, 296, 296, 44 elements; fp32 master, gradients and two moments:
@@ -587,7 +636,7 @@ int main(void)
     char err[512];
     plan_model_t m;
     plan_hw_t hw;
-    plan(130);
+    plan(138);
     if (STRATA_OK != plan_model_parse(tiny_model, "tiny", &m, err, sizeof err) ||
         STRATA_OK != plan_hw_parse(tiny_hw, "tinyhw", &hw, err, sizeof err))
         bail_out("worked example files: %s", err);
@@ -598,6 +647,7 @@ int main(void)
     test_coll(&hw);
     test_coll_compute(&m, &hw);
     test_link_compute(&m, &hw);
+    test_share(&m, &hw);
     test_bad();
     test_moe();
     test_state_host(&m, &hw);
