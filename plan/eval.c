@@ -39,6 +39,15 @@ static strata_status_t check_shape(const plan_model_t *m, const plan_shape_t *sh
     return STRATA_OK;
 }
 
+/* The backward also zeroes its unsharded gradients and its input's
+ * gradient before it accumulates into them (one write each): their bytes. */
+static double zero_bytes(const plan_t *p, const plan_unit_t *u)
+{
+    const plan_shape_t *sh = &p->shape;
+    int held = sh->accum > 1 && !sh->accum_sharded;   /* the gradients stay between micro-batches */
+    return held ? u->gin_bytes : u->gin_bytes + u->params * p->model.grad_b;
+}
+
 /* Costs of unit u (seconds): compute from FLOPs, collectives from the tables. */
 static void unit_costs(const plan_t *p, const plan_unit_t *u, double c[SCHED_COST_COUNT])
 {
@@ -48,10 +57,7 @@ static void unit_costs(const plan_t *p, const plan_unit_t *u, double c[SCHED_COS
     /* dispatch + combine on the critical path of the unit's compute */
     double a2a = u->a2a_bytes > 0 ? 2 * plan_coll_time(hw, PLAN_A2A, sh->ep, sh->ep, u->a2a_bytes / 2) : 0;
     c[SCHED_COST_FWD] = plan_compute_time(hw, u->fwd_flops, u->fwd_mem_bytes) + a2a;
-    /* the backward also zeroes its unsharded gradients and its input's
-     * gradient before it accumulates into them (one write each) */
-    int held = sh->accum > 1 && !sh->accum_sharded;   /* the gradients stay between micro-batches */
-    double zero = held ? u->gin_bytes : u->gin_bytes + u->params * p->model.grad_b;
+    double zero = zero_bytes(p, u);
     c[SCHED_COST_BWD] = (u->bwd_factor > 0 ?
         plan_compute_time(hw, u->bwd_factor * u->fwd_flops, u->bwd_factor * u->fwd_mem_bytes) + a2a : 0) +
         zero / hw->hbm_bw;
@@ -105,13 +111,13 @@ static strata_status_t unit_shares(plan_t *p, const plan_unit_t *u, int idx, cha
 {
     const plan_hw_t *hw = &p->hw;
     const plan_shape_t *sh = &p->shape;
-    double a = p->model.compute_b, g = p->model.grad_b, N = (double)sh->fsdp;
+    /* gradients on the wire in the reduce dtype, as unit_costs times them */
+    double a = p->model.compute_b, g = p->model.reduce_b, N = (double)sh->fsdp;
     double b[SCHED_COST_COUNT][SCHED_RES_COUNT] = { { 0 } };
     if (hw->hbm_shared) {
         /* the memory-bound traffic the costs charge at HBM bandwidth */
-        double zero = sh->accum > 1 ? u->gin_bytes : u->gin_bytes + u->params * g;
         b[SCHED_COST_FWD][SCHED_RES_HBM] = u->fwd_mem_bytes;
-        b[SCHED_COST_BWD][SCHED_RES_HBM] = u->bwd_factor * u->fwd_mem_bytes + zero;
+        b[SCHED_COST_BWD][SCHED_RES_HBM] = u->bwd_factor * u->fwd_mem_bytes + zero_bytes(p, u);
     }
     if (hw->coll_on_ce && sh->fsdp > 1) {
         /* a ring moves (n-1)/n of the gathered bytes through each rank */
