@@ -134,6 +134,12 @@ static strata_status_t unit_shares(plan_t *p, const plan_unit_t *u, int idx, cha
             b[SCHED_COST_AG][SCHED_RES_NIC] = u->gathered * a * (N - d) / (N * d);
             b[SCHED_COST_RS][SCHED_RES_NIC] = u->gathered * g * (N - d) / (N * d);
         }
+        /* the replicas' all-reduce of the shard (in RS): a ring sends
+         * 2 (R-1)/R of it, to peers in other domains once the groups fill
+         * one (fsdp x replicas ranks over domains of d) */
+        double R = (double)sh->replicas;
+        if (R > 1 && N * R > d)
+            b[SCHED_COST_RS][SCHED_RES_NIC] += 2 * (u->params / N) * g * (R - 1) / R;
         if (u->a2a_bytes > 0 && (double)sh->ep > d) {
             double e = (double)sh->ep;
             b[SCHED_COST_FWD][SCHED_RES_NIC] = b[SCHED_COST_BWD][SCHED_RES_NIC] = u->a2a_bytes * (e - d) / e;

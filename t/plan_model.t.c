@@ -428,6 +428,13 @@ static void test_share(const plan_model_t *m, const plan_hw_t *tiny)
     is_double(x->res_bytes[SCHED_COST_RS][SCHED_RES_NIC], u->gathered * 4 * 8 / (16.0 * 8), 1e-9,
               "a reduce-scatter over two domains of 8: S (n-d)/(n d) of its fp32 bytes per NIC");
     plan_destroy(p);
+    sh.replicas = 2;               /* two FSDP-16 groups: the shard's all-reduce crosses domains too */
+    if (STRATA_OK != plan_create(m, &hw, &sh, &p, err, sizeof err)) bail_out("plan_create: %s", err);
+    is_double(p->prog->units[1].res_bytes[SCHED_COST_RS][SCHED_RES_NIC],
+              p->units[1].gathered * 4 * 8 / (16.0 * 8) + 2 * (p->units[1].params / 16) * 4 / 2, 1e-9,
+              "with 2 replicas the reduce-scatter op's NIC bytes add the shard's ring all-reduce, 2 (R-1)/R of it");
+    plan_destroy(p);
+    sh.replicas = 1;
     hw.cpu = 1;
     if (STRATA_OK != plan_create(m, &hw, &sh, &p, err, sizeof err)) bail_out("plan_create: %s", err);
     ok(0 == p->opts.share_bw[SCHED_RES_LINK], "a CPU file's both_bw is no limit (paced engines, one per direction)");
@@ -636,7 +643,7 @@ int main(void)
     char err[512];
     plan_model_t m;
     plan_hw_t hw;
-    plan(138);
+    plan(139);
     if (STRATA_OK != plan_model_parse(tiny_model, "tiny", &m, err, sizeof err) ||
         STRATA_OK != plan_hw_parse(tiny_hw, "tinyhw", &hw, err, sizeof err))
         bail_out("worked example files: %s", err);
