@@ -209,8 +209,9 @@ static strata_status_t build_program(plan_t *p, char *err, size_t errlen)
     const plan_model_t *m = &p->model;
     double per = m->param_b + m->grad_b + m->master_b + m->optim_b * m->optim_states;
     double optim_s = 2 * p->mem.params_total / (double)p->shape.fsdp * per / p->hw.hbm_bw;
-    if (STRATA_OK == st) st = sched_record_end(p->prog, (size_t)(p->mem.resident + p->mem.ws_cached), optim_s,
-                                               err, errlen);
+    if (STRATA_OK == st) st = sched_record_end(p->prog, (size_t)(p->mem.resident + p->mem.ws_cached +
+                                                                 p->mem.reserve), optim_s, err, errlen);
+    if (STRATA_OK == st) p->prog->reserve_bytes = (size_t)p->mem.reserve;
     return st;
 }
 
@@ -225,7 +226,8 @@ static void workspace_model(plan_t *p, int all_keep)
         x->work_bytes[0] = all_keep && u->workspace > 0 ? (size_t)plan_buf(u->workspace) : 0;
         x->work_bytes[1] = all_keep && u->bwd_workspace > 0 ? (size_t)plan_buf(u->bwd_workspace) : 0;
     }
-    p->prog->resident_bytes = (size_t)(p->mem.resident + (all_keep ? 0 : p->mem.ws_cached));
+    p->prog->resident_bytes = (size_t)(p->mem.resident + (all_keep ? 0 : p->mem.ws_cached) + p->mem.reserve);
+    p->prog->reserve_bytes = (size_t)p->mem.reserve;
 }
 
 static int all_keep(const plan_t *p, const sched_actions_t *acts)
@@ -351,7 +353,9 @@ static strata_status_t run_one(plan_t *p, const sched_actions_t *acts, const sch
     }
     if (STRATA_OK == st) {
         row->step_s = r.step_s;
-        row->device_bytes = (double)r.peak[STRATA_TIER_DEVICE];
+        /* the peak the step uses; the reserve is budget, not use */
+        row->device_bytes = (double)sched_device_use(&r);
+        row->device_reserve = (double)r.device_reserve;
         row->host_bytes = (double)r.peak[STRATA_TIER_PINNED_HOST] + (double)r.peak[STRATA_TIER_STORAGE];
         row->exposed_s = r.exposed_transfer_s;
         row->comm_wait_s = r.comm_wait_s;
@@ -435,12 +439,14 @@ strata_status_t plan_evaluate(plan_t *p, const sched_actions_t *acts, sched_mode
         }
         if (STRATA_OK != st) return st;
         if (unlimited) policy_offload(p, acts, &row);
-        /* what the device lacks: the admission's bound, or the peak */
+        /* the budget it needs: the admission's bound, or the peak and
+         * the reserve; its use, the smaller of the bound and the peak */
         double need = (double)sched_min_device(p->prog, acts, &o);
-        row.need_bytes = fmax(need, row.device_bytes);
-        row.fits_device = row.device_bytes <= row.device_capacity;
+        row.need_bytes = fmax(need, row.device_bytes + row.device_reserve);
+        row.fits_device = row.device_bytes + row.device_reserve <= row.device_capacity;
         row.fits_host = 0 == row.host_capacity || row.host_bytes <= row.host_capacity;
-        if (!row.fits_device && need < row.device_bytes) row.device_bytes = need;
+        if (!row.fits_device && need - row.device_reserve < row.device_bytes)
+            row.device_bytes = need - row.device_reserve;
     } else {
         return st;
     }

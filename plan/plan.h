@@ -182,6 +182,10 @@ typedef struct {
                                 * gradients, held from the first micro-batch */
     double resident;           /* the above but the workspace, which
                                 * plan_evaluate adds per policy */
+    double reserve;            /* kept free against fragmentation, as the
+                                * runtime's admission counts it (fsdp/
+                                * exec_plan.c held_parts): in the budget a
+                                * plan must fit, not in its predicted peak */
     /* in the step program (the schedule places them), for the breakdown: */
     double unit_outputs;       /* every unit's output (all live when the
                                 * backward begins) */
@@ -270,6 +274,8 @@ typedef struct {
     sched_mode_t mode;
     int    fits, fits_device, fits_host;
     double device_bytes, device_capacity, host_bytes, host_capacity;
+    double device_reserve;     /* of the budget, kept free against
+                                * fragmentation (plan_memory_t reserve) */
     double step_s, tokens_per_s, tflops_per_device;
     double recompute_flops;    /* per device and step: the producing FLOPs of
                                 * the recompute-action saves, and the whole

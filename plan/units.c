@@ -242,6 +242,27 @@ double plan_unit_shard(const plan_model_t *m, const plan_shape_t *sh, const plan
     return ceil((u[i].params - (i == n - 1 ? tied : 0)) / (double)sh->fsdp);
 }
 
+/* The runtime's slack against fragmentation (fsdp/exec_plan.c held_parts):
+ * one more workspace -- the largest forward call's, one activation between
+ * units, and a 16-bit gather's send copy of the largest shard -- and the
+ * largest save (a unit's input is one, the first unit's the step's
+ * tokens); three of them with --accum > 1. Its admission fits a plan into
+ * the budget less this, and the peak it predicts leaves it out. */
+static double plan_reserve(const plan_model_t *m, const plan_shape_t *sh, const plan_unit_t *u, int n,
+                           double tokens_buf)
+{
+    double fws = 0, act = tokens_buf, gsend = 0, save = tokens_buf;
+    for (int i = 0; i < n; i++) {
+        if (u[i].workspace > 0) fws = fmax(fws, plan_buf(u[i].workspace));
+        act = fmax(act, plan_buf(u[i].out_bytes));
+        if (i + 1 < n) save = fmax(save, plan_buf(u[i].out_bytes));
+        for (int s = 0; s < u[i].nsaves; s++) save = fmax(save, plan_buf(u[i].saves[s].bytes));
+        if (m->compute_b < 4) gsend = fmax(gsend, plan_buf(plan_unit_shard(m, sh, u, i, n) * m->compute_b));
+    }
+    double slack = fws + act + gsend + save;
+    return sh->accum > 1 ? 3 * slack : slack;
+}
+
 void plan_memory(const plan_model_t *m, const plan_shape_t *sh, const plan_unit_t *u, int n,
                  plan_memory_t *mem)
 {
@@ -296,6 +317,7 @@ void plan_memory(const plan_model_t *m, const plan_shape_t *sh, const plan_unit_
             kept++;
         }
     }
+    mem->reserve = plan_reserve(m, sh, u, n, mem->tokens);
     mem->resident = mem->param_shard + mem->grad_shard + mem->master + mem->optim + mem->expert_local +
                     mem->expert_grads + mem->tokens + mem->accum_grads;
     mem->params_total = P;

@@ -3,7 +3,8 @@
 # compute.mfu from one block of the example GPT through its CPU kernels:
 # on a file `strata calibrate` wrote on 1 rank, the mfu lies in (0, 1], the
 # figures it came from stand beside it and give it by the formula of
-# docs/planner.md, the rest of the file is unchanged, and `strata plan`
+# docs/planner.md (a block faster than the sgemm: mfu 1 and its rate as
+# dense_flops, the sgemm's kept in mfu_from), the rest of the file is unchanged, and `strata plan`
 # reads the file. Bad input exits 2 with a message and leaves the file as
 # it was: a missing option, a model of another family, a sequence past the
 # model's, a file without the rates, and a file whose dense_flops is not
@@ -50,7 +51,11 @@ assert f["model"] == "gpt-example" and f["micro_batch"] == 8 and f["seq"] == 16,
 assert f["block_s"] > 0 and f["matrix_s_at_dense"] > 0 and f["elementwise_s"] > 0, f
 left = max(f["block_s"] - f["elementwise_s"], 0.1 * f["block_s"])
 assert 0 < c["mfu"] <= 1 and abs(c["mfu"] - min(1, f["matrix_s_at_dense"] / left)) < 1e-9 * c["mfu"], (c["mfu"], f)
-del c["mfu_from"]; c["mfu"] = 1.0
+# a block faster than the sgemm: mfu 1 at the block'"'"'s rate, the sgemm'"'"'s kept beside it
+sgemm = before["compute"]["dense_flops"]
+assert f["sgemm_dense_flops"] == sgemm, f
+assert c["dense_flops"] == sgemm or (c["mfu"] == 1 and c["dense_flops"] > sgemm), (c["dense_flops"], sgemm)
+del c["mfu_from"]; c["mfu"] = 1.0; c["dense_flops"] = sgemm
 assert d == before, "calibrate_mfu changed more than compute.mfu"
 ' "$hw" "$tmp/before.json"
 "$S" plan --model gpt-example --hw "$hw" --fsdp 1 --micro 8 --seq 16 --policy all > "$tmp/plan" 2>&1

@@ -301,8 +301,8 @@ EXTRA_DIST += t/netns.sh
 check_PROGRAMS += t/plan_model.t
 t_plan_model_t_SOURCES = t/plan_model.t.c
 t_plan_model_t_LDADD = examples/gpt/libgpt.a $(PLAN_LIBS) $(TEST_INTERNAL_LDADD) $(BLAS_LIBS) $(DNNL_LIBS) $(OPENMP_CFLAGS)
-dist_check_SCRIPTS += t/plan-model-cli.t t/calibrate-cmd.t t/calibrate-mfu.t
-TESTS += t/plan_model.t t/plan-model-cli.t t/calibrate-cmd.t t/calibrate-mfu.t
+dist_check_SCRIPTS += t/plan-model-cli.t t/plan-runtime-agree.t t/calibrate-cmd.t t/calibrate-mfu.t
+TESTS += t/plan_model.t t/plan-model-cli.t t/plan-runtime-agree.t t/calibrate-cmd.t t/calibrate-mfu.t
 endif
 
 # the shared library exports only the public API and needs nothing of the

@@ -74,6 +74,13 @@ static void test_tiny_units(const plan_model_t *m)
     is_double(mem.input_grads, 2 * 512, 0, "a backward's input and output gradients, n h a each");
     is_double(mem.grads_max, 2816, 0, "unsharded gradients of a layer: 592 fp32 = 2368 bytes");
     is_double(mem.gathered_max, 1536, 0, "gathered layer: 592 bf16 = 1184 bytes");
+    /* the runtime's admission keeps free one more forward workspace (512),
+     * activation between units (512), bf16 gather send copy of the largest
+     * shard (296 x 2 = 592 bytes: 1024) and save (qkv's 128: 512) */
+    is_double(mem.reserve, 512 + 512 + 1024 + 512, 0, "kept free against fragmentation: 2560 bytes");
+    sh.accum = 2;
+    plan_memory(m, &sh, u, n, &mem);
+    is_double(mem.reserve, 3 * 2560, 0, "three times that with --accum > 1");
     free(u);
 }
 
@@ -114,6 +121,16 @@ static void test_worked_example(const plan_model_t *m, const plan_hw_t *hw)
     is_double(all_rec - r.step_s, 2 * 0.2048e-6, 1e-10, "and its step is shorter by the two layers' q/k/v "
               "projections, 0.4096 us");
     plan_destroy(p);
+    /* the budget a plan needs is its peak and the reserve (2560) */
+    for (int d = 0; d < 2; d++) {
+        sh.hbm_override = 37888 + 2560 - d;
+        if (STRATA_OK != plan_create(m, hw, &sh, &p, err, sizeof err)) bail_out("plan_create: %s", err);
+        sched_actions_fill(&a, p->prog, SCHED_KEEP);
+        ok(STRATA_OK == plan_evaluate(p, &a, SCHED_MODE_LHS, &r, err, sizeof err) && r.fits == !d &&
+           r.device_reserve == 2560 && (d || r.device_bytes == 37888),
+           "--hbm %.0f: keep %s (its peak 37888 and the reserve)", sh.hbm_override, d ? "does not fit" : "fits");
+        plan_destroy(p);
+    }
     sh.hbm_override = 30000;
     if (STRATA_OK != plan_create(m, hw, &sh, &p, err, sizeof err)) bail_out("plan_create: %s", err);
     sched_actions_fill(&a, p->prog, SCHED_KEEP);
@@ -549,16 +566,19 @@ static void test_state_storage(const plan_model_t *m, const plan_hw_t *tiny)
     plan_destroy(p);
 }
 
+/* the worked example's budgets below are these and its reserve, 2560 bytes */
+#define RESERVE 2560
+
 static void test_state_auto(const plan_model_t *m, const plan_hw_t *tiny)
 {
     plan_hw_t hw = *tiny;
     hw.storage_bw = 1e6;
-    plan_t *p = state_plan(m, &hw, NULL, 36000);
+    plan_t *p = state_plan(m, &hw, NULL, 36000 + RESERVE);
     plan_row_t r = state_row(p, "*=keep");
-    double lack = r.need_bytes - 36000;
+    double lack = r.need_bytes - (36000 + RESERVE);
     ok(!r.fits && lack > 0 && lack < 8192, "--hbm 36000: keep lacks %.0f bytes with the state on the device", lack);
     plan_destroy(p);
-    p = state_plan(m, &hw, "auto", 36000);
+    p = state_plan(m, &hw, "auto", 36000 + RESERVE);
     r = state_row(p, "*=keep");
     double moved = r.state.tier[STRATA_TIER_PINNED_HOST];
     ok(r.fits, "auto: it fits (%s)", r.state.where);
@@ -568,12 +588,12 @@ static void test_state_auto(const plan_model_t *m, const plan_hw_t *tiny)
        "moments only, from the first unit, to the host, no more than the lack needs: %.0f", moved);
     plan_destroy(p);
     hw.host_bytes = 4096;   /* 3/4 of it holds twice unit 0's moments (1024), not unit 1's */
-    p = state_plan(m, &hw, "auto", 36000);
+    p = state_plan(m, &hw, "auto", 36000 + RESERVE);
     r = state_row(p, "*=keep");
     is_string(r.state.where, "master=device:4/4,grad=device:4/4,optim=device:2/4,optim=host:1/4,"
               "optim=storage:1/4", "a small host: what it has no room for goes to storage");
     plan_destroy(p);
-    p = state_plan(m, &hw, "auto", 10000);
+    p = state_plan(m, &hw, "auto", 10000 + RESERVE);
     r = state_row(p, "*=keep");
     ok(!r.fits && 0 == r.state.tier[STRATA_TIER_PINNED_HOST] + r.state.tier[STRATA_TIER_STORAGE],
        "where all the state would not make up the lack, none moves");
@@ -643,7 +663,7 @@ int main(void)
     char err[512];
     plan_model_t m;
     plan_hw_t hw;
-    plan(139);
+    plan(143);
     if (STRATA_OK != plan_model_parse(tiny_model, "tiny", &m, err, sizeof err) ||
         STRATA_OK != plan_hw_parse(tiny_hw, "tinyhw", &hw, err, sizeof err))
         bail_out("worked example files: %s", err);

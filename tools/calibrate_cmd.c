@@ -81,6 +81,13 @@ static int disk_bw(const char *dir, size_t bytes, double *w_p, double *r_p)
     return bad ? -1 : 0;
 }
 
+/* Repeats of a collective's timing and of the latency's: with 5, two
+ * repeats that met a descheduled rank on a loaded machine set the median
+ * (a 2-rank table at 3 MB/s and a 15 ms latency, once, made the planner's
+ * step 5x train_gpt's) */
+#define COLL_REPS 9
+#define LAT_REPS 25
+
 /* busbw of collective k over comm for a message of S bytes (the full
  * size): the nonblocking calls the runtime starts (comm/mpi.c; its
  * reduce-scatter is comm/rs.c's point-to-point one), waited for at once;
@@ -92,8 +99,8 @@ static double coll_busbw(int k, MPI_Comm comm, size_t S)
     MPI_Comm_size(comm, &n);
     size_t per = S / (size_t)n;
     char *in = calloc(S, 1), *out = calloc(S, 1);
-    double t[REPS];
-    for (int r = 0; in && out && r < REPS; r++) {
+    double t[COLL_REPS];
+    for (int r = 0; in && out && r < COLL_REPS; r++) {
         MPI_Barrier(comm);
         double t0 = calib_now();
         MPI_Request q;
@@ -115,7 +122,7 @@ static double coll_busbw(int k, MPI_Comm comm, size_t S)
     }
     free(in); free(out);
     double f = (double)(n - 1) / n * (3 == k ? 2.0 : 1.0);
-    return (double)S * f / calib_median(t, REPS);
+    return (double)S * f / calib_median(t, COLL_REPS);
 }
 
 /* The tables, the latency, and in *pair_p the seconds of the 1 MiB
@@ -144,14 +151,16 @@ static json_t *colls(int size, int rank, const size_t *sizes, int nsizes, double
             }
         if (MPI_COMM_NULL != sub) MPI_Comm_free(&sub);
     }
-    /* latency: an 8-byte all-reduce over everyone */
-    double t[REPS], x = 0, y;
-    for (int r = 0; r < REPS; r++) {
+    /* latency: an 8-byte all-reduce over everyone, the median of many:
+     * one that waits out a rank's scheduler slice on a shared machine
+     * (15 ms among 5 microsecond ones, here) must not set it */
+    double t[LAT_REPS], x = 0, y;
+    for (int r = 0; r < LAT_REPS; r++) {
         double t0 = calib_now();
         MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
         t[r] = calib_now() - t0;
     }
-    *lat_p = calib_median(t, REPS);
+    *lat_p = calib_median(t, LAT_REPS);
     for (int k = 0; k < 4; k++)
         json_object_set_new(c, names[k], json_pack("{s:o,s:O}", "intra", tab[k], "inter", tab[k]));
     return c;
@@ -314,7 +323,7 @@ int cmd_calibrate(int argc, char **argv)
         json_object_set_new(c, "note", json_string("measured by strata calibrate: one node, so inter = intra"));
         double target = json_number_value(json_object_get(sg, "target_flops"));
         json_t *hw = json_pack("{s:s,s:s,s:s,s:{s:I,s:f},s:{s:f,s:f,s:o},s:{s:f,s:f,s:f,s:f,s:f},s:I,s:f,s:{s:f,s:f},s:o}",
-            "name", o.name, "source", "strata calibrate on this machine (compute and memcpy: medians of 7 windows of 0.05 s taken in turn, all ranks at once; collectives: medians of 5; noisy under load)",
+            "name", o.name, "source", "strata calibrate on this machine (compute and memcpy: medians of 7 windows of 0.05 s taken in turn, all ranks at once; collectives: medians of 9, latency of 25; noisy under load)",
             "device", "cpu",
             /* hbm bandwidth counts traffic (the planner's elementwise op
              * reads and writes its bytes): a memcpy moves each byte twice */

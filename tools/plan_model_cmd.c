@@ -310,6 +310,9 @@ static void print_header(const plan_t *p, FILE *out)
     if (1 == sh->accum || sh->accum_sharded) ROW("unsharded gradients (largest unit)", mm->grads_max);
     ROW("unit outputs (unit_input: kept or moved)", mm->unit_outputs);
     ROW("input gradients (a backward's two)", mm->input_grads);
+    fprintf(out, "  %-34s %12s  (of the budget, not in the device column: the runtime's\n"
+            "  %-34s %12s   admission keeps one more workspace and save free)\n",
+            "kept free against fragmentation", gb(mm->reserve, a, sizeof a), "", "");
 #undef ROW
 }
 
@@ -331,12 +334,20 @@ static void print_acts(const plan_t *p, FILE *out)
     }
 }
 
+/* What the device lacks: the budget the row needs (its use and the
+ * reserve kept free against fragmentation) less the capacity. */
+static double short_bytes(const plan_row_t *r)
+{
+    double need = r->device_bytes + r->device_reserve;
+    return r->fits_device || need < r->device_capacity ? 0 : need - r->device_capacity;
+}
+
 static void print_row(const plan_t *p, const want_t *w, const plan_row_t *r, FILE *out)
 {
     char a[32], b[32], c[32], pol[1024];
     fprintf(out, "%-10s %-5s %-4s %11s %11s %11s %10.4f %12.0f %9.1f  %s\n", w->label, sched_mode_name(r->mode),
             r->fits ? "yes" : "NO", gb(r->device_bytes, a, sizeof a),
-            gb(r->fits_device || r->device_bytes < r->device_capacity ? 0 : r->device_bytes - r->device_capacity, b, sizeof b),
+            gb(short_bytes(r), b, sizeof b),
             gb(r->host_bytes, c, sizeof c), r->step_s, r->tokens_per_s, r->tflops_per_device,
             sched_actions_string(&r->acts, p->prog, pol, sizeof pol));
     if (r->tail_kept > 0)
@@ -404,14 +415,14 @@ static void json_row(const plan_t *p, const want_t *w, const plan_row_t *r)
                              "grad", B_(r->state.cls[FSDP_CLASS_GRAD][STRATA_TIER_PINNED_HOST]),
                              "state_working_copies", B_(r->state.host_work));
     json_t *o = json_pack("{s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:s,s:s,s:s,s:b,s:b,s:b,s:I,s:I,s:I,s:I,s:I,"
-                          "s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:I,s:o,s:o,s:o}",
+                          "s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:I,s:o,s:o,s:o}",
         "model", p->model.name, "hw", p->hw.name, "fsdp", (json_int_t)sh->fsdp, "replicas", (json_int_t)sh->replicas,
         "ep", (json_int_t)sh->ep, "micro_batch", (json_int_t)sh->micro, "seq", (json_int_t)sh->seq,
         "accum", (json_int_t)sh->accum, "prefetch", (json_int_t)sh->prefetch, "policy", w->label,
         "actions", sched_actions_string(&r->acts, p->prog, pol, sizeof pol), "schedule", sched_mode_name(r->mode),
         "fits", r->fits, "fits_device", r->fits_device, "fits_host", r->fits_host,
         "device_bytes", B_(r->device_bytes), "device_capacity", B_(r->device_capacity),
-        "short_bytes", B_(r->fits_device || r->device_bytes < r->device_capacity ? 0.0 : r->device_bytes - r->device_capacity),
+        "device_reserve_bytes", B_(r->device_reserve), "short_bytes", B_(short_bytes(r)),
         "host_bytes", B_(r->host_bytes), "host_capacity", B_(r->host_capacity), "step_s", r->step_s,
         "tokens_per_s", r->tokens_per_s, "tflops_per_device", r->tflops_per_device,
         "compute_s", r->compute_s, "comm_wait_s", r->comm_wait_s, "exposed_transfer_s", r->exposed_s, "recompute_flops", r->recompute_flops, "tail_kept", (json_int_t)r->tail_kept, "breakdown", bd, "host", host,
