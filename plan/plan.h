@@ -154,6 +154,9 @@ typedef struct {
      * shard, as PyTorch FSDP and ZeRO-3 accumulate (for comparing with
      * their runs; train_gpt does not run it) */
     int accum_sharded;
+    /* 1: no reserve against fragmentation in the device budget (--reserve
+     * none), to compare with frameworks that hold none; 0: the runtime's */
+    int no_reserve;
     double hbm_override;       /* 0 = the hardware file's */
     double moe_imbalance;      /* the busiest rank's routed tokens over the mean (>= 1; 0 = 1) */
     /* the state_place option (base/place.h; all zero: every class on the

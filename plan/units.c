@@ -246,8 +246,10 @@ double plan_unit_shard(const plan_model_t *m, const plan_shape_t *sh, const plan
  * one more workspace -- the largest forward call's, one activation between
  * units, and a 16-bit gather's send copy of the largest shard -- and the
  * largest save (a unit's input is one, the first unit's the step's
- * tokens); three of them with --accum > 1. Its admission fits a plan into
- * the budget less this, and the peak it predicts leaves it out. */
+ * tokens); three of them with --accum > 1 (not with --accum-grads sharded,
+ * which the runtime does not run: each micro-batch is then a step of its
+ * own). Its admission fits a plan into the budget less this, and the peak
+ * it predicts leaves it out. */
 static double plan_reserve(const plan_model_t *m, const plan_shape_t *sh, const plan_unit_t *u, int n,
                            double tokens_buf)
 {
@@ -260,7 +262,7 @@ static double plan_reserve(const plan_model_t *m, const plan_shape_t *sh, const 
         if (m->compute_b < 4) gsend = fmax(gsend, plan_buf(plan_unit_shard(m, sh, u, i, n) * m->compute_b));
     }
     double slack = fws + act + gsend + save;
-    return sh->accum > 1 ? 3 * slack : slack;
+    return sh->accum > 1 && !sh->accum_sharded ? 3 * slack : slack;
 }
 
 void plan_memory(const plan_model_t *m, const plan_shape_t *sh, const plan_unit_t *u, int n,
@@ -317,7 +319,7 @@ void plan_memory(const plan_model_t *m, const plan_shape_t *sh, const plan_unit_
             kept++;
         }
     }
-    mem->reserve = plan_reserve(m, sh, u, n, mem->tokens);
+    mem->reserve = sh->no_reserve ? 0 : plan_reserve(m, sh, u, n, mem->tokens);
     mem->resident = mem->param_shard + mem->grad_shard + mem->master + mem->optim + mem->expert_local +
                     mem->expert_grads + mem->tokens + mem->accum_grads;
     mem->params_total = P;

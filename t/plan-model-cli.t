@@ -16,11 +16,12 @@
 # model file's dtypes.activations sizes the saves (fp32, bf16, fp8: 4, 2, 1
 # bytes), dtypes.reduce the reduce-scatter's bytes on the wire.
 # --accum-grads sharded (PyTorch FSDP's accumulation): the peak of --accum 1.
+# --reserve none: no reserve against fragmentation, the same peak.
 . "$top_srcdir/t/tap.sh"
 tap_tmp plan-model-cli
 has() { grep -q -- "$1" "$2"; }
 
-echo 1..32
+echo 1..34
 gpt="--model gpt-example --hw h200-hgx --fsdp 2 --micro 16 --seq 64"
 
 "$S" plan $gpt --policy all > "$tmp/all" 2>&1
@@ -256,12 +257,27 @@ if not 3 < s['step_s'] / a1['step_s'] < 4: sys.exit('# step %g vs %g' % (s['step
 check "--accum-grads takes held or sharded: 'later' is a usage error (exit 2)" \
     sh -c "test $rc -eq 2 && grep -q 'accum-grads: expected held or sharded' '$tmp/accb'"
 
+# --reserve none: the runtime's reserve against fragmentation leaves the
+# device budget (other frameworks' runs hold none); the peak is the same
+"$S" plan $acc > "$tmp/rsv" 2>&1
+"$S" plan $acc --reserve none > "$tmp/rsn" 2>&1
+check "--reserve none: no reserve in the budget, the same peak; runtime (default) keeps one" python3 -c "
+import json, sys
+r, n = (json.load(open('$tmp/' + f)) for f in ('rsv', 'rsn'))
+print('# reserve %.3f GB, none %.3f GB; peaks %.3f / %.3f GB' % (r['device_reserve_bytes'] / 1e9, n['device_reserve_bytes'] / 1e9, r['device_bytes'] / 1e9, n['device_bytes'] / 1e9))
+if not (r['device_reserve_bytes'] > 0 and n['device_reserve_bytes'] == 0): sys.exit(1)
+if r['device_bytes'] != n['device_bytes']: sys.exit('# peak')
+"
+"$S" plan $acc --reserve some > "$tmp/rsb" 2>&1; rc=$?
+check "--reserve takes runtime or none: 'some' is a usage error (exit 2)" \
+    sh -c "test $rc -eq 2 && grep -q 'reserve: expected runtime or none' '$tmp/rsb'"
+
 # The published GPU runs, by structure (docs/planner.md, "The published
 # runs"). Llama 3.1 405B, GB200, FSDP-128, micro-batch 2, seq 8192, qkv on
 # the host: with latency hiding the offload beats *=recompute; with
 # nothing overlapping (none: a compiler without its latency-hiding
 # scheduler, which stops hiding the collectives too) it loses to it.
-l405="--model llama3.1-405b --hw gb200-nvl72 --fsdp 128 --micro 2 --seq 8192 --json"
+l405="--model llama3.1-405b --hw gb200-nvl72 --fsdp 128 --micro 2 --seq 8192 --reserve none --json"
 "$S" plan $l405 --policy '*=recompute' > "$tmp/lr" 2>&1
 "$S" plan $l405 --policy 'qkv=host,*=recompute' --schedule all > "$tmp/lq" 2>&1
 check "405B qkv=host: lhs beats recompute, none loses to it" python3 -c "
@@ -275,7 +291,7 @@ sys.exit(not (q['none'] < r < q['lhs']))
 # itself puts on the host within the published 145.1 GiB (auto there)
 # fit the device only at micro-batch 2 when kept; offloaded they train at
 # micro-batch 8, where lhs beats full recompute and none loses to it.
-ds="--model deepseek-v3-671b --hw gb200-nvl72 --fsdp 128 --ep 8 --seq 4096 --json"
+ds="--model deepseek-v3-671b --hw gb200-nvl72 --fsdp 128 --ep 8 --seq 4096 --reserve none --json"
 
 pol() { echo "qkv_lora=$1,attn_resid=$1,router=$1,moe_gate=$1,moe_up=$1,final_norm=keep,*=recompute"; }
 "$S" plan $ds --micro 2 --policy "$(pol keep)" > "$tmp/dk2" 2>&1

@@ -44,6 +44,9 @@ static void usage(FILE *out)
         "                    micro-batch to the last, as the runtime does (default); sharded:\n"
         "                    reduce-scattered after each micro-batch into the shard, as PyTorch\n"
         "                    FSDP and ZeRO-3 do (to compare with their runs)\n"
+        "  --reserve M       runtime: the device budget keeps the runtime's reserve against\n"
+        "                    fragmentation free, as its admission does (default); none: it\n"
+        "                    does not (to compare with other frameworks' runs)\n"
         "  --prefetch P      all-gather lookahead in units (1)\n"
         "  --policy P        name=action list as train_gpt's --act-policy, auto, or all\n"
         "                    (all: keep, recompute, host naive, host lhs, auto)\n"
@@ -107,6 +110,13 @@ static int parse_args(int argc, char **argv, popts_t *o)
                 return -1;
             } else
                 o->shape.accum_sharded = !strcmp(v, "sharded");
+        }
+        else if (!strcmp(a, "--reserve")) {
+            if (strcmp(v, "runtime") && strcmp(v, "none")) {
+                fprintf(stderr, "strata plan: --reserve: expected runtime or none, got '%s'\n", v);
+                return -1;
+            } else
+                o->shape.no_reserve = !strcmp(v, "none");
         }
         else if (!strcmp(a, "--prefetch")) rc = num(a, v, 0, &o->shape.prefetch);
         else if (!strcmp(a, "--clip")) {
@@ -509,6 +519,9 @@ static void print_assumptions(const plan_t *p, FILE *out)
         PLAN_GPT == p->model.family ? " (except the example GPT, which saves attn_probs as train_gpt does)" : "",
         p->hw.coll_compute, p->hw.coll_sync, p->hw.link_compute,
         p->shape.state_auto || state_moved(&p->state) ? "" : "; optimizer state stays on device");
+    fprintf(out, "  - device budget: %s\n", p->shape.no_reserve ?
+            "no reserve against fragmentation (--reserve none, as frameworks that hold none)" :
+            "the runtime's reserve against fragmentation kept free, as its admission does (--reserve none: none)");
     if (p->shape.state_auto || state_moved(&p->state)) print_state_assumptions(p, out);
     if (!p->hw.cpu) print_share_assumptions(p, out);
     if (p->model.moe)
