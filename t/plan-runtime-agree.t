@@ -7,7 +7,8 @@
 # - admitted: the measured peak is within 10% of the runtime's printed
 #   prediction; strata plan given the runtime's printed actions predicts that
 #   peak within 10%; strata plan's own auto fits the budget less the reserve,
-#   as the runtime's does, its peak within 10% of the runtime's.
+#   as the runtime's does (the two autos' peaks printed: the runtime's weighs
+#   measured costs).
 # Peaks and bytes only: the step times are bench/run plan's (timing in make
 # check would fail on a loaded machine). The hardware file's figures are a
 # CPU node's, rounded: a peak depends on them only through when a
@@ -93,9 +94,11 @@ for np_, layers, dim, heads, seq, batch, small, budget in cases:
     ok(same["fits"] and abs(same["device_bytes"] / pred - 1) <= 0.10,
        "%s at %s: strata plan with the runtime's plan predicts its peak within 10%% (%.1f%%)" % (
            shape, budget, 100 * (same["device_bytes"] / pred - 1)))
-    ok(auto["fits"] and auto["device_bytes"] + auto["device_reserve_bytes"] <= B and
-       abs(auto["device_bytes"] / pred - 1) <= 0.10,
-       "%s at %s: strata plan's auto fits the budget less the reserve, its peak within 10%% of the runtime's (%.1f%%)" % (
+    # the two autos' peaks are printed, not judged: the runtime's auto weighs
+    # the costs its first step measured, so a loaded machine may move it to
+    # another plan that fits
+    ok(auto["fits"] and auto["device_bytes"] + auto["device_reserve_bytes"] <= B,
+       "%s at %s: strata plan's auto fits the budget less the reserve (its peak %.1f%% from the runtime's)" % (
            shape, budget, 100 * (auto["device_bytes"] / pred - 1)))
 print("1..%d" % n)
 PY
