@@ -356,7 +356,7 @@ static void test_head(void)
 
 int main(void)
 {
-    plan(3 + 3 + 2 + 2 + 2 + 14 + 2 + 5);
+    plan(3 + 3 + 2 * 2 + 2 + 2 + 14 + 2 + 5);
     test_layernorm();
     test_matmul();
     test_attention(2, 5, 6, 2);
