@@ -8,6 +8,7 @@
  * Inputs are O(1) so every nonlinearity is exercised, not just its linear
  * part near zero. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -136,13 +137,19 @@ static double at_loss(void *p)
     return dot(c->out, c->R, (size_t)c->B * c->T * c->C);
 }
 
-static void test_attention(void)
+/* T within one block of the kernels' query rows, and T over three (the
+ * last partial: 48 + 48 + 4), whose blocks skip the causal upper part. */
+static void test_attention(int B, int T, int C, int H)
 {
-    at_ctx c = { .B = 2, .T = 5, .C = 6, .H = 2 };
+    at_ctx c = { .B = B, .T = T, .C = C, .H = H };
     size_t nq = (size_t)c.B * c.T * 3 * c.C, no = (size_t)c.B * c.T * c.C;
     size_t np = (size_t)c.B * c.H * c.T * c.T;
     c.qkv = rnd(nq, 1.5, 0.0); c.out = zeros(no); c.probs = zeros(np); c.R = rnd(no, 1.0, 0.0);
     float *dqkv = zeros(nq), *scratch = zeros((size_t)c.B * c.H * c.T * c.T);
+    /* the backward must not read the scratch it did not write (a NaN would
+     * reach dqkv) */
+    for (size_t i = 0; i < np; i++)
+        scratch[i] = NAN;
     at_loss(&c);
     /* the probabilities are causal rows that sum to one */
     int good = 1;
@@ -158,9 +165,11 @@ static void test_attention(void)
         if (fabs(s - 1.0) > 1e-5)
             good = 0;
     }
-    ok(good, "attention probabilities are causal and each row sums to 1");
+    ok(good, "attention T %d: probabilities are causal and each row sums to 1", T);
     gpt_attention_backward(dqkv, scratch, c.R, c.qkv, c.probs, c.B, c.T, c.C, c.H);
-    check(fd_rel(at_loss, &c, c.qkv, dqkv, nq), "attention dqkv");
+    char name[64];
+    snprintf(name, sizeof(name), "attention T %d dqkv", T);
+    check(fd_rel(at_loss, &c, c.qkv, dqkv, nq), name);
     free(c.qkv); free(c.out); free(c.probs); free(c.R); free(dqkv); free(scratch);
 }
 
@@ -347,10 +356,11 @@ static void test_head(void)
 
 int main(void)
 {
-    plan(3 + 3 + 2 + 2 + 2 + 14 + 2 + 5);
+    plan(3 + 3 + 2 * 2 + 2 + 2 + 14 + 2 + 5);
     test_layernorm();
     test_matmul();
-    test_attention();
+    test_attention(2, 5, 6, 2);
+    test_attention(1, 100, 8, 2);
     test_gelu();
     test_crossentropy();
     test_block();

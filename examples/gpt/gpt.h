@@ -212,7 +212,8 @@ void gpt_sgemm1(int ta, int tb, int M, int N, int K, float alpha, const float *A
 
 /* Floating-point operations of one forward+backward per token at length T
  * (matrix products and attention; attention counted over the full T x T,
- * as computed). Used for GFLOP/s reports. */
+ * the model count that PyTorch's and llm.c's figures use, though the CPU
+ * kernels skip most of the causal upper half). Used for GFLOP/s reports. */
 double gpt_flops_per_token(const gpt_config *cfg, int T);
 
 /* ------------------------------------------------------------------------ */
@@ -315,7 +316,8 @@ void gpt_matmul_backward(float *dx, float *dW, float *db, const float *dy,
 void gpt_attention_forward(float *out, float *probs, const float *qkv,
                            int B, int T, int C, int H);
 /* dqkv [B, T, 3C] = gradient from dout [B, T, C]; dprob_scratch [B*H*T*T]
- * (the (b, h) pairs run in parallel, each on its own T x T). */
+ * (the (b, h) pairs run in parallel, each on its own T x T, of which the
+ * blocks on or below the diagonal are written). */
 void gpt_attention_backward(float *dqkv, float *dprob_scratch, const float *dout,
                             const float *qkv, const float *probs,
                             int B, int T, int C, int H);

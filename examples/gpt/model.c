@@ -441,7 +441,7 @@ static strata_status_t block_run(const gpt_config *cfg, int B, int T, const floa
     }
     if (need[OP_ATT]) {
         gpt_attention_forward(S[GPT_S_ATTN_OUT], S[GPT_S_ATTN_PROBS], S[GPT_S_QKV], B, T, C, H);
-        count_op(n, 4.0 * B * T * T * C);               /* Q K^T and P V, the full T x T */
+        count_op(n, 4.0 * B * T * T * C);               /* Q K^T and P V, counted over T x T */
         BETWEEN(ws);
     }
     if (need[OP_PROJ]) {
