@@ -99,34 +99,42 @@ static void block_free(block_job_t *j)
     free(j->ws.buf);
 }
 
-/* one block's forward and backward, the next block's buffers each call */
-static void block_op(block_job_t *j)
+/* one block's forward and backward, the next block's buffers each call;
+ * the seconds of each added to fb[0] and fb[1] */
+static void block_op(block_job_t *j, double fb[2])
 {
     block_bufs_t *b = &j->b[j->calls++ % NBLK];
+    double t0 = base_now();
     gpt_block_forward(&j->cfg, j->B, j->T, (const float *const *)b->params, b->x_in, b->x_out, &b->saves, &j->ws);
+    double t1 = base_now();
     gpt_block_backward(&j->cfg, j->B, j->T, (const float *const *)b->params, &b->saves, b->dx_out, b->dx_in,
                        b->dparams, &j->ws);
+    fb[0] += t1 - t0;
+    fb[1] += base_now() - t1;
 }
 
-/* median seconds of one block's forward + backward over windows that
- * every rank starts at once (where ranks share cores, a window spans many
- * scheduler slices, so each rank times its share); a rank that could not
- * allocate still takes part in the barriers */
-static double block_seconds(block_job_t *j, int ok)
+/* median seconds of one block's forward (fb[0]) and of its backward
+ * (fb[1]) over windows that every rank starts at once (where ranks share
+ * cores, a window spans many scheduler slices, so each rank times its
+ * share); a rank that could not allocate still takes part in the barriers */
+static void block_seconds(block_job_t *j, int ok, double fb[2])
 {
-    double t[WINDOWS];
-    if (ok) block_op(j);   /* first touch */
+    double t[2][WINDOWS], warm[2] = { 0, 0 };
+    if (ok) block_op(j, warm);   /* first touch */
     for (int w = 0; w < WINDOWS; w++) {
+        double s[2] = { 0, 0 };
         MPI_Barrier(MPI_COMM_WORLD);
-        double t0 = base_now(), dt;
+        double t0 = base_now();
         long n = 0;
         do {
-            if (ok) block_op(j);
+            if (ok) block_op(j, s);
             n++;
-        } while ((dt = base_now() - t0) < WINDOW_S);
-        t[w] = dt / (double)n;
+        } while (base_now() - t0 < WINDOW_S);
+        t[0][w] = s[0] / (double)n;
+        t[1][w] = s[1] / (double)n;
     }
-    return median(t, WINDOWS);
+    fb[0] = median(t[0], WINDOWS);
+    fb[1] = median(t[1], WINDOWS);
 }
 
 typedef struct { const char *hw, *model; int micro, seq, threads; } mopts_t;
@@ -250,7 +258,9 @@ int main(int argc, char **argv)
     int rank;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     int ok = block_alloc(&j);
-    double t = block_seconds(&j, ok);
+    double fb[2] = { 0, 0 };
+    block_seconds(&j, ok, fb);
+    double t = fb[0] + fb[1];
     block_free(&j);
     int all = 0;
     MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
@@ -281,9 +291,10 @@ int main(int argc, char **argv)
             rc = 2;
         } else {
             json_object_set_new(c, "mfu", json_real(mfu));
-            json_object_set_new(c, "mfu_from", json_pack("{s:s,s:s,s:i,s:i,s:f,s:f,s:f,s:f}", "measured_by",
+            json_object_set_new(c, "mfu_from", json_pack("{s:s,s:s,s:i,s:i,s:f,s:f,s:f,s:f,s:f,s:f}", "measured_by",
                                 "bench/calibrate_mfu: one block forward and backward through the GPT's CPU "
                                 "kernels", "model", name, "micro_batch", o.micro, "seq", o.seq, "block_s", t,
+                                "forward_s", fb[0], "backward_s", fb[1],
                                 "matrix_s_at_dense", F / dense, "elementwise_s", M / bw,
                                 "sgemm_dense_flops", sgemm));
             rc = hw_write(hw, o.hw) ? 1 : 0;

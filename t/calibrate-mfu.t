@@ -42,13 +42,16 @@ STRATA_TEST_TIMEOUT=120 "$L" 1 "$M" --hw "$hw" --model gpt-example --micro 8 --s
 rc=$?
 sed 's/^/# /' "$tmp/out"
 check "1 rank x 2 threads: exit 0" test "$rc" = 0
-check "mfu in (0, 1], the figures it came from and their formula; the rest of the file unchanged" python3 -c '
+check "mfu in (0, 1], the figures it came from (the forward and backward apart) and their formula; the rest of the file unchanged" python3 -c '
 import json, sys
 d, before = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 c = d["compute"]
 f = c["mfu_from"]
 assert f["model"] == "gpt-example" and f["micro_batch"] == 8 and f["seq"] == 16, f
 assert f["block_s"] > 0 and f["matrix_s_at_dense"] > 0 and f["elementwise_s"] > 0, f
+# the forward and the backward timed apart, the block their sum
+assert f["forward_s"] > 0 and f["backward_s"] > 0, f
+assert abs(f["forward_s"] + f["backward_s"] - f["block_s"]) <= 1e-9 * f["block_s"], f
 left = max(f["block_s"] - f["elementwise_s"], 0.1 * f["block_s"])
 assert 0 < c["mfu"] <= 1 and abs(c["mfu"] - min(1, f["matrix_s_at_dense"] / left)) < 1e-9 * c["mfu"], (c["mfu"], f)
 # a block faster than the sgemm: mfu 1 at the block'"'"'s rate, the sgemm'"'"'s kept beside it

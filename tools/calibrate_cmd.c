@@ -323,7 +323,7 @@ int cmd_calibrate(int argc, char **argv)
         json_object_set_new(c, "note", json_string("measured by strata calibrate: one node, so inter = intra"));
         double target = json_number_value(json_object_get(sg, "target_flops"));
         json_t *hw = json_pack("{s:s,s:s,s:s,s:{s:I,s:f},s:{s:f,s:f,s:o},s:{s:f,s:f,s:f,s:f,s:f},s:I,s:f,s:{s:f,s:f},s:o}",
-            "name", o.name, "source", "strata calibrate on this machine (compute and memcpy: medians of 7 windows of 0.05 s taken in turn, all ranks at once; collectives: medians of 9, latency of 25; noisy under load)",
+            "name", o.name, "source", "strata calibrate on this machine (compute and memcpy: medians of 7 windows of 0.05 s taken in turn, all ranks at once; collectives: medians of 9, latency of 25; the host link's compute cost: the median of 9 paired rounds; noisy under load)",
             "device", "cpu",
             /* hbm bandwidth counts traffic (the planner's elementwise op
              * reads and writes its bytes): a memcpy moves each byte twice */

@@ -262,8 +262,8 @@ double calib_coll_compute_cost(const copts_t *o, team_t *tm, double t_table, dou
  * On a CPU node the runtime's copy engine is a thread that memcpys beside
  * the rank's compute threads, on the same cores. 1 MiB copies on such a
  * thread while the team runs sgemm calls for about twice their time,
- * against each alone (every rank at once, the slowest rank's time,
- * medians of REPS): (t_both - t_s) / t_copy. */
+ * against each alone (every rank at once, the slowest rank's time):
+ * (t_both - t_s) / t_copy, the median over paired rounds (copy_cost). */
 typedef struct { const char *src; char *dst; size_t bytes; long n; } copy_job_t;
 
 static void *copy_main(void *p)
@@ -288,11 +288,22 @@ static double copy_round(calib_job_t *j, copy_job_t *c, long calls, int copies)
     return slowest;
 }
 
-static double copy_median(calib_job_t *j, copy_job_t *c, long calls, int copies)
+/* LINK_PAIRS rounds of the copies alone, the sgemm calls alone and both
+ * at once, back to back, each round's cost (t_both - t_s) / t_copy from
+ * its own three times, the median of the rounds' costs (a round where
+ * the calls alone came out slower counts 0). Paired within a round, a
+ * shared machine's drift over seconds moves both times of a difference
+ * alike; the difference of two medians taken seconds apart moved
+ * calibrations' costs between 0.8 and 5.4 on this node. */
+#define LINK_PAIRS 9
+static double copy_cost(calib_job_t *j, copy_job_t *c, long calls)
 {
-    double t[REPS];
-    for (int r = 0; r < REPS; r++) t[r] = copy_round(j, c, calls, copies);
-    return calib_median(t, REPS);
+    double cost[LINK_PAIRS];
+    for (int r = 0; r < LINK_PAIRS; r++) {
+        double tc = copy_round(j, c, 0, 1), ts = copy_round(j, c, calls, 0), tb = copy_round(j, c, calls, 1);
+        cost[r] = tc > 0 && tb > ts ? (tb - ts) / tc : 0;
+    }
+    return calib_median(cost, LINK_PAIRS);
 }
 
 double calib_link_compute_cost(const copts_t *o, team_t *tm)
@@ -306,10 +317,8 @@ double calib_link_compute_cost(const copts_t *o, team_t *tm)
     if (all) {
         calib_blas_threads(1);
         copy_job_t c = { src, dst, mb, 16 };
-        double tc = copy_median(&j, &c, 0, 1), t1 = copy_median(&j, &c, 1, 0);
-        long calls = t1 > 0 ? (long)(2 * tc / t1) + 1 : 1;
-        double ts = copy_median(&j, &c, calls, 0), tb = copy_median(&j, &c, calls, 1);
-        cost = tc > 0 && tb > ts ? (tb - ts) / tc : 0;
+        double tc = copy_round(&j, &c, 0, 1), t1 = copy_round(&j, &c, 1, 0);   /* sizes the rounds */
+        cost = copy_cost(&j, &c, t1 > 0 ? (long)(2 * tc / t1) + 1 : 1);
     }
     shape_job_free(&j);
     free(src); free(dst);
