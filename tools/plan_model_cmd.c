@@ -74,6 +74,17 @@ static int num(const char *flag, const char *v, long min, long *out)
     return 0;
 }
 
+/* A flag of two words: *out = 0 for `off`, 1 for `on`. */
+static int two_words(const char *flag, const char *v, const char *off, const char *on, int *out)
+{
+    if (strcmp(v, off) && strcmp(v, on)) {
+        fprintf(stderr, "strata plan: %s: expected %s or %s, got '%s'\n", flag, off, on, v);
+        return -1;
+    }
+    *out = !strcmp(v, on);
+    return 0;
+}
+
 /* The runtime's own reading of the option (base/place.h). */
 static int place_arg(const char *v, plan_shape_t *sh)
 {
@@ -104,20 +115,8 @@ static int parse_args(int argc, char **argv, popts_t *o)
         else if (!strcmp(a, "--ep")) rc = num(a, v, 1, &o->shape.ep);
         else if (!strcmp(a, "--seq")) rc = num(a, v, 1, &o->shape.seq);
         else if (!strcmp(a, "--accum")) rc = num(a, v, 1, &o->shape.accum);
-        else if (!strcmp(a, "--accum-grads")) {
-            if (strcmp(v, "held") && strcmp(v, "sharded")) {
-                fprintf(stderr, "strata plan: --accum-grads: expected held or sharded, got '%s'\n", v);
-                return -1;
-            } else
-                o->shape.accum_sharded = !strcmp(v, "sharded");
-        }
-        else if (!strcmp(a, "--reserve")) {
-            if (strcmp(v, "runtime") && strcmp(v, "none")) {
-                fprintf(stderr, "strata plan: --reserve: expected runtime or none, got '%s'\n", v);
-                return -1;
-            } else
-                o->shape.no_reserve = !strcmp(v, "none");
-        }
+        else if (!strcmp(a, "--accum-grads")) rc = two_words(a, v, "held", "sharded", &o->shape.accum_sharded);
+        else if (!strcmp(a, "--reserve")) rc = two_words(a, v, "runtime", "none", &o->shape.no_reserve);
         else if (!strcmp(a, "--prefetch")) rc = num(a, v, 0, &o->shape.prefetch);
         else if (!strcmp(a, "--clip")) {
             char *end;
